@@ -1,0 +1,269 @@
+"""helikon: the Python SDK for building agentic AI systems.
+
+The names most users need, re-exported from `helikon.core`. Runners live in
+`helikon.runtime`, test doubles in `helikon.testing`, the strict-schema normalizer in
+`helikon.schema`.
+
+Example:
+    ```python
+    from helikon import LlmAgent, RunContext, tool
+    from helikon.testing import MockModel, text_turn
+
+    agent = LlmAgent(name="hello", model=MockModel.with_scripts([text_turn("Hello!")]))
+    assert agent.run_sync("Hi", context=RunContext.ephemeral(None)).final_output == "Hello!"
+    ```
+"""
+
+__version__ = "0.1.0"
+
+
+from .core._function_tool import FunctionTool, tool
+from .core._json import JsonObject, JsonValue
+from .core._memory_session import MemorySession
+from .core.agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
+from .core.cancel import CancellationToken
+from .core.context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
+from .core.events import (
+    AGENT_EVENT_ADAPTER,
+    AgentError,
+    AgentEvent,
+    AgentUpdated,
+    ApprovalRequested,
+    GuardrailTriggered,
+    HandoffItem,
+    MessageOutput,
+    PermissionDenied,
+    RepairStarted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StructuredOutputFailed,
+    TokenUsage,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
+from .core.exceptions import (
+    ContextLengthExceeded,
+    Denied,
+    HelikonError,
+    InvalidArgs,
+    InvalidStructuredOutput,
+    MaxAgentDepthExceeded,
+    MaxTurnsExceeded,
+    ModelError,
+    OtherModelError,
+    RateLimited,
+    Refused,
+    RunCancelled,
+    RunError,
+    RunTimeout,
+    SessionBackendError,
+    SessionError,
+    SessionUnavailable,
+    ToolError,
+    Transport,
+    Unavailable,
+    UserError,
+)
+from .core.governance import (
+    ApprovalHandler,
+    ApprovalOutcome,
+    Guardrail,
+    GuardrailInput,
+    GuardrailVerdict,
+    Hook,
+    HookDecision,
+    HookEvent,
+    HookRegistry,
+    PermissionDecision,
+    PermissionMode,
+    PermissionPolicy,
+)
+from .core.items import (
+    ITEM_ADAPTER,
+    AssistantMessage,
+    AudioPart,
+    Base64Source,
+    ContentPart,
+    ImagePart,
+    Item,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    ToolUsePart,
+    UrlSource,
+    UserMessage,
+)
+from .core.model import (
+    Finish,
+    FinishReason,
+    Model,
+    ModelCapabilities,
+    ModelEvent,
+    ModelRequest,
+    ModelSettings,
+    NamedToolChoice,
+    ReasoningDelta,
+    ResponseFormat,
+    TokenDelta,
+    ToolCallDelta,
+    ToolChoice,
+    ToolDef,
+    Usage,
+)
+from .core.output import OutputType
+from .core.recorder import SessionRecorder
+from .core.result import RunResult, RunStream
+from .core.runner import Runner
+from .core.session import (
+    SESSION_EVENT_ADAPTER,
+    AssistantMessageEvent,
+    Compacted,
+    ConversationSnapshot,
+    HandoffOccurred,
+    SequenceId,
+    Session,
+    SessionEntry,
+    SessionEvent,
+    ToolCalled,
+    ToolReturned,
+    UserMessageEvent,
+    project,
+)
+from .core.tools import Tool, ToolEffect, ToolOutput
+
+__all__ = [
+    "__version__",
+    # agents and runs
+    "Agent",
+    "AgentInput",
+    "Instructions",
+    "LlmAgent",
+    "RunInput",
+    "RunResult",
+    "RunStream",
+    "Runner",
+    "OutputType",
+    # context
+    "ActionsHandle",
+    "CancellationToken",
+    "RunConfig",
+    "RunContext",
+    "SessionState",
+    "ToolContext",
+    "TracerHandle",
+    # tools
+    "FunctionTool",
+    "Tool",
+    "ToolEffect",
+    "ToolOutput",
+    "tool",
+    # conversation items
+    "ITEM_ADAPTER",
+    "AssistantMessage",
+    "AudioPart",
+    "Base64Source",
+    "ContentPart",
+    "ImagePart",
+    "Item",
+    "ReasoningPart",
+    "SystemMessage",
+    "TextPart",
+    "ToolCall",
+    "ToolResult",
+    "ToolUsePart",
+    "UrlSource",
+    "UserMessage",
+    # model boundary
+    "Finish",
+    "FinishReason",
+    "Model",
+    "ModelCapabilities",
+    "ModelEvent",
+    "ModelRequest",
+    "ModelSettings",
+    "NamedToolChoice",
+    "ReasoningDelta",
+    "ResponseFormat",
+    "TokenDelta",
+    "ToolCallDelta",
+    "ToolChoice",
+    "ToolDef",
+    "Usage",
+    # agent events
+    "AGENT_EVENT_ADAPTER",
+    "AgentError",
+    "AgentEvent",
+    "AgentUpdated",
+    "ApprovalRequested",
+    "GuardrailTriggered",
+    "HandoffItem",
+    "MessageOutput",
+    "PermissionDenied",
+    "RepairStarted",
+    "RunCompleted",
+    "RunFailed",
+    "RunStarted",
+    "StructuredOutputFailed",
+    "TokenUsage",
+    "ToolCallItem",
+    "ToolOutputItem",
+    "TurnStarted",
+    # sessions
+    "SESSION_EVENT_ADAPTER",
+    "AssistantMessageEvent",
+    "Compacted",
+    "ConversationSnapshot",
+    "HandoffOccurred",
+    "MemorySession",
+    "SequenceId",
+    "Session",
+    "SessionEntry",
+    "SessionEvent",
+    "SessionRecorder",
+    "ToolCalled",
+    "ToolReturned",
+    "UserMessageEvent",
+    "project",
+    # governance
+    "ApprovalHandler",
+    "ApprovalOutcome",
+    "Guardrail",
+    "GuardrailInput",
+    "GuardrailVerdict",
+    "Hook",
+    "HookDecision",
+    "HookEvent",
+    "HookRegistry",
+    "PermissionDecision",
+    "PermissionMode",
+    "PermissionPolicy",
+    # errors
+    "ContextLengthExceeded",
+    "Denied",
+    "HelikonError",
+    "InvalidArgs",
+    "InvalidStructuredOutput",
+    "MaxAgentDepthExceeded",
+    "MaxTurnsExceeded",
+    "ModelError",
+    "OtherModelError",
+    "RateLimited",
+    "Refused",
+    "RunCancelled",
+    "RunError",
+    "RunTimeout",
+    "SessionBackendError",
+    "SessionError",
+    "SessionUnavailable",
+    "ToolError",
+    "Transport",
+    "Unavailable",
+    "UserError",
+    # json
+    "JsonObject",
+    "JsonValue",
+]

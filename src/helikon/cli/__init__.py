@@ -1,0 +1,5 @@
+"""The `helikon` command: `helikon --version`, `helikon demo`."""
+
+from ._main import main
+
+__all__ = ["main"]

@@ -1,0 +1,466 @@
+"""The async driver: performs the side effects `transition` asks for and streams the events.
+
+Hot path. The driver builds carriers directly (no validation of what it built itself),
+passes the model's delta objects through untouched, and raises cancellation into its
+own awaits only: a cancel callback interrupts the task while it waits on the model or
+the tools, never while the consumer's code runs between events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from ._json import JsonValue
+from .context import RunConfig, RunContext, ToolContext
+from .events import (
+    AgentError,
+    AgentEvent,
+    ApprovalRequested,
+    GuardrailTriggered,
+    PermissionDenied,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    TokenUsage,
+)
+from .exceptions import Denied, InvalidArgs, ModelError
+from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent, PermissionMode
+from .items import (
+    AssistantMessage,
+    ContentPart,
+    Item,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    UserMessage,
+)
+from .loop import (
+    CallModel,
+    Cancelled,
+    Done,
+    ExecuteTools,
+    LoopState,
+    ModelFailed,
+    ModelResponse,
+    Start,
+    ToolCallOutcome,
+    ToolResults,
+    ToolStatus,
+    TransitionCtx,
+    TransitionInput,
+    initial_state,
+    transition,
+)
+from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
+from .tools import Tool, ToolEffect
+
+if TYPE_CHECKING:
+    from .agent import LlmAgent
+
+
+class _Settled:
+    """Internal marker: the model call settled into this transition input."""
+
+    __slots__ = ("input",)
+
+    def __init__(self, input: TransitionInput) -> None:
+        self.input = input
+
+
+class _Run:
+    """One run's driver state."""
+
+    __slots__ = ("agent", "config", "ctx", "fired", "hooks", "injected", "side_events", "task", "waiting")
+
+    def __init__(self, agent: LlmAgent[Any], ctx: RunContext[Any], config: RunConfig) -> None:
+        self.agent = agent
+        self.ctx = ctx
+        self.config = config
+        self.hooks: list[Hook[Any]] = [*agent.hooks, *ctx.hooks] if agent.hooks or len(ctx.hooks) else []
+        self.injected: list[str] = []  # hook-injected system messages for the next model call
+        self.side_events: list[AgentEvent] = []  # permission events raised while tools run
+        # Cancellation: `on_cancel` interrupts `task` only while `waiting` on the model or the tools.
+        self.task: asyncio.Task[Any] | None = None
+        self.waiting = False
+        self.fired = False
+
+    # --- cancellation ----------------------------------------------------------------------
+
+    def on_cancel(self) -> None:
+        if self.waiting and self.task is not None and not self.fired:
+            self.fired = True
+            self.task.cancel()
+
+    def absorb_cancel(self) -> bool:
+        """After a CancelledError: whether it came from our token (then it is withdrawn)."""
+        if not self.fired:
+            return False
+        self.fired = False
+        if self.task is not None:
+            self.task.uncancel()
+        return True
+
+    # --- the loop --------------------------------------------------------------------------
+
+    async def events(self, messages: tuple[Item, ...]) -> AsyncIterator[AgentEvent]:
+        agent, ctx, token = self.agent, self.ctx, self.ctx.cancel
+        remove_callback = token.add_callback(self.on_cancel)
+        try:
+            tctx = TransitionCtx(
+                agent_name=agent.name,
+                tools=agent.tool_defs,
+                model_settings=agent.model_settings,
+                max_turns=self.config.max_turns,
+                system=await agent.render_system(ctx),
+                output=agent.output_spec,
+            )
+            conversation: list[Item] = []
+            tctx.conversation = conversation
+            refused = await self.before_run(messages)
+            if refused is not None:
+                for event in refused:
+                    yield event
+                return
+            state: LoopState = initial_state(tctx)
+            outcome = transition(state, Start(messages=messages), tctx)
+            while True:
+                conversation.extend(outcome.conversation_appends)
+                state, action, events = outcome.next_state, outcome.next_action, outcome.events
+                if isinstance(state, Done) and agent.output_guardrails:
+                    events = await self.check_output(state, events)
+                for event in events:
+                    yield event
+                next_input: TransitionInput
+                if isinstance(action, CallModel):
+                    if self.hooks:
+                        await self.fire(
+                            HookEvent("on_turn_start", agent=agent.name, turn=getattr(state, "turn", None))
+                        )
+                    if token.is_cancelled():
+                        next_input = Cancelled(reason=token.reason)
+                    else:
+                        next_input = Cancelled(reason=token.reason)
+                        async for item in self.call_model(self.with_injected(action.request)):
+                            if type(item) is _Settled:
+                                next_input = item.input
+                            else:
+                                yield item  # pyright: ignore[reportReturnType]
+                elif isinstance(action, ExecuteTools):
+                    if token.is_cancelled():
+                        next_input = Cancelled(reason=token.reason)
+                    else:
+                        next_input = await self.run_tools(action.calls)
+                        if self.side_events:
+                            for event in self.side_events:
+                                yield event
+                            self.side_events.clear()
+                elif action.type == "handoff":
+                    next_input = ModelFailed(
+                        kind="other", message="a handoff was requested but none is registered"
+                    )
+                else:
+                    break
+                outcome = transition(state, next_input, tctx)
+            if self.hooks:
+                await self.fire(HookEvent("on_run_complete", agent=agent.name))
+        finally:
+            remove_callback()
+
+    def with_injected(self, request: ModelRequest) -> ModelRequest:
+        if not self.injected:
+            return request
+        injected = [SystemMessage(text=t) for t in self.injected]
+        self.injected = []
+        messages = list(request.messages)
+        lead = 0
+        while lead < len(messages) and isinstance(messages[lead], SystemMessage):
+            lead += 1
+        return replace(request, messages=[*messages[:lead], *injected, *messages[lead:]])
+
+    # --- the model -------------------------------------------------------------------------
+
+    async def call_model(self, request: ModelRequest) -> AsyncIterator[AgentEvent | _Settled]:
+        """Stream one model call: yield its deltas, then a `_Settled` with the aggregated response."""
+        agent, token = self.agent, self.ctx.cancel
+        text: list[str] = []
+        reasoning: list[str] = []
+        signature: str | None = None
+        calls: dict[str, list[str]] = {}  # call_id -> [name, args fragments...]
+        usage = TokenUsage(requests=1)
+        finish: Any = "stop"
+        iterator: Any = None
+        current_task = asyncio.current_task
+        try:
+            iterator = agent.model.invoke(request, token).__aiter__()
+            anext_ = iterator.__anext__
+            while True:
+                self.task = current_task()
+                self.waiting = True
+                try:
+                    event: Any = await anext_()
+                except StopAsyncIteration:
+                    break
+                finally:
+                    self.waiting = False
+                cls = event.__class__
+                if cls is TokenDelta:
+                    text.append(event.text)
+                    yield event
+                elif cls is ToolCallDelta:
+                    entry = calls.get(event.call_id)
+                    if entry is None:
+                        calls[event.call_id] = [event.name, event.args_delta]
+                    else:
+                        if event.name and not entry[0]:
+                            entry[0] = event.name
+                        entry.append(event.args_delta)
+                    yield event
+                elif cls is ReasoningDelta:
+                    reasoning.append(event.text)
+                    if event.signature:
+                        signature = event.signature
+                    yield event
+                elif cls is Usage:
+                    usage = usage + TokenUsage(
+                        input_tokens=event.input_tokens,
+                        output_tokens=event.output_tokens,
+                        cached_input_tokens=event.cached_input_tokens,
+                        reasoning_tokens=event.reasoning_tokens,
+                    )
+                elif cls is Finish:
+                    finish = event.reason
+        except asyncio.CancelledError:
+            if not self.absorb_cancel():
+                raise
+            yield _Settled(Cancelled(reason=token.reason))
+            return
+        except ModelError as exc:
+            yield _Settled(ModelFailed(kind=exc.kind, message=str(exc)))
+            return
+        except Exception as exc:  # an adapter bug fails the run; it must not crash the consumer
+            yield _Settled(ModelFailed(kind="other", message=f"{type(exc).__name__}: {exc}"))
+            return
+        finally:
+            aclose = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+        items: list[Item] = []
+        if text or reasoning:
+            parts: list[ContentPart] = []
+            if reasoning:
+                parts.append(
+                    ReasoningPart(text="".join(reasoning), signature=signature, provider=agent.model.provider)
+                )
+            if text:
+                parts.append(TextPart(text="".join(text)))
+            items.append(AssistantMessage(content=tuple(parts), agent=agent.name))
+        for call_id, entry in calls.items():
+            items.append(ToolCall(call_id=call_id, name=entry[0], args=_parse_args("".join(entry[1:]))))
+        yield _Settled(ModelResponse(items=tuple(items), usage=usage, finish_reason=finish))
+
+    # --- tools -----------------------------------------------------------------------------
+
+    async def run_tools(self, calls: tuple[ToolCall, ...]) -> TransitionInput:
+        self.task = asyncio.current_task()
+        self.waiting = True
+        try:
+            if len(calls) == 1:
+                outcomes: Sequence[ToolCallOutcome] = (await self.run_tool(calls[0]),)
+            else:
+                limit = self.config.parallel_tool_call_limit
+                if limit is not None and limit < len(calls):
+                    semaphore = asyncio.Semaphore(limit)
+
+                    async def bounded(call: ToolCall) -> ToolCallOutcome:
+                        async with semaphore:
+                            return await self.run_tool(call)
+
+                    outcomes = await asyncio.gather(*(bounded(c) for c in calls))
+                else:
+                    outcomes = await asyncio.gather(*(self.run_tool(c) for c in calls))
+        except asyncio.CancelledError:
+            if not self.absorb_cancel():
+                raise
+            return Cancelled(reason=self.ctx.cancel.reason)
+        finally:
+            self.waiting = False
+        return ToolResults(outcomes=tuple(outcomes))
+
+    async def run_tool(self, call: ToolCall) -> ToolCallOutcome:
+        """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
+        agent, ctx = self.agent, self.ctx
+        tool = agent.tools_by_name.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(agent.tools_by_name)) or "none"
+            return _outcome(
+                call, f"Error: there is no tool named {call.name!r} (available: {known}).", "error"
+            )
+        args = call.args
+        if self.hooks:
+            decision = await self.fire(
+                HookEvent("pre_tool_use", agent=agent.name, tool=call.name, call_id=call.call_id, args=args)
+            )
+            if decision.kind == "deny":
+                return _outcome(call, f"Error: a hook blocked the call: {decision.reason}", "error")
+            if decision.kind == "replace_input":
+                args = decision.value
+        if ctx.permission_policy is not None or ctx.permission_mode is not PermissionMode.DEFAULT:
+            allowed, args, reason = await self.authorize(tool, call, args)
+            if not allowed:
+                self.side_events.append(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
+                return _outcome(call, f"Error: permission denied: {reason}", "error")
+        tool_ctx = ToolContext(
+            ctx, call_id=call.call_id, tool_name=call.name, max_agent_depth=self.config.max_agent_depth
+        )
+        try:
+            content = (await tool.invoke(tool_ctx, args)).to_parts()
+        except InvalidArgs as exc:
+            message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
+            return _outcome(call, message, "invalid_args")
+        except Denied as exc:
+            return _outcome(call, exc.reason, "denied")
+        except Exception as exc:
+            return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
+        if self.hooks:
+            decision = await self.fire(
+                HookEvent(
+                    "post_tool_use",
+                    agent=agent.name,
+                    tool=call.name,
+                    call_id=call.call_id,
+                    output="".join(p.text for p in content if isinstance(p, TextPart)),
+                )
+            )
+            if decision.kind == "replace_output":
+                value = decision.value
+                text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+                content = (TextPart(text=text),)
+        return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content)
+
+    async def authorize(
+        self, tool: Tool[Any], call: ToolCall, args: JsonValue
+    ) -> tuple[bool, JsonValue, str]:
+        """The permission seam: mode, then policy, then approval."""
+        ctx = self.ctx
+        mode, effect = ctx.permission_mode, tool.effect
+        if mode is PermissionMode.BYPASS:
+            return True, args, ""
+        if mode is PermissionMode.DONT_ASK:
+            return False, args, "DONT_ASK mode permits only calls that an allow rule covers"
+        if mode is PermissionMode.PLAN and effect is not ToolEffect.READ_ONLY:
+            return False, args, f"PLAN mode allows only read-only tools; {call.name!r} is {effect.value}"
+        if mode is PermissionMode.ACCEPT_EDITS and effect is ToolEffect.WRITE:
+            return True, args, ""
+        policy = ctx.permission_policy
+        if policy is None:
+            return True, args, ""
+        decision = await policy.check(ctx, call.name, args)
+        if decision.kind == "allow":
+            return True, args, ""
+        if decision.kind == "replace":
+            return True, decision.args, ""
+        if decision.kind == "deny":
+            return False, args, decision.reason
+        self.side_events.append(ApprovalRequested(call_id=call.call_id, tool=call.name, args=args))
+        handler = ctx.approval_handler
+        if handler is None:
+            return False, args, f"approval required ({decision.prompt}) but no approval handler is installed"
+        outcome = await handler.decide(call.name, decision.prompt, args)
+        return (True, args, "") if outcome.approved else (False, args, outcome.reason or "not approved")
+
+    # --- hooks and guardrails --------------------------------------------------------------
+
+    async def fire(self, event: HookEvent) -> HookDecision:
+        """Fold the hooks' decisions: the first deny wins, replacements are last-writer-wins."""
+        result = HookDecision.allow()
+        for hook in self.hooks:
+            decision = await hook.on_event(self.ctx, event)
+            if decision.kind == "deny":
+                return decision
+            if decision.kind in ("replace_input", "replace_output"):
+                result = decision
+            elif decision.kind == "inject_system_message":
+                self.injected.append(decision.text)
+        return result
+
+    async def before_run(self, messages: tuple[Item, ...]) -> list[AgentEvent] | None:
+        """Run-start hooks and input guardrails; the events of a refused run, or None."""
+        agent = self.agent
+        if self.hooks:
+            decision = await self.fire(HookEvent("on_run_start", agent=agent.name))
+            if decision.kind == "deny":
+                error = AgentError(
+                    kind="other", message=f"a hook refused the run: {decision.reason}", cause="hook"
+                )
+                return [RunStarted(agent=agent.name), RunFailed(error=error)]
+        if agent.input_guardrails:
+            text = "\n".join(m.text for m in messages if isinstance(m, UserMessage))
+            verdict = await self.guard(agent.input_guardrails, GuardrailInput("user_text", text))
+            if verdict.tripped:
+                error = AgentError(
+                    kind="guardrail_tripwire", message="an input guardrail tripped", cause=verdict.kind
+                )
+                return [
+                    RunStarted(agent=agent.name),
+                    GuardrailTriggered(kind=verdict.kind, info=verdict.info),
+                    RunFailed(error=error),
+                ]
+        return None
+
+    async def check_output(self, state: Done, events: tuple[AgentEvent, ...]) -> tuple[AgentEvent, ...]:
+        verdict = await self.guard(
+            self.agent.output_guardrails, GuardrailInput("model_output", state.output.text)
+        )
+        if not verdict.tripped:
+            return events
+        usage = state.output.usage
+        error = AgentError(
+            kind="guardrail_tripwire", message="an output guardrail tripped", cause=verdict.kind
+        )
+        kept = tuple(e for e in events if not isinstance(e, RunCompleted))
+        return (
+            *kept,
+            GuardrailTriggered(kind=verdict.kind, info=verdict.info),
+            RunFailed(error=error, usage=usage),
+        )
+
+    async def guard(self, guardrails: Sequence[Any], input: GuardrailInput) -> GuardrailVerdict:
+        """Run guardrails concurrently; a guardrail that raises counts as a tripwire."""
+        verdicts = await asyncio.gather(
+            *(g.check(self.ctx, input) for g in guardrails), return_exceptions=True
+        )
+        for verdict in verdicts:
+            if isinstance(verdict, asyncio.CancelledError):
+                raise verdict
+            if isinstance(verdict, BaseException):
+                return GuardrailVerdict.tripwire("other", {"error": f"{type(verdict).__name__}: {verdict}"})
+            if verdict.tripped:
+                return verdict
+        return GuardrailVerdict.pass_()
+
+
+def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:
+    return ToolCallOutcome(
+        call_id=call.call_id, name=call.name, content=(TextPart(text=message),), status=status
+    )
+
+
+def _parse_args(raw: str) -> JsonValue:
+    if not raw:
+        return {}
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw  # kept verbatim: the tool reports it to the model as invalid arguments
+
+
+def drive(
+    agent: LlmAgent[Any], ctx: RunContext[Any], messages: tuple[Item, ...], config: RunConfig
+) -> AsyncIterator[AgentEvent]:
+    """Run `agent` on `messages` to a terminal event, streaming every event."""
+    return _Run(agent, ctx, config).events(messages)

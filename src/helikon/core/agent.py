@@ -1,0 +1,274 @@
+"""Agents: the `Agent` protocol, `AgentInput`, and `LlmAgent`, the model-driven agent.
+
+Example:
+    ```python
+    from helikon import LlmAgent, tool
+    from helikon.testing import MockModel, text_turn, tool_call_turn
+
+    @tool
+    async def budget_status(category: str) -> dict[str, float]:
+        \"\"\"Look up the monthly budget for a category.\"\"\"
+        return {"budget": 250.0, "spent": 312.4}
+
+    agent = LlmAgent(
+        name="budget-assistant",
+        model=MockModel.with_scripts([
+            tool_call_turn("budget_status", {"category": "Dining"}),
+            text_turn("You are $62.40 over your dining budget."),
+        ]),
+        instructions="You are a budgeting assistant.",
+        tools=[budget_status],
+    )
+    result = agent.run_sync("How am I doing on dining?")
+    assert result.final_output == "You are $62.40 over your dining budget."
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
+
+from ._carrier import carrier
+from ._driver import drive
+from .context import RunConfig, RunContext
+from .exceptions import UserError
+from .governance import Guardrail, Hook
+from .items import Item, SystemMessage, UserMessage
+from .loop import OutputSpec
+from .model import Model, ModelSettings, ToolDef
+from .output import OutputType
+from .result import RunResult, RunStream
+from .tools import Tool
+
+Ctx = TypeVar("Ctx")
+
+Instructions: TypeAlias = "str | Callable[[RunContext[Any]], str | Awaitable[str]]"
+"""An agent's system prompt: static text, or a function of the run's context (sync or async)."""
+
+
+@carrier(kw_only=False)
+class AgentInput:
+    """The messages that start (or continue) a run.
+
+    Example:
+        ```python
+        from helikon import AgentInput
+
+        assert AgentInput.from_user_text("Hi").messages[0].text == "Hi"
+        ```
+    """
+
+    messages: tuple[Item, ...]
+
+    @classmethod
+    def from_user_text(cls, text: str) -> AgentInput:
+        """One user message."""
+        return cls((UserMessage.from_text(text),))
+
+    @classmethod
+    def from_items(cls, items: Sequence[Item]) -> AgentInput:
+        """Any conversation items (e.g. a prior transcript plus a new user turn)."""
+        return cls(tuple(items))
+
+    def prepend(self, history: Sequence[Item]) -> AgentInput:
+        """This input with `history` in front of it."""
+        return AgentInput((*history, *self.messages)) if history else self
+
+
+RunInput: TypeAlias = "str | AgentInput | Sequence[Item]"
+"""What `Agent.run` accepts: text, an `AgentInput`, or conversation items."""
+
+
+def to_agent_input(input: RunInput) -> AgentInput:
+    """Normalize any `RunInput` to an `AgentInput`."""
+    if isinstance(input, str):
+        return AgentInput.from_user_text(input)
+    if isinstance(input, AgentInput):
+        return input
+    if isinstance(input, Sequence) and not isinstance(input, bytes | bytearray):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return AgentInput(tuple(input))
+    raise UserError(
+        f"run(input=...): expected a str, an AgentInput or a sequence of items, got {type(input).__name__}"
+    )
+
+
+@runtime_checkable
+class Agent(Protocol[Ctx]):
+    """Anything that runs: an `LlmAgent` or a workflow agent. `run` streams `AgentEvent`s."""
+
+    @property
+    def name(self) -> str:
+        """The agent's name."""
+        ...
+
+    @property
+    def description(self) -> str:
+        """What the agent does (shown to models that hand off to it)."""
+        ...
+
+    def run(
+        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+    ) -> RunStream:
+        """Start a run; the returned stream yields events and can be awaited for the result."""
+        ...
+
+
+class LlmAgent(Generic[Ctx]):
+    """An agent driven by a model: it calls tools until the model answers.
+
+    Args:
+        name: The agent's name (non-empty).
+        model: Any `Model`.
+        instructions: The system prompt: text, or a (sync or async) function of the `RunContext`.
+        description: What the agent does, for agents that hand off to it.
+        tools: The tools the model may call (unique names).
+        output_type: Make the run produce this type (a pydantic model or any `TypeAdapter` type).
+        model_settings: Provider knobs for every call.
+        run_config: The default `RunConfig` of this agent's runs.
+        hooks: Agent-level hooks (they fire before the run context's hooks).
+        input_guardrails: Checks on the user's text before the loop starts.
+        output_guardrails: Checks on the final text before the run completes.
+    """
+
+    __slots__ = (
+        "_instructions",
+        "description",
+        "hooks",
+        "input_guardrails",
+        "model",
+        "model_settings",
+        "name",
+        "output_guardrails",
+        "output_spec",
+        "output_type",
+        "run_config",
+        "tool_defs",
+        "tools",
+        "tools_by_name",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model: Model,
+        instructions: Instructions | None = None,
+        description: str = "",
+        tools: Sequence[Tool[Ctx]] = (),
+        output_type: Any = None,
+        model_settings: ModelSettings | None = None,
+        run_config: RunConfig | None = None,
+        hooks: Sequence[Hook[Ctx]] = (),
+        input_guardrails: Sequence[Guardrail[Ctx]] = (),
+        output_guardrails: Sequence[Guardrail[Ctx]] = (),
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
+        if not callable(getattr(model, "invoke", None)) or not callable(getattr(model, "capabilities", None)):
+            raise UserError(
+                f"LlmAgent(model={model!r}): expected a Model (an object with invoke() and capabilities())"
+            )
+        if instructions is not None and not isinstance(instructions, str) and not callable(instructions):
+            raise UserError(
+                f"LlmAgent(instructions={instructions!r}): give a string or a function of the RunContext"
+            )
+        if model_settings is not None and not isinstance(model_settings, ModelSettings):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"LlmAgent(model_settings={model_settings!r}): expected a ModelSettings")
+        if run_config is not None and not isinstance(run_config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"LlmAgent(run_config={run_config!r}): expected a RunConfig")
+        self.name = name
+        self.model = model
+        self.description = description
+        self._instructions = instructions
+        self.model_settings = model_settings or ModelSettings()
+        self.run_config = run_config or RunConfig()
+        self.hooks: tuple[Hook[Ctx], ...] = tuple(hooks)
+        self.input_guardrails: tuple[Guardrail[Ctx], ...] = tuple(input_guardrails)
+        self.output_guardrails: tuple[Guardrail[Ctx], ...] = tuple(output_guardrails)
+
+        self.tools: tuple[Tool[Ctx], ...] = tuple(tools)
+        self.tools_by_name: dict[str, Tool[Ctx]] = {}
+        defs: list[ToolDef] = []
+        for index, t in enumerate(self.tools):
+            if not callable(getattr(t, "invoke", None)) or not isinstance(getattr(t, "name", None), str):
+                raise UserError(
+                    f"LlmAgent(tools=[...]): item {index} ({t!r}) is not a Tool; "
+                    "decorate the function with @tool"
+                )
+            if t.name in self.tools_by_name:
+                raise UserError(
+                    f"LlmAgent(tools=[...]): two tools are named {t.name!r}; tool names must be unique"
+                )
+            self.tools_by_name[t.name] = t
+            defs.append(
+                ToolDef(
+                    name=t.name,
+                    description=t.description,
+                    parameters=t.schema,
+                    strict=getattr(t, "strict", False),
+                )
+            )
+        self.tool_defs: tuple[ToolDef, ...] = tuple(defs)
+
+        self.output_type = output_type
+        self.output_spec: OutputSpec | None = None
+        if output_type is not None:
+            output = OutputType(output_type)
+            self.output_spec = OutputSpec(
+                name=output.name,
+                response_format=output.response_format(),
+                validate=lambda text: output.validate_text(text)[1],
+            )
+
+    def __repr__(self) -> str:
+        return f"LlmAgent(name={self.name!r}, model={self.model!r}, tools={[t.name for t in self.tools]})"
+
+    @property
+    def instructions(self) -> Instructions | None:
+        """The system prompt (text or function)."""
+        return self._instructions
+
+    async def render_system(self, ctx: RunContext[Any]) -> tuple[SystemMessage, ...]:
+        """The system messages that lead this run's requests."""
+        instructions = self._instructions
+        if instructions is None:
+            return ()
+        if isinstance(instructions, str):
+            return (SystemMessage(text=instructions),) if instructions else ()
+        text = instructions(ctx)
+        if inspect.isawaitable(text):
+            text = await text
+        return (SystemMessage(text=text),) if text else ()
+
+    def run(
+        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+    ) -> RunStream:
+        """Start a run: iterate the stream for events, or await it for a `RunResult`.
+
+        Without `context` the run gets `RunContext.ephemeral(None)`. A bare `run` neither
+        loads nor persists the session, and does not enforce `RunConfig.timeout`; a
+        `Runner` (`helikon.runtime.AsyncioRunner`) does both.
+        """
+        ctx: RunContext[Any] = context if context is not None else RunContext[Any].ephemeral(None)
+        messages = to_agent_input(input).messages
+        return RunStream(drive(self, ctx, messages, config or self.run_config))
+
+    def run_sync(
+        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+    ) -> RunResult[str]:
+        """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UserError(
+                "run_sync() was called inside a running event loop; use `await agent.run(...)` instead"
+            )
+        return asyncio.run(self.run(input, context=context, config=config).collect())
+
+
+__all__ = ["Agent", "AgentInput", "Instructions", "LlmAgent", "RunInput", "to_agent_input"]

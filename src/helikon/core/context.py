@@ -1,0 +1,389 @@
+"""Per-run state: `RunContext`, the narrower `ToolContext`, `RunConfig`, `SessionState`, `ActionsHandle`.
+
+Example:
+    ```python
+    from helikon import MemorySession, RunConfig, RunContext
+
+    ctx = RunContext.ephemeral({"user_id": 42}).with_session(MemorySession())
+    config = RunConfig(max_turns=8).with_timeout(30.0)
+    assert ctx.user_ctx["user_id"] == 42 and config.timeout == 30.0
+    ```
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from dataclasses import field, replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Generic, TypeVar
+
+from ._carrier import carrier
+from ._json import JsonValue
+from ._memory_session import MemorySession
+from .cancel import CancellationToken
+from .exceptions import UserError
+from .governance import ApprovalHandler, HookRegistry, PermissionMode, PermissionPolicy
+
+if TYPE_CHECKING:
+    from .session import Session
+
+Ctx = TypeVar("Ctx")
+
+
+@carrier
+class RunConfig:
+    """Per-run knobs.
+
+    Attributes:
+        max_turns: Model turns before the run fails with `MaxTurnsExceeded` (default 16).
+        parallel_tool_call_limit: Cap on concurrently running tool calls; `None` = unbounded.
+        max_agent_depth: Nesting depth across handoffs and agent-as-tool runs (default 8).
+        timeout: Wall-clock seconds for the whole run; enforced by a runner, not a bare `agent.run`.
+    """
+
+    max_turns: int = 16
+    parallel_tool_call_limit: int | None = None
+    max_agent_depth: int = 8
+    timeout: float | None = None
+
+    def __post_init__(self) -> None:
+        _positive_int("RunConfig", "max_turns", self.max_turns)
+        _positive_int("RunConfig", "max_agent_depth", self.max_agent_depth)
+        if self.parallel_tool_call_limit is not None:
+            _positive_int("RunConfig", "parallel_tool_call_limit", self.parallel_tool_call_limit)
+        if self.timeout is not None:
+            timeout: object = self.timeout
+            if isinstance(timeout, timedelta):
+                object.__setattr__(self, "timeout", timeout.total_seconds())
+            elif isinstance(timeout, bool) or not isinstance(timeout, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise UserError(f"RunConfig(timeout={timeout!r}): give seconds as a number, or a timedelta")
+            if self.timeout <= 0:
+                raise UserError(
+                    f"RunConfig(timeout={self.timeout!r}): must be positive, or None for no limit"
+                )
+
+    def with_max_turns(self, max_turns: int) -> RunConfig:
+        """A copy with `max_turns` set."""
+        return replace(self, max_turns=max_turns)
+
+    def with_parallel_tool_call_limit(self, limit: int | None) -> RunConfig:
+        """A copy with `parallel_tool_call_limit` set."""
+        return replace(self, parallel_tool_call_limit=limit)
+
+    def with_max_agent_depth(self, depth: int) -> RunConfig:
+        """A copy with `max_agent_depth` set."""
+        return replace(self, max_agent_depth=depth)
+
+    def with_timeout(self, timeout: float | timedelta | None) -> RunConfig:
+        """A copy with `timeout` (seconds or a `timedelta`) set."""
+        return replace(self, timeout=timeout)  # pyright: ignore[reportArgumentType]
+
+
+def _positive_int(owner: str, name: str, value: object) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise UserError(f"{owner}({name}={value!r}): must be a positive integer")
+
+
+class SessionState:
+    """Run-scoped key/value state shared by an agent, its tools and its sub-agents.
+
+    Workflow agents store each sub-agent's final text under its key.
+    """
+
+    __slots__ = ("_data",)
+
+    def __init__(self, data: dict[str, JsonValue] | None = None) -> None:
+        self._data: dict[str, JsonValue] = dict(data or {})
+
+    def get(self, key: str, default: JsonValue = None) -> JsonValue:
+        """The value at `key`, or `default`."""
+        return self._data.get(key, default)
+
+    def set(self, key: str, value: JsonValue) -> None:
+        """Store `value` at `key`."""
+        self._data[key] = value
+
+    def delete(self, key: str) -> None:
+        """Remove `key` if present."""
+        self._data.pop(key, None)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._data
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """A deep copy of the state."""
+        return copy.deepcopy(self._data)
+
+
+class ActionsHandle:
+    """Signals from tools to the enclosing workflow: `escalate()` stops a `LoopAgent`."""
+
+    __slots__ = ("_escalated",)
+
+    def __init__(self) -> None:
+        self._escalated = False
+
+    def escalate(self) -> None:
+        """Ask the enclosing loop to stop after the current sub-agent."""
+        self._escalated = True
+
+    @property
+    def escalated(self) -> bool:
+        """Whether `escalate` was called."""
+        return self._escalated
+
+    def reset(self) -> None:
+        """Clear the escalation (a loop does this before each sub-agent)."""
+        self._escalated = False
+
+
+@carrier
+class TracerHandle:
+    """What traces of this run are tagged with: session, user, tags and free-form metadata."""
+
+    session_id: str | None = None
+    user_id: str | None = None
+    tags: tuple[str, ...] = ()
+    metadata: dict[str, JsonValue] = field(default_factory=lambda: {})
+
+
+class RunContext(Generic[Ctx]):
+    """Everything a run shares across the loop, tools, guardrails and hooks.
+
+    Build with `RunContext.ephemeral(user_ctx)` (in-memory session, no hooks, default
+    tracer, fresh cancel token) and override parts with the `with_*` methods, each of
+    which returns a new context.
+    """
+
+    __slots__ = (
+        "_actions",
+        "_agent_depth",
+        "_approval_handler",
+        "_cancel",
+        "_hooks",
+        "_permission_mode",
+        "_permission_policy",
+        "_session",
+        "_state",
+        "_tracer",
+        "_user_ctx",
+    )
+
+    def __init__(
+        self,
+        user_ctx: Ctx,
+        session: Session,
+        hooks: HookRegistry[Ctx],
+        tracer: TracerHandle,
+        cancel: CancellationToken,
+    ) -> None:
+        self._user_ctx = user_ctx
+        self._session = session
+        self._hooks = hooks
+        self._tracer = tracer
+        self._cancel = cancel
+        self._state = SessionState()
+        self._actions = ActionsHandle()
+        self._agent_depth = 0
+        self._permission_mode = PermissionMode.DEFAULT
+        self._permission_policy: PermissionPolicy[Ctx] | None = None
+        self._approval_handler: ApprovalHandler | None = None
+
+    @classmethod
+    def ephemeral(cls, user_ctx: Ctx) -> RunContext[Ctx]:
+        """A context with an in-memory session, no hooks, a default tracer and a fresh token."""
+        return cls(user_ctx, MemorySession(), HookRegistry(), TracerHandle(), CancellationToken())
+
+    def _copy(self) -> RunContext[Ctx]:
+        new: RunContext[Ctx] = object.__new__(RunContext)  # pyright: ignore[reportUnknownVariableType]
+        for name in RunContext.__slots__:
+            object.__setattr__(new, name, getattr(self, name))
+        return new
+
+    # --- readers -------------------------------------------------------------------------
+
+    @property
+    def user_ctx(self) -> Ctx:
+        """Your application context."""
+        return self._user_ctx
+
+    @property
+    def session(self) -> Session:
+        """The session the runner loads from and records to."""
+        return self._session
+
+    @property
+    def hooks(self) -> HookRegistry[Ctx]:
+        """Run-level hooks."""
+        return self._hooks
+
+    @property
+    def tracer(self) -> TracerHandle:
+        """Trace tags for this run."""
+        return self._tracer
+
+    @property
+    def cancel(self) -> CancellationToken:
+        """The run's cancellation token."""
+        return self._cancel
+
+    @property
+    def state(self) -> SessionState:
+        """Run-scoped state shared with sub-agents."""
+        return self._state
+
+    @property
+    def actions(self) -> ActionsHandle:
+        """Signals to the enclosing workflow."""
+        return self._actions
+
+    @property
+    def agent_depth(self) -> int:
+        """How deeply this run is nested (0 at the top)."""
+        return self._agent_depth
+
+    @property
+    def permission_mode(self) -> PermissionMode:
+        """The permission mode tool calls are checked under."""
+        return self._permission_mode
+
+    @property
+    def permission_policy(self) -> PermissionPolicy[Ctx] | None:
+        """The `canUseTool` policy, if any."""
+        return self._permission_policy
+
+    @property
+    def approval_handler(self) -> ApprovalHandler | None:
+        """Resolves `ask_user` decisions; without one they resolve to deny."""
+        return self._approval_handler
+
+    # --- setters (each returns a new context) --------------------------------------------
+
+    def with_session(self, session: Session) -> RunContext[Ctx]:
+        """Use `session` for this run."""
+        new = self._copy()
+        new._session = session
+        return new
+
+    def with_hooks(self, hooks: HookRegistry[Ctx]) -> RunContext[Ctx]:
+        """Use these run-level hooks."""
+        new = self._copy()
+        new._hooks = hooks
+        return new
+
+    def with_tracer(self, tracer: TracerHandle) -> RunContext[Ctx]:
+        """Tag traces with `tracer`."""
+        new = self._copy()
+        new._tracer = tracer
+        return new
+
+    def with_cancel(self, cancel: CancellationToken) -> RunContext[Ctx]:
+        """Use `cancel` as the run's token."""
+        new = self._copy()
+        new._cancel = cancel
+        return new
+
+    def with_state(self, state: SessionState) -> RunContext[Ctx]:
+        """Share `state` (e.g. with a parent run)."""
+        new = self._copy()
+        new._state = state
+        return new
+
+    def with_permission_mode(self, mode: PermissionMode) -> RunContext[Ctx]:
+        """Set the permission mode. Tighten-only: `BYPASS` may only become `DONT_ASK`; `DONT_ASK` is final."""
+        current = self._permission_mode
+        if current is PermissionMode.DONT_ASK and mode is not PermissionMode.DONT_ASK:
+            raise UserError(f"with_permission_mode({mode.name}): DONT_ASK is terminal and cannot be loosened")
+        if current is PermissionMode.BYPASS and mode not in (PermissionMode.BYPASS, PermissionMode.DONT_ASK):
+            raise UserError(f"with_permission_mode({mode.name}): BYPASS may only be tightened to DONT_ASK")
+        new = self._copy()
+        new._permission_mode = mode
+        return new
+
+    def with_permission_policy(self, policy: PermissionPolicy[Ctx] | None) -> RunContext[Ctx]:
+        """Authorize tool calls with `policy`."""
+        new = self._copy()
+        new._permission_policy = policy
+        return new
+
+    def with_approval_handler(self, handler: ApprovalHandler | None) -> RunContext[Ctx]:
+        """Resolve `ask_user` decisions with `handler`."""
+        new = self._copy()
+        new._approval_handler = handler
+        return new
+
+    def child(self) -> RunContext[Ctx]:
+        """A context for a nested run: one level deeper, a child cancel token, same state."""
+        new = self._copy()
+        new._agent_depth = self._agent_depth + 1
+        new._cancel = self._cancel.child_token()
+        return new
+
+
+class ToolContext(Generic[Ctx]):
+    """What a tool sees of the run: no session handle, so tools cannot bypass persistence."""
+
+    __slots__ = ("_max_agent_depth", "_run", "call_id", "tool_name")
+
+    def __init__(self, run: RunContext[Ctx], *, call_id: str, tool_name: str, max_agent_depth: int) -> None:
+        self._run = run
+        self._max_agent_depth = max_agent_depth
+        self.call_id = call_id
+        """The id of the call being served."""
+        self.tool_name = tool_name
+        """The name the model called."""
+
+    @property
+    def user_ctx(self) -> Ctx:
+        """Your application context."""
+        return self._run.user_ctx
+
+    @property
+    def state(self) -> SessionState:
+        """Run-scoped state shared with sub-agents."""
+        return self._run.state
+
+    @property
+    def actions(self) -> ActionsHandle:
+        """Signals to the enclosing workflow (`escalate()`)."""
+        return self._run.actions
+
+    @property
+    def permission_mode(self) -> PermissionMode:
+        """The run's permission mode."""
+        return self._run.permission_mode
+
+    @property
+    def tracer(self) -> TracerHandle:
+        """Trace tags for this run."""
+        return self._run.tracer
+
+    @property
+    def cancel(self) -> CancellationToken:
+        """The run's cancellation token; long-running tools should watch it."""
+        return self._run.cancel
+
+    @property
+    def agent_depth(self) -> int:
+        """How deeply the calling agent is nested."""
+        return self._run.agent_depth
+
+    @property
+    def max_agent_depth(self) -> int:
+        """The run's nesting limit."""
+        return self._max_agent_depth
+
+    @property
+    def run_context(self) -> RunContext[Ctx]:
+        """The full run context, for tools that start nested runs (agent-as-tool)."""
+        return self._run
+
+
+__all__ = ["ActionsHandle", "RunConfig", "RunContext", "SessionState", "ToolContext", "TracerHandle"]

@@ -1,0 +1,286 @@
+"""`AgentEvent`: every event an agent's run streams, and the `AgentError` a failed run carries.
+
+The raw deltas (`TokenDelta`, `ReasoningDelta`, `ToolCallDelta`) are the very objects the
+model streamed: the loop passes them through without copying. The semantic items
+(`MessageOutput`, `ToolCallItem`, `ToolOutputItem`) follow once a turn settles.
+
+Example:
+    ```python
+    from helikon.core.events import AGENT_EVENT_ADAPTER, RunStarted
+
+    event = RunStarted(agent="budget-assistant")
+    assert AGENT_EVENT_ADAPTER.validate_json(AGENT_EVENT_ADAPTER.dump_json(event)) == event
+    ```
+"""
+
+from __future__ import annotations
+
+from typing import Literal, TypeAlias
+
+from ._adapter import LazyAdapter
+from ._carrier import carrier
+from ._json import JsonValue
+from .items import AssistantMessage, ToolCall, ToolResult
+from .model import ReasoningDelta, TokenDelta, ToolCallDelta
+
+# --- carriers used by events -----------------------------------------------------------------
+
+
+@carrier
+class TokenUsage:
+    """Token counts summed over a run's model calls.
+
+    Example:
+        ```python
+        from helikon.core.events import TokenUsage
+
+        total = TokenUsage(input_tokens=10, output_tokens=2) + TokenUsage(input_tokens=5)
+        assert total.input_tokens == 15 and total.total_tokens == 17
+        ```
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
+    requests: int = 0
+    """How many model calls the counts cover."""
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            requests=self.requests + other.requests,
+        )
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+
+AgentErrorKind: TypeAlias = Literal[
+    "max_turns_exceeded",
+    "max_agent_depth_exceeded",
+    "max_iterations_exceeded",
+    "max_handoffs_exceeded",
+    "invalid_structured_output",
+    "cancelled",
+    "timeout",
+    "model_error",
+    "tool_denied",
+    "tool_error",
+    "guardrail_tripwire",
+    "session_error",
+    "other",
+]
+
+
+@carrier
+class AgentError:
+    """Why a run failed: a serializable carrier, raised as a `RunError` by `collect()`."""
+
+    kind: AgentErrorKind
+    message: str
+    limit: int | None = None
+    """The limit that was exceeded (turns, depth, iterations, handoffs)."""
+    cause: str | None = None
+    """A finer reason: the `ModelError.kind`, the tool's name, the guardrail kind."""
+    schema_errors: tuple[str, ...] = ()
+    """For `invalid_structured_output`: what the validator reported."""
+    final_text: str | None = None
+    """For `invalid_structured_output`: the offending text."""
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.message}"
+
+
+GuardrailKind: TypeAlias = Literal["input_policy", "output_policy", "other"]
+
+# --- the events ------------------------------------------------------------------------------
+
+
+@carrier
+class RunStarted:
+    """A run of `agent` began."""
+
+    type: Literal["run_started"] = "run_started"
+    agent: str
+
+
+@carrier
+class TurnStarted:
+    """Model turn `turn` (zero-based) began."""
+
+    type: Literal["turn_started"] = "turn_started"
+    turn: int
+
+
+@carrier
+class MessageOutput:
+    """The settled assistant message of a turn."""
+
+    type: Literal["message_output"] = "message_output"
+    item: AssistantMessage
+
+
+@carrier
+class ToolCallItem:
+    """A settled tool call of a turn."""
+
+    type: Literal["tool_call_item"] = "tool_call_item"
+    item: ToolCall
+
+
+@carrier
+class ToolOutputItem:
+    """A tool's result."""
+
+    type: Literal["tool_output_item"] = "tool_output_item"
+    item: ToolResult
+
+
+@carrier
+class HandoffItem:
+    """Control passed from one agent to another."""
+
+    type: Literal["handoff_item"] = "handoff_item"
+    from_agent: str
+    to_agent: str
+
+
+@carrier
+class AgentUpdated:
+    """The active agent is now `agent`."""
+
+    type: Literal["agent_updated"] = "agent_updated"
+    agent: str
+
+
+@carrier
+class GuardrailTriggered:
+    """A guardrail tripped; the run halts."""
+
+    type: Literal["guardrail_triggered"] = "guardrail_triggered"
+    kind: GuardrailKind
+    info: JsonValue = None
+
+
+@carrier
+class ApprovalRequested:
+    """A tool call waits for approval."""
+
+    type: Literal["approval_requested"] = "approval_requested"
+    call_id: str
+    tool: str
+    args: JsonValue
+
+
+@carrier
+class PermissionDenied:
+    """The permission pipeline refused a tool call."""
+
+    type: Literal["permission_denied"] = "permission_denied"
+    tool: str
+    reason: str
+    call_id: str | None = None
+
+
+@carrier
+class RepairStarted:
+    """The structured output did not validate; repair turn `attempt` begins."""
+
+    type: Literal["repair_started"] = "repair_started"
+    attempt: int
+
+
+@carrier
+class StructuredOutputFailed:
+    """The structured output failed validation (before a repair, or for good)."""
+
+    type: Literal["structured_output_failed"] = "structured_output_failed"
+    schema_errors: tuple[str, ...]
+    final_text: str
+
+
+@carrier
+class RunCompleted:
+    """Terminal: the run succeeded."""
+
+    type: Literal["run_completed"] = "run_completed"
+    usage: TokenUsage
+
+
+@carrier
+class RunFailed:
+    """Terminal: the run failed."""
+
+    type: Literal["run_failed"] = "run_failed"
+    error: AgentError
+    usage: TokenUsage = TokenUsage()
+
+
+AgentEvent: TypeAlias = (
+    RunStarted
+    | TurnStarted
+    | TokenDelta
+    | ReasoningDelta
+    | ToolCallDelta
+    | MessageOutput
+    | ToolCallItem
+    | ToolOutputItem
+    | HandoffItem
+    | AgentUpdated
+    | GuardrailTriggered
+    | ApprovalRequested
+    | PermissionDenied
+    | RepairStarted
+    | StructuredOutputFailed
+    | RunCompleted
+    | RunFailed
+)
+"""One event of an agent's run."""
+
+TERMINAL_EVENTS = (RunCompleted, RunFailed)
+"""The event classes that end a stream."""
+
+
+def _agent_event_type() -> object:
+    from typing import Annotated
+
+    from pydantic import Field
+
+    return Annotated[AgentEvent, Field(discriminator="type")]
+
+
+AGENT_EVENT_ADAPTER: LazyAdapter[AgentEvent] = LazyAdapter(_agent_event_type)
+"""JSON (de)serialization of any `AgentEvent`."""
+
+__all__ = [
+    "AGENT_EVENT_ADAPTER",
+    "TERMINAL_EVENTS",
+    "AgentError",
+    "AgentErrorKind",
+    "AgentEvent",
+    "AgentUpdated",
+    "ApprovalRequested",
+    "GuardrailKind",
+    "GuardrailTriggered",
+    "HandoffItem",
+    "MessageOutput",
+    "PermissionDenied",
+    "ReasoningDelta",
+    "RepairStarted",
+    "RunCompleted",
+    "RunFailed",
+    "RunStarted",
+    "StructuredOutputFailed",
+    "TokenDelta",
+    "TokenUsage",
+    "ToolCallDelta",
+    "ToolCallItem",
+    "ToolOutputItem",
+    "TurnStarted",
+]

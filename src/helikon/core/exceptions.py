@@ -1,0 +1,266 @@
+"""The exceptions helikon raises, all under one root.
+
+```
+HelikonError
+├── UserError                  misuse: a bad argument, a missing extra, a bad config (also a ValueError)
+├── ModelError                 a model call failed (raised by `Model.invoke`)
+│   ├── Unavailable            the provider is down or overloaded (5xx, 529)
+│   ├── RateLimited            429; `retry_after_ms` carries the provider's hint
+│   ├── ContextLengthExceeded  the request does not fit the context window
+│   ├── Refused                the provider refused the request (safety)
+│   ├── Transport              the connection failed or dropped
+│   └── OtherModelError        anything else (`ModelError.Other`)
+├── ToolError                  a tool failed; the model sees it as an error result
+│   ├── InvalidArgs            the arguments did not match the schema (fed back to the model once)
+│   └── Denied                 the tool refused (not recoverable: the run fails)
+├── SessionError               a session backend failed
+│   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)
+│   └── SessionBackendError    the backend reported an error (`SessionError.Backend`)
+└── RunError                   a run ended in `RunFailed`; `.error` is the `AgentError` carrier
+    ├── MaxTurnsExceeded
+    ├── MaxAgentDepthExceeded
+    ├── InvalidStructuredOutput   `.schema_errors`, `.final_text`
+    ├── RunCancelled
+    └── RunTimeout
+```
+
+Inside an event stream a failure is a `RunFailed` event, never an exception raised
+mid-iteration; `RunStream.collect()` turns it into the matching `RunError`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
+
+if TYPE_CHECKING:
+    from .events import AgentError
+
+
+class HelikonError(Exception):
+    """Root of every exception helikon raises."""
+
+
+class UserError(HelikonError, ValueError):
+    """Developer misuse: the message says which argument is wrong and what to do."""
+
+
+# --- model errors ----------------------------------------------------------------------------
+
+ModelErrorKind: TypeAlias = Literal[
+    "unavailable", "rate_limited", "context_length_exceeded", "refused", "transport", "other"
+]
+
+
+class ModelError(HelikonError):
+    """A model call failed. Raise one of the variants from an adapter.
+
+    Attributes:
+        status_code: The provider's HTTP status, when there was one.
+    """
+
+    kind: ClassVar[ModelErrorKind] = "other"
+    retryable: ClassVar[bool] = False
+    """Whether `RetryingModel` may retry it."""
+
+    Unavailable: ClassVar[type[Unavailable]]
+    RateLimited: ClassVar[type[RateLimited]]
+    ContextLengthExceeded: ClassVar[type[ContextLengthExceeded]]
+    Refused: ClassVar[type[Refused]]
+    Transport: ClassVar[type[Transport]]
+    Other: ClassVar[type[OtherModelError]]
+
+    def __init__(self, message: str = "", *, status_code: int | None = None) -> None:
+        super().__init__(message or self.kind.replace("_", " "))
+        self.message = message
+        self.status_code = status_code
+
+
+class Unavailable(ModelError):
+    """The provider is temporarily unavailable (5xx, overloaded)."""
+
+    kind = "unavailable"
+    retryable = True
+
+
+class RateLimited(ModelError):
+    """The provider rate-limited the call; `retry_after_ms` is its hint, if any."""
+
+    kind = "rate_limited"
+    retryable = True
+
+    def __init__(
+        self, message: str = "", *, retry_after_ms: int | None = None, status_code: int | None = 429
+    ) -> None:
+        super().__init__(message, status_code=status_code)
+        self.retry_after_ms = retry_after_ms
+
+
+class ContextLengthExceeded(ModelError):
+    """The request does not fit the model's context window."""
+
+    kind = "context_length_exceeded"
+
+
+class Refused(ModelError):
+    """The provider refused the request."""
+
+    kind = "refused"
+
+
+class Transport(ModelError):
+    """The connection to the provider failed or dropped."""
+
+    kind = "transport"
+    retryable = True
+
+
+class OtherModelError(ModelError):
+    """Any other model failure (`ModelError.Other`)."""
+
+
+ModelError.Unavailable = Unavailable
+ModelError.RateLimited = RateLimited
+ModelError.ContextLengthExceeded = ContextLengthExceeded
+ModelError.Refused = Refused
+ModelError.Transport = Transport
+ModelError.Other = OtherModelError
+
+# --- tool errors -----------------------------------------------------------------------------
+
+
+class ToolError(HelikonError):
+    """A tool failed. Raise it (or any exception) from a tool: the model sees the message."""
+
+    InvalidArgs: ClassVar[type[InvalidArgs]]
+    Denied: ClassVar[type[Denied]]
+
+
+class InvalidArgs(ToolError):
+    """The arguments did not match the tool's schema; fed back to the model once."""
+
+    def __init__(self, schema_errors: list[str] | tuple[str, ...]) -> None:
+        self.schema_errors = tuple(schema_errors)
+        super().__init__("invalid arguments: " + "; ".join(self.schema_errors))
+
+
+class Denied(ToolError):
+    """The tool refused to run (a safety boundary). Not recoverable: the run fails."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(f"denied: {reason}")
+
+
+ToolError.InvalidArgs = InvalidArgs
+ToolError.Denied = Denied
+
+# --- session errors --------------------------------------------------------------------------
+
+
+class SessionError(HelikonError):
+    """A session backend failed."""
+
+    Unavailable: ClassVar[type[SessionUnavailable]]
+    Backend: ClassVar[type[SessionBackendError]]
+
+    @staticmethod
+    def backend(exc: BaseException) -> SessionBackendError:
+        """Wrap a backend's own exception (`raise SessionError.backend(e) from e`)."""
+        return SessionBackendError(f"{type(exc).__name__}: {exc}")
+
+
+class SessionUnavailable(SessionError):
+    """The session backend cannot be reached."""
+
+
+class SessionBackendError(SessionError):
+    """The session backend reported an error."""
+
+
+SessionError.Unavailable = SessionUnavailable
+SessionError.Backend = SessionBackendError
+
+# --- run errors ------------------------------------------------------------------------------
+
+
+class RunError(HelikonError):
+    """A run ended in `RunFailed`. `error` is the serializable `AgentError` it carried."""
+
+    def __init__(self, error: AgentError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+    @property
+    def kind(self) -> str:
+        """The `AgentError.kind`, e.g. `max_turns_exceeded`."""
+        return self.error.kind
+
+    @staticmethod
+    def from_agent_error(error: AgentError) -> RunError:
+        """The `RunError` subclass that matches `error.kind`."""
+        cls = _RUN_ERRORS.get(error.kind, RunError)
+        return cls(error)
+
+
+class MaxTurnsExceeded(RunError):
+    """The run used `RunConfig.max_turns` model turns without finishing."""
+
+
+class MaxAgentDepthExceeded(RunError):
+    """Nested agents went deeper than `RunConfig.max_agent_depth`."""
+
+
+class InvalidStructuredOutput(RunError):
+    """The model's final text did not validate against `output_type`, even after the repair turn."""
+
+    @property
+    def schema_errors(self) -> tuple[str, ...]:
+        """What the validator reported."""
+        return self.error.schema_errors
+
+    @property
+    def final_text(self) -> str:
+        """The offending text."""
+        return self.error.final_text or ""
+
+
+class RunCancelled(RunError):
+    """The run's `CancellationToken` was cancelled."""
+
+
+class RunTimeout(RunError):
+    """The run exceeded `RunConfig.timeout`."""
+
+
+_RUN_ERRORS: dict[str, type[RunError]] = {
+    "max_turns_exceeded": MaxTurnsExceeded,
+    "max_agent_depth_exceeded": MaxAgentDepthExceeded,
+    "invalid_structured_output": InvalidStructuredOutput,
+    "cancelled": RunCancelled,
+    "timeout": RunTimeout,
+}
+
+__all__ = [
+    "ContextLengthExceeded",
+    "Denied",
+    "HelikonError",
+    "InvalidArgs",
+    "InvalidStructuredOutput",
+    "MaxAgentDepthExceeded",
+    "MaxTurnsExceeded",
+    "ModelError",
+    "ModelErrorKind",
+    "OtherModelError",
+    "RateLimited",
+    "Refused",
+    "RunCancelled",
+    "RunError",
+    "RunTimeout",
+    "SessionBackendError",
+    "SessionError",
+    "SessionUnavailable",
+    "ToolError",
+    "Transport",
+    "Unavailable",
+    "UserError",
+]

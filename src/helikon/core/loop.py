@@ -1,0 +1,600 @@
+"""The agent loop as data: `LoopState`, `TransitionInput`, `NextAction` and the pure `transition`.
+
+`transition(state, input, ctx)` is synchronous and does no IO: it returns the next
+state, the events to emit, the side effect the driver must perform next, and the items
+to append to the conversation. The async driver in `LlmAgent` performs the side effects.
+Every carrier here is a frozen dataclass that `LOOP_STATE_ADAPTER` and
+`TRANSITION_INPUT_ADAPTER` serialize, so a durable runner can persist the loop at any
+transition boundary and resume it.
+
+A run walks `CallingModel -> ExecutingTools -> CallingModel -> ... -> Done`; with an
+output type it ends `... -> Finalizing [-> RepairingOutput] -> Done`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Literal, TypeAlias
+
+from ._adapter import LazyAdapter
+from ._carrier import carrier
+from .events import (
+    AgentError,
+    AgentEvent,
+    MessageOutput,
+    RepairStarted,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StructuredOutputFailed,
+    TokenUsage,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
+from .items import (
+    AssistantMessage,
+    ContentPart,
+    Item,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+from .model import FinishReason, ModelRequest, ModelSettings, ResponseFormat, ToolDef
+
+FINALIZE_PROMPT = "Now give your final answer as a JSON object that matches the `{name}` schema."
+REPAIR_PROMPT = (
+    "Your last answer did not match the `{name}` schema. Errors:\n{errors}\n"
+    "Reply again with only a JSON object that matches the schema."
+)
+
+# --- states ----------------------------------------------------------------------------------
+
+
+@carrier
+class CallingModel:
+    """About to call (or calling) the model for `turn`."""
+
+    type: Literal["calling_model"] = "calling_model"
+    turn: int
+    usage: TokenUsage = TokenUsage()
+    args_retried: tuple[str, ...] = ()
+    """Tools whose invalid arguments were already fed back once."""
+
+
+@carrier
+class ExecutingTools:
+    """The model asked for `calls` in `turn`; they run concurrently."""
+
+    type: Literal["executing_tools"] = "executing_tools"
+    calls: tuple[ToolCall, ...]
+    turn: int
+    usage: TokenUsage = TokenUsage()
+    args_retried: tuple[str, ...] = ()
+
+
+@carrier
+class ApplyingHandoff:
+    """Delegating to `target`, threading `transcript`."""
+
+    type: Literal["applying_handoff"] = "applying_handoff"
+    target: str
+    call_id: str
+    transcript: tuple[Item, ...]
+    usage: TokenUsage = TokenUsage()
+
+
+@carrier
+class Finalizing:
+    """A constrained turn asking the model for the output type."""
+
+    type: Literal["finalizing"] = "finalizing"
+    turn: int
+    usage: TokenUsage = TokenUsage()
+
+
+@carrier
+class RepairingOutput:
+    """The one repair turn after the structured output failed validation."""
+
+    type: Literal["repairing_output"] = "repairing_output"
+    turn: int
+    usage: TokenUsage = TokenUsage()
+
+
+@carrier
+class Compacting:
+    """Reserved: compacting history mid-run (not driven yet)."""
+
+    type: Literal["compacting"] = "compacting"
+    turn: int
+    usage: TokenUsage = TokenUsage()
+
+
+@carrier
+class NeedsApproval:
+    """Reserved: waiting for approval of `pending` calls (not driven yet)."""
+
+    type: Literal["needs_approval"] = "needs_approval"
+    pending: tuple[ToolCall, ...]
+    turn: int
+    usage: TokenUsage = TokenUsage()
+
+
+@carrier
+class FinalOutput:
+    """The terminal assistant content and the run's usage."""
+
+    content: tuple[ContentPart, ...] = ()
+    usage: TokenUsage = TokenUsage()
+
+    @property
+    def text(self) -> str:
+        """The concatenated text parts: `RunResult.final_output` for a text run."""
+        return "".join(p.text for p in self.content if isinstance(p, TextPart))
+
+
+@carrier
+class Done:
+    """Terminal success."""
+
+    type: Literal["done"] = "done"
+    output: FinalOutput
+
+
+@carrier
+class Failed:
+    """Terminal failure."""
+
+    type: Literal["failed"] = "failed"
+    error: AgentError
+    usage: TokenUsage = TokenUsage()
+
+
+LoopState: TypeAlias = (
+    CallingModel
+    | ExecutingTools
+    | ApplyingHandoff
+    | Finalizing
+    | RepairingOutput
+    | Compacting
+    | NeedsApproval
+    | Done
+    | Failed
+)
+"""The loop's phase."""
+
+# --- inputs ----------------------------------------------------------------------------------
+
+
+@carrier
+class Start:
+    """Seed the loop with the run's input messages."""
+
+    type: Literal["start"] = "start"
+    messages: tuple[Item, ...]
+
+
+@carrier
+class ModelResponse:
+    """One model turn, aggregated."""
+
+    type: Literal["model_response"] = "model_response"
+    items: tuple[Item, ...]
+    usage: TokenUsage = TokenUsage()
+    finish_reason: FinishReason = "stop"
+
+
+@carrier
+class ModelFailed:
+    """The model call raised a `ModelError`."""
+
+    type: Literal["model_failed"] = "model_failed"
+    kind: str
+    message: str
+
+
+ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied"]
+
+
+@carrier
+class ToolCallOutcome:
+    """How one tool call ended."""
+
+    call_id: str
+    name: str
+    content: tuple[ContentPart, ...]
+    status: ToolStatus = "ok"
+
+    def to_result(self) -> ToolResult:
+        """The `ToolResult` item the model sees."""
+        return ToolResult(
+            call_id=self.call_id, content=self.content, is_error=self.status != "ok", name=self.name
+        )
+
+
+@carrier
+class ToolResults:
+    """Every tool call of a turn has ended (outcomes in call order)."""
+
+    type: Literal["tool_results"] = "tool_results"
+    outcomes: tuple[ToolCallOutcome, ...]
+
+
+@carrier
+class Cancelled:
+    """The run's cancellation token fired (`reason == TIMEOUT_REASON` for a runner timeout)."""
+
+    type: Literal["cancelled"] = "cancelled"
+    reason: str | None = None
+
+
+TransitionInput: TypeAlias = Start | ModelResponse | ModelFailed | ToolResults | Cancelled
+"""What the driver feeds into `transition`."""
+
+TIMEOUT_REASON = "helikon:timeout"
+"""The cancellation reason a runner gives when `RunConfig.timeout` expires."""
+
+# --- actions and outcome ---------------------------------------------------------------------
+
+
+@carrier
+class CallModel:
+    """Call the model with `request`; feed back `ModelResponse` or `ModelFailed`."""
+
+    type: Literal["call_model"] = "call_model"
+    request: ModelRequest
+
+
+@carrier
+class ExecuteTools:
+    """Run `calls` concurrently; feed back `ToolResults`."""
+
+    type: Literal["execute_tools"] = "execute_tools"
+    calls: tuple[ToolCall, ...]
+
+
+@carrier
+class Handoff:
+    """Run the target agent named by the `ApplyingHandoff` state."""
+
+    type: Literal["handoff"] = "handoff"
+
+
+@carrier
+class Terminate:
+    """The state is terminal: stop driving."""
+
+    type: Literal["terminate"] = "terminate"
+
+
+NextAction: TypeAlias = CallModel | ExecuteTools | Handoff | Terminate
+
+_TERMINATE = Terminate()
+
+
+OutputValidator: TypeAlias = Callable[[str], tuple[str, ...]]
+"""Validates final text; returns the schema errors (empty when it validates)."""
+
+
+@carrier
+class OutputSpec:
+    """What `transition` needs to know about the output type."""
+
+    name: str
+    response_format: ResponseFormat
+    validate: OutputValidator
+
+
+@dataclass(slots=True, kw_only=True)
+class TransitionCtx:
+    """The agent and run configuration one `transition` step reads (never mutates)."""
+
+    agent_name: str
+    tools: Sequence[ToolDef] = ()
+    model_settings: ModelSettings = field(default_factory=ModelSettings)
+    max_turns: int = 16
+    conversation: Sequence[Item] = ()
+    """The conversation before this step's appends; the driver owns and extends it."""
+    system: Sequence[SystemMessage] = ()
+    """Rendered instructions (and hook-injected messages) that lead every request."""
+    output: OutputSpec | None = None
+    handoffs: dict[str, str] = field(default_factory=lambda: {})
+    """Transfer tool name -> target agent name."""
+
+
+@carrier(kw_only=False)
+class TransitionOutcome:
+    """One step's result."""
+
+    next_state: LoopState
+    events: tuple[AgentEvent, ...]
+    next_action: NextAction
+    conversation_appends: tuple[Item, ...] = ()
+
+
+# --- the machine -----------------------------------------------------------------------------
+
+
+def initial_state(ctx: TransitionCtx) -> LoopState:
+    """Where a run starts: straight at the finalizing turn for a tool-less structured agent."""
+    if ctx.output is not None and not ctx.tools and not ctx.handoffs:
+        return Finalizing(turn=0)
+    return CallingModel(turn=0)
+
+
+def transition(state: LoopState, input: TransitionInput, ctx: TransitionCtx) -> TransitionOutcome:
+    """Advance the loop by one step. Pure: no IO, no awaits, no mutation of its arguments."""
+    if isinstance(state, Done | Failed):
+        # Terminal states absorb everything: a late cancel never overrides the outcome.
+        return TransitionOutcome(state, (), _TERMINATE)
+    usage = state.usage
+    if isinstance(input, Cancelled):
+        kind = "timeout" if input.reason == TIMEOUT_REASON else "cancelled"
+        message = (
+            "the run timed out"
+            if kind == "timeout"
+            else f"the run was cancelled ({input.reason or 'no reason given'})"
+        )
+        return _fail(AgentError(kind=kind, message=message), usage)
+    if isinstance(input, ModelFailed):
+        return _fail(AgentError(kind="model_error", message=input.message, cause=input.kind), usage)
+    if isinstance(input, Start):
+        return _start(state, input, ctx)
+    if isinstance(state, CallingModel) and isinstance(input, ModelResponse):
+        return _after_model(state, input, ctx)
+    if isinstance(state, ExecutingTools) and isinstance(input, ToolResults):
+        return _after_tools(state, input, ctx)
+    if isinstance(state, Finalizing | RepairingOutput) and isinstance(input, ModelResponse):
+        return _after_structured(state, input, ctx)
+    return _fail(
+        AgentError(kind="other", message=f"invalid transition: {state.type} cannot take {input.type}"), usage
+    )
+
+
+def _fail(error: AgentError, usage: TokenUsage) -> TransitionOutcome:
+    return TransitionOutcome(
+        Failed(error=error, usage=usage), (RunFailed(error=error, usage=usage),), _TERMINATE
+    )
+
+
+def _request(ctx: TransitionCtx, appends: Sequence[Item], *, structured: bool = False) -> ModelRequest:
+    messages = [*ctx.system, *ctx.conversation, *appends]
+    if structured and ctx.output is not None:
+        settings = ctx.model_settings.merged(ModelSettings(response_format=ctx.output.response_format))
+        return ModelRequest(messages=messages, tools=(), model_settings=settings)
+    return ModelRequest(messages=messages, tools=ctx.tools, model_settings=ctx.model_settings)
+
+
+def _start(state: LoopState, input: Start, ctx: TransitionCtx) -> TransitionOutcome:
+    started = RunStarted(agent=ctx.agent_name)
+    if isinstance(state, Finalizing):
+        appends = input.messages
+        request = _request(ctx, appends, structured=True)
+        return TransitionOutcome(
+            state, (started, TurnStarted(turn=state.turn)), CallModel(request=request), appends
+        )
+    if not isinstance(state, CallingModel):
+        usage = state.output.usage if isinstance(state, Done) else state.usage
+        return _fail(AgentError(kind="other", message=f"a run cannot start in state {state.type}"), usage)
+    request = _request(ctx, input.messages)
+    return TransitionOutcome(
+        state, (started, TurnStarted(turn=state.turn)), CallModel(request=request), input.messages
+    )
+
+
+def _model_events(items: Sequence[Item]) -> tuple[list[AgentEvent], list[ToolCall], AssistantMessage | None]:
+    events: list[AgentEvent] = []
+    calls: list[ToolCall] = []
+    message: AssistantMessage | None = None
+    for item in items:
+        if isinstance(item, AssistantMessage):
+            message = item
+            events.append(MessageOutput(item=item))
+        elif isinstance(item, ToolCall):
+            calls.append(item)
+            events.append(ToolCallItem(item=item))
+    return events, calls, message
+
+
+def _after_model(state: CallingModel, input: ModelResponse, ctx: TransitionCtx) -> TransitionOutcome:
+    usage = state.usage + input.usage
+    events, calls, message = _model_events(input.items)
+    appends = input.items
+    if calls:
+        for call in calls:
+            target = ctx.handoffs.get(call.name)
+            if target is not None:
+                transcript = (*ctx.conversation, *appends)
+                return TransitionOutcome(
+                    ApplyingHandoff(target=target, call_id=call.call_id, transcript=transcript, usage=usage),
+                    tuple(events),
+                    Handoff(),
+                    appends,
+                )
+        if state.turn + 1 >= ctx.max_turns:
+            return _max_turns(events, ctx, usage, appends)
+        return TransitionOutcome(
+            ExecutingTools(calls=tuple(calls), turn=state.turn, usage=usage, args_retried=state.args_retried),
+            tuple(events),
+            ExecuteTools(calls=tuple(calls)),
+            appends,
+        )
+    if ctx.output is not None:
+        # The model has finished with its tools; ask it for the output type.
+        if state.turn + 1 >= ctx.max_turns:
+            return _max_turns(events, ctx, usage, appends)
+        nudge = UserMessage.from_text(FINALIZE_PROMPT.format(name=ctx.output.name))
+        appends = (*appends, nudge)
+        next_turn = state.turn + 1
+        events.append(TurnStarted(turn=next_turn))
+        return TransitionOutcome(
+            Finalizing(turn=next_turn, usage=usage),
+            tuple(events),
+            CallModel(request=_request(ctx, appends, structured=True)),
+            appends,
+        )
+    content = message.content if message is not None else ()
+    events.append(RunCompleted(usage=usage))
+    return TransitionOutcome(
+        Done(output=FinalOutput(content=content, usage=usage)), tuple(events), _TERMINATE, appends
+    )
+
+
+def _max_turns(
+    events: list[AgentEvent], ctx: TransitionCtx, usage: TokenUsage, appends: tuple[Item, ...]
+) -> TransitionOutcome:
+    error = AgentError(
+        kind="max_turns_exceeded",
+        message=f"the run used all {ctx.max_turns} turns (RunConfig.max_turns) without a final answer",
+        limit=ctx.max_turns,
+    )
+    events.append(RunFailed(error=error, usage=usage))
+    return TransitionOutcome(Failed(error=error, usage=usage), tuple(events), _TERMINATE, appends)
+
+
+def _after_tools(state: ExecutingTools, input: ToolResults, ctx: TransitionCtx) -> TransitionOutcome:
+    usage = state.usage
+    events: list[AgentEvent] = []
+    results: list[Item] = []
+    retried = state.args_retried
+    failure: AgentError | None = None
+    for outcome in input.outcomes:
+        result = outcome.to_result()
+        results.append(result)
+        events.append(ToolOutputItem(item=result))
+        if failure is not None:
+            continue
+        if outcome.status == "denied":
+            failure = AgentError(
+                kind="tool_denied",
+                message=f"tool {outcome.name!r} refused: {result.text}",
+                cause=outcome.name,
+            )
+        elif outcome.status == "invalid_args":
+            if outcome.name in retried:
+                failure = AgentError(
+                    kind="tool_error",
+                    message=f"tool {outcome.name!r} got invalid arguments again after one correction: "
+                    + result.text,
+                    cause=outcome.name,
+                )
+            else:
+                retried = (*retried, outcome.name)
+    appends = tuple(results)
+    if failure is not None:
+        events.append(RunFailed(error=failure, usage=usage))
+        return TransitionOutcome(Failed(error=failure, usage=usage), tuple(events), _TERMINATE, appends)
+    next_turn = state.turn + 1
+    events.append(TurnStarted(turn=next_turn))
+    return TransitionOutcome(
+        CallingModel(turn=next_turn, usage=usage, args_retried=retried),
+        tuple(events),
+        CallModel(request=_request(ctx, appends)),
+        appends,
+    )
+
+
+def _after_structured(
+    state: Finalizing | RepairingOutput, input: ModelResponse, ctx: TransitionCtx
+) -> TransitionOutcome:
+    usage = state.usage + input.usage
+    if ctx.output is None:
+        return _fail(
+            AgentError(kind="other", message=f"{state.type} needs an output type in TransitionCtx"), usage
+        )
+    events, _calls, message = _model_events(input.items)
+    appends = input.items
+    text = message.text if message is not None else ""
+    errors = ctx.output.validate(text)
+    if not errors:
+        events.append(RunCompleted(usage=usage))
+        content = message.content if message is not None else ()
+        return TransitionOutcome(
+            Done(output=FinalOutput(content=content, usage=usage)), tuple(events), _TERMINATE, appends
+        )
+    events.append(StructuredOutputFailed(schema_errors=errors, final_text=text))
+    if isinstance(state, RepairingOutput) or state.turn + 1 >= ctx.max_turns:
+        error = AgentError(
+            kind="invalid_structured_output",
+            message=f"the model's output does not match {ctx.output.name}: " + "; ".join(errors),
+            schema_errors=errors,
+            final_text=text,
+        )
+        events.append(RunFailed(error=error, usage=usage))
+        return TransitionOutcome(Failed(error=error, usage=usage), tuple(events), _TERMINATE, appends)
+    repair = UserMessage.from_text(
+        REPAIR_PROMPT.format(name=ctx.output.name, errors="\n".join(f"- {e}" for e in errors))
+    )
+    appends = (*appends, repair)
+    next_turn = state.turn + 1
+    events += [RepairStarted(attempt=1), TurnStarted(turn=next_turn)]
+    return TransitionOutcome(
+        RepairingOutput(turn=next_turn, usage=usage),
+        tuple(events),
+        CallModel(request=_request(ctx, appends, structured=True)),
+        appends,
+    )
+
+
+def _state_type() -> object:
+    from typing import Annotated
+
+    from pydantic import Field
+
+    return Annotated[LoopState, Field(discriminator="type")]
+
+
+def _input_type() -> object:
+    from typing import Annotated
+
+    from pydantic import Field
+
+    return Annotated[TransitionInput, Field(discriminator="type")]
+
+
+LOOP_STATE_ADAPTER: LazyAdapter[LoopState] = LazyAdapter(_state_type)
+"""JSON (de)serialization of any `LoopState` (for durable runners)."""
+
+TRANSITION_INPUT_ADAPTER: LazyAdapter[TransitionInput] = LazyAdapter(_input_type)
+"""JSON (de)serialization of any `TransitionInput` (for durable runners)."""
+
+__all__ = [
+    "FINALIZE_PROMPT",
+    "LOOP_STATE_ADAPTER",
+    "REPAIR_PROMPT",
+    "TIMEOUT_REASON",
+    "TRANSITION_INPUT_ADAPTER",
+    "ApplyingHandoff",
+    "CallModel",
+    "CallingModel",
+    "Cancelled",
+    "Compacting",
+    "Done",
+    "ExecuteTools",
+    "ExecutingTools",
+    "Failed",
+    "FinalOutput",
+    "Finalizing",
+    "Handoff",
+    "LoopState",
+    "ModelFailed",
+    "ModelResponse",
+    "NeedsApproval",
+    "NextAction",
+    "OutputSpec",
+    "RepairingOutput",
+    "Start",
+    "Terminate",
+    "ToolCallOutcome",
+    "ToolResults",
+    "ToolStatus",
+    "TransitionCtx",
+    "TransitionInput",
+    "TransitionOutcome",
+    "initial_state",
+    "transition",
+]

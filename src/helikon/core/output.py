@@ -1,0 +1,105 @@
+"""`OutputType`: what a structured-output agent must produce, with its schema and validator."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+
+from ._json import JsonObject
+from .exceptions import UserError
+from .model import ResponseFormat
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+T = TypeVar("T")
+
+_WRAP_KEY = "response"
+_FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+class OutputType(Generic[T]):
+    """The type a structured run produces: a pydantic model or any type `TypeAdapter` accepts.
+
+    A type whose schema is not an object (a list, a scalar, a union) is wrapped as
+    `{"response": ...}` on the wire and unwrapped on validation, since providers'
+    structured-output modes want an object at the top.
+
+    Example:
+        ```python
+        from pydantic import BaseModel
+        from helikon.core.output import OutputType
+
+        class Category(BaseModel):
+            category: str
+            confidence: float
+
+        out = OutputType(Category)
+        value, errors = out.validate_text('{"category": "Streaming", "confidence": 0.9}')
+        assert value == Category(category="Streaming", confidence=0.9) and not errors
+        ```
+    """
+
+    __slots__ = ("_adapter", "_wrapped", "name", "schema", "type")
+
+    def __init__(self, output_type: type[T] | Any, *, name: str | None = None) -> None:
+        from pydantic import TypeAdapter
+        from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+
+        self.type = output_type
+        try:
+            self._adapter: TypeAdapter[T] = TypeAdapter(output_type)
+            schema: dict[str, Any] = self._adapter.json_schema()
+        except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+            raise UserError(
+                f"output_type={output_type!r}: cannot derive a JSON Schema from it ({exc}); "
+                "use a pydantic model, a dataclass, a TypedDict or another type pydantic understands"
+            ) from exc
+        self._wrapped = schema.get("type") != "object"
+        if self._wrapped:
+            inner = schema
+            schema = {"type": "object", "properties": {_WRAP_KEY: inner}, "required": [_WRAP_KEY]}
+            if "$defs" in inner:
+                schema["$defs"] = inner.pop("$defs")
+        title = schema.get("title") if isinstance(schema.get("title"), str) else None
+        raw_name = name or title or getattr(output_type, "__name__", None) or "StructuredOutput"
+        self.name = re.sub(r"[^A-Za-z0-9_-]", "_", str(raw_name))[:64] or "StructuredOutput"
+        self.schema: JsonObject = schema
+
+    def response_format(self) -> ResponseFormat:
+        """The strict `json_schema` response format for a finalizing turn."""
+        return ResponseFormat.json_schema(name=self.name, schema=self.schema, strict=True)
+
+    def validate_text(self, text: str) -> tuple[T | None, tuple[str, ...]]:
+        """Parse and validate the model's text: `(value, ())` or `(None, errors)`."""
+        from pydantic import ValidationError
+
+        match = _FENCE.match(text)
+        payload = match.group(1) if match else text
+        try:
+            if self._wrapped:
+                from pydantic_core import from_json
+
+                data = from_json(payload)
+                if not isinstance(data, dict) or _WRAP_KEY not in data:
+                    return None, (f"expected a JSON object with a {_WRAP_KEY!r} key",)
+                return self._adapter.validate_python(data[_WRAP_KEY]), ()
+            return self._adapter.validate_json(payload), ()
+        except ValidationError as exc:
+            errors = tuple(
+                f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
+                for err in exc.errors(include_url=False)
+            )
+            return None, errors
+        except ValueError as exc:
+            return None, (f"not valid JSON: {exc}",)
+
+    def parse(self, text: str) -> T:
+        """Validate `text`, raising `UserError` with the errors on a miss."""
+        value, errors = self.validate_text(text)
+        if errors:
+            raise UserError(f"the text does not match {self.name}: " + "; ".join(errors))
+        return cast(T, value)
+
+
+__all__ = ["OutputType"]

@@ -1,0 +1,207 @@
+"""Sessions: the append-only event log (`SessionEvent`), the `Session` protocol and `project`.
+
+The log is the source of truth; the conversation a model sees is a projection of it.
+
+Example:
+    ```python
+    from helikon.core.session import ToolCalled, UserMessageEvent, project
+    from helikon.core.items import TextPart
+
+    log = [UserMessageEvent(content=(TextPart(text="hi"),))]
+    assert project(log).messages[0].text == "hi"
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import field
+from datetime import UTC, datetime
+from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, runtime_checkable
+
+from ._adapter import LazyAdapter
+from ._carrier import carrier
+from ._json import JsonValue
+from .items import (
+    AssistantMessage,
+    ContentPart,
+    Item,
+    SystemMessage,
+    ToolCall,
+    ToolResult,
+    UserMessage,
+)
+
+SequenceId = NewType("SequenceId", int)
+"""A position in one session's log: 0 for the first event, then +1 per event."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+@carrier
+class UserMessageEvent:
+    """The user said something."""
+
+    type: Literal["user_message"] = "user_message"
+    content: tuple[ContentPart, ...]
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class AssistantMessageEvent:
+    """An agent answered."""
+
+    type: Literal["assistant_message"] = "assistant_message"
+    content: tuple[ContentPart, ...]
+    agent: str | None = None
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class ToolCalled:
+    """The model called a tool."""
+
+    type: Literal["tool_called"] = "tool_called"
+    call_id: str
+    name: str
+    args: JsonValue
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class ToolReturned:
+    """A tool answered (or was interrupted, with `is_error`)."""
+
+    type: Literal["tool_returned"] = "tool_returned"
+    call_id: str
+    content: tuple[ContentPart, ...]
+    is_error: bool = False
+    name: str | None = None
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class HandoffOccurred:
+    """Control passed between agents. Audit only: projects to nothing."""
+
+    type: Literal["handoff_occurred"] = "handoff_occurred"
+    from_agent: str
+    to_agent: str
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class Compacted:
+    """The `original_count` events before this one are summarized by `summary`."""
+
+    type: Literal["compacted"] = "compacted"
+    summary: str
+    original_count: int
+    ts: datetime = field(default_factory=_now)
+
+
+SessionEvent: TypeAlias = (
+    UserMessageEvent | AssistantMessageEvent | ToolCalled | ToolReturned | HandoffOccurred | Compacted
+)
+"""One entry of a session's log. Every variant carries `ts` (UTC), stamped at construction."""
+
+
+def _session_event_type() -> object:
+    from typing import Annotated
+
+    from pydantic import Field
+
+    return Annotated[SessionEvent, Field(discriminator="type")]
+
+
+SESSION_EVENT_ADAPTER: LazyAdapter[SessionEvent] = LazyAdapter(_session_event_type)
+"""JSON (de)serialization of any `SessionEvent`."""
+
+
+class SessionEntry(NamedTuple):
+    """A stored event and its sequence number."""
+
+    seq: SequenceId
+    event: SessionEvent
+
+
+@carrier(kw_only=False)
+class ConversationSnapshot:
+    """The conversation a model sees: the projection of a session's log."""
+
+    messages: tuple[Item, ...] = ()
+
+
+@runtime_checkable
+class Session(Protocol):
+    """Conversation persistence as an append-only event log.
+
+    `events(since)` is exclusive: `since=SequenceId(n)` returns the events after `n`.
+    """
+
+    async def append(self, events: Sequence[SessionEvent]) -> None:
+        """Write `events` to the end of the log, atomically."""
+        ...
+
+    async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
+        """Read the log (after `since`, when given), each event with its sequence number."""
+        ...
+
+    async def snapshot(self) -> ConversationSnapshot:
+        """The projection of the whole log."""
+        ...
+
+
+def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
+    """Fold a log into the conversation a model sees.
+
+    Each message variant maps to one `Item`; `HandoffOccurred` yields nothing; `Compacted`
+    drops the messages of the `original_count` events before it and stands in their
+    place as a `SystemMessage` holding the summary. Deterministic: the same log always
+    projects to the same conversation.
+    """
+    messages: list[Item] = []
+    origins: list[int] = []  # index of the event each message came from
+    for index, event in enumerate(events):
+        item: Item
+        if isinstance(event, UserMessageEvent):
+            item = UserMessage(content=event.content)
+        elif isinstance(event, AssistantMessageEvent):
+            item = AssistantMessage(content=event.content, agent=event.agent)
+        elif isinstance(event, ToolCalled):
+            item = ToolCall(call_id=event.call_id, name=event.name, args=event.args)
+        elif isinstance(event, ToolReturned):
+            item = ToolResult(
+                call_id=event.call_id, content=event.content, is_error=event.is_error, name=event.name
+            )
+        elif isinstance(event, Compacted):
+            cutoff = index - max(event.original_count, 0)
+            keep = len(origins)
+            while keep and origins[keep - 1] >= cutoff:
+                keep -= 1
+            del messages[keep:], origins[keep:]
+            item = SystemMessage(text=event.summary)
+        else:  # HandoffOccurred: audit only
+            continue
+        messages.append(item)
+        origins.append(index)
+    return ConversationSnapshot(tuple(messages))
+
+
+__all__ = [
+    "SESSION_EVENT_ADAPTER",
+    "AssistantMessageEvent",
+    "Compacted",
+    "ConversationSnapshot",
+    "HandoffOccurred",
+    "SequenceId",
+    "Session",
+    "SessionEntry",
+    "SessionEvent",
+    "ToolCalled",
+    "ToolReturned",
+    "UserMessageEvent",
+    "project",
+]

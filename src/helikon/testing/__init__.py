@@ -1,0 +1,28 @@
+"""Test doubles for your own tests: scripted models and the helpers to write scripts.
+
+Example:
+    ```python
+    from helikon import LlmAgent
+    from helikon.testing import MockModel, text_turn, tool_call_turn
+
+    model = MockModel.with_scripts([tool_call_turn("search", {"q": "x"}), text_turn("done")])
+    ```
+"""
+
+from ._mock_model import FunctionModel, MockModel, ScriptFunction
+from ._script_file import ScriptFile
+from ._scripts import Delay, Script, ScriptStep, reasoning_turn, text_turn, tool_call_turn, tool_calls_turn
+
+__all__ = [
+    "Delay",
+    "FunctionModel",
+    "MockModel",
+    "Script",
+    "ScriptFile",
+    "ScriptFunction",
+    "ScriptStep",
+    "reasoning_turn",
+    "text_turn",
+    "tool_call_turn",
+    "tool_calls_turn",
+]

@@ -1,0 +1,23 @@
+"""Shared fixtures: the suite never reaches off this machine."""
+
+from __future__ import annotations
+
+import socket
+from typing import Any
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def _no_network_off_loopback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail any test that opens a connection to anything but 127.0.0.0/8 or ::1."""
+    real_connect = socket.socket.connect
+
+    def guarded(self: socket.socket, address: Any) -> Any:
+        host = address[0] if isinstance(address, tuple) else address
+        loopback = isinstance(host, str) and (host.startswith("127.") or host in ("::1", "localhost"))
+        if not loopback and self.family in (socket.AF_INET, socket.AF_INET6):
+            raise AssertionError(f"test tried to reach {address!r}: tests may only use loopback")
+        return real_connect(self, address)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded)
