@@ -85,6 +85,9 @@ class RunStream:
         append = events.append
         text = ""
         usage = TokenUsage()
+        failure: RunFailed | None = None
+        # Drain to the very end even after a failure, so that whatever wraps the run (a
+        # runner appending to the session) has finished before this returns or raises.
         async for event in self.__aiter__():
             append(event)
             if isinstance(event, MessageOutput):
@@ -92,7 +95,9 @@ class RunStream:
             elif isinstance(event, RunCompleted):
                 usage = event.usage
             elif isinstance(event, RunFailed):
-                raise RunError.from_agent_error(event.error)
+                failure = event
+        if failure is not None:
+            raise RunError.from_agent_error(failure.error)
         if output_type is None:
             return RunResult(final_output=text, events=events, usage=usage)
         from .output import OutputType
