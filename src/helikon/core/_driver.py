@@ -194,12 +194,13 @@ class _Run:
         usage = TokenUsage(requests=1)
         finish: Any = "stop"
         iterator: Any = None
-        current_task = asyncio.current_task
+        # The task that awaits the model; captured once per call (asyncio.current_task is
+        # a Python function on 3.11, and this loop is the hot path).
+        self.task = asyncio.current_task()
         try:
             iterator = agent.model.invoke(request, token).__aiter__()
             anext_ = iterator.__anext__
             while True:
-                self.task = current_task()
                 self.waiting = True
                 try:
                     event: Any = await anext_()
