@@ -73,3 +73,16 @@ def test_bad_run_input_is_rejected_at_the_call() -> None:
     agent = LlmAgent(name="a", model=model())
     with pytest.raises(UserError, match="expected a str, an AgentInput or a sequence of items"):
         agent.run(42, context=RunContext.ephemeral(None))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"multiplier": "x"}, "multiplier='x'"),
+        ({"jitter": None}, "jitter=None"),
+        ({"base_delay": True}, "base_delay"),
+    ],
+)
+def test_retry_policy_rejects_values_of_the_wrong_type(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(UserError, match=message):
+        RetryPolicy(**kwargs)

@@ -596,7 +596,7 @@ async def test_a_stream_is_consumed_once_and_can_be_abandoned() -> None:
     async for event in stream:
         if isinstance(event, TokenDelta):
             break
-    with pytest.raises(RuntimeError, match="already consumed"):
+    with pytest.raises(UserError, match="already consumed"):
         await stream.collect()
 
 

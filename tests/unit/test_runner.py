@@ -12,6 +12,8 @@ import pytest
 from helikon import (
     CancellationToken,
     ContextLengthExceeded,
+    GuardrailInput,
+    GuardrailVerdict,
     LlmAgent,
     MemorySession,
     ModelCapabilities,
@@ -230,3 +232,36 @@ async def test_retrying_model_delegates_identity_and_capabilities() -> None:
     inner = Named(provider="acme", model_name="m-1", capabilities=ModelCapabilities.empty().with_tools())
     model = RetryingModel(inner)
     assert (model.provider, model.model_name, model.capabilities().tools) == ("acme", "m-1", True)
+
+
+class Tripwire:
+    def __init__(self, word: str) -> None:
+        self.word = word
+
+    async def check(self, ctx: RunContext[Any], input: GuardrailInput) -> GuardrailVerdict:
+        return GuardrailVerdict.tripwire("other") if self.word in input.text else GuardrailVerdict.pass_()
+
+
+async def test_a_refused_input_is_not_persisted_and_does_not_poison_later_runs() -> None:
+    session = MemorySession()
+    model = MockModel.with_scripts([text_turn("Sunny.")])
+    agent = LlmAgent(name="a", model=model, input_guardrails=[Tripwire("password")])
+    runner = AsyncioRunner[None]()
+    with pytest.raises(RunError):
+        await runner.run(agent, "my password is hunter2", session_ctx(session))
+    assert len(session) == 0
+    result = await runner.run(agent, "What's the weather?", session_ctx(session))
+    assert result.final_output == "Sunny."
+    assert [m.type for m in model.requests[0].messages] == ["user"]
+
+
+async def test_an_answer_blocked_by_an_output_guardrail_is_not_persisted() -> None:
+    session = MemorySession()
+    model = MockModel.with_scripts([text_turn("Your SSN is 123-45-6789"), text_turn("I can't share that.")])
+    agent = LlmAgent(name="a", model=model, output_guardrails=[Tripwire("SSN")])
+    runner = AsyncioRunner[None]()
+    with pytest.raises(RunError):
+        await runner.run(agent, "What's my SSN?", session_ctx(session))
+    assert [e.type for _, e in await session.events()] == ["user_message"]
+    await runner.run(agent, "Then tell me something else.", session_ctx(session))
+    assert all("123-45" not in getattr(m, "text", "") for m in model.requests[1].messages)

@@ -60,7 +60,7 @@ from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDel
 from .tools import Tool, ToolEffect
 
 if TYPE_CHECKING:
-    from .agent import LlmAgent
+    from .agent import AgentInput, LlmAgent
 
 
 class _Settled:
@@ -107,7 +107,7 @@ class _Run:
 
     # --- the loop --------------------------------------------------------------------------
 
-    async def events(self, messages: tuple[Item, ...]) -> AsyncIterator[AgentEvent]:
+    async def events(self, input: AgentInput) -> AsyncIterator[AgentEvent]:
         agent, ctx, token = self.agent, self.ctx, self.ctx.cancel
         remove_callback = token.add_callback(self.on_cancel)
         try:
@@ -121,13 +121,13 @@ class _Run:
             )
             conversation: list[Item] = []
             tctx.conversation = conversation
-            refused = await self.before_run(messages)
+            refused = await self.before_run(input.messages)
             if refused is not None:
                 for event in refused:
                     yield event
                 return
             state: LoopState = initial_state(tctx)
-            outcome = transition(state, Start(messages=messages), tctx)
+            outcome = transition(state, Start(messages=input.conversation), tctx)
             while True:
                 conversation.extend(outcome.conversation_appends)
                 state, action, events = outcome.next_state, outcome.next_action, outcome.events
@@ -408,7 +408,7 @@ class _Run:
                 )
                 return [
                     RunStarted(agent=agent.name),
-                    GuardrailTriggered(kind=verdict.kind, info=verdict.info),
+                    GuardrailTriggered(kind=verdict.kind, info=verdict.info, stage="input"),
                     RunFailed(error=error),
                 ]
         return None
@@ -426,7 +426,7 @@ class _Run:
         kept = tuple(e for e in events if not isinstance(e, RunCompleted))
         return (
             *kept,
-            GuardrailTriggered(kind=verdict.kind, info=verdict.info),
+            GuardrailTriggered(kind=verdict.kind, info=verdict.info, stage="output"),
             RunFailed(error=error, usage=usage),
         )
 
@@ -461,7 +461,7 @@ def _parse_args(raw: str) -> JsonValue:
 
 
 def drive(
-    agent: LlmAgent[Any], ctx: RunContext[Any], messages: tuple[Item, ...], config: RunConfig
+    agent: LlmAgent[Any], ctx: RunContext[Any], input: AgentInput, config: RunConfig
 ) -> AsyncIterator[AgentEvent]:
-    """Run `agent` on `messages` to a terminal event, streaming every event."""
-    return _Run(agent, ctx, config).events(messages)
+    """Run `agent` on `input` to a terminal event, streaming every event."""
+    return _Run(agent, ctx, config).events(input)

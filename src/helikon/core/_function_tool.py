@@ -12,7 +12,7 @@ import inspect
 import json
 import re
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, get_origin, get_type_hints, overload
+from typing import TYPE_CHECKING, Annotated, Any, Generic, TypeVar, get_origin, get_type_hints, overload
 
 from ._json import JsonObject, JsonValue
 from .context import ToolContext
@@ -23,6 +23,9 @@ if TYPE_CHECKING:
     from pydantic import BaseModel, TypeAdapter
 
 Ctx = TypeVar("Ctx")
+
+_pydantic: Any = None  # the pydantic module, once a FunctionTool has been built
+_pydantic_core: Any = None
 
 _NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
@@ -54,8 +57,14 @@ class FunctionTool(Generic[Ctx]):
         effect: ToolEffect = ToolEffect.SIDE_EFFECT,
         strict: bool = False,
     ) -> None:
+        global _pydantic, _pydantic_core
+        import pydantic
+        import pydantic_core
         from pydantic import ConfigDict, Field, TypeAdapter, create_model
         from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+
+        # Bound here, not at module import: `import helikon` must not import pydantic.
+        _pydantic, _pydantic_core = pydantic, pydantic_core
 
         if not callable(fn):
             raise UserError(f"@tool: expected a function, got {type(fn).__name__}")
@@ -84,6 +93,7 @@ class FunctionTool(Generic[Ctx]):
         if self._takes_ctx:
             params = params[1:]
         fields: dict[str, Any] = {}
+        annotations: dict[str, Any] = {}
         for param in params:
             if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
                 raise UserError(
@@ -95,27 +105,38 @@ class FunctionTool(Generic[Ctx]):
                     f"@tool {tool_name!r}: parameter {param.name!r} is positional-only; make it a normal one"
                 )
             if _is_tool_context(hints.get(param.name)):
-                raise UserError(f"@tool {tool_name!r}: the ToolContext must be the first parameter")
+                raise UserError(
+                    f"@tool {tool_name!r}: parameter {param.name!r} is a ToolContext; "
+                    "the ToolContext must be the first parameter"
+                )
             annotation = hints.get(param.name, Any)
             default = ... if param.default is inspect.Parameter.empty else param.default
+            # Fields are named p0, p1, ... and aliased to the parameter's name, so that a
+            # parameter may be called `schema`, `json`, `model_config` or `_id` without
+            # clashing with (or being hidden by) pydantic's own BaseModel attributes.
             described = doc.params.get(param.name)
-            fields[param.name] = (annotation, Field(default, description=described) if described else default)
-        self._param_names = tuple(fields)
+            alias = Field(alias=param.name, description=described) if described else Field(alias=param.name)
+            fields[f"p{len(fields)}"] = (Annotated[annotation, alias], default)
+            annotations[param.name] = annotation
+        self._param_names = tuple(annotations)
         try:
             self._args_model: type[BaseModel] = create_model(
                 f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields
             )
             schema = self._args_model.model_json_schema()
         except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+            culprit = _unschemable(annotations)
+            where = f"parameter {culprit!r}" if culprit else "a parameter"
             raise UserError(
-                f"@tool {tool_name!r}: a parameter's type cannot be turned into a JSON Schema: {exc}"
+                f"@tool {tool_name!r}: the type of {where} cannot be turned into a JSON Schema: {exc}"
             ) from exc
         self.schema: JsonObject = _tidy_schema(schema)
 
         self._return_adapter: TypeAdapter[Any] | None = None
         self.output_schema: JsonObject | None = None
         returns = hints.get("return", inspect.Signature.empty)
-        if returns not in (inspect.Signature.empty, None, type(None), Any):
+        # A tool that builds its own ToolOutput has no JSON output to describe.
+        if returns not in (inspect.Signature.empty, None, type(None), Any, ToolOutput):
             try:
                 self._return_adapter = TypeAdapter(returns)
                 self.output_schema = _tidy_schema(self._return_adapter.json_schema(mode="serialization"))
@@ -129,8 +150,6 @@ class FunctionTool(Generic[Ctx]):
 
     async def invoke(self, ctx: ToolContext[Ctx], args: JsonValue) -> ToolOutput:
         """Validate `args`, call the function, serialize what it returns."""
-        from pydantic import ValidationError
-
         if isinstance(args, str):
             try:
                 args = json.loads(args) if args.strip() else {}
@@ -140,9 +159,9 @@ class FunctionTool(Generic[Ctx]):
             args = {}
         try:
             parsed = self._args_model.model_validate(args)
-        except ValidationError as exc:
+        except _pydantic.ValidationError as exc:
             raise InvalidArgs(_format_errors(exc)) from None
-        kwargs = {name: getattr(parsed, name) for name in self._param_names}
+        kwargs = {name: getattr(parsed, f"p{i}") for i, name in enumerate(self._param_names)}
         fn = self._fn
         if self._is_async:
             result = await (fn(ctx, **kwargs) if self._takes_ctx else fn(**kwargs))
@@ -155,15 +174,13 @@ class FunctionTool(Generic[Ctx]):
         return ToolOutput(self._to_json(result))
 
     def _to_json(self, value: Any) -> JsonValue:
-        from pydantic_core import PydanticSerializationError, to_jsonable_python
-
         try:
             if self._return_adapter is not None:
                 return self._return_adapter.dump_python(value, mode="json")
             if value is None or isinstance(value, str | int | float | bool):
                 return value
-            return to_jsonable_python(value)
-        except (PydanticSerializationError, ValueError, TypeError) as exc:
+            return _pydantic_core.to_jsonable_python(value)
+        except (_pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
             raise TypeError(
                 f"tool {self.name!r} returned a {type(value).__name__}, "
                 f"which cannot be serialized to JSON: {exc}"
@@ -193,13 +210,29 @@ def _parse_docstring(text: str) -> _Doc:
     return _Doc("\n\n".join(parts), params)
 
 
+def _unschemable(annotations: dict[str, Any]) -> str | None:
+    """The first parameter whose type pydantic cannot turn into a JSON Schema."""
+    from pydantic import TypeAdapter
+
+    for name, annotation in annotations.items():
+        try:
+            TypeAdapter(annotation).json_schema()
+        except Exception:
+            return name
+    return None
+
+
+# Keywords whose values are data (a default, an example), not schemas: leave them whole.
+_DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples"})
+
+
 def _tidy_schema(schema: dict[str, Any]) -> JsonObject:
     """Drop pydantic's auto-generated titles: they add tokens and tell the model nothing."""
 
     def walk(node: Any, in_properties: bool = False) -> Any:
         if isinstance(node, dict):
             return {
-                k: walk(v, k in ("properties", "$defs"))
+                k: v if k in _DATA_KEYWORDS and not in_properties else walk(v, k in ("properties", "$defs"))
                 for k, v in node.items()  # pyright: ignore[reportUnknownVariableType]
                 if not (k == "title" and not in_properties and isinstance(v, str))
             }

@@ -62,6 +62,9 @@ class AgentInput:
     """
 
     messages: tuple[Item, ...]
+    """The new turn (what input guardrails check and a runner records)."""
+    history: tuple[Item, ...] = ()
+    """Earlier conversation the model sees before `messages` (a runner fills it from the session)."""
 
     @classmethod
     def from_user_text(cls, text: str) -> AgentInput:
@@ -74,8 +77,13 @@ class AgentInput:
         return cls(tuple(items))
 
     def prepend(self, history: Sequence[Item]) -> AgentInput:
-        """This input with `history` in front of it."""
-        return AgentInput((*history, *self.messages)) if history else self
+        """This input with `history` in front of it (kept apart from the new turn)."""
+        return AgentInput(self.messages, (*history, *self.history)) if history else self
+
+    @property
+    def conversation(self) -> tuple[Item, ...]:
+        """History then the new turn: what the model sees."""
+        return (*self.history, *self.messages) if self.history else self.messages
 
 
 RunInput: TypeAlias = "str | AgentInput | Sequence[Item]"
@@ -253,8 +261,7 @@ class LlmAgent(Generic[Ctx]):
         `Runner` (`helikon.runtime.AsyncioRunner`) does both.
         """
         ctx: RunContext[Any] = context if context is not None else RunContext[Any].ephemeral(None)
-        messages = to_agent_input(input).messages
-        return RunStream(drive(self, ctx, messages, config or self.run_config))
+        return RunStream(drive(self, ctx, to_agent_input(input), config or self.run_config))
 
     def run_sync(
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None

@@ -56,13 +56,25 @@ class CancellationToken:
         callbacks, self._callbacks = self._callbacks, None
         waiters, self._waiters = self._waiters, None
         children, self._children = self._children, None
+        # Run every callback, wake every waiter and cancel every child even if a callback
+        # raises: a faulty callback must not leave a `wait()` hanging. The first error is
+        # raised afterwards.
+        first_error: Exception | None = None
         for callback in callbacks or ():
-            callback()
+            try:
+                callback()
+            except Exception as exc:
+                first_error = first_error or exc
         for waiter in waiters or ():
             if not waiter.done():
                 waiter.set_result(None)
         for child in list(children or ()):
-            child.cancel(reason)
+            try:
+                child.cancel(reason)
+            except Exception as exc:
+                first_error = first_error or exc
+        if first_error is not None:
+            raise first_error
 
     async def wait(self) -> None:
         """Return once the token is cancelled."""

@@ -380,10 +380,5 @@ class ToolContext(Generic[Ctx]):
         """The run's nesting limit."""
         return self._max_agent_depth
 
-    @property
-    def run_context(self) -> RunContext[Ctx]:
-        """The full run context, for tools that start nested runs (agent-as-tool)."""
-        return self._run
-
 
 __all__ = ["ActionsHandle", "RunConfig", "RunContext", "SessionState", "ToolContext", "TracerHandle"]

@@ -161,11 +161,15 @@ class AgentUpdated:
 
 @carrier
 class GuardrailTriggered:
-    """A guardrail tripped; the run halts."""
+    """A guardrail tripped; the run halts.
+
+    `stage` says what was stopped: the run's new `input`, or the final `output`.
+    """
 
     type: Literal["guardrail_triggered"] = "guardrail_triggered"
     kind: GuardrailKind
     info: JsonValue = None
+    stage: Literal["input", "output"] = "input"
 
 
 @carrier

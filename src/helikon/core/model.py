@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
 from ._adapter import LazyAdapter
 from ._carrier import carrier
@@ -119,19 +119,30 @@ class ModelSettings:
     """OpenAI Responses: continue server-side state from this response."""
 
     def __post_init__(self) -> None:
-        if self.temperature is not None and not 0.0 <= self.temperature <= 2.0:
-            raise UserError(f"ModelSettings(temperature={self.temperature!r}): must be between 0 and 2")
-        if self.top_p is not None and not 0.0 <= self.top_p <= 1.0:
-            raise UserError(f"ModelSettings(top_p={self.top_p!r}): must be between 0 and 1")
-        if self.max_output_tokens is not None and self.max_output_tokens <= 0:
-            raise UserError(
-                f"ModelSettings(max_output_tokens={self.max_output_tokens!r}): must be a positive integer"
-            )
+        # Checked as `object`: callers pass whatever they have, and a string or a bool here
+        # must be a clear UserError, not a TypeError from a comparison.
+        temperature, top_p, max_tokens = _untyped(self.temperature, self.top_p, self.max_output_tokens)
+        if temperature is not None and not (_is_number(temperature) and 0.0 <= temperature <= 2.0):
+            raise UserError(f"ModelSettings(temperature={temperature!r}): must be a number between 0 and 2")
+        if top_p is not None and not (_is_number(top_p) and 0.0 <= top_p <= 1.0):
+            raise UserError(f"ModelSettings(top_p={top_p!r}): must be a number between 0 and 1")
+        if max_tokens is not None and not (
+            _is_number(max_tokens) and isinstance(max_tokens, int) and max_tokens > 0
+        ):
+            raise UserError(f"ModelSettings(max_output_tokens={max_tokens!r}): must be a positive integer")
 
     def merged(self, other: ModelSettings) -> ModelSettings:
         """These settings with every field that `other` sets laid over them."""
         changes = {f.name: v for f in dataclasses.fields(other) if (v := getattr(other, f.name)) is not None}
         return dataclasses.replace(self, **changes) if changes else self
+
+
+def _untyped(*values: object) -> tuple[object, ...]:
+    return values
+
+
+def _is_number(value: object) -> TypeGuard[float]:
+    return isinstance(value, int | float) and not isinstance(value, bool)
 
 
 @carrier

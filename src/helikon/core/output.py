@@ -86,9 +86,14 @@ class OutputType(Generic[T]):
                 return self._adapter.validate_python(data[_WRAP_KEY]), ()
             return self._adapter.validate_json(payload), ()
         except ValidationError as exc:
+            details = exc.errors(include_url=False)
+            if details and details[0]["type"] == "json_invalid":
+                return None, (f"not valid JSON: {details[0]['msg'].removeprefix('Invalid JSON: ')}",)
+            # Paths name the field as the model wrote it, so inside the wrapper too.
+            prefix: tuple[str, ...] = (_WRAP_KEY,) if self._wrapped else ()
             errors = tuple(
-                f"{'.'.join(str(p) for p in err['loc']) or '(root)'}: {err['msg']}"
-                for err in exc.errors(include_url=False)
+                f"{'.'.join(str(p) for p in (*prefix, *err['loc'])) or '(root)'}: {err['msg']}"
+                for err in details
             )
             return None, errors
         except ValueError as exc:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .events import AgentEvent, HandoffItem, MessageOutput, ToolCallItem, ToolOutputItem
+from .events import AgentEvent, GuardrailTriggered, HandoffItem, MessageOutput, ToolCallItem, ToolOutputItem
 from .items import AssistantMessage, Item, TextPart, ToolCall, ToolResult, UserMessage
 from .session import (
     AssistantMessageEvent,
@@ -65,6 +65,23 @@ class SessionRecorder:
             self._record_item(event.item)
         elif isinstance(event, HandoffItem):
             self._events.append(HandoffOccurred(from_agent=event.from_agent, to_agent=event.to_agent))
+        elif isinstance(event, GuardrailTriggered):
+            self._forget_blocked(event)
+
+    def _forget_blocked(self, event: GuardrailTriggered) -> None:
+        """What a guardrail stopped is not conversation: keep it out of the log.
+
+        A refused input would otherwise be re-sent (and re-refused) on every later run; a
+        blocked answer would be shown to the model as something it said.
+        """
+        if event.stage == "input":
+            self._events.clear()
+            self._open_calls.clear()
+            return
+        for index in range(len(self._events) - 1, -1, -1):
+            if isinstance(self._events[index], AssistantMessageEvent):
+                del self._events[index]
+                return
 
     def drain(self) -> list[SessionEvent]:
         """Return the recorded events and reset; interrupted tool calls get an error result."""

@@ -7,7 +7,7 @@ from typing import Any, Generic, TypeVar, overload
 
 from ._carrier import carrier
 from .events import AgentEvent, MessageOutput, RunCompleted, RunFailed, TokenUsage
-from .exceptions import RunError
+from .exceptions import RunError, UserError
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ class RunStream:
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         if self._consumed:
-            raise RuntimeError("this RunStream was already consumed; call agent.run(...) again for a new run")
+            raise UserError("this RunStream was already consumed; call agent.run(...) again for a new run")
         self._consumed = True
         return self._events
 

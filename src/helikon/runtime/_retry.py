@@ -51,12 +51,14 @@ class RetryPolicy:
             raise UserError(f"RetryPolicy(max_attempts={self.max_attempts!r}): must be an integer >= 1")
         for name in ("base_delay", "max_delay"):
             value = getattr(self, name)
-            if not isinstance(value, int | float) or value < 0:
+            if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise UserError(f"RetryPolicy({name}={value!r}): must be a number of seconds >= 0")
-        if self.multiplier < 1:
-            raise UserError(f"RetryPolicy(multiplier={self.multiplier!r}): must be >= 1")
-        if not 0 <= self.jitter <= 1:
-            raise UserError(f"RetryPolicy(jitter={self.jitter!r}): must be between 0 and 1")
+        multiplier: object = self.multiplier
+        if isinstance(multiplier, bool) or not isinstance(multiplier, int | float) or multiplier < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"RetryPolicy(multiplier={multiplier!r}): must be a number >= 1")
+        jitter: object = self.jitter
+        if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"RetryPolicy(jitter={jitter!r}): must be a number between 0 and 1")
 
     def delay(self, retry: int, error: ModelError, rng: random.Random | None = None) -> float:
         """Seconds to wait before retry number `retry` (1-based) after `error`."""

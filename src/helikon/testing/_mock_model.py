@@ -100,9 +100,11 @@ class MockModel(Model):
     def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         self.requests.append(request)
         if not self._scripts:
-            raise OtherModelError(
+            # Raised when the stream is read, as a real adapter's request would fail.
+            error = OtherModelError(
                 f"MockModel ran out of scripts after {len(self.requests) - 1} call(s); add one per model call"
             )
+            return _play((error,))
         return _play(self._scripts.popleft())
 
 

@@ -89,6 +89,7 @@ def _scripts(value: Any, where: str) -> list[list[ModelEvent]]:
             except ValidationError as exc:
                 first = exc.errors(include_url=False)[0]
                 loc = ".".join(str(p) for p in first["loc"])
-                raise UserError(f"{where}[{i}][{j}]: not a model event ({loc}: {first['msg']})") from None
+                detail = f"{loc}: {first['msg']}" if loc else first["msg"]
+                raise UserError(f"{where}[{i}][{j}]: not a model event ({detail})") from None
         out.append(events)
     return out

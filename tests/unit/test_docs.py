@@ -1,0 +1,177 @@
+"""Every ```python example in the docs, the README and the public docstrings runs and passes.
+
+Each block is executed top to bottom in a fresh module namespace, inside a plain sync
+test (no running event loop), so a block that needs one calls `asyncio.run` itself. A
+block that raises, or that trips a warning (warnings are errors), fails its test.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+import re
+import sys
+import textwrap
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import helikon
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC_FILES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+
+_OPEN = re.compile(r"^(?P<indent>[ \t]*)```(?P<lang>[\w+-]*)[ \t]*$")
+
+
+@dataclass(frozen=True)
+class Block:
+    """One fenced code block: its language, its source and where it starts (1-based)."""
+
+    lang: str
+    source: str
+    line: int
+
+
+def fenced_blocks(text: str) -> Iterator[Block]:
+    """The fenced blocks of a Markdown text, dedented, with the line of their first code line."""
+    lines = text.splitlines()
+    index = 0
+    while index < len(lines):
+        opening = _OPEN.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        start = index + 1
+        end = start
+        while end < len(lines) and lines[end].strip() != "```":
+            end += 1
+        if end == len(lines):
+            raise ValueError(f"unclosed ``` fence opened on line {index + 1}")
+        body = textwrap.dedent("\n".join(lines[start:end]))
+        yield Block(opening["lang"], body + "\n", start + 1)
+        index = end + 1
+
+
+def python_blocks(text: str) -> list[Block]:
+    return [b for b in fenced_blocks(text) if b.lang == "python"]
+
+
+# --- collection: Markdown pages ---------------------------------------------------------------
+
+
+def _doc_params() -> list[object]:
+    params: list[object] = []
+    for path in DOC_FILES:
+        relative = path.relative_to(ROOT).as_posix()
+        blocks = python_blocks(path.read_text(encoding="utf-8"))
+        params.extend(pytest.param(relative, b, id=f"{relative}:{b.line}") for b in blocks)
+    return params
+
+
+# --- collection: docstrings of the package ----------------------------------------------------
+
+
+def _modules() -> Iterator[types.ModuleType | tuple[str, ImportError]]:
+    yield helikon
+    for info in pkgutil.walk_packages(helikon.__path__, prefix="helikon."):
+        try:
+            yield importlib.import_module(info.name)
+        except ImportError as exc:  # an optional extra that is not installed
+            yield info.name, exc
+
+
+def _documented(module: types.ModuleType) -> Iterator[tuple[str, object]]:
+    """The module and every class, function, method and property defined in it."""
+    yield module.__name__, module
+    for name, obj in sorted(vars(module).items()):
+        if getattr(obj, "__module__", None) != module.__name__:
+            continue
+        if inspect.isclass(obj):
+            yield f"{module.__name__}.{name}", obj
+            members: dict[str, Any] = dict(vars(obj))
+            for attr, member in sorted(members.items()):
+                target: Any = getattr(member, "__func__", member)  # unwrap static/class methods
+                if isinstance(target, property) or inspect.isfunction(target):
+                    yield f"{module.__name__}.{name}.{attr}", target
+        elif inspect.isfunction(obj):
+            yield f"{module.__name__}.{name}", obj
+
+
+def _docstring_params() -> list[object]:
+    params: list[object] = []
+    seen: set[int] = set()
+    for module in _modules():
+        if isinstance(module, tuple):
+            name, exc = module
+            params.append(pytest.param(name, None, id=name, marks=pytest.mark.skip(reason=str(exc))))
+            continue
+        for qualname, obj in _documented(module):
+            doc = obj.__doc__ if isinstance(obj.__doc__, str) else None
+            if not doc or id(obj) in seen:
+                continue
+            seen.add(id(obj))
+            blocks = python_blocks(inspect.cleandoc(doc))
+            for number, block in enumerate(blocks, 1):
+                suffix = f"#{number}" if len(blocks) > 1 else ""
+                params.append(pytest.param(qualname, block, id=qualname + suffix))
+    return params
+
+
+# --- execution --------------------------------------------------------------------------------
+
+
+def run_block(block: Block, filename: str, line: int) -> None:
+    """Execute `block` in a fresh module, so classes, pydantic models and dataclasses work."""
+    name = f"_helikon_doc_example_{abs(hash((filename, line)))}"
+    module = types.ModuleType(name)
+    module.__file__ = filename
+    # Pad with blank lines so a traceback points at the right line of the source file.
+    code = compile("\n" * (line - 1) + block.source, filename, "exec")
+    sys.modules[name] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        del sys.modules[name]
+
+
+@pytest.mark.parametrize(("path", "block"), _doc_params())
+def test_docs_example_runs(path: str, block: Block) -> None:
+    run_block(block, str(ROOT / path), block.line)
+
+
+@pytest.mark.parametrize(("qualname", "block"), _docstring_params())
+def test_docstring_example_runs(qualname: str, block: Block) -> None:
+    run_block(block, f"<docstring of {qualname}>", 1)
+
+
+# --- the collectors themselves ----------------------------------------------------------------
+
+
+def test_every_docs_page_has_a_python_example() -> None:
+    pages = [p for p in DOC_FILES if p.parent.name == "docs"]
+    assert pages, "docs/ has no Markdown pages"
+    missing = [p.name for p in pages if not python_blocks(p.read_text(encoding="utf-8"))]
+    assert not missing, f"pages without a ```python example: {missing}"
+
+
+def test_the_readme_links_only_existing_pages() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    linked = re.findall(r"\]\((docs/[^)#]+\.md)\)", text)
+    assert linked
+    assert [link for link in linked if not (ROOT / link).exists()] == []
+
+
+def test_only_python_blocks_are_collected() -> None:
+    text = "```bash\nexit 1\n```\n\n  ```python\n  x = 1\n  ```\n```text\nnot code\n```\n"
+    assert python_blocks(text) == [Block("python", "x = 1\n", 6)]
+
+
+def test_a_failing_block_fails() -> None:
+    with pytest.raises(AssertionError):
+        run_block(Block("python", "assert 1 == 2\n", 1), "<test>", 1)
