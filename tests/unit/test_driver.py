@@ -604,3 +604,48 @@ async def test_run_sync_refuses_to_run_inside_an_event_loop() -> None:
     agent, _ = agent_with([text_turn("x")])
     with pytest.raises(UserError, match="inside a running event loop"):
         agent.run_sync("hi")
+
+
+async def test_approval_requested_streams_while_the_call_waits_for_approval() -> None:
+    seen_request = asyncio.Event()
+
+    class WaitsForTheUi:
+        async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
+            await asyncio.wait_for(seen_request.wait(), timeout=5)  # the UI saw the event first
+            return ApprovalOutcome.allow()
+
+    agent, _ = agent_with([tool_call_turn("save", {"text": "x"}), text_turn("ok")], tools=[save])
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_permission_policy(Policy(PermissionDecision.ask_user("Save it?")))
+        .with_approval_handler(WaitsForTheUi())
+    )
+    events: list[AgentEvent] = []
+    async for event in agent.run("go", context=ctx):
+        events.append(event)
+        if isinstance(event, ApprovalRequested):
+            seen_request.set()
+    assert types(events).index("approval_requested") < types(events).index("tool_output_item")
+    assert tool_texts(events) == ["saved"]
+
+
+async def test_cancel_while_waiting_for_approval_fails_the_run() -> None:
+    class NeverAnswers:
+        async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
+            await asyncio.sleep(60)
+            return ApprovalOutcome.allow()
+
+    agent, _ = agent_with([tool_call_turn("save", {"text": "x"})], tools=[save])
+    token = CancellationToken()
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_cancel(token)
+        .with_permission_policy(Policy(PermissionDecision.ask_user("?")))
+        .with_approval_handler(NeverAnswers())
+    )
+    events: list[AgentEvent] = []
+    async for event in agent.run("go", context=ctx):
+        events.append(event)
+        if isinstance(event, ApprovalRequested):
+            token.cancel()
+    assert types(events)[-2:] == ["approval_requested", "run_failed"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
@@ -75,7 +75,7 @@ class _Settled:
 class _Run:
     """One run's driver state."""
 
-    __slots__ = ("agent", "config", "ctx", "fired", "hooks", "injected", "side_events", "task", "waiting")
+    __slots__ = ("agent", "config", "ctx", "emit", "fired", "hooks", "injected", "task", "waiting")
 
     def __init__(self, agent: LlmAgent[Any], ctx: RunContext[Any], config: RunConfig) -> None:
         self.agent = agent
@@ -83,7 +83,8 @@ class _Run:
         self.config = config
         self.hooks: list[Hook[Any]] = [*agent.hooks, *ctx.hooks] if agent.hooks or len(ctx.hooks) else []
         self.injected: list[str] = []  # hook-injected system messages for the next model call
-        self.side_events: list[AgentEvent] = []  # permission events raised while tools run
+        # Where permission events raised while tools run go: a queue the run streams live.
+        self.emit: Callable[[AgentEvent], None] = _drop
         # Cancellation: `on_cancel` interrupts `task` only while `waiting` on the model or the tools.
         self.task: asyncio.Task[Any] | None = None
         self.waiting = False
@@ -153,12 +154,17 @@ class _Run:
                 elif isinstance(action, ExecuteTools):
                     if token.is_cancelled():
                         next_input = Cancelled(reason=token.reason)
-                    else:
+                    elif ctx.permission_policy is None and ctx.permission_mode is PermissionMode.DEFAULT:
                         next_input = await self.run_tools(action.calls)
-                        if self.side_events:
-                            for event in self.side_events:
-                                yield event
-                            self.side_events.clear()
+                    else:
+                        # Permission checks may raise events (ApprovalRequested) that a UI must
+                        # see while the call waits, so the tools run beside the stream.
+                        next_input = Cancelled(reason=token.reason)
+                        async for item in self.run_tools_live(action.calls):
+                            if type(item) is _Settled:
+                                next_input = item.input
+                            else:
+                                yield item  # pyright: ignore[reportReturnType]
                 elif action.type == "handoff":
                     next_input = ModelFailed(
                         kind="other", message="a handoff was requested but none is registered"
@@ -292,6 +298,27 @@ class _Run:
             self.waiting = False
         return ToolResults(outcomes=tuple(outcomes))
 
+    async def run_tools_live(self, calls: tuple[ToolCall, ...]) -> AsyncIterator[AgentEvent | _Settled]:
+        """Run the tools in their own task, streaming the events they raise as they happen."""
+        queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
+        self.emit = queue.put_nowait
+        tools = asyncio.ensure_future(self.run_tools(calls))
+        try:
+            while not tools.done():
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait((tools, getter), return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                else:
+                    getter.cancel()
+            while not queue.empty():
+                yield queue.get_nowait()
+            yield _Settled(tools.result())
+        finally:
+            self.emit = _drop
+            if not tools.done():
+                tools.cancel()
+
     async def run_tool(self, call: ToolCall) -> ToolCallOutcome:
         """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
         agent, ctx = self.agent, self.ctx
@@ -313,7 +340,7 @@ class _Run:
         if ctx.permission_policy is not None or ctx.permission_mode is not PermissionMode.DEFAULT:
             allowed, args, reason = await self.authorize(tool, call, args)
             if not allowed:
-                self.side_events.append(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
+                self.emit(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
                 return _outcome(call, f"Error: permission denied: {reason}", "error")
         tool_ctx = ToolContext(
             ctx, call_id=call.call_id, tool_name=call.name, max_agent_depth=self.config.max_agent_depth
@@ -367,7 +394,7 @@ class _Run:
             return True, decision.args, ""
         if decision.kind == "deny":
             return False, args, decision.reason
-        self.side_events.append(ApprovalRequested(call_id=call.call_id, tool=call.name, args=args))
+        self.emit(ApprovalRequested(call_id=call.call_id, tool=call.name, args=args))
         handler = ctx.approval_handler
         if handler is None:
             return False, args, f"approval required ({decision.prompt}) but no approval handler is installed"
@@ -443,6 +470,10 @@ class _Run:
             if verdict.tripped:
                 return verdict
         return GuardrailVerdict.pass_()
+
+
+def _drop(event: AgentEvent) -> None:
+    return None
 
 
 def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:
