@@ -5,14 +5,16 @@ UV ?= uv
 
 install:
 	$(UV) sync --locked --all-extras
+	# Byte-compile the package: PYTHONDONTWRITEBYTECODE may be set, and import time matters.
+	$(UV) run python -m compileall -q src
 
 format:
-	$(UV) run ruff format src tests examples
-	$(UV) run ruff check --fix src tests examples
+	$(UV) run ruff format src tests examples benchmarks
+	$(UV) run ruff check --fix src tests examples benchmarks
 
 lint:
-	$(UV) run ruff check src tests examples
-	$(UV) run ruff format --check src tests examples
+	$(UV) run ruff check src tests examples benchmarks
+	$(UV) run ruff format --check src tests examples benchmarks
 
 typecheck:
 	$(UV) run pyright

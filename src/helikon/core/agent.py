@@ -260,7 +260,7 @@ class LlmAgent(Generic[Ctx]):
         loads nor persists the session, and does not enforce `RunConfig.timeout`; a
         `Runner` (`helikon.runtime.AsyncioRunner`) does both.
         """
-        ctx: RunContext[Any] = context if context is not None else RunContext[Any].ephemeral(None)
+        ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         return RunStream(drive(self, ctx, to_agent_input(input), config or self.run_config))
 
     def run_sync(

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .session import Session
 
 Ctx = TypeVar("Ctx")
+C = TypeVar("C")
 
 
 @carrier
@@ -196,10 +197,14 @@ class RunContext(Generic[Ctx]):
         self._permission_policy: PermissionPolicy[Ctx] | None = None
         self._approval_handler: ApprovalHandler | None = None
 
-    @classmethod
-    def ephemeral(cls, user_ctx: Ctx) -> RunContext[Ctx]:
-        """A context with an in-memory session, no hooks, a default tracer and a fresh token."""
-        return cls(user_ctx, MemorySession(), HookRegistry(), TracerHandle(), CancellationToken())
+    @staticmethod
+    def ephemeral(user_ctx: C) -> RunContext[C]:
+        """A context with an in-memory session, no hooks, a default tracer and a fresh token.
+
+        A static method with its own type variable, so `RunContext.ephemeral(3)` is typed
+        `RunContext[int]` (a classmethod of the bare generic class would be `Unknown`).
+        """
+        return RunContext(user_ctx, MemorySession(), HookRegistry[C](), TracerHandle(), CancellationToken())
 
     def _copy(self) -> RunContext[Ctx]:
         new: RunContext[Ctx] = object.__new__(RunContext)  # pyright: ignore[reportUnknownVariableType]

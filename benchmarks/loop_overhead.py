@@ -1,0 +1,704 @@
+"""Side-by-side agent-loop overhead benchmark: helikon vs. peer agent frameworks.
+
+Every framework runs the same tiny agent: one tool ``get_weather(city) -> str`` and a
+fake model (built with the framework's OWN fake/test-model facility) that first requests
+``get_weather({"city": "Paris"})`` and then answers ``"It is sunny in Paris."``. No
+network, no tracing/telemetry. What is measured is therefore pure framework overhead:
+
+1. median wall time of one complete run, sequential;
+2. the same with streaming, consuming every event;
+3. throughput (runs/s) with 10, 200 and 1000 concurrent runs, and the 1000/10 ratio;
+4. RSS after warm-up and peak RSS (``getrusage`` maxrss) of a process running only it;
+5. wall time of the framework's import in a fresh interpreter (median of 3).
+
+Each framework is measured in its own subprocess (the script re-invokes itself with
+``--only NAME``), one at a time; the parent gathers their JSON and prints the tables.
+
+Run: ``bash benchmarks/setup_env.sh && .bench-venv/bin/python benchmarks/loop_overhead.py``
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import math
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+EXPECTED = "It is sunny in Paris."
+PROMPT = "Weather in Paris?"
+INSTRUCTIONS = "You answer weather questions."
+TOOL_ARGS: dict[str, Any] = {"city": "Paris"}
+CONCURRENCY = (10, 200, 1000)
+
+# Tracing/telemetry off for every framework, set before any framework is imported.
+QUIET_ENV = {
+    "LANGSMITH_TRACING": "false",
+    "LANGCHAIN_TRACING_V2": "false",
+    "OPENAI_AGENTS_DISABLE_TRACING": "1",
+    "ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS": "false",
+    "OTEL_SDK_DISABLED": "true",
+}
+_DROP_ENV_PREFIXES = ("LANGSMITH_", "LANGCHAIN_", "OTEL_", "LOGFIRE_")
+# Bytecode caching must be on, or every fresh import recompiles every module from source.
+_DROP_ENV = {"PYTHONDONTWRITEBYTECODE"}
+
+RunFn = Callable[[], Awaitable[str]]
+"""One complete agent run; returns the final text (streamed runs return what they saw)."""
+
+TOOL_CALLS = 0
+"""Incremented by every framework's ``get_weather``: proves the tool really ran."""
+
+
+def _count_tool_call() -> str:
+    global TOOL_CALLS
+    TOOL_CALLS += 1
+    return "sunny"
+
+
+@dataclass(frozen=True)
+class Bench:
+    run_once: RunFn
+    run_once_streamed: RunFn
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    dists: tuple[str, ...]  # distributions whose versions are reported
+    import_stmt: str  # what a user imports to build this agent (timed in a fresh process)
+    build: Callable[[], Bench]
+
+
+# --------------------------------------------------------------------------- frameworks
+
+
+def build_bare() -> Bench:
+    """Reference: a hand-written loop with plain function calls, no framework."""
+
+    async def model(messages: list[dict[str, Any]]) -> dict[str, Any]:
+        if messages[-1]["type"] == "tool_result":
+            return {"type": "text", "text": EXPECTED}
+        return {"type": "tool_call", "name": "get_weather", "args": TOOL_ARGS, "id": "call_1"}
+
+    async def get_weather(city: str) -> str:
+        return _count_tool_call()
+
+    tools = {"get_weather": get_weather}
+
+    def start() -> list[dict[str, Any]]:
+        return [{"type": "system", "text": INSTRUCTIONS}, {"type": "user", "text": PROMPT}]
+
+    async def run_once() -> str:
+        messages = start()
+        while True:
+            out = await model(messages)
+            messages.append(out)
+            if out["type"] == "text":
+                return str(out["text"])
+            result = await tools[out["name"]](**out["args"])
+            messages.append({"type": "tool_result", "id": out["id"], "output": result})
+
+    async def events() -> AsyncIterator[dict[str, Any]]:
+        messages = start()
+        while True:
+            out = await model(messages)
+            messages.append(out)
+            yield out
+            if out["type"] == "text":
+                return
+            result = await tools[out["name"]](**out["args"])
+            messages.append({"type": "tool_result", "id": out["id"], "output": result})
+            yield messages[-1]
+
+    async def run_once_streamed() -> str:
+        text = ""
+        async for event in events():
+            if event["type"] == "text":
+                text = event["text"]
+        return text
+
+    return Bench(run_once, run_once_streamed)
+
+
+# ============================== HELIKON ==============================
+def build_helikon() -> Bench:
+    """helikon, via its public API and its own ``helikon.testing.FunctionModel``."""
+    from helikon import LlmAgent, MessageOutput, RunContext, tool
+    from helikon.testing import FunctionModel, text_turn, tool_call_turn
+
+    @tool
+    async def get_weather(city: str) -> str:
+        """Get the weather for a city."""
+        return _count_tool_call()
+
+    def script(request: Any) -> Any:
+        if request.messages[-1].type == "tool_result":
+            return text_turn(EXPECTED)
+        return tool_call_turn("get_weather", TOOL_ARGS, call_id="call_1")
+
+    agent = LlmAgent(
+        name="bench", model=FunctionModel(script), instructions=INSTRUCTIONS, tools=[get_weather]
+    )
+
+    async def run_once() -> str:
+        result = await agent.run(PROMPT, context=RunContext.ephemeral(None))
+        return str(result.final_output)
+
+    async def run_once_streamed() -> str:
+        text = ""
+        async for event in agent.run(PROMPT, context=RunContext.ephemeral(None)):
+            if event.__class__ is MessageOutput:
+                text = event.item.text  # type: ignore[attr-defined]
+        return text
+
+    return Bench(run_once, run_once_streamed)
+
+
+# ============================ END HELIKON ============================
+
+
+def build_openai_agents() -> Bench:
+    """openai-agents with a stateless fake ``Model`` modelled on the SDK's tests/fake_model.py."""
+    from agents import Agent, Runner, function_tool, set_tracing_disabled
+    from agents.items import ModelResponse
+    from agents.models.interface import Model
+    from agents.usage import Usage
+    from openai.types import responses as oa
+    from openai.types.responses import ResponseFunctionToolCall, ResponseOutputMessage, ResponseOutputText
+
+    set_tracing_disabled(True)
+    args_json = json.dumps(TOOL_ARGS)
+
+    def output_for(input: Any) -> Any:
+        last = input[-1] if isinstance(input, list) else {}
+        if isinstance(last, dict) and last.get("type") == "function_call_output":
+            part = ResponseOutputText(type="output_text", text=EXPECTED, annotations=[])
+            return ResponseOutputMessage(
+                id="msg_1", type="message", role="assistant", status="completed", content=[part]
+            )
+        return ResponseFunctionToolCall(
+            id="fc_1", call_id="call_1", type="function_call", name="get_weather", arguments=args_json
+        )
+
+    class FakeModel(Model):
+        async def get_response(self, system_instructions: Any, input: Any, *a: Any, **kw: Any) -> Any:
+            return ModelResponse(output=[output_for(input)], usage=Usage(), response_id="resp_1")
+
+        async def stream_response(  # type: ignore[override]
+            self, system_instructions: Any, input: Any, *a: Any, **kw: Any
+        ) -> AsyncIterator[Any]:
+            item = output_for(input)
+            response = oa.Response(
+                id="resp_1", created_at=0, model="fake", object="response", output=[item],
+                tool_choice="auto", tools=[], parallel_tool_calls=False,
+            )  # fmt: skip
+            at: dict[str, Any] = {"output_index": 0}
+            events: list[tuple[Any, str, dict[str, Any]]] = [
+                (oa.ResponseCreatedEvent, "created", {"response": response}),
+                (oa.ResponseOutputItemAddedEvent, "output_item.added", {"item": item, **at}),
+            ]
+            if isinstance(item, ResponseFunctionToolCall):
+                at |= {"item_id": item.call_id}
+                events += [
+                    (oa.ResponseFunctionCallArgumentsDeltaEvent, "function_call_arguments.delta",
+                     {"delta": item.arguments, **at}),
+                    (oa.ResponseFunctionCallArgumentsDoneEvent, "function_call_arguments.done",
+                     {"arguments": item.arguments, "name": item.name, **at}),
+                ]  # fmt: skip
+            else:
+                part, at = item.content[0], at | {"item_id": item.id, "content_index": 0}
+                events += [
+                    (oa.ResponseContentPartAddedEvent, "content_part.added", {"part": part, **at}),
+                    (
+                        oa.ResponseTextDeltaEvent,
+                        "output_text.delta",
+                        {"delta": EXPECTED, "logprobs": [], **at},
+                    ),
+                    (oa.ResponseTextDoneEvent, "output_text.done", {"text": EXPECTED, "logprobs": [], **at}),
+                    (oa.ResponseContentPartDoneEvent, "content_part.done", {"part": part, **at}),
+                ]
+            events += [
+                (oa.ResponseOutputItemDoneEvent, "output_item.done", {"item": item, "output_index": 0}),
+                (oa.ResponseCompletedEvent, "completed", {"response": response}),
+            ]
+            for seq, (cls, kind, fields) in enumerate(events):
+                yield cls(type=f"response.{kind}", sequence_number=seq, **fields)
+
+    @function_tool
+    async def get_weather(city: str) -> str:
+        """Get the weather for a city."""
+        return _count_tool_call()
+
+    agent = Agent(name="bench", instructions=INSTRUCTIONS, model=FakeModel(), tools=[get_weather])
+
+    async def run_once() -> str:
+        result = await Runner.run(agent, PROMPT)
+        return str(result.final_output)
+
+    async def run_once_streamed() -> str:
+        result = Runner.run_streamed(agent, PROMPT)
+        async for _ in result.stream_events():
+            pass
+        return str(result.final_output)
+
+    return Bench(run_once, run_once_streamed)
+
+
+def build_pydantic_ai() -> Bench:
+    """pydantic-ai with ``FunctionModel`` (async function + async stream function)."""
+    from pydantic_ai import Agent, AgentRunResultEvent
+    from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+    from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+
+    def tool_done(messages: list[ModelMessage]) -> bool:
+        return any(isinstance(p, ToolReturnPart) for p in messages[-1].parts)
+
+    async def function(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if tool_done(messages):
+            return ModelResponse(parts=[TextPart(EXPECTED)])
+        return ModelResponse(parts=[ToolCallPart("get_weather", TOOL_ARGS, tool_call_id="call_1")])
+
+    async def stream_function(
+        messages: list[ModelMessage], _: AgentInfo
+    ) -> AsyncIterator[str | DeltaToolCalls]:
+        if tool_done(messages):
+            yield EXPECTED
+        else:
+            yield {0: DeltaToolCall("get_weather", json.dumps(TOOL_ARGS), tool_call_id="call_1")}
+
+    async def get_weather(city: str) -> str:
+        """Get the weather for a city."""
+        return _count_tool_call()
+
+    model = FunctionModel(function, stream_function=stream_function)
+    agent = Agent(model, instructions=INSTRUCTIONS, tools=[get_weather])
+
+    async def run_once() -> str:
+        return (await agent.run(PROMPT)).output
+
+    async def run_once_streamed() -> str:
+        text = ""
+        async with agent.run_stream_events(PROMPT) as events:
+            async for event in events:
+                if isinstance(event, AgentRunResultEvent):
+                    text = event.result.output
+        return text
+
+    return Bench(run_once, run_once_streamed)
+
+
+def _langchain_fake_model() -> Any:
+    """langchain-core's ``GenericFakeChatModel``, made stateless (safe under concurrency),
+    natively async (the base class would push sync calls onto a thread pool) and
+    tool-capable (no-op ``bind_tools``; streamed tool calls as ``tool_call_chunks``)."""
+    from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+    from langchain_core.messages import AIMessage, AIMessageChunk, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+
+    class FakeToolChatModel(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+        def _reply(self, messages: list[Any]) -> AIMessage:
+            if isinstance(messages[-1], ToolMessage):
+                return AIMessage(content=EXPECTED)
+            call = {"name": "get_weather", "args": TOOL_ARGS, "id": "call_1", "type": "tool_call"}
+            return AIMessage(content="", tool_calls=[call])
+
+        def _generate(self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+            return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
+
+        async def _agenerate(
+            self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> Any:
+            return self._generate(messages)
+
+        async def _astream(  # type: ignore[override]
+            self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+        ) -> AsyncIterator[Any]:
+            reply = self._reply(messages)
+            chunks = [
+                {"name": c["name"], "args": json.dumps(c["args"]), "id": c["id"], "index": i}
+                for i, c in enumerate(reply.tool_calls)
+            ]
+            # One chunk per turn, like the other fakes (BaseChatModel emits on_llm_new_token).
+            msg = AIMessageChunk(content=reply.content, tool_call_chunks=chunks, chunk_position="last")
+            yield ChatGenerationChunk(message=msg)
+
+    return FakeToolChatModel(messages=iter(()))
+
+
+def _langchain_bench(graph: Any) -> Bench:
+    inputs = {"messages": [{"role": "user", "content": PROMPT}]}
+
+    async def run_once() -> str:
+        state = await graph.ainvoke(inputs)
+        return str(state["messages"][-1].content)
+
+    async def run_once_streamed() -> str:
+        text = ""
+        async for message, _meta in graph.astream(inputs, stream_mode="messages"):
+            if message.type in ("ai", "AIMessageChunk") and message.content:
+                text = str(message.content)
+        return text
+
+    return Bench(run_once, run_once_streamed)
+
+
+def _langchain_tool() -> Any:
+    from langchain_core.tools import tool
+
+    @tool
+    async def get_weather(city: str) -> str:
+        """Get the weather for a city."""
+        return _count_tool_call()
+
+    return get_weather
+
+
+def build_langgraph() -> Bench:
+    """langgraph's prebuilt ``create_react_agent`` (deprecated in v1, still widely used)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from langgraph.prebuilt import create_react_agent
+
+        graph = create_react_agent(_langchain_fake_model(), [_langchain_tool()], prompt=INSTRUCTIONS)
+    return _langchain_bench(graph)
+
+
+def build_langchain() -> Bench:
+    """langchain v1 ``create_agent`` (runs on langgraph)."""
+    from langchain.agents import create_agent
+
+    graph = create_agent(_langchain_fake_model(), [_langchain_tool()], system_prompt=INSTRUCTIONS)
+    return _langchain_bench(graph)
+
+
+def build_google_adk() -> Bench:
+    """google-adk with a custom ``BaseLlm``; ``Runner`` + ``InMemorySessionService``."""
+    from google.adk.agents import LlmAgent
+    from google.adk.agents.run_config import RunConfig, StreamingMode
+    from google.adk.models import BaseLlm, LlmResponse
+    from google.adk.runners import Runner
+    from google.adk.sessions import InMemorySessionService
+    from google.genai import types
+
+    usage = types.GenerateContentResponseUsageMetadata(
+        prompt_token_count=0, candidates_token_count=0, total_token_count=0
+    )  # real models report usage; without it ADK logs a warning on every call
+
+    def reply(part: types.Part, partial: bool | None = None) -> LlmResponse:
+        content = types.Content(role="model", parts=[part])
+        return LlmResponse(content=content, partial=partial, usage_metadata=usage)
+
+    class FakeLlm(BaseLlm):
+        async def generate_content_async(  # type: ignore[override]
+            self, llm_request: Any, stream: bool = False
+        ) -> AsyncIterator[LlmResponse]:
+            if any(p.function_response for p in llm_request.contents[-1].parts or ()):
+                if stream:  # SSE mode: one partial chunk, then the aggregated turn
+                    yield reply(types.Part(text=EXPECTED), partial=True)
+                yield reply(types.Part(text=EXPECTED))
+            else:
+                call = types.FunctionCall(name="get_weather", args=TOOL_ARGS, id="call_1")
+                yield reply(types.Part(function_call=call))
+
+    async def get_weather(city: str) -> str:
+        """Get the weather for a city."""
+        return _count_tool_call()
+
+    model = FakeLlm(model="fake-llm")
+    agent = LlmAgent(name="bench", model=model, instruction=INSTRUCTIONS, tools=[get_weather])
+    sessions = InMemorySessionService()
+    runner = Runner(app_name="bench", agent=agent, session_service=sessions)
+    sse = RunConfig(streaming_mode=StreamingMode.SSE)
+
+    async def run(run_config: RunConfig | None) -> str:
+        # A fresh session per run (the equivalent of a fresh context); deleted afterwards so
+        # the in-memory store does not grow across thousands of runs.
+        session = await sessions.create_session(app_name="bench", user_id="u")
+        message = types.Content(role="user", parts=[types.Part(text=PROMPT)])
+        text = ""
+        async for event in runner.run_async(
+            user_id="u", session_id=session.id, new_message=message, run_config=run_config
+        ):
+            if event.is_final_response() and event.content and event.content.parts:
+                text = "".join(p.text or "" for p in event.content.parts)
+        await sessions.delete_session(app_name="bench", user_id="u", session_id=session.id)
+        return text
+
+    async def run_once() -> str:
+        return await run(None)
+
+    async def run_once_streamed() -> str:
+        return await run(sse)
+
+    return Bench(run_once, run_once_streamed)
+
+
+FRAMEWORKS: dict[str, Framework] = {
+    f.name: f
+    for f in (
+        Framework("bare-asyncio", (), "import asyncio", build_bare),
+        Framework("helikon", ("paigasus-helikon",), "import helikon; import helikon.testing", build_helikon),
+        Framework("openai-agents", ("openai-agents",), "import agents", build_openai_agents),
+        Framework("pydantic-ai", ("pydantic-ai-slim",), "import pydantic_ai", build_pydantic_ai),
+        Framework(
+            "langgraph",
+            ("langgraph", "langchain-core"),
+            "from langgraph.prebuilt import create_react_agent",
+            build_langgraph,
+        ),
+        Framework("langchain", ("langchain",), "from langchain.agents import create_agent", build_langchain),
+        Framework(
+            "google-adk",
+            ("google-adk",),
+            "from google.adk.agents import LlmAgent; from google.adk.runners import Runner",
+            build_google_adk,
+        ),
+    )
+}
+
+
+# --------------------------------------------------------------------------- measuring
+
+
+def _maxrss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _clean_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_ENV_PREFIXES) and k not in _DROP_ENV}
+    env.update(QUIET_ENV)
+    return env
+
+
+def measure_import_ms(stmt: str, repeats: int = 3) -> float:
+    """Median wall time of ``stmt`` in fresh interpreters (one discarded warm-up for .pyc)."""
+    code = f"import time; t = time.perf_counter(); {stmt}; print(time.perf_counter() - t)"
+    samples = []
+    for i in range(repeats + 1):
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=_clean_env()
+        )
+        if i:
+            samples.append(float(out.stdout.strip().splitlines()[-1]) * 1000)
+    return statistics.median(samples)
+
+
+async def warm_up(bench: Bench, n: int) -> None:
+    """Run both modes; fail loudly if the run did not produce the answer or call the tool."""
+    for fn in (bench.run_once, bench.run_once_streamed):
+        before = TOOL_CALLS
+        for _ in range(n):
+            text = await fn()
+            if text != EXPECTED:
+                raise AssertionError(f"{fn.__qualname__} returned {text!r}, expected {EXPECTED!r}")
+        if TOOL_CALLS - before != n:
+            raise AssertionError(f"{fn.__qualname__}: tool ran {TOOL_CALLS - before} times in {n} runs")
+
+
+async def sequential_us(fn: RunFn, iters: int, budget_s: float, blocks: int) -> float:
+    """µs of one run: median per block of runs, best block (robust to noisy neighbours).
+
+    ``iters`` runs in all, fewer if ``budget_s`` runs out first.
+    """
+    gc.collect()
+    medians: list[float] = []
+    deadline = time.perf_counter() + budget_s
+    for _ in range(blocks):
+        samples: list[float] = []
+        for _ in range(max(5, iters // blocks)):
+            t0 = time.perf_counter_ns()
+            await fn()
+            samples.append((time.perf_counter_ns() - t0) / 1000)
+        medians.append(statistics.median(samples))
+        if time.perf_counter() > deadline:
+            break
+    return min(medians)
+
+
+async def throughput(fn: RunFn, concurrency: int, total: int) -> float:
+    """Runs/s with ``concurrency`` workers in flight, ``total`` runs in all."""
+    per_worker = max(1, total // concurrency)
+
+    async def worker() -> None:
+        for _ in range(per_worker):
+            await fn()
+
+    gc.collect()
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return concurrency * per_worker / (time.perf_counter() - t0)
+
+
+def total_runs(concurrency: int, seq_us: float, max_runs: int, budget_s: float) -> int:
+    """Scale total runs so a slow framework still finishes in about ``budget_s``."""
+    fits = int(budget_s * 1e6 / max(seq_us, 1.0))
+    return max(concurrency, math.ceil(min(max_runs, fits) / concurrency) * concurrency)
+
+
+async def measure(fw: Framework, args: argparse.Namespace) -> dict[str, Any]:
+    bench = fw.build()
+    await warm_up(bench, args.warmup)
+    result: dict[str, Any] = {"rss_warm_mb": _maxrss_mb()}
+    blocks = args.repeats * 2
+    result["seq_us"] = await sequential_us(bench.run_once, args.iters, args.budget, blocks)
+    result["stream_us"] = await sequential_us(bench.run_once_streamed, args.iters, args.budget, blocks)
+    for c in CONCURRENCY:
+        n = total_runs(c, result["seq_us"], args.runs, args.budget / args.repeats)
+        result[f"thr_{c}"] = max([await throughput(bench.run_once, c, n) for _ in range(args.repeats)])
+        result[f"runs_{c}"] = n
+    result["rss_peak_mb"] = _maxrss_mb()
+    return result
+
+
+def run_child(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    fw = FRAMEWORKS[name]
+    out: dict[str, Any] = {"name": name}
+    try:
+        out["versions"] = {d: metadata.version(d) for d in fw.dists}
+    except metadata.PackageNotFoundError as exc:
+        return out | {"skipped": f"not installed: {exc}"}
+    try:
+        out |= asyncio.run(measure(fw, args))
+    except ImportError as exc:
+        return out | {"skipped": f"import failed: {exc!r}"}
+    out["import_ms"] = measure_import_ms(fw.import_stmt)
+    return out
+
+
+# --------------------------------------------------------------------------- reporting
+
+
+def _fmt_time(us: float) -> str:
+    return f"{us:,.0f} µs" if us < 10_000 else f"{us / 1000:,.1f} ms"
+
+
+def _table(headers: list[str], rows: list[list[str]]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: list[str]) -> str:
+        return "  ".join(
+            c.rjust(w) if i else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+        )
+
+    return "\n".join([line(headers), line(["-" * w for w in widths]), *(line(r) for r in rows)])
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    done = [r for r in results if "seq_us" in r]
+    lines = []
+    if done:
+        headers = ["framework", "seq/run", "streamed/run"]
+        headers += [f"runs/s @{c}" for c in CONCURRENCY] + ["@1000/@10", "RSS warm", "RSS peak", "import"]
+        rows = [
+            [r["name"], _fmt_time(r["seq_us"]), _fmt_time(r["stream_us"])]
+            + [f"{r[f'thr_{c}']:,.0f}" for c in CONCURRENCY]
+            + [f"{r['thr_1000'] / r['thr_10']:.2f}", f"{r['rss_warm_mb']:.0f} MB"]
+            + [f"{r['rss_peak_mb']:.0f} MB", f"{r['import_ms']:,.0f} ms"]
+            for r in done
+        ]
+        lines += ["Absolute numbers (lower time/RSS/import is better, higher runs/s is better):"]
+        lines.append(_table(headers, rows))
+    ref = next((r for r in done if r["name"] == "helikon"), None)
+    if ref is None:
+        lines.append("\n(no helikon result: 'x helikon' ratios not computed)")
+    else:
+        lower_better = ["seq_us", "stream_us", "rss_peak_mb", "import_ms"]
+        headers = ["framework", "seq", "streamed", *(f"@{c}" for c in CONCURRENCY), "RSS peak", "import"]
+        rows = []
+        for r in done:
+            ratios = [r[k] / ref[k] for k in lower_better[:2]]
+            ratios += [ref[f"thr_{c}"] / r[f"thr_{c}"] for c in CONCURRENCY]
+            ratios += [r[k] / ref[k] for k in lower_better[2:]]
+            rows.append([r["name"], *(f"{x:.2f}x" for x in ratios)])
+        lines += [
+            "\nx helikon: how many times better helikon is than the row (>1 = helikon better;",
+            "times/RSS/import: peer / helikon; throughput: helikon / peer):",
+            _table(headers, rows),
+        ]
+    lines += [f"\nskipped {r['name']}: {r['skipped']}" for r in results if "skipped" in r]
+    versions = {k: v for r in results for k, v in r.get("versions", {}).items()}
+    lines.append("\nversions: " + ", ".join(f"{k}=={v}" for k, v in sorted(versions.items())))
+    lines.append(f"python {sys.version.split()[0]}; concurrency runs: " + ", ".join(
+        f"{r['name']}={'/'.join(str(r[f'runs_{c}']) for c in CONCURRENCY)}" for r in done
+    ))  # fmt: skip
+    return "\n".join(lines)
+
+
+def run_parent(args: argparse.Namespace) -> list[dict[str, Any]]:
+    names = args.only or list(FRAMEWORKS)
+    passthrough = [f"--{k}={getattr(args, k)}" for k in ("iters", "warmup", "repeats", "runs", "budget")]
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            out_path = Path(tmp) / f"{name}.json"
+            print(f"measuring {name} ...", file=sys.stderr, flush=True)
+            cmd = [sys.executable, __file__, "--only", name, "--child-out", str(out_path), *passthrough]
+            proc = subprocess.run(cmd, env=_clean_env(), check=False)
+            if proc.returncode != 0 or not out_path.exists():
+                results.append({"name": name, "skipped": f"child process failed (exit {proc.returncode})"})
+                continue
+            result = json.loads(out_path.read_text())
+            if "skipped" in result:
+                print(f"  note: skipping {name}: {result['skipped']}", file=sys.stderr)
+            results.append(result)
+    return results
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    p.add_argument("--only", action="append", choices=list(FRAMEWORKS), help="measure only NAME (repeatable)")
+    p.add_argument("--quick", action="store_true", help="few iterations: a smoke run, numbers are rough")
+    p.add_argument("--json", type=Path, help="also write all results to this JSON file")
+    p.add_argument("--iters", type=int, help="sequential runs per mode (default 500; quick 40)")
+    p.add_argument("--warmup", type=int, help="warm-up runs per mode (default 20; quick 3)")
+    p.add_argument("--repeats", type=int, help="throughput repeats, best kept (default 3; quick 1)")
+    p.add_argument("--runs", type=int, help="max total runs per throughput point (default 2000; quick 1000)")
+    p.add_argument(
+        "--budget", type=float, help="seconds per measurement, scales runs down (default 6; quick .5)"
+    )
+    p.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    defaults = {
+        "iters": (500, 40),
+        "warmup": (20, 3),
+        "repeats": (3, 1),
+        "runs": (2000, 1000),
+        "budget": (6.0, 0.5),
+    }
+    for key, (full, quick) in defaults.items():
+        if getattr(args, key) is None:
+            setattr(args, key, quick if args.quick else full)
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    if args.child_out is not None:  # child: one framework, results to a file
+        args.child_out.write_text(json.dumps(run_child(args.only[0], args)))
+        return 0
+    results = run_parent(args)
+    print(report(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

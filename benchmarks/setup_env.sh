@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Create the benchmark venv (.bench-venv) with the peer frameworks and helikon (editable).
+# Usage (from anywhere): bash benchmarks/setup_env.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+uv venv --clear -p 3.11 .bench-venv
+# --compile-bytecode: ship .pyc files so import-time numbers are not source-compilation times
+# (some environments set PYTHONDONTWRITEBYTECODE=1, which would otherwise leave none).
+uv pip install --compile-bytecode --python .bench-venv/bin/python -r benchmarks/requirements.txt -e .

@@ -1,0 +1,71 @@
+"""Static checks of the public API's types: pyright (strict) checks this file; it is never run.
+
+Each `assert_type` fails the type check if a public signature drifts.
+"""
+
+from __future__ import annotations
+
+from typing import Any, assert_type
+
+from pydantic import BaseModel
+
+from helikon import (
+    AgentEvent,
+    AgentInput,
+    FunctionTool,
+    LlmAgent,
+    MemorySession,
+    ModelRequest,
+    RunConfig,
+    RunContext,
+    RunResult,
+    RunStream,
+    Session,
+    TokenUsage,
+    ToolContext,
+    tool,
+)
+from helikon.runtime import AsyncioRunner, RetryingModel, RetryPolicy
+from helikon.testing import FunctionModel, MockModel, Script, text_turn
+
+
+class Answer(BaseModel):
+    text: str
+
+
+@tool
+async def lookup(ctx: ToolContext[int], query: str) -> str:
+    """Look something up."""
+    return f"{ctx.user_ctx}:{query}"
+
+
+def script(request: ModelRequest) -> Script:
+    return text_turn("hi")
+
+
+async def checks() -> None:
+    assert_type(lookup, FunctionTool[Any])
+    ctx = RunContext.ephemeral(3)
+    assert_type(ctx, RunContext[int])
+    assert_type(ctx.user_ctx, int)
+    assert_type(ctx.with_session(MemorySession()), RunContext[int])
+    session: Session = MemorySession()
+    del session
+
+    agent = LlmAgent[int](name="a", model=MockModel.with_scripts([text_turn("x")]), tools=[lookup])
+    stream = agent.run("hello", context=ctx)
+    assert_type(stream, RunStream)
+    assert_type(await stream, RunResult[str])
+    typed = await agent.run(AgentInput.from_user_text("x"), context=ctx).collect(output_type=Answer)
+    assert_type(typed, RunResult[Answer])
+    assert_type(typed.final_output, Answer)
+    assert_type(typed.usage, TokenUsage)
+    assert_type(typed.events, list[AgentEvent])
+    async for event in agent.run("x", context=ctx, config=RunConfig(max_turns=3)):
+        assert_type(event, AgentEvent)
+
+    runner = AsyncioRunner[int]()
+    assert_type(await runner.run(agent, "x", ctx), RunResult[str])
+    assert_type(runner.run_streamed(agent, "x", ctx), RunStream)
+    retrying = RetryingModel(FunctionModel(script), RetryPolicy(max_attempts=2))
+    assert_type(retrying.policy, RetryPolicy)
