@@ -482,6 +482,7 @@ async def test_wait_on_a_cancelled_token_returns_at_once() -> None:
     token = CancellationToken()
     token.cancel()
     await asyncio.wait_for(token.wait(), timeout=1)
+    assert token.is_cancelled()
 
 
 async def test_a_parent_cancel_wakes_a_child_waiter() -> None:

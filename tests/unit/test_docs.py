@@ -77,13 +77,12 @@ def _doc_params() -> list[object]:
 # --- collection: docstrings of the package ----------------------------------------------------
 
 
-def _modules() -> Iterator[types.ModuleType | tuple[str, ImportError]]:
+def _modules() -> Iterator[types.ModuleType]:
+    # Every extra is installed for the test suite, so every module must import: an
+    # ImportError here fails collection loudly rather than hiding examples.
     yield helikon
     for info in pkgutil.walk_packages(helikon.__path__, prefix="helikon."):
-        try:
-            yield importlib.import_module(info.name)
-        except ImportError as exc:  # an optional extra that is not installed
-            yield info.name, exc
+        yield importlib.import_module(info.name)
 
 
 def _documented(module: types.ModuleType) -> Iterator[tuple[str, object]]:
@@ -107,10 +106,6 @@ def _docstring_params() -> list[object]:
     params: list[object] = []
     seen: set[int] = set()
     for module in _modules():
-        if isinstance(module, tuple):
-            name, exc = module
-            params.append(pytest.param(name, None, id=name, marks=pytest.mark.skip(reason=str(exc))))
-            continue
         for qualname, obj in _documented(module):
             doc = obj.__doc__ if isinstance(obj.__doc__, str) else None
             if not doc or id(obj) in seen:
@@ -126,7 +121,7 @@ def _docstring_params() -> list[object]:
 # --- execution --------------------------------------------------------------------------------
 
 
-def run_block(block: Block, filename: str, line: int) -> None:
+def check_block_runs(block: Block, filename: str, line: int) -> None:
     """Execute `block` in a fresh module, so classes, pydantic models and dataclasses work."""
     name = f"_helikon_doc_example_{abs(hash((filename, line)))}"
     module = types.ModuleType(name)
@@ -142,12 +137,12 @@ def run_block(block: Block, filename: str, line: int) -> None:
 
 @pytest.mark.parametrize(("path", "block"), _doc_params())
 def test_docs_example_runs(path: str, block: Block) -> None:
-    run_block(block, str(ROOT / path), block.line)
+    check_block_runs(block, str(ROOT / path), block.line)
 
 
 @pytest.mark.parametrize(("qualname", "block"), _docstring_params())
 def test_docstring_example_runs(qualname: str, block: Block) -> None:
-    run_block(block, f"<docstring of {qualname}>", 1)
+    check_block_runs(block, f"<docstring of {qualname}>", 1)
 
 
 # --- the collectors themselves ----------------------------------------------------------------
@@ -174,4 +169,4 @@ def test_only_python_blocks_are_collected() -> None:
 
 def test_a_failing_block_fails() -> None:
     with pytest.raises(AssertionError):
-        run_block(Block("python", "assert 1 == 2\n", 1), "<test>", 1)
+        check_block_runs(Block("python", "assert 1 == 2\n", 1), "<test>", 1)
