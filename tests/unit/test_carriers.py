@@ -84,7 +84,7 @@ from helikon.core.loop import (
     TransitionInput,
 )
 from helikon.core.model import MODEL_EVENT_ADAPTER, FinishReason, ModelEvent
-from helikon.core.session import SessionEvent
+from helikon.core.session import KnownSessionEvent as SessionEvent
 
 ROUND_TRIP = settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 

@@ -102,10 +102,36 @@ class Compacted:
     ts: datetime = field(default_factory=_now)
 
 
-SessionEvent: TypeAlias = (
+@carrier
+class UnknownEvent:
+    """An event whose `type` this version of helikon does not know (written by a newer one).
+
+    It is kept verbatim, so it round-trips unchanged through `events()` and `append`;
+    `project` skips it. `data` is the whole stored JSON object, `type` key included.
+    """
+
+    type: str
+    data: dict[str, JsonValue]
+
+    @property
+    def ts(self) -> datetime | None:
+        """The event's timestamp, if it carries a readable one."""
+        value = self.data.get("ts")
+        if isinstance(value, str):
+            try:
+                return datetime.fromisoformat(value)
+            except ValueError:
+                return None
+        return None
+
+
+KnownSessionEvent: TypeAlias = (
     UserMessageEvent | AssistantMessageEvent | ToolCalled | ToolReturned | HandoffOccurred | Compacted
 )
-"""One entry of a session's log. Every variant carries `ts` (UTC), stamped at construction."""
+"""The six event variants of the book."""
+
+SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent
+"""One entry of a session's log. Every known variant carries `ts` (UTC), stamped at construction."""
 
 
 def _session_event_type() -> object:
@@ -113,11 +139,11 @@ def _session_event_type() -> object:
 
     from pydantic import Field
 
-    return Annotated[SessionEvent, Field(discriminator="type")]
+    return Annotated[KnownSessionEvent, Field(discriminator="type")]
 
 
-SESSION_EVENT_ADAPTER: LazyAdapter[SessionEvent] = LazyAdapter(_session_event_type)
-"""JSON (de)serialization of any `SessionEvent`."""
+SESSION_EVENT_ADAPTER: LazyAdapter[KnownSessionEvent] = LazyAdapter(_session_event_type)
+"""JSON (de)serialization of the known `SessionEvent` variants (see `helikon.core.codec` for all)."""
 
 
 class SessionEntry(NamedTuple):
@@ -183,7 +209,7 @@ def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
                 keep -= 1
             del messages[keep:], origins[keep:]
             item = SystemMessage(text=event.summary)
-        else:  # HandoffOccurred: audit only
+        else:  # HandoffOccurred is audit only; an UnknownEvent means nothing to this version
             continue
         messages.append(item)
         origins.append(index)
@@ -192,6 +218,8 @@ def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
 
 __all__ = [
     "SESSION_EVENT_ADAPTER",
+    "KnownSessionEvent",
+    "UnknownEvent",
     "AssistantMessageEvent",
     "Compacted",
     "ConversationSnapshot",

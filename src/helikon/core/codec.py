@@ -1,0 +1,105 @@
+"""The stored form of session events: versioned, tolerant JSON.
+
+Every backend stores an event as the JSON object `encode_event` returns: the event's
+fields with a snake_case `type` tag and `ts` in RFC 3339 (UTC). This is storage format
+version `FORMAT_VERSION`. Decoding is tolerant: an object this version cannot decode (an
+unknown `type`, or a known one a newer writer changed) becomes an `UnknownEvent` that
+keeps the object verbatim, so no stored event ever makes a session unreadable, and an
+`UnknownEvent` is written back byte-for-byte equivalent.
+
+Example:
+    ```python
+    from helikon.core.codec import decode_event, encode_event
+    from helikon.core.session import ToolCalled, UnknownEvent
+
+    event = ToolCalled(call_id="c1", name="lookup", args={"q": "x"})
+    assert decode_event(encode_event(event)) == event
+    future = decode_event('{"type": "branch_switched", "branch": "b2"}')
+    assert isinstance(future, UnknownEvent)
+    assert encode_event(future) == '{"type":"branch_switched","branch":"b2"}'
+    ```
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
+
+from .session import SESSION_EVENT_ADAPTER, SessionEvent, UnknownEvent
+
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+FORMAT_VERSION = 1
+"""The version of the stored event format `encode_event` writes."""
+
+_list_adapter: TypeAdapter[list[Any]] | None = None
+
+
+def encode_event(event: SessionEvent) -> str:
+    """The stored JSON text of `event` (compact, UTF-8 friendly)."""
+    if isinstance(event, UnknownEvent):
+        return json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
+    return SESSION_EVENT_ADAPTER.dump_json(event).decode()
+
+
+def event_kind(event: SessionEvent) -> str:
+    """The event's `type` tag, as backends store it beside the payload."""
+    return event.type
+
+
+def decode_event(payload: str | bytes | dict[str, Any]) -> SessionEvent:
+    """Decode one stored event; anything it cannot decode becomes an `UnknownEvent`."""
+    from pydantic import ValidationError
+
+    try:
+        if isinstance(payload, dict):
+            return SESSION_EVENT_ADAPTER.validate_python(payload)
+        return SESSION_EVENT_ADAPTER.validate_json(payload)
+    except ValidationError:
+        return _unknown(payload)
+
+
+def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
+    """Decode many stored events at once (one pass in pydantic-core when all are known)."""
+    if not payloads:
+        return []
+    from pydantic import ValidationError
+
+    try:
+        blob = "[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]"
+        return _batch_adapter().validate_json(blob)
+    except (ValidationError, ValueError):
+        return [decode_event(p) for p in payloads]
+
+
+def _batch_adapter() -> TypeAdapter[list[Any]]:
+    global _list_adapter
+    if _list_adapter is None:
+        from typing import Annotated
+
+        from pydantic import Field, TypeAdapter
+
+        from .session import KnownSessionEvent
+
+        _list_adapter = TypeAdapter(list[Annotated[KnownSessionEvent, Field(discriminator="type")]])
+    return _list_adapter
+
+
+def _unknown(payload: str | bytes | dict[str, Any]) -> UnknownEvent:
+    data: Any = payload
+    if not isinstance(payload, dict):
+        try:
+            data = json.loads(payload)
+        except ValueError:
+            text = payload if isinstance(payload, str) else payload.decode(errors="replace")
+            return UnknownEvent(type="undecodable", data={"type": "undecodable", "raw": text})
+    if not isinstance(data, dict):
+        return UnknownEvent(type="undecodable", data={"type": "undecodable", "raw": data})
+    obj = cast("dict[str, Any]", data)
+    kind = obj.get("type")
+    return UnknownEvent(type=kind if isinstance(kind, str) else "unknown", data=obj)
+
+
+__all__ = ["FORMAT_VERSION", "decode_event", "decode_events", "encode_event", "event_kind"]
