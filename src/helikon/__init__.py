@@ -22,6 +22,7 @@ from .core._json import JsonObject, JsonValue
 from .core._memory_session import MemorySession
 from .core.agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
 from .core.cancel import CancellationToken
+from .core.compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .core.context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
 from .core.events import (
     AGENT_EVENT_ADAPTER,
@@ -124,12 +125,14 @@ from .core.session import (
     Compacted,
     ConversationSnapshot,
     HandoffOccurred,
+    KnownSessionEvent,
     SequenceId,
     Session,
     SessionEntry,
     SessionEvent,
     ToolCalled,
     ToolReturned,
+    UnknownEvent,
     UserMessageEvent,
     project,
 )
@@ -215,17 +218,22 @@ __all__ = [
     # sessions
     "SESSION_EVENT_ADAPTER",
     "AssistantMessageEvent",
+    "CompactingSession",
     "Compacted",
     "ConversationSnapshot",
     "HandoffOccurred",
+    "HeuristicTokenCounter",
+    "KnownSessionEvent",
     "MemorySession",
     "SequenceId",
     "Session",
     "SessionEntry",
     "SessionEvent",
     "SessionRecorder",
+    "TokenCounter",
     "ToolCalled",
     "ToolReturned",
+    "UnknownEvent",
     "UserMessageEvent",
     "project",
     # governance

@@ -9,6 +9,7 @@ from ._json import JsonObject, JsonValue
 from ._memory_session import MemorySession
 from .agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
 from .cancel import CancellationToken
+from .compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
 from .events import (
     AGENT_EVENT_ADAPTER,
@@ -111,12 +112,14 @@ from .session import (
     Compacted,
     ConversationSnapshot,
     HandoffOccurred,
+    KnownSessionEvent,
     SequenceId,
     Session,
     SessionEntry,
     SessionEvent,
     ToolCalled,
     ToolReturned,
+    UnknownEvent,
     UserMessageEvent,
     project,
 )
@@ -201,17 +204,22 @@ __all__ = [
     # sessions
     "SESSION_EVENT_ADAPTER",
     "AssistantMessageEvent",
+    "CompactingSession",
     "Compacted",
     "ConversationSnapshot",
     "HandoffOccurred",
+    "HeuristicTokenCounter",
+    "KnownSessionEvent",
     "MemorySession",
     "SequenceId",
     "Session",
     "SessionEntry",
     "SessionEvent",
     "SessionRecorder",
+    "TokenCounter",
     "ToolCalled",
     "ToolReturned",
+    "UnknownEvent",
     "UserMessageEvent",
     "project",
     # governance

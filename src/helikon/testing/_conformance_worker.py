@@ -1,0 +1,63 @@
+"""A writer process for the session conformance suite: `python -m helikon.testing._conformance_worker SPEC`.
+
+SPEC is JSON: `opener` ("module:function"), `kwargs`, `session_id`, `action` and its arguments.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import json
+import sys
+from typing import Any
+
+from helikon.core.items import TextPart
+from helikon.core.session import Session, UserMessageEvent
+
+
+async def _open(spec: dict[str, Any]) -> Session:
+    module_name, _, function_name = str(spec["opener"]).partition(":")
+    opener = getattr(importlib.import_module(module_name), function_name)
+    return await opener(spec["session_id"], **spec.get("kwargs", {}))
+
+
+def _user(text: str) -> UserMessageEvent:
+    return UserMessageEvent(content=(TextPart(text=text),))
+
+
+async def main(spec: dict[str, Any]) -> None:
+    session = await _open(spec)
+    try:
+        action = spec["action"]
+        if action == "append":
+            for n in range(int(spec["count"])):
+                await session.append([_user(f"{spec['tag']}:{n}")])
+        elif action == "batches_forever":
+            size, number = int(spec["size"]), 0
+            while True:
+                await session.append([_user(f"b{number}:{i}") for i in range(size)])
+                print(number, flush=True)  # the parent kills us once it has seen a few
+                number += 1
+        elif action == "runner_turn":
+            from helikon.core.agent import LlmAgent
+            from helikon.core.context import RunContext
+            from helikon.runtime import AsyncioRunner
+            from helikon.testing import MockModel, text_turn
+
+            model = MockModel.with_scripts([text_turn("resumed")])
+            agent = LlmAgent[None](name="resumer", model=model)
+            await AsyncioRunner[None]().run(
+                agent, spec["input"], RunContext.ephemeral(None).with_session(session)
+            )
+            seen = [f"{m.type}:{getattr(m, 'text', '')}" for m in model.requests[0].messages]
+            print(json.dumps(seen))
+        else:
+            raise SystemExit(f"unknown action {action!r}")
+    finally:
+        aclose = getattr(session, "aclose", None)
+        if aclose is not None:
+            await aclose()
+
+
+if __name__ == "__main__":
+    asyncio.run(main(json.loads(sys.argv[1])))

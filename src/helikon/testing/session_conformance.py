@@ -1,0 +1,456 @@
+"""The session conformance suite: the checks every `Session` backend must pass.
+
+Run it from your own pytest against your own backend:
+
+```python
+import pytest
+
+from helikon.testing import session_conformance as conformance
+
+BACKEND = conformance.ConformanceBackend(
+    name="mine", open=open_my_session, opener="myapp.sessions:open_session"
+)
+
+
+@pytest.mark.parametrize("check", conformance.checks_for(BACKEND), ids=lambda c: c.__name__)
+async def test_my_backend_conforms(check: conformance.Check) -> None:
+    await check(BACKEND)
+```
+
+`open(session_id)` opens (creating if needed) a session in the store under test, in this
+process. `opener` names an async function `module:function` that another process calls as
+`await function(session_id, **opener_kwargs)` to open the same store: with it the suite
+also checks writers in separate processes, resuming a run from another process, and
+(with `crash_safe=True`) that a writer killed mid-append leaves all of the append or none.
+Sessions with an `aclose()` method are closed after use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from helikon.core.compaction import CompactingSession
+from helikon.core.items import SystemMessage, TextPart
+from helikon.core.session import (
+    AssistantMessageEvent,
+    Compacted,
+    Session,
+    SessionEvent,
+    ToolCalled,
+    ToolReturned,
+    UnknownEvent,
+    UserMessageEvent,
+    project,
+)
+
+from ._mock_model import MockModel
+from ._scripts import text_turn
+
+
+@dataclass
+class ConformanceBackend:
+    """The store under test. See the module docstring."""
+
+    name: str
+    open: Callable[[str], Awaitable[Session]]
+    opener: str | None = None
+    opener_kwargs: dict[str, Any] = field(default_factory=lambda: {})
+    crash_safe: bool = False
+    processes: int = 4
+    """How many writer processes the multi-process checks start."""
+
+
+Check = Callable[[ConformanceBackend], Awaitable[None]]
+
+
+def _check(condition: object, message: str) -> None:
+    """Fail the check (explicitly, so the suite also works under `python -O`)."""
+    if not condition:
+        raise AssertionError(message)
+
+
+async def _close(session: Session) -> None:
+    aclose = getattr(session, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def _new_id(tag: str) -> str:
+    return f"conformance-{tag}-{uuid.uuid4().hex[:12]}"
+
+
+def _user(text: str) -> UserMessageEvent:
+    return UserMessageEvent(content=(TextPart(text=text),))
+
+
+def _texts(events: Sequence[SessionEvent]) -> list[str]:
+    return [
+        "".join(p.text for p in event.content if isinstance(p, TextPart))
+        for event in events
+        if isinstance(event, UserMessageEvent | AssistantMessageEvent)
+    ]
+
+
+async def _log(backend: ConformanceBackend, session_id: str) -> tuple[list[int], list[SessionEvent]]:
+    session = await backend.open(session_id)
+    try:
+        entries = await session.events()
+    finally:
+        await _close(session)
+    return [int(e.seq) for e in entries], [e.event for e in entries]
+
+
+def _assert_contiguous(seqs: list[int], expected: int | None = None) -> None:
+    _check(
+        seqs == list(range(len(seqs))), f"sequences are not 0..n-1 without gaps or duplicates: {seqs[:50]}"
+    )
+    if expected is not None:
+        _check(len(seqs) == expected, f"expected {expected} events, found {len(seqs)}")
+
+
+# --- in-process checks ---------------------------------------------------------------------------
+
+
+async def check_append_order_and_contiguous_sequences(backend: ConformanceBackend) -> None:
+    """Appends keep their order; sequences run 0, 1, 2... across appends; empty appends do nothing."""
+    sid = _new_id("order")
+    session = await backend.open(sid)
+    try:
+        first = [_user("one")]
+        second = [
+            ToolCalled(call_id="c1", name="lookup", args={"q": "ü", "n": [1, 2.5, None, True]}),
+            ToolReturned(call_id="c1", content=(TextPart(text='{"ok":true}'),), name="lookup"),
+            AssistantMessageEvent(content=(TextPart(text="two"),), agent="a"),
+        ]
+        await session.append(first)
+        await session.append([])
+        await session.append(second)
+        entries = await session.events()
+    finally:
+        await _close(session)
+    _assert_contiguous([int(e.seq) for e in entries], 4)
+    _check([e.event for e in entries] == [*first, *second], "events did not come back equal, in order")
+
+
+async def check_events_since_is_exclusive(backend: ConformanceBackend) -> None:
+    """`events(since=n)` returns the events after n only."""
+    sid = _new_id("since")
+    session = await backend.open(sid)
+    try:
+        await session.append([_user(str(i)) for i in range(5)])
+        from helikon.core.session import SequenceId
+
+        after_one = await session.events(SequenceId(1))
+        after_last = await session.events(SequenceId(4))
+        beyond = await session.events(SequenceId(99))
+    finally:
+        await _close(session)
+    _check([int(e.seq) for e in after_one] == [2, 3, 4], "since is exclusive")
+    _check(
+        _texts([e.event for e in after_one]) == ["2", "3", "4"],
+        '_texts([e.event for e in after_one]) == ["2", "3", "4"]',
+    )
+    _check(after_last == [], "nothing follows the last event")
+    _check(beyond == [], "since beyond the end returns nothing")
+
+
+async def check_sessions_are_isolated(backend: ConformanceBackend) -> None:
+    """Two session ids in one store never see each other's events."""
+    a, b = _new_id("iso-a"), _new_id("iso-b")
+    sa, sb = await backend.open(a), await backend.open(b)
+    try:
+        await sa.append([_user("for a")])
+        await sb.append([_user("for b 1"), _user("for b 2")])
+        await sa.append([_user("for a again")])
+        ea, eb = await sa.events(), await sb.events()
+    finally:
+        await _close(sa)
+        await _close(sb)
+    _check(
+        _texts([e.event for e in ea]) == ["for a", "for a again"],
+        '_texts([e.event for e in ea]) == ["for a", "for a again"]',
+    )
+    _check(
+        _texts([e.event for e in eb]) == ["for b 1", "for b 2"],
+        '_texts([e.event for e in eb]) == ["for b 1", "for b 2"]',
+    )
+    _assert_contiguous([int(e.seq) for e in ea])
+    _assert_contiguous([int(e.seq) for e in eb])
+
+
+async def check_snapshot_is_the_projection_of_the_log(backend: ConformanceBackend) -> None:
+    """`snapshot()` equals `project(events())`, compaction markers included."""
+    sid = _new_id("snapshot")
+    session = await backend.open(sid)
+    try:
+        await session.append([_user("old"), AssistantMessageEvent(content=(TextPart(text="older"),))])
+        await session.append([Compacted(summary="they said old things", original_count=2), _user("new")])
+        snapshot = await session.snapshot()
+        log = [e.event for e in await session.events()]
+    finally:
+        await _close(session)
+    _check(snapshot == project(log), "snapshot == project(log)")
+    _check(
+        snapshot.messages[0] == SystemMessage(text="they said old things"),
+        'snapshot.messages[0] == SystemMessage(text="they said old things")',
+    )
+    _check(len(snapshot.messages) == 2, "len(snapshot.messages) == 2")
+
+
+async def check_concurrent_writers_in_one_process(backend: ConformanceBackend) -> None:
+    """16 tasks, each with its own session object, append 10 events each: no gap, no duplicate."""
+    sid = _new_id("tasks")
+    writers, per_writer = 16, 10
+
+    async def writer(index: int) -> None:
+        session = await backend.open(sid)
+        try:
+            for n in range(per_writer):
+                await session.append([_user(f"w{index}:{n}")])
+        finally:
+            await _close(session)
+
+    await asyncio.gather(*(writer(i) for i in range(writers)))
+    seqs, events = await _log(backend, sid)
+    _assert_contiguous(seqs, writers * per_writer)
+    texts = _texts(events)
+    for index in range(writers):
+        mine = [t for t in texts if t.startswith(f"w{index}:")]
+        _check(
+            mine == [f"w{index}:{n}" for n in range(per_writer)],
+            (f"writer {index}'s order was not kept: {mine}"),
+        )
+
+
+async def check_a_failed_append_writes_nothing(backend: ConformanceBackend) -> None:
+    """An append that fails (here: an event that cannot be stored) leaves the log as it was."""
+    sid = _new_id("failed")
+    session = await backend.open(sid)
+    try:
+        await session.append([_user("before")])
+        not_json: Any = {1, 2}  # a set cannot be written as JSON
+        poison = UnknownEvent(type="poison", data={"type": "poison", "value": not_json})
+        try:
+            await session.append([_user("half"), poison])
+        except Exception:
+            stored = [e.event for e in await session.events()]
+            _check(_texts(stored) == ["before"], "a failed append must not write part of its events")
+        else:  # a backend that keeps objects as they are (in memory) may accept it
+            stored = [e.event for e in await session.events()]
+            _check(_texts(stored) == ["before", "half"], '_texts(stored) == ["before", "half"]')
+        await session.append([_user("after")])
+        entries = await session.events()
+    finally:
+        await _close(session)
+    _assert_contiguous([int(e.seq) for e in entries])
+    _check(_texts([e.event for e in entries])[-1] == "after", "the session must stay usable after a failure")
+
+
+async def check_unknown_event_types_survive(backend: ConformanceBackend) -> None:
+    """An event type this version does not know is stored and read back unchanged, and projects to nothing."""
+    sid = _new_id("unknown")
+    future = UnknownEvent(
+        type="branch_switched", data={"type": "branch_switched", "branch": "b2", "nested": {"k": [1, "x"]}}
+    )
+    session = await backend.open(sid)
+    try:
+        await session.append([_user("hi"), future, _user("bye")])
+        events = [e.event for e in await session.events()]
+        snapshot = await session.snapshot()
+    finally:
+        await _close(session)
+    _check(events[1] == future, f"the unknown event changed: {events[1]!r}")
+    _check(
+        [m.type for m in snapshot.messages] == ["user", "user"],
+        '[m.type for m in snapshot.messages] == ["user", "user"]',
+    )
+
+
+async def check_compaction_over_the_backend(backend: ConformanceBackend) -> None:
+    """`CompactingSession` over the backend persists its marker; a later reader sees the summary."""
+    sid = _new_id("compact")
+    inner = await backend.open(sid)
+    try:
+        backlog = [_user("spent " * 60) for _ in range(3)]
+        await inner.append(backlog)  # a backlog written before the wrapper existed
+        wrapper = CompactingSession(inner, MockModel.with_scripts([text_turn("SUMMARY")]), threshold=50)
+        await wrapper.append([_user("and one more thing")])  # the first append counts for real
+    finally:
+        await _close(inner)
+    _check(wrapper.compactions == 1, "a resumed backlog past the threshold compacts on the first append")
+    reader = await backend.open(sid)
+    try:
+        snapshot = await reader.snapshot()
+        log = [e.event for e in await reader.events()]
+    finally:
+        await _close(reader)
+    _check(
+        isinstance(log[-1], Compacted) and log[-1].original_count == 4,
+        "isinstance(log[-1], Compacted) and log[-1].original_count == 4",
+    )
+    _check(
+        snapshot.messages == (SystemMessage(text="SUMMARY"),),
+        'snapshot.messages == (SystemMessage(text="SUMMARY"),)',
+    )
+
+
+# --- multi-process checks (need `opener`) --------------------------------------------------------
+
+
+def _worker(backend: ConformanceBackend, session_id: str, action: dict[str, Any]) -> list[str]:
+    spec = {"opener": backend.opener, "kwargs": backend.opener_kwargs, "session_id": session_id, **action}
+    return [sys.executable, "-m", "helikon.testing._conformance_worker", json.dumps(spec)]
+
+
+async def _run(argv: list[str], seconds: float = 120) -> str:
+    process = await asyncio.create_subprocess_exec(
+        *argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"}
+    )
+    async with asyncio.timeout(seconds):
+        out, err = await process.communicate()
+    _check(process.returncode == 0, f"worker failed ({process.returncode}): {err.decode()[-2000:]}")
+    return out.decode()
+
+
+async def check_concurrent_writers_in_separate_processes(backend: ConformanceBackend) -> None:
+    """Several processes append to one session at once: no gap, no duplicate, each writer's order kept."""
+    _check(backend.opener is not None, "backend.opener is not None")
+    sid = _new_id("procs")
+    per_writer = 25
+    await asyncio.gather(
+        *(
+            _run(_worker(backend, sid, {"action": "append", "count": per_writer, "tag": f"p{i}"}))
+            for i in range(backend.processes)
+        )
+    )
+    seqs, events = await _log(backend, sid)
+    _assert_contiguous(seqs, backend.processes * per_writer)
+    texts = _texts(events)
+    for i in range(backend.processes):
+        mine = [t for t in texts if t.startswith(f"p{i}:")]
+        _check(mine == [f"p{i}:{n}" for n in range(per_writer)], f"process {i}'s order was not kept")
+
+
+async def check_a_run_resumes_in_another_process(backend: ConformanceBackend) -> None:
+    """A run through the runner persists; a second process resumes the session and the model sees it."""
+    _check(backend.opener is not None, "backend.opener is not None")
+    from helikon.core.agent import LlmAgent
+    from helikon.core.context import RunContext
+    from helikon.runtime import AsyncioRunner
+
+    sid = _new_id("resume")
+    session = await backend.open(sid)
+    try:
+        agent = LlmAgent[None](name="resumer", model=MockModel.with_scripts([text_turn("Noted: Ada.")]))
+        await AsyncioRunner[None]().run(
+            agent, "My name is Ada.", RunContext.ephemeral(None).with_session(session)
+        )
+    finally:
+        await _close(session)
+    seen = json.loads(await _run(_worker(backend, sid, {"action": "runner_turn", "input": "Who am I?"})))
+    expected = ["user:My name is Ada.", "assistant:Noted: Ada.", "user:Who am I?"]
+    _check(seen == expected, f"the resuming process's model saw {seen}, not {expected}")
+    seqs, events = await _log(backend, sid)
+    _assert_contiguous(seqs, 4)
+    _check(_texts(events)[-1] == "resumed", '_texts(events)[-1] == "resumed"')
+
+
+async def check_a_killed_writer_leaves_whole_appends(backend: ConformanceBackend) -> None:
+    """SIGKILL in the middle of multi-event appends: each append is all there or not at all."""
+    _check(backend.opener is not None, "backend.opener is not None")
+    sid = _new_id("crash")
+    batch = 200
+    argv = _worker(backend, sid, {"action": "batches_forever", "size": batch})
+    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout = process.stdout
+    if stdout is None:
+        raise AssertionError("the writer has no stdout")
+    try:
+        # Wait until the writer has committed a few batches, then kill it mid-flight.
+        for _ in range(3):
+            async with asyncio.timeout(120):
+                line = await stdout.readline()
+            _check(line, "the writer died before committing a batch")
+        await asyncio.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    seqs, events = await _log(backend, sid)
+    _assert_contiguous(seqs)
+    _check(len(seqs) % batch == 0, f"{len(seqs)} events: a batch of {batch} was cut")
+    texts = _texts(events)
+    for start in range(0, len(texts), batch):
+        number = start // batch
+        _check(
+            texts[start : start + batch] == [f"b{number}:{i}" for i in range(batch)],
+            (f"batch {number} is torn"),
+        )
+    session = await backend.open(sid)
+    try:
+        await session.append([_user("after the crash")])
+        after = await session.events()
+    finally:
+        await _close(session)
+    _assert_contiguous([int(e.seq) for e in after], len(seqs) + 1)
+
+
+IN_PROCESS: tuple[Check, ...] = (
+    check_append_order_and_contiguous_sequences,
+    check_events_since_is_exclusive,
+    check_sessions_are_isolated,
+    check_snapshot_is_the_projection_of_the_log,
+    check_concurrent_writers_in_one_process,
+    check_a_failed_append_writes_nothing,
+    check_unknown_event_types_survive,
+    check_compaction_over_the_backend,
+)
+MULTI_PROCESS: tuple[Check, ...] = (
+    check_concurrent_writers_in_separate_processes,
+    check_a_run_resumes_in_another_process,
+)
+
+
+def checks_for(backend: ConformanceBackend) -> list[Check]:
+    """The checks that apply to `backend` (process checks need `opener`; crash checks `crash_safe`)."""
+    checks = list(IN_PROCESS)
+    if backend.opener is not None:
+        checks += MULTI_PROCESS
+        if backend.crash_safe:
+            checks.append(check_a_killed_writer_leaves_whole_appends)
+    return checks
+
+
+async def run_all(backend: ConformanceBackend) -> None:
+    """Run every applicable check in turn (raises `AssertionError` on the first miss)."""
+    for check in checks_for(backend):
+        await check(backend)
+
+
+__all__ = [
+    "IN_PROCESS",
+    "MULTI_PROCESS",
+    "Check",
+    "ConformanceBackend",
+    "check_a_failed_append_writes_nothing",
+    "check_a_killed_writer_leaves_whole_appends",
+    "check_a_run_resumes_in_another_process",
+    "check_append_order_and_contiguous_sequences",
+    "check_compaction_over_the_backend",
+    "check_concurrent_writers_in_one_process",
+    "check_concurrent_writers_in_separate_processes",
+    "check_events_since_is_exclusive",
+    "check_sessions_are_isolated",
+    "check_snapshot_is_the_projection_of_the_log",
+    "check_unknown_event_types_survive",
+    "checks_for",
+    "run_all",
+]
