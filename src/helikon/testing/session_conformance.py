@@ -1,8 +1,8 @@
 """The session conformance suite: the checks every `Session` backend must pass.
 
-Run it from your own pytest against your own backend:
+Run it from your own pytest against your own backend (`open_my_session` being yours):
 
-```python
+```text
 import pytest
 
 from helikon.testing import session_conformance as conformance
