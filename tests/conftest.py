@@ -6,6 +6,11 @@ import socket
 from typing import Any
 
 import pytest
+from hypothesis import settings
+
+# The machines are shared and noisy: a wall-clock deadline per example only adds flakes.
+settings.register_profile("helikon", deadline=None)
+settings.load_profile("helikon")
 
 
 @pytest.fixture(autouse=True)

@@ -24,17 +24,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
+from ._fast_decode import fast_decode
 from .session import SESSION_EVENT_ADAPTER, SessionEvent, UnknownEvent
-
-if TYPE_CHECKING:
-    from pydantic import TypeAdapter
 
 FORMAT_VERSION = 1
 """The version of the stored event format `encode_event` writes."""
-
-_list_adapter: TypeAdapter[list[Any]] | None = None
 
 
 def encode_event(event: SessionEvent) -> str:
@@ -54,6 +50,13 @@ def decode_event(payload: str | bytes | dict[str, Any]) -> SessionEvent:
     from pydantic import ValidationError
 
     try:
+        obj: Any = payload if isinstance(payload, dict) else json.loads(payload)
+    except ValueError:
+        return _unknown(payload)
+    event = fast_decode(obj)
+    if event is not None:
+        return event
+    try:
         if isinstance(payload, dict):
             return SESSION_EVENT_ADAPTER.validate_python(payload)
         return SESSION_EVENT_ADAPTER.validate_json(payload)
@@ -62,29 +65,20 @@ def decode_event(payload: str | bytes | dict[str, Any]) -> SessionEvent:
 
 
 def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
-    """Decode many stored events at once (one pass in pydantic-core when all are known)."""
+    """Decode many stored events: one `json.loads` for the lot, then the fast path per event."""
     if not payloads:
         return []
-    from pydantic import ValidationError
-
     try:
-        blob = "[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]"
-        return _batch_adapter().validate_json(blob)
-    except (ValidationError, ValueError):
+        objects: list[Any] = json.loads(
+            "[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]"
+        )
+    except ValueError:  # at least one payload is not JSON: decode them one by one
         return [decode_event(p) for p in payloads]
-
-
-def _batch_adapter() -> TypeAdapter[list[Any]]:
-    global _list_adapter
-    if _list_adapter is None:
-        from typing import Annotated
-
-        from pydantic import Field, TypeAdapter
-
-        from .session import KnownSessionEvent
-
-        _list_adapter = TypeAdapter(list[Annotated[KnownSessionEvent, Field(discriminator="type")]])
-    return _list_adapter
+    out: list[SessionEvent] = []
+    for obj, payload in zip(objects, payloads, strict=True):
+        event = fast_decode(obj)
+        out.append(event if event is not None else decode_event(payload))
+    return out
 
 
 def _unknown(payload: str | bytes | dict[str, Any]) -> UnknownEvent:

@@ -1,0 +1,111 @@
+"""The stored-event codec: exact round trips, the fast path agreeing with pydantic, tolerance."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helikon import UnknownEvent
+from helikon.core._fast_decode import fast_decode
+from helikon.core.codec import FORMAT_VERSION, decode_event, decode_events, encode_event
+from helikon.core.items import (
+    AudioPart,
+    Base64Source,
+    ImagePart,
+    ReasoningPart,
+    TextPart,
+    ToolUsePart,
+    UrlSource,
+)
+from helikon.core.session import (
+    SESSION_EVENT_ADAPTER,
+    AssistantMessageEvent,
+    Compacted,
+    HandoffOccurred,
+    KnownSessionEvent,
+    ToolCalled,
+    ToolReturned,
+    UserMessageEvent,
+)
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+sources = st.builds(UrlSource, url=st.text()) | st.builds(Base64Source, media_type=st.text(), data=st.text())
+parts = st.one_of(
+    st.builds(TextPart, text=st.text()),
+    st.builds(ReasoningPart, text=st.text(), signature=st.none() | st.text(), provider=st.none() | st.text()),
+    st.builds(ImagePart, source=sources, detail=st.none() | st.text()),
+    st.builds(AudioPart, source=sources),
+    st.builds(ToolUsePart, call_id=st.text(), name=st.text(), args=json_values),
+)
+content = st.lists(parts, max_size=3).map(tuple)
+stamps = st.datetimes(timezones=st.just(UTC))
+events: st.SearchStrategy[KnownSessionEvent] = st.one_of(
+    st.builds(UserMessageEvent, content=content, ts=stamps),
+    st.builds(AssistantMessageEvent, content=content, agent=st.none() | st.text(), ts=stamps),
+    st.builds(ToolCalled, call_id=st.text(), name=st.text(), args=json_values, ts=stamps),
+    st.builds(
+        ToolReturned,
+        call_id=st.text(),
+        content=content,
+        is_error=st.booleans(),
+        name=st.none() | st.text(),
+        ts=stamps,
+    ),
+    st.builds(HandoffOccurred, from_agent=st.text(), to_agent=st.text(), ts=stamps),
+    st.builds(Compacted, summary=st.text(), original_count=st.integers(min_value=0), ts=stamps),
+)
+
+
+@settings(max_examples=300)
+@given(events)
+def test_every_known_event_round_trips_through_the_fast_path(event: KnownSessionEvent) -> None:
+    stored = encode_event(event)
+    assert fast_decode(json.loads(stored)) == event
+    assert decode_event(stored) == event
+    assert decode_events([stored, stored]) == [event, event]
+
+
+@settings(max_examples=300)
+@given(
+    st.dictionaries(
+        st.sampled_from(["type", "content", "ts", "call_id", "name", "args", "agent", "x"]), json_values
+    )
+)
+def test_the_fast_path_never_disagrees_with_pydantic(obj: dict[str, Any]) -> None:
+    if "type" in obj:
+        obj["type"] = obj["type"] if isinstance(obj["type"], str) else "user_message"
+    fast = fast_decode(obj)
+    if fast is not None:  # when the fast path answers, pydantic must agree
+        assert SESSION_EVENT_ADAPTER.validate_python(obj) == fast
+
+
+def test_irregular_objects_fall_back_and_unknown_ones_are_kept() -> None:
+    base = {"type": "user_message", "content": [{"type": "text", "text": "hi"}], "ts": "2026-11-30T07:00:00Z"}
+    assert isinstance(decode_event(json.dumps(base)), UserMessageEvent)
+    naive = {**base, "ts": "2026-11-30T07:00:00"}  # no timezone: pydantic decides
+    assert fast_decode(naive) is None
+    decode_event(json.dumps(naive))  # whatever pydantic makes of it, it does not raise
+    future = {"type": "tool_progress", "call_id": "c1", "percent": 50}
+    decoded = decode_event(json.dumps(future))
+    assert decoded == UnknownEvent(type="tool_progress", data=future)
+    assert json.loads(encode_event(decoded)) == future
+    mixed = decode_events([json.dumps(base), json.dumps(future), "{broken"])
+    assert [type(e).__name__ for e in mixed] == ["UserMessageEvent", "UnknownEvent", "UnknownEvent"]
+    assert mixed[2] == UnknownEvent(type="undecodable", data={"type": "undecodable", "raw": "{broken"})
+    assert decode_events([]) == []
+    assert FORMAT_VERSION == 1
+
+
+def test_encoded_events_are_compact_json_with_the_books_tags() -> None:
+    event = ToolCalled(call_id="c1", name="lookup", args={"q": "é"})
+    stored = encode_event(event)
+    assert stored.startswith('{"type":"tool_called","call_id":"c1","name":"lookup","args":{"q":"é"},"ts":"')
+    assert stored.endswith('Z"}')
