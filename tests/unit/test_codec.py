@@ -109,3 +109,33 @@ def test_encoded_events_are_compact_json_with_the_books_tags() -> None:
     stored = encode_event(event)
     assert stored.startswith('{"type":"tool_called","call_id":"c1","name":"lookup","args":{"q":"é"},"ts":"')
     assert stored.endswith('Z"}')
+
+
+irregular = st.dictionaries(
+    st.sampled_from(
+        ["type", "content", "ts", "call_id", "name", "args", "agent", "summary", "original_count"]
+    ),
+    json_values,
+).map(lambda d: json.dumps({**d, "type": d.get("type") if isinstance(d.get("type"), str) else "tool_called"}))
+
+
+@settings(max_examples=200)
+@given(st.lists(events.map(encode_event) | irregular | st.just("not json"), max_size=12))
+def test_the_snapshot_fast_path_equals_decode_then_project(payloads: list[str]) -> None:
+    from helikon.core.codec import snapshot_from_payloads
+    from helikon.core.session import project
+
+    assert snapshot_from_payloads(payloads) == project(decode_events(payloads))
+
+
+def test_the_snapshot_fast_path_honours_compaction() -> None:
+    from helikon.core.codec import snapshot_from_payloads
+    from helikon.core.items import SystemMessage, UserMessage
+
+    log = [
+        UserMessageEvent(content=(TextPart(text="old"),)),
+        Compacted(summary="S", original_count=1),
+        UserMessageEvent(content=(TextPart(text="new"),)),
+    ]
+    snapshot = snapshot_from_payloads([encode_event(e) for e in log])
+    assert snapshot.messages == (SystemMessage(text="S"), UserMessage.from_text("new"))

@@ -13,15 +13,20 @@ from datetime import datetime
 from typing import Any, cast
 
 from .items import (
+    AssistantMessage,
     AudioPart,
     Base64Source,
     ContentPart,
     ImagePart,
+    Item,
     MediaSource,
     ReasoningPart,
     TextPart,
+    ToolCall,
+    ToolResult,
     ToolUsePart,
     UrlSource,
+    UserMessage,
 )
 from .session import (
     AssistantMessageEvent,
@@ -151,3 +156,72 @@ def fast_decode(obj: Any) -> KnownSessionEvent | None:
         return builder(data)
     except (_Irregular, KeyError, TypeError, ValueError, AttributeError):
         return None
+
+
+IRREGULAR = object()
+"""`fast_step`'s answer when the object needs the careful path."""
+
+
+def _user_item(o: dict[str, Any]) -> Item | Compacted | None:
+    _ts(o)  # validated as `fast_decode` would, so both paths agree on every object
+    return UserMessage(content=_content(o))
+
+
+def _assistant_item(o: dict[str, Any]) -> Item | Compacted | None:
+    _ts(o)
+    return AssistantMessage(content=_content(o), agent=_opt_str(o, "agent"))
+
+
+def _called_item(o: dict[str, Any]) -> Item | Compacted | None:
+    _ts(o)
+    return ToolCall(call_id=_str(o, "call_id"), name=_str(o, "name"), args=o["args"])
+
+
+def _returned_item(o: dict[str, Any]) -> Item | Compacted | None:
+    _ts(o)
+    is_error = o.get("is_error", False)
+    if type(is_error) is not bool:
+        raise _Irregular
+    return ToolResult(
+        call_id=_str(o, "call_id"), content=_content(o), is_error=is_error, name=_opt_str(o, "name")
+    )
+
+
+def _handoff_item(o: dict[str, Any]) -> Item | Compacted | None:
+    _handoff(o)
+    return None
+
+
+def _compacted_item(o: dict[str, Any]) -> Item | Compacted | None:
+    event = _compacted(o)
+    return event if isinstance(event, Compacted) else None
+
+
+_STEPS: dict[str, Callable[[dict[str, Any]], Item | Compacted | None]] = {
+    "user_message": _user_item,
+    "assistant_message": _assistant_item,
+    "tool_called": _called_item,
+    "tool_returned": _returned_item,
+    "handoff_occurred": _handoff_item,
+    "compacted": _compacted_item,
+}
+
+
+def fast_step(obj: Any) -> Item | Compacted | object | None:
+    """The projection step of one parsed event, skipping the event object; `IRREGULAR` if unsure.
+
+    An object of a type no builder knows projects to nothing, as its `UnknownEvent` would.
+    """
+    if type(obj) is not dict:
+        return IRREGULAR
+    data = cast("dict[str, Any]", obj)
+    kind = data.get("type")
+    if type(kind) is not str:
+        return IRREGULAR
+    builder = _STEPS.get(kind)
+    if builder is None:
+        return None
+    try:
+        return builder(data)
+    except (_Irregular, KeyError, TypeError, ValueError, AttributeError):
+        return IRREGULAR

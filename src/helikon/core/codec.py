@@ -26,8 +26,18 @@ import json
 from collections.abc import Sequence
 from typing import Any, cast
 
-from ._fast_decode import fast_decode
-from .session import SESSION_EVENT_ADAPTER, SessionEvent, UnknownEvent
+from ._fast_decode import IRREGULAR, fast_decode, fast_step
+from .items import Item
+from .session import (
+    SESSION_EVENT_ADAPTER,
+    Compacted,
+    ConversationSnapshot,
+    SessionEvent,
+    UnknownEvent,
+    event_step,
+    fold,
+    project,
+)
 
 FORMAT_VERSION = 1
 """The version of the stored event format `encode_event` writes."""
@@ -81,6 +91,27 @@ def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
     return out
 
 
+def snapshot_from_payloads(payloads: Sequence[str | bytes]) -> ConversationSnapshot:
+    """`project(decode_events(payloads))`, without building the event objects on the way.
+
+    Backends' `snapshot()` reads only payloads, so it can fold them straight into the
+    conversation; the result is identical to decoding then projecting.
+    """
+    if not payloads:
+        return ConversationSnapshot()
+    try:
+        objects: list[Any] = json.loads(
+            "[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]"
+        )
+    except ValueError:
+        return project(decode_events(payloads))
+    steps: list[Item | Compacted | None] = []
+    for obj, payload in zip(objects, payloads, strict=True):
+        step = fast_step(obj)
+        steps.append(event_step(decode_event(payload)) if step is IRREGULAR else step)  # pyright: ignore[reportArgumentType]
+    return fold(steps)
+
+
 def _unknown(payload: str | bytes | dict[str, Any]) -> UnknownEvent:
     data: Any = payload
     if not isinstance(payload, dict):
@@ -96,4 +127,11 @@ def _unknown(payload: str | bytes | dict[str, Any]) -> UnknownEvent:
     return UnknownEvent(type=kind if isinstance(kind, str) else "unknown", data=obj)
 
 
-__all__ = ["FORMAT_VERSION", "decode_event", "decode_events", "encode_event", "event_kind"]
+__all__ = [
+    "FORMAT_VERSION",
+    "decode_event",
+    "decode_events",
+    "encode_event",
+    "event_kind",
+    "snapshot_from_payloads",
+]

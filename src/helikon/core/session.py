@@ -14,7 +14,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import field
 from datetime import UTC, datetime
 from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, runtime_checkable
@@ -188,30 +188,43 @@ def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
     place as a `SystemMessage` holding the summary. Deterministic: the same log always
     projects to the same conversation.
     """
+    return fold(event_step(event) for event in events)
+
+
+
+def event_step(event: SessionEvent) -> Item | Compacted | None:
+    """The projection step of one event."""
+    if isinstance(event, UserMessageEvent):
+        return UserMessage(content=event.content)
+    if isinstance(event, AssistantMessageEvent):
+        return AssistantMessage(content=event.content, agent=event.agent)
+    if isinstance(event, ToolCalled):
+        return ToolCall(call_id=event.call_id, name=event.name, args=event.args)
+    if isinstance(event, ToolReturned):
+        return ToolResult(
+            call_id=event.call_id, content=event.content, is_error=event.is_error, name=event.name
+        )
+    if isinstance(event, Compacted):
+        return event
+    return None  # HandoffOccurred is audit only; an UnknownEvent means nothing to this version
+
+
+def fold(steps: Iterable[Item | Compacted | None]) -> ConversationSnapshot:
+    """Fold one projection step per event (in log order) into the conversation."""
     messages: list[Item] = []
     origins: list[int] = []  # index of the event each message came from
-    for index, event in enumerate(events):
-        item: Item
-        if isinstance(event, UserMessageEvent):
-            item = UserMessage(content=event.content)
-        elif isinstance(event, AssistantMessageEvent):
-            item = AssistantMessage(content=event.content, agent=event.agent)
-        elif isinstance(event, ToolCalled):
-            item = ToolCall(call_id=event.call_id, name=event.name, args=event.args)
-        elif isinstance(event, ToolReturned):
-            item = ToolResult(
-                call_id=event.call_id, content=event.content, is_error=event.is_error, name=event.name
-            )
-        elif isinstance(event, Compacted):
-            cutoff = index - max(event.original_count, 0)
+    for index, step in enumerate(steps):
+        if step is None:
+            continue
+        if isinstance(step, Compacted):
+            cutoff = index - max(step.original_count, 0)
             keep = len(origins)
             while keep and origins[keep - 1] >= cutoff:
                 keep -= 1
             del messages[keep:], origins[keep:]
-            item = SystemMessage(text=event.summary)
-        else:  # HandoffOccurred is audit only; an UnknownEvent means nothing to this version
-            continue
-        messages.append(item)
+            messages.append(SystemMessage(text=step.summary))
+        else:
+            messages.append(step)
         origins.append(index)
     return ConversationSnapshot(tuple(messages))
 
