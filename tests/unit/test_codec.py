@@ -139,3 +139,13 @@ def test_the_snapshot_fast_path_honours_compaction() -> None:
     ]
     snapshot = snapshot_from_payloads([encode_event(e) for e in log])
     assert snapshot.messages == (SystemMessage(text="S"), UserMessage.from_text("new"))
+
+
+def test_payloads_that_are_not_exactly_one_json_value_are_decoded_one_by_one() -> None:
+    from helikon.core.codec import snapshot_from_payloads
+
+    good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),)))
+    odd = ["", good + "," + good, good]
+    decoded = decode_events(odd)
+    assert [type(e).__name__ for e in decoded] == ["UnknownEvent", "UnknownEvent", "UserMessageEvent"]
+    assert [m.type for m in snapshot_from_payloads(odd).messages] == ["user"]

@@ -84,6 +84,8 @@ def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
         )
     except ValueError:  # at least one payload is not JSON: decode them one by one
         return [decode_event(p) for p in payloads]
+    if len(objects) != len(payloads):  # a payload held no value, or several: one by one
+        return [decode_event(p) for p in payloads]
     out: list[SessionEvent] = []
     for obj, payload in zip(objects, payloads, strict=True):
         event = fast_decode(obj)
@@ -104,6 +106,8 @@ def snapshot_from_payloads(payloads: Sequence[str | bytes]) -> ConversationSnaps
             "[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]"
         )
     except ValueError:
+        return project(decode_events(payloads))
+    if len(objects) != len(payloads):  # a payload held no value, or several
         return project(decode_events(payloads))
     steps: list[Item | Compacted | None] = []
     for obj, payload in zip(objects, payloads, strict=True):

@@ -191,7 +191,6 @@ def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
     return fold(event_step(event) for event in events)
 
 
-
 def event_step(event: SessionEvent) -> Item | Compacted | None:
     """The projection step of one event."""
     if isinstance(event, UserMessageEvent):

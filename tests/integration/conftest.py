@@ -1,0 +1,75 @@
+"""Real servers for the integration tests: one PostgreSQL and one Redis per test session.
+
+Each test gets a fresh PostgreSQL database (`postgres_dsn`, `postgres_pool`) and an empty
+Redis (`redis_url`, `redis_client`), so tests never see each other's data. The servers are
+throwaway processes on 127.0.0.1 (`helikon.testing.servers`); `.ci/run` installs their
+binaries.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Iterator
+
+import asyncpg
+import pytest
+import redis.asyncio as aioredis
+
+from helikon.testing.servers import PostgresServer, RedisServer
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    with RedisServer() as server:
+        yield server
+
+
+@pytest.fixture
+async def postgres_dsn(postgres_server: PostgresServer) -> AsyncIterator[str]:
+    """A fresh, empty database on the session's server, dropped after the test."""
+    name = f"test_{uuid.uuid4().hex[:16]}"
+    admin = await asyncpg.connect(postgres_server.dsn)
+    try:
+        await admin.execute(f'CREATE DATABASE "{name}"')
+    finally:
+        await admin.close()
+    yield postgres_server.dsn_for(name)
+    if postgres_server.running:
+        admin = await asyncpg.connect(postgres_server.dsn)
+        try:
+            await admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        finally:
+            await admin.close()
+
+
+@pytest.fixture
+async def postgres_pool(postgres_dsn: str) -> AsyncIterator[asyncpg.Pool]:
+    async with asyncpg.create_pool(postgres_dsn, min_size=1, max_size=8) as pool:
+        yield pool
+
+
+@pytest.fixture
+async def redis_url(redis_server: RedisServer) -> str:
+    """The session's Redis server, emptied (and its settings restored) before the test."""
+    client = aioredis.Redis.from_url(redis_server.url)
+    try:
+        await client.flushall()
+        await client.config_set("maxmemory", 0)
+    finally:
+        await client.aclose()
+    return redis_server.url
+
+
+@pytest.fixture
+async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        yield client
+    finally:
+        await client.aclose()

@@ -1,0 +1,426 @@
+"""`helikon.sessions.postgres` against a real PostgreSQL server, real pools and real processes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from datetime import UTC, datetime
+
+import asyncpg
+import pytest
+
+from helikon.core.codec import FORMAT_VERSION, encode_event
+from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
+from helikon.core.items import TextPart
+from helikon.core.session import (
+    AssistantMessageEvent,
+    Compacted,
+    HandoffOccurred,
+    SequenceId,
+    Session,
+    SessionEntry,
+    SessionEvent,
+    ToolCalled,
+    ToolReturned,
+    UnknownEvent,
+    UserMessageEvent,
+    project,
+)
+from helikon.sessions.postgres import MIGRATION_LOCK_KEY, SCHEMA_VERSION, PostgresSession, open_session
+from helikon.testing import session_conformance as conformance
+from helikon.testing.servers import PostgresServer, free_port
+
+pytestmark = pytest.mark.integration
+
+
+def say(text: str) -> UserMessageEvent:
+    return UserMessageEvent(content=(TextPart(text=text),))
+
+
+def texts(entries: Sequence[SessionEntry]) -> list[str]:
+    out: list[str] = []
+    for entry in entries:
+        assert isinstance(entry.event, UserMessageEvent), entry
+        part = entry.event.content[0]
+        assert isinstance(part, TextPart)
+        out.append(part.text)
+    return out
+
+
+def seqs(entries: Sequence[SessionEntry]) -> list[int]:
+    return [int(entry.seq) for entry in entries]
+
+
+def every_kind() -> list[SessionEvent]:
+    return [
+        say("How am I doing on dining?"),
+        ToolCalled(call_id="c1", name="budget_status", args={"category": "Dining", "n": [1, 2.5, None]}),
+        ToolReturned(call_id="c1", content=(TextPart(text='{"remaining":-62.4}'),), name="budget_status"),
+        AssistantMessageEvent(content=(TextPart(text="Over by $62.40 — ünïcödé ✓"),), agent="budget"),
+        HandoffOccurred(from_agent="budget", to_agent="advisor"),
+        Compacted(summary="dining is over budget", original_count=4),
+    ]
+
+
+async def run_writer(script: str, *args: str) -> str:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", script, *args, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    async with asyncio.timeout(120):
+        out, err = await process.communicate()
+    assert process.returncode == 0, err.decode()[-3000:]
+    return out.decode()
+
+
+# --- the conformance suite -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "check",
+    conformance.checks_for(
+        conformance.ConformanceBackend(
+            name="postgres",
+            open=open_session,
+            opener="helikon.sessions.postgres:open_session",
+            crash_safe=True,
+        )
+    ),
+    ids=lambda check: check.__name__,
+)
+async def test_conformance(check: conformance.Check, postgres_pool: asyncpg.Pool, postgres_dsn: str) -> None:
+    async def open_(session_id: str) -> Session:
+        return await PostgresSession.open(postgres_pool, session_id)
+
+    backend = conformance.ConformanceBackend(
+        name="postgres",
+        open=open_,
+        opener="helikon.sessions.postgres:open_session",
+        opener_kwargs={"dsn": postgres_dsn},
+        crash_safe=True,
+    )
+    await check(backend)
+
+
+# --- semantics -------------------------------------------------------------------------------
+
+
+async def test_append_events_since_and_snapshot(postgres_pool: asyncpg.Pool) -> None:
+    session = await PostgresSession.open(postgres_pool, "user-42")
+    assert isinstance(session, Session)
+    assert session.session_id == "user-42" and session.pool is postgres_pool
+    assert await session.events() == [] and (await session.snapshot()).messages == ()
+
+    logged = every_kind()
+    await session.append(logged[:1])
+    await session.append([])  # a no-op
+    await session.append(logged[1:])
+    entries = await session.events()
+    assert seqs(entries) == [0, 1, 2, 3, 4, 5]
+    assert [entry.event for entry in entries] == logged
+
+    assert seqs(await session.events(since=SequenceId(0))) == [1, 2, 3, 4, 5]
+    assert seqs(await session.events(since=SequenceId(4))) == [5]
+    assert await session.events(since=SequenceId(5)) == []
+    assert await session.events(since=SequenceId(99)) == []
+    assert seqs(await session.events(since=SequenceId(-7))) == [0, 1, 2, 3, 4, 5]
+    assert await session.snapshot() == project(logged)
+
+    again = PostgresSession.open_without_migrate(postgres_pool, "user-42")
+    assert await again.events() == entries
+
+
+async def test_the_stored_format(postgres_pool: asyncpg.Pool) -> None:
+    session = await PostgresSession.open(postgres_pool, "fmt")
+    logged = every_kind()
+    await session.append(logged)
+    columns = await postgres_pool.fetch(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_name = 'session_events' ORDER BY ordinal_position"
+    )
+    assert [tuple(row) for row in columns] == [
+        ("session_id", "text", "NO"),
+        ("sequence", "bigint", "NO"),
+        ("kind", "text", "NO"),
+        ("payload", "jsonb", "NO"),
+        ("ts", "timestamp with time zone", "YES"),
+        ("format", "integer", "NO"),
+    ]
+    key = await postgres_pool.fetchval(
+        "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'session_events'::regclass "
+        "AND contype = 'p'"
+    )
+    assert key == "PRIMARY KEY (session_id, sequence)"
+    rows = await postgres_pool.fetch(
+        "SELECT session_id, sequence, kind, payload::text, ts, format FROM session_events ORDER BY sequence"
+    )
+    for row, event in zip(rows, logged, strict=True):
+        assert row["session_id"] == "fmt" and row["kind"] == event.type and row["format"] == FORMAT_VERSION
+        assert json.loads(row["payload"]) == json.loads(encode_event(event))
+        assert row["ts"] == event.ts
+    assert [row["sequence"] for row in rows] == list(range(len(logged)))
+    migrations = await postgres_pool.fetch("SELECT version, applied_at FROM helikon_schema_migrations")
+    assert [row["version"] for row in migrations] == [SCHEMA_VERSION]
+    assert isinstance(migrations[0]["applied_at"], datetime)
+
+
+async def test_sessions_are_isolated(postgres_pool: asyncpg.Pool) -> None:
+    a = await PostgresSession.open(postgres_pool, "a")
+    b = PostgresSession.open_without_migrate(postgres_pool, "b")
+    await a.append([say("a0")])
+    await b.append([say("b0"), say("b1")])
+    await a.append([say("a1")])
+    assert texts(await a.events()) == ["a0", "a1"] and seqs(await a.events()) == [0, 1]
+    assert texts(await b.events()) == ["b0", "b1"] and seqs(await b.events()) == [0, 1]
+    similar = PostgresSession.open_without_migrate(postgres_pool, "a ")
+    assert await similar.events() == []
+
+
+async def test_twenty_concurrent_writers_get_contiguous_sequences(postgres_pool: asyncpg.Pool) -> None:
+    await PostgresSession.migrate(postgres_pool)
+    writers, per_writer = 20, 10
+
+    async def writer(index: int) -> None:
+        session = PostgresSession.open_without_migrate(postgres_pool, "busy")
+        for n in range(per_writer):
+            await session.append([say(f"w{index}:{n}")])
+
+    await asyncio.gather(*(writer(i) for i in range(writers)))
+    entries = await PostgresSession.open_without_migrate(postgres_pool, "busy").events()
+    assert seqs(entries) == list(range(writers * per_writer))
+    logged = texts(entries)
+    for index in range(writers):
+        assert [t for t in logged if t.startswith(f"w{index}:")] == [
+            f"w{index}:{n}" for n in range(per_writer)
+        ]
+
+
+async def test_a_pool_defaulting_to_repeatable_read_still_numbers_contiguously(postgres_dsn: str) -> None:
+    # The lock must be taken before the snapshot MAX(sequence) is read from: sessions set
+    # READ COMMITTED for their transactions instead of inheriting the pool's isolation.
+    settings = {"default_transaction_isolation": "repeatable read"}
+    async with asyncpg.create_pool(postgres_dsn, min_size=1, max_size=8, server_settings=settings) as pool:
+        await asyncio.gather(*(PostgresSession.migrate(pool) for _ in range(4)))
+
+        async def writer(index: int) -> None:
+            session = PostgresSession.open_without_migrate(pool, "rr")
+            for n in range(10):
+                await session.append([say(f"w{index}:{n}"), say(f"w{index}:{n}+")])
+
+        await asyncio.gather(*(writer(i) for i in range(8)))
+        assert seqs(await PostgresSession.open_without_migrate(pool, "rr").events()) == list(range(160))
+
+
+WRITER = """
+import asyncio, sys
+from helikon.core.items import TextPart
+from helikon.core.session import UserMessageEvent
+from helikon.sessions.postgres import open_session
+
+async def main(dsn, session_id, tag, count):
+    async with await open_session(session_id, dsn=dsn) as session:
+        for n in range(int(count)):
+            await session.append([UserMessageEvent(content=(TextPart(text=f"{tag}:{n}"),))])
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+async def test_four_processes_write_one_session(postgres_dsn: str, postgres_pool: asyncpg.Pool) -> None:
+    await asyncio.gather(*(run_writer(WRITER, postgres_dsn, "shared", f"p{i}", "50") for i in range(4)))
+    entries = await PostgresSession.open_without_migrate(postgres_pool, "shared").events()
+    assert seqs(entries) == list(range(200))
+    logged = texts(entries)
+    for i in range(4):
+        assert [t for t in logged if t.startswith(f"p{i}:")] == [f"p{i}:{n}" for n in range(50)]
+
+
+# --- failures --------------------------------------------------------------------------------
+
+
+async def test_an_event_postgres_cannot_store_fails_the_whole_append(postgres_pool: asyncpg.Pool) -> None:
+    session = await PostgresSession.open(postgres_pool, "nul")
+    await session.append([say("before")])
+    with pytest.raises(SessionBackendError, match="unsupported Unicode escape sequence"):
+        await session.append([say("fine"), say("a NUL \x00 cannot live in jsonb"), say("also fine")])
+    assert texts(await session.events()) == ["before"]
+    await session.append([say("after")])
+    assert seqs(await session.events()) == [0, 1] and texts(await session.events())[-1] == "after"
+
+
+async def test_a_connection_killed_mid_transaction_writes_nothing(postgres_pool: asyncpg.Pool) -> None:
+    session = await PostgresSession.open(postgres_pool, "killed")
+    await session.append([say("before")])
+    async with postgres_pool.acquire() as holder, holder.transaction():
+        # Hold the session's lock, so the append waits inside its transaction; then kill it there.
+        await holder.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "killed")
+        append = asyncio.create_task(session.append([say("lost 1"), say("lost 2")]))
+        pid = None
+        async with asyncio.timeout(30):
+            while pid is None:
+                await asyncio.sleep(0.01)
+                pid = await holder.fetchval(
+                    "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                    "AND wait_event = 'advisory' AND pid <> pg_backend_pid()"
+                )
+        assert await holder.fetchval("SELECT pg_terminate_backend($1)", pid)
+        with pytest.raises(SessionUnavailable, match="PostgreSQL is unavailable, append did not complete"):
+            await append
+    assert texts(await session.events()) == ["before"]
+    await session.append([say("after")])
+    assert seqs(await session.events()) == [0, 1]
+
+
+async def test_a_bad_session_id_or_a_closed_session_is_a_user_error(postgres_pool: asyncpg.Pool) -> None:
+    for bad in ("", "nul\x00", 42):
+        with pytest.raises(UserError, match="session_id"):
+            PostgresSession.open_without_migrate(postgres_pool, bad)  # type: ignore[arg-type]
+    session = await PostgresSession.open(postgres_pool, "closing")
+    async with session:
+        await session.append([say("hi")])
+    with pytest.raises(UserError, match="closed"):
+        await session.events()
+    # The pool was the caller's: it stays open.
+    assert await postgres_pool.fetchval("SELECT count(*) FROM session_events") == 1
+
+
+async def test_open_session_owns_its_pool(postgres_dsn: str) -> None:
+    async with await open_session("owned", dsn=postgres_dsn) as session:
+        await session.append([say("hi")])
+        pool = session.pool
+    assert pool.is_closing()
+    with pytest.raises(UserError, match="closed"):
+        await session.append([say("again")])
+    async with await open_session("owned", dsn=postgres_dsn) as reopened:
+        assert texts(await reopened.events()) == ["hi"]
+
+
+async def test_an_unreachable_server_is_session_unavailable() -> None:
+    dsn = f"postgresql://postgres@127.0.0.1:{free_port()}/postgres"
+    with pytest.raises(SessionUnavailable, match="PostgreSQL is unavailable, connect did not complete"):
+        await open_session("nowhere", dsn=dsn)
+
+
+async def test_server_down_then_back_loses_nothing() -> None:
+    async with PostgresServer() as server, await open_session("outage", dsn=server.dsn) as session:
+        await session.append([say("one"), say("two")])
+        await asyncio.to_thread(server.stop, keep_data=True)
+        with pytest.raises(SessionUnavailable, match="PostgreSQL is unavailable") as failed:
+            await session.append([say("while down")])
+        assert isinstance(failed.value, SessionError)
+        with pytest.raises(SessionUnavailable, match="events did not complete"):
+            await session.events()
+        await asyncio.to_thread(server.start)
+        assert texts(await session.events()) == ["one", "two"]
+        await session.append([say("three")])
+        assert seqs(await session.events()) == [0, 1, 2]
+
+
+# --- unknown events ----------------------------------------------------------------------------
+
+
+async def test_an_unknown_event_round_trips(postgres_pool: asyncpg.Pool) -> None:
+    await PostgresSession.migrate(postgres_pool)
+    # Written by a newer helikon (or another program), with its own spacing and key order.
+    stored = (
+        '{"type": "branch_switched",  "ts": "2026-11-30T07:00:01Z", '
+        '"branch": "b2", "nested": {"k": [1, "x"]}}'
+    )
+    await postgres_pool.execute(
+        "INSERT INTO session_events VALUES ('old', 0, 'branch_switched', $1::jsonb, $2, 1)",
+        stored,
+        datetime(2026, 11, 30, 7, 0, 1, tzinfo=UTC),
+    )
+    old = PostgresSession.open_without_migrate(postgres_pool, "old")
+    await old.append([say("after it")])
+    [(seq, event), (next_seq, _)] = await old.events()
+    assert (seq, next_seq) == (0, 1)
+    assert isinstance(event, UnknownEvent) and event.type == "branch_switched"
+    assert event.data == json.loads(stored)  # jsonb reorders keys: compare parsed JSON
+    assert event.ts == datetime(2026, 11, 30, 7, 0, 1, tzinfo=UTC)
+    assert project([event]).messages == ()
+
+    copy = PostgresSession.open_without_migrate(postgres_pool, "copy")
+    await copy.append([event])
+    row = await postgres_pool.fetchrow(
+        "SELECT kind, payload::text, ts FROM session_events WHERE session_id = 'copy'"
+    )
+    assert row is not None
+    assert row["kind"] == "branch_switched" and json.loads(row["payload"]) == json.loads(stored)
+    assert row["ts"] == datetime(2026, 11, 30, 7, 0, 1, tzinfo=UTC)
+    assert [entry.event for entry in await copy.events()] == [event]
+
+
+# --- migrations --------------------------------------------------------------------------------
+
+
+async def test_concurrent_migrations_are_serialized_and_idempotent(postgres_pool: asyncpg.Pool) -> None:
+    await asyncio.gather(*(PostgresSession.migrate(postgres_pool) for _ in range(4)))
+    await PostgresSession.migrate(postgres_pool)
+    assert [
+        tuple(row) for row in await postgres_pool.fetch("SELECT version FROM helikon_schema_migrations")
+    ] == [(SCHEMA_VERSION,)]
+    sessions = await asyncio.gather(*(PostgresSession.open(postgres_pool, f"s{i}") for i in range(4)))
+    await asyncio.gather(*(s.append([say(s.session_id)]) for s in sessions))
+    assert await postgres_pool.fetchval("SELECT count(*) FROM session_events") == 4
+
+
+async def test_migrate_waits_for_the_migration_lock(postgres_pool: asyncpg.Pool) -> None:
+    async with postgres_pool.acquire() as holder, holder.transaction():
+        await holder.execute("SELECT pg_advisory_xact_lock($1)", MIGRATION_LOCK_KEY)
+        migrating = asyncio.create_task(PostgresSession.migrate(postgres_pool))
+        await asyncio.sleep(0.2)
+        assert not migrating.done()
+    await migrating
+    assert (
+        await postgres_pool.fetchval("SELECT MAX(version) FROM helikon_schema_migrations") == SCHEMA_VERSION
+    )
+
+
+# --- crash safety --------------------------------------------------------------------------------
+
+BATCHES = """
+import asyncio, sys
+from helikon.core.items import TextPart
+from helikon.core.session import UserMessageEvent
+from helikon.sessions.postgres import open_session
+
+async def main(dsn, session_id):
+    session = await open_session(session_id, dsn=dsn)
+    number = 0
+    while True:
+        batch = [UserMessageEvent(content=(TextPart(text=f"b{number}:{i}"),)) for i in range(200)]
+        await session.append(batch)
+        print(number, flush=True)
+        number += 1
+
+asyncio.run(main(*sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("delay", [0.0, 0.013, 0.037])
+async def test_a_writer_killed_mid_append_leaves_whole_batches(
+    postgres_dsn: str, postgres_pool: asyncpg.Pool, delay: float
+) -> None:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", BATCHES, postgres_dsn, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    assert process.stdout is not None
+    try:
+        for _ in range(3):
+            async with asyncio.timeout(120):
+                assert await process.stdout.readline(), (await process.stderr.read()).decode()  # type: ignore[union-attr]
+        await asyncio.sleep(delay)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    session = PostgresSession.open_without_migrate(postgres_pool, "crash")
+    entries = await session.events()
+    assert len(entries) >= 600 and len(entries) % 200 == 0, len(entries)
+    assert seqs(entries) == list(range(len(entries)))
+    assert texts(entries) == [f"b{s // 200}:{s % 200}" for s in range(len(entries))]
+    await session.append([say("after the crash")])
+    assert seqs(await session.events(since=SequenceId(len(entries) - 1))) == [len(entries)]
