@@ -208,13 +208,31 @@ def event_step(event: SessionEvent) -> Item | Compacted | None:
     return None  # HandoffOccurred is audit only; an UnknownEvent means nothing to this version
 
 
-def fold(steps: Iterable[Item | Compacted | None]) -> ConversationSnapshot:
-    """Fold one projection step per event (in log order) into the conversation."""
-    messages: list[Item] = []
-    origins: list[int] = []  # index of the event each message came from
-    for index, step in enumerate(steps):
+class Projection:
+    """`project`, one event at a time: feed it the log in order, read the conversation any time.
+
+    Lets a reader that already holds the first n events fold only the ones after them.
+    """
+
+    __slots__ = ("_count", "_messages", "_origins")
+
+    def __init__(self) -> None:
+        self._messages: list[Item] = []
+        self._origins: list[int] = []  # index of the event each message came from
+        self._count = 0
+
+    @property
+    def count(self) -> int:
+        """How many events have been folded."""
+        return self._count
+
+    def add(self, step: Item | Compacted | None) -> None:
+        """Fold the next event's projection step (see `event_step`)."""
+        index = self._count
+        self._count += 1
         if step is None:
-            continue
+            return
+        messages, origins = self._messages, self._origins
         if isinstance(step, Compacted):
             cutoff = index - max(step.original_count, 0)
             keep = len(origins)
@@ -225,7 +243,18 @@ def fold(steps: Iterable[Item | Compacted | None]) -> ConversationSnapshot:
         else:
             messages.append(step)
         origins.append(index)
-    return ConversationSnapshot(tuple(messages))
+
+    def snapshot(self) -> ConversationSnapshot:
+        """The conversation so far."""
+        return ConversationSnapshot(tuple(self._messages))
+
+
+def fold(steps: Iterable[Item | Compacted | None]) -> ConversationSnapshot:
+    """Fold one projection step per event (in log order) into the conversation."""
+    projection = Projection()
+    for step in steps:
+        projection.add(step)
+    return projection.snapshot()
 
 
 __all__ = [

@@ -37,7 +37,8 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.postgres needs asyncpg: pip install 'paigasus-helikon[sessions-postgres]'"
     ) from exc
 
-from helikon.core.codec import FORMAT_VERSION, decode_events, encode_event, snapshot_from_payloads
+from helikon.core._log_cache import LogCache
+from helikon.core.codec import FORMAT_VERSION, decode_events, encode_event
 from helikon.core.exceptions import SessionError, SessionUnavailable, UserError
 from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry, SessionEvent
 
@@ -101,7 +102,6 @@ SELECT sequence, payload::text FROM session_events
 WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
 """
 
-_SELECT_PAYLOADS = "SELECT payload::text FROM session_events WHERE session_id = $1 ORDER BY sequence"
 
 # Errors that mean "the server cannot be reached (now)", not "the server said no".
 _UNAVAILABLE: tuple[type[BaseException], ...] = (
@@ -186,7 +186,7 @@ class PostgresSession:
         ```
     """
 
-    __slots__ = ("_closed", "_db", "_owns_pool", "_pool", "_session_id")
+    __slots__ = ("_closed", "_db", "_log", "_owns_pool", "_pool", "_session_id")
 
     def __init__(self, pool: Pool, session_id: str, *, owns_pool: bool = False) -> None:
         """A session on an already migrated `pool` (what `open_without_migrate` returns).
@@ -201,6 +201,7 @@ class PostgresSession:
         self._session_id = _check_session_id(session_id)
         self._owns_pool = owns_pool
         self._closed = False
+        self._log = LogCache()  # what this object has read: later reads fetch only the tail
 
     # --- construction ------------------------------------------------------------------------
 
@@ -288,21 +289,28 @@ class PostgresSession:
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), in order, each event with its sequence number."""
         self._check_open()
+        await self._refresh("events")
+        return self._log.after(since)
+
+    async def snapshot(self) -> ConversationSnapshot:
+        """The projection of the whole log (folded incrementally: only new events cost)."""
+        self._check_open()
+        await self._refresh("snapshot")
+        return self._log.snapshot()
+
+    async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         try:
-            rows = await self._db.fetch(_SELECT, self._session_id, -1 if since is None else since)
+            rows = await self._db.fetch(_SELECT, self._session_id, after)
         except _ERRORS as exc:
-            raise _translate(exc, "events") from exc
+            raise _translate(exc, action) from exc
         decoded = decode_events([row[1] for row in rows])
         return [SessionEntry(SequenceId(row[0]), event) for row, event in zip(rows, decoded, strict=True)]
 
-    async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log (read as payloads and folded, no event objects built)."""
-        self._check_open()
-        try:
-            rows = await self._db.fetch(_SELECT_PAYLOADS, self._session_id)
-        except _ERRORS as exc:
-            raise _translate(exc, "snapshot") from exc
-        return snapshot_from_payloads([row[0] for row in rows])
+    async def _refresh(self, action: str) -> None:
+        """Fetch and decode what was appended after what this object has already read."""
+        if not self._log.extend(await self._fetch(self._log.last_seq, action)):
+            self._log.clear()  # the table no longer continues what we read
+            self._log.extend(await self._fetch(-1, action))
 
     # --- lifecycle -----------------------------------------------------------------------------
 

@@ -36,7 +36,8 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.redis needs redis-py: pip install 'paigasus-helikon[sessions-redis]'"
     ) from exc
 
-from helikon.core.codec import decode_events, encode_event, snapshot_from_payloads
+from helikon.core._log_cache import LogCache
+from helikon.core.codec import decode_events, encode_event
 from helikon.core.exceptions import SessionError, SessionUnavailable, UserError
 from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry, SessionEvent
 
@@ -201,6 +202,7 @@ class RedisSession:
         "_client",
         "_closed",
         "_counter",
+        "_log",
         "_owns_client",
         "_read",
         "_session_id",
@@ -221,6 +223,7 @@ class RedisSession:
         self._counter = counter_key(session_id)
         self._owns_client = owns_client
         self._closed = False
+        self._log = LogCache()  # what this object has read: later reads fetch only the tail
         self._append = client.register_script(APPEND_SCRIPT)
         self._read = client.register_script(READ_SCRIPT)
 
@@ -277,14 +280,24 @@ class RedisSession:
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), in order, each event with its sequence number."""
-        seqs, payloads = await self._read_log(-1 if since is None else int(since), "events")
+        await self._refresh("events")
+        return self._log.after(since)
+
+    async def snapshot(self) -> ConversationSnapshot:
+        """The projection of the whole log (folded incrementally: only new events cost)."""
+        await self._refresh("snapshot")
+        return self._log.snapshot()
+
+    async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
+        seqs, payloads = await self._read_log(after, action)
         decoded = decode_events(payloads)
         return [SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)]
 
-    async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log (read as payloads and folded, no event objects built)."""
-        _, payloads = await self._read_log(-1, "snapshot")
-        return snapshot_from_payloads(payloads)
+    async def _refresh(self, action: str) -> None:
+        """Fetch and decode what was appended after what this object has already read."""
+        if not self._log.extend(await self._fetch(self._log.last_seq, action)):
+            self._log.clear()  # the stream no longer continues what we read
+            self._log.extend(await self._fetch(-1, action))
 
     async def _read_log(self, after: int, action: str) -> tuple[list[int], list[bytes]]:
         """The seqs and payloads of the entries after seq `after`, page by page."""

@@ -32,12 +32,12 @@ except ImportError as exc:  # pragma: no cover - a Python built without SQLite
         "library's sqlite3 module, which this Python was built without"
     ) from exc
 
+from helikon.core._log_cache import LogCache
 from helikon.core.codec import (
     FORMAT_VERSION,
     decode_event,
     decode_events,
     encode_event,
-    snapshot_from_payloads,
 )
 from helikon.core.exceptions import SessionBackendError, SessionError, UserError
 from helikon.core.session import (
@@ -46,7 +46,6 @@ from helikon.core.session import (
     SessionEntry,
     SessionEvent,
     UnknownEvent,
-    project,
 )
 
 SCHEMA_VERSION: Final = 1
@@ -375,14 +374,6 @@ def _entries(cur: sqlite3.Cursor, session_id: str, since: int) -> list[SessionEn
     return list(map(_new_entry, zip(seqs, _decode(payloads), strict=True)))
 
 
-def _snapshot(cur: sqlite3.Cursor, session_id: str) -> ConversationSnapshot:
-    payloads = _read(cur, session_id, -1)[1]
-    try:
-        return snapshot_from_payloads(payloads)
-    except ValueError:  # as in `_decode`
-        return project(_decode(payloads))
-
-
 def _check_session_id(session_id: object) -> str:
     if not isinstance(session_id, str) or not session_id:
         raise UserError(f"session_id must be a non-empty string, not {session_id!r}")
@@ -430,7 +421,7 @@ class SqliteSession:
         ```
     """
 
-    __slots__ = ("_closed", "_db", "_owns_db", "_session_id")
+    __slots__ = ("_closed", "_db", "_log", "_owns_db", "_session_id")
 
     def __init__(self, db: SqliteDatabase, session_id: str) -> None:
         """The same as `open_without_migrate`: no IO, the schema must already exist."""
@@ -440,6 +431,7 @@ class SqliteSession:
         self._session_id = _check_session_id(session_id)
         self._owns_db = False
         self._closed = False
+        self._log = LogCache()  # what this object has read: later reads fetch only the tail
 
     @staticmethod
     async def migrate(db: SqliteDatabase) -> None:
@@ -491,13 +483,22 @@ class SqliteSession:
         """
         if self._closed:
             raise UserError(f"{self!r} is closed")
-        return await self._db._run(_entries, self._session_id, -1 if since is None else since)
+        await self._refresh()
+        return self._log.after(since)
 
     async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log."""
+        """The projection of the whole log (folded incrementally: only new events cost)."""
         if self._closed:
             raise UserError(f"{self!r} is closed")
-        return await self._db._run(_snapshot, self._session_id)
+        await self._refresh()
+        return self._log.snapshot()
+
+    async def _refresh(self) -> None:
+        """Fetch and decode what was appended after what this object has already read."""
+        fetched = await self._db._run(_entries, self._session_id, self._log.last_seq)
+        if not self._log.extend(fetched):  # the file no longer continues what we read
+            self._log.clear()
+            self._log.extend(await self._db._run(_entries, self._session_id, -1))
 
     async def aclose(self) -> None:
         """Stop using the session; closes the database too when `open_session` opened it."""

@@ -43,6 +43,7 @@ from helikon.core.items import SystemMessage, TextPart
 from helikon.core.session import (
     AssistantMessageEvent,
     Compacted,
+    SequenceId,
     Session,
     SessionEvent,
     ToolCalled,
@@ -147,8 +148,6 @@ async def check_events_since_is_exclusive(backend: ConformanceBackend) -> None:
     session = await backend.open(sid)
     try:
         await session.append([_user(str(i)) for i in range(5)])
-        from helikon.core.session import SequenceId
-
         after_one = await session.events(SequenceId(1))
         after_last = await session.events(SequenceId(4))
         beyond = await session.events(SequenceId(99))
@@ -204,6 +203,30 @@ async def check_snapshot_is_the_projection_of_the_log(backend: ConformanceBacken
         'snapshot.messages[0] == SystemMessage(text="they said old things")',
     )
     _check(len(snapshot.messages) == 2, "len(snapshot.messages) == 2")
+
+
+async def check_a_reader_sees_what_others_append(backend: ConformanceBackend) -> None:
+    """A session object that has read the log sees, on its next read, what another object appended."""
+    sid = _new_id("fresh")
+    reader, writer = await backend.open(sid), await backend.open(sid)
+    try:
+        await reader.append([_user("1"), _user("2")])
+        _check(_texts([e.event for e in await reader.events()]) == ["1", "2"], "the reader's own appends")
+        await reader.snapshot()
+        await writer.append([_user("3")])
+        await writer.append([Compacted(summary="S", original_count=3), _user("4")])
+        events = [e.event for e in await reader.events()]
+        snapshot = await reader.snapshot()
+        tail = await reader.events(SequenceId(3))
+    finally:
+        await _close(reader)
+        await _close(writer)
+    _check(
+        _texts(events) == ["1", "2", "3", "4"], f"the reader missed another writer's events: {_texts(events)}"
+    )
+    _check(snapshot == project(events), "the reader's snapshot is not the projection of the log")
+    _check(snapshot.messages[0] == SystemMessage(text="S"), "the reader did not see the compaction")
+    _check([int(e.seq) for e in tail] == [4], "since is exclusive after a refresh")
 
 
 async def check_concurrent_writers_in_one_process(backend: ConformanceBackend) -> None:
@@ -408,6 +431,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_events_since_is_exclusive,
     check_sessions_are_isolated,
     check_snapshot_is_the_projection_of_the_log,
+    check_a_reader_sees_what_others_append,
     check_concurrent_writers_in_one_process,
     check_a_failed_append_writes_nothing,
     check_unknown_event_types_survive,
@@ -442,6 +466,7 @@ __all__ = [
     "ConformanceBackend",
     "check_a_failed_append_writes_nothing",
     "check_a_killed_writer_leaves_whole_appends",
+    "check_a_reader_sees_what_others_append",
     "check_a_run_resumes_in_another_process",
     "check_append_order_and_contiguous_sequences",
     "check_compaction_over_the_backend",
