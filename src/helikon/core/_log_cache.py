@@ -37,7 +37,6 @@ class LogCache:
             if seq != len(entries):
                 return False
             entries.append(entry)
-            self._projection.add(event_step(entry.event))
         return True
 
     def clear(self) -> None:
@@ -52,8 +51,11 @@ class LogCache:
         return self._entries[since + 1 :]
 
     def snapshot(self) -> ConversationSnapshot:
-        """The projection of the cached log."""
-        return self._projection.snapshot()
+        """The projection of the cached log (folding only what was not folded before)."""
+        projection, entries = self._projection, self._entries
+        for index in range(projection.count, len(entries)):  # lazily: a reader of events() never pays
+            projection.add(event_step(entries[index].event))
+        return projection.snapshot()
 
     def __len__(self) -> int:
         return len(self._entries)
