@@ -30,6 +30,12 @@ class LogCache:
     def extend(self, fetched: Sequence[SessionEntry]) -> bool:
         """Add freshly fetched entries; False if they do not continue the cache (then `clear`)."""
         entries = self._entries
+        if not fetched:
+            return True
+        first, last = int(fetched[0].seq), int(fetched[-1].seq)
+        if first == len(entries) and last - first == len(fetched) - 1:
+            entries.extend(fetched)  # the usual case: the stored order continues ours exactly
+            return True
         for entry in fetched:
             seq = int(entry.seq)
             if seq < len(entries):  # a concurrent read already added it

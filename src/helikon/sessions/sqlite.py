@@ -35,7 +35,6 @@ except ImportError as exc:  # pragma: no cover - a Python built without SQLite
 from helikon.core._log_cache import LogCache
 from helikon.core.codec import (
     FORMAT_VERSION,
-    decode_event,
     decode_events,
     encode_event,
 )
@@ -74,7 +73,6 @@ _new_entry: Callable[[tuple[SequenceId, SessionEvent]], SessionEntry] = functool
     tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
     SessionEntry,
 )
-_DECODE_CHUNK = 512  # events per decode call: short GIL holds keep the event loop responsive
 
 _SYNCHRONOUS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
 _JOURNAL_MODES: Final = ("WAL", "DELETE", "TRUNCATE", "PERSIST")  # MEMORY and OFF forfeit crash safety
@@ -355,25 +353,6 @@ def _read(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[tuple[Seque
     return seqs, payloads
 
 
-def _decode(payloads: Sequence[str]) -> list[SessionEvent]:
-    events: list[SessionEvent] = []
-    for start in range(0, len(payloads), _DECODE_CHUNK):
-        chunk = payloads[start : start + _DECODE_CHUNK]
-        try:
-            decoded = decode_events(chunk)
-        except ValueError:  # a payload that is not one JSON value can split the batch
-            decoded = []
-        if len(decoded) != len(chunk):
-            decoded = [decode_event(p) for p in chunk]
-        events.extend(decoded)
-    return events
-
-
-def _entries(cur: sqlite3.Cursor, session_id: str, since: int) -> list[SessionEntry]:
-    seqs, payloads = _read(cur, session_id, since)
-    return list(map(_new_entry, zip(seqs, _decode(payloads), strict=True)))
-
-
 def _check_session_id(session_id: object) -> str:
     if not isinstance(session_id, str) or not session_id:
         raise UserError(f"session_id must be a non-empty string, not {session_id!r}")
@@ -495,10 +474,15 @@ class SqliteSession:
 
     async def _refresh(self) -> None:
         """Fetch and decode what was appended after what this object has already read."""
-        fetched = await self._db._run(_entries, self._session_id, self._log.last_seq)
-        if not self._log.extend(fetched):  # the file no longer continues what we read
-            self._log.clear()
-            self._log.extend(await self._db._run(_entries, self._session_id, -1))
+        if not self._log.extend(await self._fetch(self._log.last_seq)):
+            self._log.clear()  # the file no longer continues what we read
+            self._log.extend(await self._fetch(-1))
+
+    async def _fetch(self, after: int) -> list[SessionEntry]:
+        # Rows are read on the worker thread; decoding is CPU work that holds the GIL wherever
+        # it runs, and measured faster on the event loop's thread than on the worker.
+        seqs, payloads = await self._db._run(_read, self._session_id, after)
+        return list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
 
     async def aclose(self) -> None:
         """Stop using the session; closes the database too when `open_session` opened it."""
