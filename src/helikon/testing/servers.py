@@ -38,6 +38,7 @@ Example:
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import contextlib
 import os
@@ -100,7 +101,7 @@ def _log_tail(path: Path, lines: int = 20) -> str:
         return "(no log)"
 
 
-class _Server:
+class _Server(abc.ABC):
     """What both servers share: the temporary directory, the process and the lifecycle."""
 
     _process: subprocess.Popen[bytes] | None
@@ -188,11 +189,13 @@ class _Server:
 
     _kind = "server"
 
+    @abc.abstractmethod
     def _launch(self, *, fresh: bool) -> None:
-        raise NotImplementedError
+        """Start the server process (`fresh`: on a new data directory)."""
 
+    @abc.abstractmethod
     def _shutdown(self, process: subprocess.Popen[bytes], *, keep_data: bool) -> None:
-        raise NotImplementedError
+        """Stop the server process cleanly."""
 
     def _wait(self, ready: Callable[[], bool], log: Path) -> None:
         deadline = time.monotonic() + self.startup_timeout
