@@ -27,19 +27,19 @@ Example:
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 from collections.abc import Awaitable, Callable, Sequence
+from types import ModuleType
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ._carrier import carrier
-from ._driver import drive
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
 from .items import Item, SystemMessage, UserMessage
-from .loop import OutputSpec
 from .model import Model, ModelSettings, ToolDef
-from .output import OutputType
+from .output import OutputSpec, OutputType
 from .result import RunResult, RunStream
 from .tools import Tool
 
@@ -84,6 +84,14 @@ class AgentInput:
     def conversation(self) -> tuple[Item, ...]:
         """History then the new turn: what the model sees."""
         return (*self.history, *self.messages) if self.history else self.messages
+
+
+@functools.cache
+def _driver() -> ModuleType:
+    # The loop and its driver load on the first run, not at `import helikon`.
+    from . import _driver as module
+
+    return module
 
 
 RunInput: TypeAlias = "str | AgentInput | Sequence[Item]"
@@ -261,7 +269,7 @@ class LlmAgent(Generic[Ctx]):
         `Runner` (`helikon.runtime.AsyncioRunner`) does both.
         """
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
-        return RunStream(drive(self, ctx, to_agent_input(input), config or self.run_config))
+        return RunStream(_driver().drive(self, ctx, to_agent_input(input), config or self.run_config))
 
     def run_sync(
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None

@@ -13,7 +13,7 @@ output type it ends `... -> Finalizing [-> RepairingOutput] -> Done`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
@@ -43,7 +43,8 @@ from .items import (
     ToolResult,
     UserMessage,
 )
-from .model import FinishReason, ModelRequest, ModelSettings, ResponseFormat, ToolDef
+from .model import FinishReason, ModelRequest, ModelSettings, ToolDef
+from .output import OutputSpec
 
 FINALIZE_PROMPT = "Now give your final answer as a JSON object that matches the `{name}` schema."
 REPAIR_PROMPT = (
@@ -274,19 +275,6 @@ class Terminate:
 NextAction: TypeAlias = CallModel | ExecuteTools | Handoff | Terminate
 
 _TERMINATE = Terminate()
-
-
-OutputValidator: TypeAlias = Callable[[str], tuple[str, ...]]
-"""Validates final text; returns the schema errors (empty when it validates)."""
-
-
-@carrier
-class OutputSpec:
-    """What `transition` needs to know about the output type."""
-
-    name: str
-    response_format: ResponseFormat
-    validate: OutputValidator
 
 
 @dataclass(slots=True, kw_only=True)

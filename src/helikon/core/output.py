@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
+from ._carrier import carrier
 from ._json import JsonObject
 from .exceptions import UserError
 from .model import ResponseFormat
@@ -16,6 +18,19 @@ T = TypeVar("T")
 
 _WRAP_KEY = "response"
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+OutputValidator: TypeAlias = Callable[[str], tuple[str, ...]]
+"""Validates final text; returns the schema errors (empty when it validates)."""
+
+
+@carrier
+class OutputSpec:
+    """What the loop needs to know about an output type: its name, format and validator."""
+
+    name: str
+    response_format: ResponseFormat
+    validate: OutputValidator
 
 
 class OutputType(Generic[T]):
