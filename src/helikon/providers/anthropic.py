@@ -1,0 +1,306 @@
+"""`AnthropicModel`: the Anthropic Messages API through the official `anthropic` SDK.
+
+Needs the `anthropic` extra (`pip install 'paigasus-helikon[anthropic]'`). Every call
+streams (`messages.create(stream=True)`); see `docs/providers-anthropic.md` for the
+request/event mapping, `ExtendedThinking`, `CacheStrategy` and the caveats.
+
+Example:
+    ```text
+    from helikon import LlmAgent
+    from helikon.providers.anthropic import AnthropicModel, ExtendedThinking
+
+    model = AnthropicModel.messages("claude-opus-4-6", thinking=ExtendedThinking(budget_tokens=2048))
+    agent = LlmAgent(name="assistant", model=model, instructions="Be brief.")
+    ```
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
+
+try:
+    import anthropic
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "helikon.providers.anthropic needs the Anthropic SDK: pip install 'paigasus-helikon[anthropic]'"
+    ) from exc
+
+from helikon.core.exceptions import (
+    ContextLengthExceeded,
+    ModelError,
+    OtherModelError,
+    RateLimited,
+    Transport,
+    Unavailable,
+    UserError,
+)
+from helikon.core.model import (
+    Finish,
+    FinishReason,
+    Model,
+    ModelCapabilities,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDelta,
+    TokenDelta,
+    ToolCallDelta,
+    Usage,
+)
+
+from ._anthropic_request import CacheStrategy, ExtendedThinking, build_params
+
+if TYPE_CHECKING:
+    from helikon.core.cancel import CancellationToken
+
+_CAPABILITIES = ModelCapabilities(
+    streaming=True,
+    tools=True,
+    parallel_tool_calls=True,
+    structured_output=True,
+    reasoning=True,
+    vision=True,
+    prompt_caching=True,
+)
+
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "refusal": "refusal",
+}
+
+
+_EXTRA_BODY = ("temperature", "top_p")
+
+
+class AnthropicModel(Model):
+    """An Anthropic model (Messages API), streamed. Build it with `AnthropicModel.messages`.
+
+    The client is built with `max_retries=0`: retries belong to `RetryingModel`.
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        client: anthropic.AsyncAnthropic,
+        max_tokens: int = 4096,
+        thinking: ExtendedThinking | None = None,
+        cache: CacheStrategy | None = None,
+    ) -> None:
+        if not model_id:
+            raise UserError(
+                "AnthropicModel: `model_id` must be a non-empty model name, e.g. `claude-opus-4-6`"
+            )
+        size = cast(object, max_tokens)
+        if not isinstance(size, int) or isinstance(size, bool) or size <= 0:
+            raise UserError(f"AnthropicModel(max_tokens={size!r}): must be a positive integer")
+        if thinking is not None and thinking.budget_tokens >= max_tokens:
+            raise UserError(
+                f"AnthropicModel: ExtendedThinking(budget_tokens={thinking.budget_tokens}) must be below "
+                f"max_tokens={max_tokens}"
+            )
+        self._model_id = model_id
+        self._client = client
+        self._max_tokens = max_tokens
+        self._thinking = thinking
+        self._cache = cache
+
+    @classmethod
+    def messages(
+        cls,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: anthropic.AsyncAnthropic | None = None,
+        max_tokens: int = 4096,
+        thinking: ExtendedThinking | None = None,
+        cache: CacheStrategy | None = None,
+    ) -> AnthropicModel:
+        """A model on the Messages API.
+
+        Args:
+            model_id: The model, e.g. `claude-opus-4-6`.
+            api_key: The API key; defaults to the `ANTHROPIC_API_KEY` environment variable.
+            base_url: Another endpoint (a proxy, a gateway).
+            client: A ready `anthropic.AsyncAnthropic` (then `api_key`/`base_url` are unused);
+                it is used as `client.with_options(max_retries=0)`.
+            max_tokens: `max_tokens` when the request's `max_output_tokens` is not set.
+            thinking: Enable extended thinking with this budget.
+            cache: Where to place prompt-cache breakpoints.
+        """
+        if client is None:
+            key = api_key or os.environ.get("ANTHROPIC_API_KEY")
+            if not key:
+                raise UserError(
+                    "AnthropicModel: no API key; set the ANTHROPIC_API_KEY environment variable "
+                    "or pass api_key=... (or client=...)"
+                )
+            client = anthropic.AsyncAnthropic(api_key=key, base_url=base_url, max_retries=0)
+        else:
+            client = client.with_options(max_retries=0)
+        return cls(model_id, client=client, max_tokens=max_tokens, thinking=thinking, cache=cache)
+
+    @property
+    def provider(self) -> str:
+        """`anthropic`."""
+        return "anthropic"
+
+    @property
+    def model_name(self) -> str:
+        """The model id."""
+        return self._model_id
+
+    def capabilities(self) -> ModelCapabilities:
+        """Streaming, tools (parallel), structured output, reasoning, vision, prompt caching."""
+        return _CAPABILITIES
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The `messages.create` arguments `invoke` sends for `request` (without `stream`)."""
+        return build_params(
+            request,
+            model_id=self._model_id,
+            max_tokens=self._max_tokens,
+            thinking=self._thinking,
+            cache=self._cache,
+        )
+
+    async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+        """Stream the answer to `request` as `ModelEvent`s; failures raise `ModelError`s."""
+        params = self.request_params(request)
+        # Sampling knobs are not typed arguments of `messages.create` in the SDK versions
+        # this targets; they still go in the body the API receives.
+        extra = {key: params.pop(key) for key in _EXTRA_BODY if key in params}
+        try:
+            stream = await self._client.messages.create(**params, stream=True, extra_body=extra or None)
+        except anthropic.APIError as exc:
+            raise _model_error(exc) from exc
+        try:
+            async for event in _events(stream, cancel):
+                yield event
+        except anthropic.APIError as exc:
+            raise _model_error(exc) from exc
+        finally:
+            await stream.close()
+
+
+async def _events(stream: AsyncIterator[Any], cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+    # Dispatch on the `type` strings, never on SDK classes: block types this SDK version does
+    # not know (e.g. `mcp_tool_use`) arrive as some other class with the right `type`.
+    kinds: dict[int, str] = {}  # block index -> "text" | "thinking" | "tool_use" | "skip"
+    calls: dict[int, str] = {}  # block index -> tool_use id
+    input_tokens = cached = 0
+    output_tokens = 0
+    finished = False
+    async for event in stream:
+        if cancel.is_cancelled():
+            return
+        kind = event.type
+        if kind == "content_block_delta":
+            delta = event.delta
+            delta_type = delta.type
+            if delta_type == "text_delta":
+                yield TokenDelta(text=delta.text)
+            elif delta_type == "thinking_delta":
+                yield ReasoningDelta(text=delta.thinking)
+            elif delta_type == "signature_delta":
+                yield ReasoningDelta(text="", signature=delta.signature)
+            elif delta_type == "input_json_delta" and kinds.get(event.index) == "tool_use":
+                yield ToolCallDelta(call_id=calls[event.index], args_delta=delta.partial_json)
+            # citations_delta and the deltas of skipped (server/MCP) blocks carry nothing helikon models.
+        elif kind == "content_block_start":
+            block = event.content_block
+            block_type: str = block.type
+            if block_type == "tool_use":
+                kinds[event.index] = "tool_use"
+                calls[event.index] = block.id
+                yield ToolCallDelta(call_id=block.id, name=block.name, args_delta="")
+            elif block_type == "redacted_thinking":
+                # Encrypted reasoning: no text, the data travels as the signature so it
+                # round-trips as a `redacted_thinking` block on the next turn.
+                kinds[event.index] = "skip"
+                yield ReasoningDelta(text="", signature=block.data)
+            elif block_type in ("text", "thinking"):
+                kinds[event.index] = block_type
+                initial = getattr(block, block_type, "")
+                if initial:
+                    yield TokenDelta(text=initial) if block_type == "text" else ReasoningDelta(text=initial)
+            else:
+                # server_tool_use, mcp_tool_use, *_tool_result, container_upload, ...: the
+                # provider ran these itself; helikon skips them (the model's text follows).
+                kinds[event.index] = "skip"
+        elif kind == "message_start":
+            usage = event.message.usage
+            input_tokens = usage.input_tokens or 0
+            cached = usage.cache_read_input_tokens or 0
+            input_tokens += cached + (usage.cache_creation_input_tokens or 0)
+            output_tokens = usage.output_tokens or 0
+        elif kind == "message_delta":
+            usage = event.usage
+            if usage.input_tokens is not None:
+                cached = usage.cache_read_input_tokens or 0
+                input_tokens = usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0)
+            output_tokens = usage.output_tokens or output_tokens
+            yield Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
+            reason = event.delta.stop_reason
+            yield Finish(reason=_FINISH.get(reason, "other") if reason else "other")
+            finished = True
+    if not finished and not cancel.is_cancelled():
+        raise Transport("the Anthropic stream ended before its message_delta event")
+
+
+def _error_body(exc: anthropic.APIStatusError) -> tuple[str, str]:
+    """The Anthropic error `(type, message)` from `{"type": "error", "error": {...}}`."""
+    body = exc.body
+    error = cast(dict[str, Any], body).get("error") if isinstance(body, dict) else None
+    if isinstance(error, dict):
+        fields = cast(dict[str, Any], error)
+        return (str(fields.get("type") or ""), str(fields.get("message") or exc.message))
+    return "", exc.message
+
+
+def _retry_after_ms(headers: Any) -> int | None:
+    raw: Any = headers.get("retry-after-ms")
+    if raw is not None:
+        try:
+            return int(float(raw))
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return int(float(raw) * 1000)
+    except ValueError:
+        return None
+
+
+def _model_error(exc: anthropic.APIError) -> ModelError:
+    """Translate an SDK error (HTTP status or in-stream `error` event) to a `ModelError`."""
+    if isinstance(exc, anthropic.APIConnectionError):
+        return Transport(f"Anthropic connection failed: {exc}")
+    if not isinstance(exc, anthropic.APIStatusError):
+        return OtherModelError(f"Anthropic: {exc}")
+    kind, message = _error_body(exc)
+    # An `error` event inside a 200 stream carries the real status only in its type.
+    status = exc.status_code if exc.status_code >= 400 else None
+    text = f"Anthropic {kind or 'error'}: {message}"
+    if status == 429 or kind == "rate_limit_error":
+        return RateLimited(
+            text, retry_after_ms=_retry_after_ms(exc.response.headers), status_code=status or 429
+        )
+    if kind in ("overloaded_error", "api_error") or (status is not None and status >= 500):
+        return Unavailable(text, status_code=status or (529 if kind == "overloaded_error" else 500))
+    if "prompt is too long" in message.lower():
+        return ContextLengthExceeded(text, status_code=status or 400)
+    if status == 408 or kind == "timeout_error":
+        return Transport(text, status_code=status)
+    return OtherModelError(text, status_code=status)
+
+
+__all__ = ["AnthropicModel", "CacheStrategy", "ExtendedThinking"]

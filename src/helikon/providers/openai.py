@@ -1,0 +1,197 @@
+"""`OpenAIModel`: the OpenAI Chat Completions and Responses APIs, and OpenAI-compatible servers.
+
+Needs the `openai` extra (`pip install 'paigasus-helikon[openai]'`). Every call streams;
+chunks become `ModelEvent`s as they arrive, and SDK exceptions are translated into
+`ModelError` variants at this boundary. See `docs/providers-openai.md`.
+
+Example:
+    ```text
+    from helikon.providers.openai import OpenAIModel
+
+    model = OpenAIModel.chat("gpt-4o")             # reads OPENAI_API_KEY
+    model = OpenAIModel.responses("gpt-5-mini")    # the Responses API
+    local = OpenAIModel.chat("llama3", base_url="http://localhost:11434/v1", api_key="unused")
+    ```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import AsyncIterator, Iterator
+from typing import Any, Literal, cast
+
+try:
+    import openai
+    from openai import AsyncOpenAI, AsyncStream
+    from openai.types.chat import ChatCompletionChunk
+    from openai.types.responses import ResponseStreamEvent
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "helikon.providers.openai needs the OpenAI SDK: pip install 'paigasus-helikon[openai]'"
+    ) from exc
+
+from helikon.core.cancel import CancellationToken
+from helikon.core.exceptions import UserError
+from helikon.core.model import Model, ModelCapabilities, ModelEvent, ModelRequest
+
+from ._openai_chat import ChatStreamState, chat_body
+from ._openai_common import MAPPED_ERRORS, map_error
+from ._openai_responses import ResponsesStreamState, responses_body
+
+__all__ = ["OpenAIModel"]
+
+Api = Literal["chat", "responses"]
+
+_REASONING = re.compile(r"^(o\d|gpt-5)")
+_NO_VISION = re.compile(r"^(gpt-3\.5|o1-mini|o3-mini|o1-preview)")
+
+
+class OpenAIModel(Model):
+    """An OpenAI model over Chat Completions (`chat`) or the Responses API (`responses`).
+
+    Build one with `OpenAIModel.chat(...)` or `OpenAIModel.responses(...)`. Pass
+    `base_url` (or your own `AsyncOpenAI` as `client`) to talk to an OpenAI-compatible
+    server. Clients built here have the SDK's own retries off (`max_retries=0`):
+    wrap the model in `RetryingModel` for retries.
+    """
+
+    def __init__(self, model_id: str, *, api: Api, client: AsyncOpenAI) -> None:
+        if not model_id:
+            raise UserError("OpenAIModel: `model_id` must be a non-empty model name")
+        self._model_id = model_id
+        self._api: Api = api
+        self._client = client
+
+    @classmethod
+    def chat(
+        cls,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: AsyncOpenAI | None = None,
+        organization: str | None = None,
+    ) -> OpenAIModel:
+        """A model over Chat Completions (`POST /chat/completions`).
+
+        Args:
+            model_id: The model name, e.g. `gpt-4o`.
+            api_key: The API key; defaults to the `OPENAI_API_KEY` environment variable.
+            base_url: Another OpenAI-compatible endpoint, e.g. `http://localhost:11434/v1`.
+            client: A ready `AsyncOpenAI` (the other connection arguments are then ignored).
+            organization: The OpenAI organization id, if any.
+
+        Raises:
+            UserError: If no client is given and no API key is found.
+        """
+        return cls(model_id, api="chat", client=client or _build_client(api_key, base_url, organization))
+
+    @classmethod
+    def responses(
+        cls,
+        model_id: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        client: AsyncOpenAI | None = None,
+        organization: str | None = None,
+    ) -> OpenAIModel:
+        """A model over the Responses API (`POST /responses`); arguments as for `chat`."""
+        return cls(model_id, api="responses", client=client or _build_client(api_key, base_url, organization))
+
+    @property
+    def provider(self) -> str:
+        """`openai`."""
+        return "openai"
+
+    @property
+    def model_name(self) -> str:
+        """The model id this instance calls."""
+        return self._model_id
+
+    @property
+    def api(self) -> Api:
+        """Which OpenAI API this model calls: `chat` or `responses`."""
+        return self._api
+
+    def capabilities(self) -> ModelCapabilities:
+        """What the model can do, from its family (a best guess on compatible servers)."""
+        caps = (
+            ModelCapabilities.empty()
+            .with_streaming()
+            .with_tools()
+            .with_parallel_tool_calls()
+            .with_structured_output()
+            .with_prompt_caching()
+        )
+        name = self._model_id.rsplit("/", 1)[-1]
+        if _REASONING.match(name):
+            caps = caps.with_reasoning()
+        if not _NO_VISION.match(name):
+            caps = caps.with_vision()
+        if self._api == "responses":
+            caps = caps.with_server_managed_state()
+        return caps
+
+    def build_body(self, request: ModelRequest) -> dict[str, Any]:
+        """The JSON body `invoke` sends for `request` (for inspection and tests)."""
+        if self._api == "chat":
+            return chat_body(self._model_id, request)
+        return responses_body(self._model_id, request)
+
+    async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+        """Stream the answer to `request`; raises a `ModelError` variant on failure.
+
+        Stops reading, and closes the HTTP stream, as soon as `cancel` is cancelled.
+        """
+        body = self.build_body(request)
+        if cancel.is_cancelled():
+            return
+        state: ChatStreamState | ResponsesStreamState
+        try:
+            if self._api == "chat":
+                stream: AsyncStream[Any] = cast(
+                    "AsyncStream[ChatCompletionChunk]", await self._client.chat.completions.create(**body)
+                )
+                state = ChatStreamState()
+            else:
+                stream = cast("AsyncStream[ResponseStreamEvent]", await self._client.responses.create(**body))
+                state = ResponsesStreamState()
+        except MAPPED_ERRORS as exc:
+            raise map_error(exc) from exc
+        try:
+            iterator = aiter(stream)
+            while not cancel.is_cancelled():
+                try:
+                    chunk = await anext(iterator)
+                except StopAsyncIteration:
+                    break
+                except MAPPED_ERRORS as exc:
+                    raise map_error(exc) from exc
+                for event in _feed(state, chunk):
+                    yield event
+            else:
+                return  # cancelled: no closing events
+            for event in state.finish():
+                yield event
+        finally:
+            await stream.close()
+
+
+def _feed(state: ChatStreamState | ResponsesStreamState, chunk: Any) -> Iterator[ModelEvent]:
+    if isinstance(state, ChatStreamState):
+        return state.feed(cast("ChatCompletionChunk", chunk))
+    return state.feed(cast("ResponseStreamEvent", chunk))
+
+
+def _build_client(api_key: str | None, base_url: str | None, organization: str | None) -> AsyncOpenAI:
+    key = api_key or os.environ.get("OPENAI_API_KEY")
+    if not key:
+        raise UserError(
+            "OpenAIModel: no API key; pass `api_key=...` or set the OPENAI_API_KEY environment variable"
+        )
+    return AsyncOpenAI(api_key=key, base_url=base_url, organization=organization, max_retries=0)
+
+
+_ = openai  # the SDK module is imported first so a missing extra fails with the message above
