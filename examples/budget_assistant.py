@@ -80,10 +80,21 @@ def scripted_model() -> MockModel:
 
 
 def pick_model() -> Model:
-    """A real provider when one is configured; otherwise the scripted model (and say so)."""
-    if os.environ.get("OPENAI_API_KEY") or os.environ.get("ANTHROPIC_API_KEY"):
-        print("(an API key is set, but this release ships no provider adapters yet)", file=sys.stderr)
-    print("No provider configured: running on helikon's built-in scripted model.\n")
+    """OpenAI or Anthropic when its key is set; otherwise the scripted model. Says which."""
+    try:
+        if os.environ.get("OPENAI_API_KEY"):
+            from helikon.providers.openai import OpenAIModel
+
+            print("Running on OpenAI (gpt-5-mini): OPENAI_API_KEY is set.\n")
+            return OpenAIModel.chat("gpt-5-mini")
+        if os.environ.get("ANTHROPIC_API_KEY"):
+            from helikon.providers.anthropic import AnthropicModel
+
+            print("Running on Anthropic (claude-sonnet-4-6): ANTHROPIC_API_KEY is set.\n")
+            return AnthropicModel.messages("claude-sonnet-4-6")
+    except ImportError as exc:  # the key is set but the provider's extra is not installed
+        print(f"({exc}; falling back to the scripted model)", file=sys.stderr)
+    print("No OPENAI_API_KEY or ANTHROPIC_API_KEY set: running on helikon's built-in scripted model.\n")
     return scripted_model()
 
 

@@ -90,3 +90,21 @@ def test_the_cli_runs_the_demo_and_reports_its_version() -> None:
     )
     assert demo.returncode == 0, demo.stderr
     assert "You're over budget on dining" in demo.stdout
+
+
+@pytest.mark.parametrize(
+    ("variable", "provider"), [("OPENAI_API_KEY", "openai"), ("ANTHROPIC_API_KEY", "anthropic")]
+)
+def test_the_example_picks_the_provider_whose_key_is_set(
+    example: dict[str, Any],
+    variable: str,
+    provider: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(variable, "test-key-not-used")  # no request is made: only the model is built
+    model = example["pick_model"]()
+    assert model.provider == provider
+    assert f"Running on {'OpenAI' if provider == 'openai' else 'Anthropic'}" in capsys.readouterr().out
