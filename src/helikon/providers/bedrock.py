@@ -1,0 +1,364 @@
+"""`BedrockModel`: the AWS Bedrock Converse streaming API through `aiobotocore`.
+
+Needs the `bedrock` extra (`pip install 'paigasus-helikon[bedrock]'`). Every call streams
+(`converse_stream`); see `docs/providers-bedrock.md` for the request/event mapping, the
+model families, structured output and the tool-schema rewriter.
+
+Example:
+    ```text
+    from helikon import LlmAgent
+    from helikon.providers.bedrock import BedrockModel
+
+    model = await BedrockModel.from_env("us.anthropic.claude-3-7-sonnet-20250219-v1:0")
+    agent = LlmAgent(name="assistant", model=model, instructions="Be brief.")
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any, cast
+
+# aiobotocore ships no type information: its modules are held as `Any` rather than
+# letting every use of them leak unknown types into the adapter.
+try:
+    _exceptions: Any = importlib.import_module("botocore.exceptions")
+    _config: Any = importlib.import_module("aiobotocore.config")
+    _aio_session: Any = importlib.import_module("aiobotocore.session")
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "helikon.providers.bedrock needs aiobotocore: pip install 'paigasus-helikon[bedrock]'"
+    ) from exc
+
+from helikon.core.exceptions import (
+    ContextLengthExceeded,
+    ModelError,
+    OtherModelError,
+    RateLimited,
+    Transport,
+    Unavailable,
+    UserError,
+)
+from helikon.core.model import (
+    Finish,
+    FinishReason,
+    Model,
+    ModelCapabilities,
+    ModelEvent,
+    ModelRequest,
+    ReasoningDelta,
+    TokenDelta,
+    ToolCallDelta,
+    Usage,
+)
+
+from ._bedrock_request import (
+    CAPABILITIES,
+    PROVIDER,
+    STRUCTURED_TOOL,
+    ModelFamily,
+    build_params,
+    structured_output,
+)
+from ._bedrock_schema import Ruleset, rewrite_tool_schema
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from helikon.core.cancel import CancellationToken
+
+_FINISH: dict[str, FinishReason] = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "model_context_window_exceeded": "length",
+    "tool_use": "tool_calls",
+    "guardrail_intervened": "content_filter",
+    "content_filtered": "content_filter",
+}
+
+# Retries belong to `RetryingModel`: the client botocore builds here makes one attempt.
+_CLIENT_CONFIG: Any = _config.AioConfig(retries={"total_max_attempts": 1, "mode": "standard"})
+
+
+class BedrockModel(Model):
+    """A model on AWS Bedrock (Converse API), streamed.
+
+    Build it with `await BedrockModel.from_env(model_id)` (the standard AWS credential
+    chain) or `BedrockModel.converse(model_id, client=..., session=..., region=...)`.
+    Without `client=`, the `bedrock-runtime` client is created on the first call and
+    released by `aclose()` (or `async with model:`).
+    """
+
+    def __init__(
+        self,
+        model_id: str,
+        *,
+        client: Any | None = None,
+        session: Any | None = None,
+        region: str | None = None,
+    ) -> None:
+        if not model_id:
+            raise UserError(
+                "BedrockModel: `model_id` must be a non-empty Bedrock model id, e.g. `amazon.nova-pro-v1:0`"
+            )
+        self._model_id = model_id
+        self._family = ModelFamily.detect(model_id)
+        self._client: Any = client
+        self._session = session
+        self._region = region
+        self._owned: Any = None  # the client context this model created and must close
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    def converse(
+        cls,
+        model_id: str,
+        *,
+        client: Any | None = None,
+        session: Any | None = None,
+        region: str | None = None,
+    ) -> BedrockModel:
+        """A model on the Converse API.
+
+        Args:
+            model_id: The model or inference-profile id, e.g. `us.anthropic.claude-3-7-sonnet-20250219-v1:0`.
+            client: A ready aiobotocore `bedrock-runtime` client (then `session`/`region` are unused).
+                Its retry settings are kept; prefer `retries={"total_max_attempts": 1}` and
+                `RetryingModel`.
+            session: The aiobotocore session to create the client from (default: a new one,
+                which reads the standard AWS credential chain lazily).
+            region: The AWS region (default: the session's, e.g. `AWS_REGION`).
+        """
+        return cls(model_id, client=client, session=session, region=region)
+
+    @classmethod
+    async def from_env(cls, model_id: str, *, region: str | None = None) -> BedrockModel:
+        """A model configured from the environment: the standard AWS credential chain and region.
+
+        Credentials are resolved on the first call, so auth failures surface at `invoke`.
+        A missing region is a `UserError` here, naming `AWS_REGION`.
+        """
+        session: Any = _aio_session.get_session()
+        if region is None:
+            # Reading the shared config file is blocking IO: keep it off the event loop.
+            found: Any = await asyncio.to_thread(session.get_config_variable, "region")
+            region = found if isinstance(found, str) and found else None
+        if not region:
+            raise UserError(
+                "BedrockModel.from_env: no AWS region; set the AWS_REGION environment variable, "
+                "`region` in ~/.aws/config, or pass region=..."
+            )
+        return cls(model_id, session=session, region=region)
+
+    @property
+    def provider(self) -> str:
+        """`aws.bedrock`."""
+        return PROVIDER
+
+    @property
+    def model_name(self) -> str:
+        """The model id."""
+        return self._model_id
+
+    @property
+    def family(self) -> ModelFamily:
+        """The model family detected from the model id."""
+        return self._family
+
+    def capabilities(self) -> ModelCapabilities:
+        """What the model's family supports through Converse."""
+        return CAPABILITIES[self._family]
+
+    def request_params(self, request: ModelRequest) -> dict[str, Any]:
+        """The `converse_stream` keyword arguments `invoke` sends for `request`."""
+        return build_params(request, model_id=self._model_id, family=self._family)
+
+    async def _get_client(self) -> Any:
+        if self._client is not None:
+            return self._client
+        async with self._lock:
+            if self._client is None:
+                session = self._session if self._session is not None else _aio_session.get_session()
+                context: Any = session.create_client(
+                    "bedrock-runtime", region_name=self._region, config=_CLIENT_CONFIG
+                )
+                self._client = await context.__aenter__()
+                self._owned = context
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client this model created (a client passed in is left to its owner)."""
+        owned, self._owned = self._owned, None
+        if owned is not None:
+            self._client = None
+            await owned.__aexit__(None, None, None)
+
+    async def __aenter__(self) -> BedrockModel:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
+        """Stream the answer to `request` as `ModelEvent`s; failures raise `ModelError`s."""
+        params = self.request_params(request)
+        structured = structured_output(request, self._family)
+        if cancel.is_cancelled():
+            return
+        try:
+            client = await self._get_client()
+            response: Any = await client.converse_stream(**params)
+        except Exception as exc:
+            raise _translate(exc) from exc
+        stream: Any = response["stream"]
+        # Closing the HTTP stream on cancellation also wakes a read that is waiting for bytes.
+        remove = cancel.add_callback(stream.close)
+        try:
+            async for event in _events(stream, cancel, structured=structured):
+                yield event
+        except ModelError:
+            raise
+        except Exception as exc:
+            if cancel.is_cancelled():
+                return  # the read failed because cancellation closed the stream
+            raise _translate(exc) from exc
+        finally:
+            remove()
+            stream.close()
+
+
+async def _events(stream: Any, cancel: CancellationToken, *, structured: bool) -> AsyncIterator[ModelEvent]:
+    kinds: dict[int, str] = {}  # block index -> "tool" | "output" | "skip"
+    calls: dict[int, str] = {}  # block index -> toolUseId
+    held: list[str] = []  # text held back while a structured answer may still come as the tool
+    called = output = False
+    stop_reason: str | None = None
+    usage: Usage | None = None
+    async for raw in stream:
+        if cancel.is_cancelled():
+            return
+        event = cast(dict[str, Any], raw)
+        if "contentBlockDelta" in event:
+            body = event["contentBlockDelta"]
+            index: int = body.get("contentBlockIndex", 0)
+            delta: dict[str, Any] = body.get("delta") or {}
+            kind = kinds.get(index)
+            if "text" in delta:
+                if structured:
+                    held.append(delta["text"])
+                elif delta["text"]:
+                    yield TokenDelta(text=delta["text"])
+            elif "reasoningContent" in delta:
+                reasoning: dict[str, Any] = delta["reasoningContent"]
+                if reasoning.get("text"):
+                    yield ReasoningDelta(text=reasoning["text"])
+                if reasoning.get("signature"):
+                    yield ReasoningDelta(text="", signature=reasoning["signature"])
+            elif "toolUse" in delta and kind in ("tool", "output"):
+                fragment: str = delta["toolUse"].get("input") or ""
+                if kind == "output":
+                    if fragment:
+                        yield TokenDelta(text=fragment)
+                else:
+                    yield ToolCallDelta(call_id=calls[index], args_delta=fragment)
+            # toolResult deltas (server-side tools) and skipped blocks carry nothing helikon models.
+        elif "contentBlockStart" in event:
+            body = event["contentBlockStart"]
+            index = body.get("contentBlockIndex", 0)
+            start: dict[str, Any] = body.get("start") or {}
+            tool_use: dict[str, Any] | None = start.get("toolUse")
+            if tool_use is None or tool_use.get("type") == "server_tool_use":
+                kinds[index] = "skip"  # a server-side tool ran by the provider, or its result
+            elif structured and tool_use.get("name") == STRUCTURED_TOOL:
+                kinds[index] = "output"
+                output = True
+            else:
+                kinds[index] = "tool"
+                calls[index] = tool_use["toolUseId"]
+                called = True
+                yield ToolCallDelta(call_id=tool_use["toolUseId"], name=tool_use["name"], args_delta="")
+        elif "messageStop" in event:
+            stop_reason = event["messageStop"].get("stopReason") or ""
+        elif "metadata" in event:
+            counts: dict[str, Any] = event["metadata"].get("usage") or {}
+            usage = Usage(
+                input_tokens=counts.get("inputTokens", 0) or 0,
+                output_tokens=counts.get("outputTokens", 0) or 0,
+                cached_input_tokens=counts.get("cacheReadInputTokens", 0) or 0,
+            )
+    if cancel.is_cancelled():
+        return
+    if stop_reason is None:
+        raise Transport("the Bedrock stream ended before its messageStop event")
+    if held and not output:
+        # No structured answer came through the tool: the text is the answer after all.
+        yield TokenDelta(text="".join(held))
+    if usage is not None:
+        yield usage
+    reason = _FINISH.get(stop_reason, "other")
+    if reason == "tool_calls" and not called:
+        reason = "stop"  # only the reserved output tool was called: that is the final answer
+    yield Finish(reason=reason)
+
+
+_THROTTLED = {"throttling", "toomanyrequests"}
+_UNAVAILABLE = {
+    "serviceunavailable",
+    "internalserver",
+    "internalfailure",
+    "modelnotready",
+    "modelstreamerror",
+}
+_TRANSPORT_ERRORS = (
+    _exceptions.HTTPClientError,
+    _exceptions.EndpointConnectionError,
+    _exceptions.ConnectionError,
+)
+
+
+def _translate(exc: Exception) -> ModelError:
+    """Translate a botocore error (HTTP response or in-stream exception event) to a `ModelError`."""
+    if isinstance(exc, _TRANSPORT_ERRORS):
+        return Transport(f"Bedrock connection failed: {exc}")
+    if isinstance(exc, _exceptions.NoCredentialsError):
+        return OtherModelError(
+            "Bedrock: no AWS credentials; set AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY, AWS_PROFILE, "
+            "or run where an instance/task role is available"
+        )
+    if isinstance(exc, _exceptions.NoRegionError):
+        return OtherModelError("Bedrock: no AWS region; set AWS_REGION or pass region=...")
+    if not isinstance(exc, _exceptions.ClientError):
+        return OtherModelError(f"Bedrock: {type(exc).__name__}: {exc}")
+    response = cast(dict[str, Any], cast(Any, exc).response)
+    error: dict[str, Any] = response.get("Error") or {}
+    code = str(error.get("Code") or "")
+    message = str(error.get("Message") or exc)
+    meta: dict[str, Any] = response.get("ResponseMetadata") or {}
+    raw_status: Any = meta.get("HTTPStatusCode")
+    status = raw_status if isinstance(raw_status, int) and raw_status >= 400 else None
+    key = code.lower().removesuffix("exception")
+    text = f"Bedrock {code or 'error'}: {message}"
+    # The error code decides first: Bedrock answers ModelNotReadyException with a 429.
+    if key in _UNAVAILABLE:
+        return Unavailable(text, status_code=status)
+    if key in _THROTTLED or status == 429:
+        return RateLimited(text, status_code=status or 429)
+    if status is not None and status >= 500:
+        return Unavailable(text, status_code=status)
+    if key == "modeltimeout":
+        return Transport(text, status_code=status)
+    lowered = message.lower()
+    if key == "validation" and ("too long" in lowered or "context" in lowered):
+        return ContextLengthExceeded(text, status_code=status or 400)
+    return OtherModelError(text, status_code=status)
+
+
+__all__ = ["BedrockModel", "ModelFamily", "Ruleset", "rewrite_tool_schema"]
