@@ -386,7 +386,9 @@ async def test_the_event_loop_keeps_running_while_sqlite_waits(tmp_path: Path) -
         stop.set()
         await beat
     assert len(gaps) > 100
-    assert max(gaps) < 0.25, max(gaps)
+    # A loop blocked by the 0.5 s lock wait would show a gap of at least 0.5 s; the bound sits
+    # well below that and well above what a loaded, shared machine adds to a 1 ms sleep.
+    assert max(gaps) < 0.45, max(gaps)
 
 
 async def test_a_cancelled_append_that_has_not_started_writes_nothing(tmp_path: Path) -> None:
