@@ -12,23 +12,20 @@ from typing import Any
 
 from helikon.core.exceptions import UserError
 from helikon.core.items import (
-    AssistantMessage,
     AudioPart,
     ContentPart,
     ImagePart,
     Item,
     ReasoningPart,
-    SystemMessage,
     TextPart,
-    ToolCall,
     ToolResult,
     ToolUsePart,
     UrlSource,
-    UserMessage,
 )
 from helikon.core.model import ModelCapabilities, ModelRequest, NamedToolChoice, ToolChoice
 
 from ._bedrock_schema import Ruleset, rewrite_tool_schema
+from ._turns import fold_turns
 
 Block = dict[str, Any]
 
@@ -187,29 +184,13 @@ def _tool_choice(choice: ToolChoice) -> Block:
 
 def _conversation(items: Sequence[Item]) -> tuple[list[str], list[Block]]:
     """System texts (hoisted, in order) and the alternating user/assistant messages."""
-    system: list[str] = []
-    messages: list[Block] = []
-
-    def append(role: str, blocks: list[Block]) -> None:
-        if not blocks:
-            return
-        if messages and messages[-1]["role"] == role:
-            messages[-1]["content"].extend(blocks)
-        else:
-            messages.append({"role": role, "content": blocks})
-
-    for item in items:
-        if isinstance(item, SystemMessage):
-            system.append(item.text)
-        elif isinstance(item, UserMessage):
-            append("user", [b for p in item.content if (b := _user_block(p)) is not None])
-        elif isinstance(item, AssistantMessage):
-            append("assistant", [b for p in item.content if (b := _assistant_block(p)) is not None])
-        elif isinstance(item, ToolCall):
-            append("assistant", [_tool_use(item.call_id, item.name, item.args)])
-        else:
-            append("user", [_tool_result(item)])
-    return system, messages
+    return fold_turns(
+        items,
+        user_block=_user_block,
+        assistant_block=_assistant_block,
+        tool_use=_tool_use,
+        tool_result=_tool_result,
+    )
 
 
 def _tool_use(call_id: str, name: str, args: Any) -> Block:
