@@ -7,7 +7,6 @@ the docstring, parameter descriptions from its Args section or from
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import json
 import re
@@ -165,10 +164,12 @@ class FunctionTool(Generic[Ctx]):
         fn = self._fn
         if self._is_async:
             result = await (fn(ctx, **kwargs) if self._takes_ctx else fn(**kwargs))
-        elif self._takes_ctx:
-            result = await asyncio.to_thread(fn, ctx, **kwargs)
         else:
-            result = await asyncio.to_thread(fn, **kwargs)
+            import asyncio  # only sync tools need it, and then a thread hop costs far more
+
+            result = await (
+                asyncio.to_thread(fn, ctx, **kwargs) if self._takes_ctx else asyncio.to_thread(fn, **kwargs)
+            )
         if isinstance(result, ToolOutput):
             return result
         return ToolOutput(self._to_json(result))

@@ -26,9 +26,7 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import functools
-import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
@@ -255,7 +253,7 @@ class LlmAgent(Generic[Ctx]):
         if isinstance(instructions, str):
             return (SystemMessage(text=instructions),) if instructions else ()
         text = instructions(ctx)
-        if inspect.isawaitable(text):
+        if isinstance(text, Awaitable):
             text = await text
         return (SystemMessage(text=text),) if text else ()
 
@@ -275,8 +273,10 @@ class LlmAgent(Generic[Ctx]):
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
     ) -> RunResult[str]:
         """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
+        import asyncio
+
         try:
-            asyncio.get_running_loop()
+            asyncio.get_running_loop()  # a running loop means we were called from async code
         except RuntimeError:
             pass
         else:

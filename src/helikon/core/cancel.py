@@ -13,9 +13,12 @@ Example:
 
 from __future__ import annotations
 
-import asyncio
 import weakref
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import asyncio
 
 
 class CancellationToken:
@@ -80,6 +83,8 @@ class CancellationToken:
         """Return once the token is cancelled."""
         if self._cancelled:
             return
+        import asyncio  # here, not at import: `import helikon` stays free of asyncio
+
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._waiters is None:
             self._waiters = []

@@ -29,7 +29,6 @@ Example:
 from __future__ import annotations
 
 import json
-import logging
 import math
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
@@ -63,7 +62,12 @@ from .session import (
     project,
 )
 
-logger = logging.getLogger("helikon.sessions")
+
+def _warn(message: str, *, exc_info: bool = False) -> None:
+    import logging  # only on the warning paths: `import helikon` does not load logging
+
+    logging.getLogger("helikon.sessions").warning(message, exc_info=exc_info)
+
 
 DEFAULT_COMPACTION_PROMPT = (
     "Summarize the conversation so far so that it can continue from the summary alone. Keep every fact, "
@@ -222,11 +226,11 @@ class CompactingSession:
             stream = self.model.invoke(request, CancellationToken())
             chunks = [event.text async for event in stream if isinstance(event, TokenDelta)]
         except Exception:
-            logger.warning("compaction skipped: the summarization call failed", exc_info=True)
+            _warn("compaction skipped: the summarization call failed", exc_info=True)
             return None
         summary = "".join(chunks)
         if not summary.strip():
-            logger.warning("compaction skipped: the model returned a blank summary")
+            _warn("compaction skipped: the model returned a blank summary")
             return None
         return summary
 
