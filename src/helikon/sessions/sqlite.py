@@ -66,7 +66,8 @@ _INSERT = (
     "INSERT INTO session_events (session_id, sequence, kind, payload, ts, format) VALUES (?, ?, ?, ?, ?, ?)"
 )
 _SELECT = (
-    "SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? ORDER BY sequence"
+    "SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? ORDER BY sequence "
+    "LIMIT ?"
 )
 # What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
 _new_entry: Callable[[tuple[SequenceId, SessionEvent]], SessionEntry] = functools.partial(
@@ -78,6 +79,13 @@ _SYNCHRONOUS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
 _JOURNAL_MODES: Final = ("WAL", "DELETE", "TRUNCATE", "PERSIST")  # MEMORY and OFF forfeit crash safety
 
 Job = tuple["asyncio.Future[Any] | None", Callable[..., Any], tuple[Any, ...]]
+
+BUSY: Final = object()
+"""What an inline attempt returns when another connection holds the lock: use the worker."""
+_LOCKED_CODES: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_CHECKPOINT_EVERY: Final = 256  # inline commits between background checkpoints (~1,000 WAL pages)
+_INLINE_MAX_BYTES: Final = 64 * 1024  # larger appends write enough pages to go to the worker
+_INLINE_READ_ROWS: Final = 256  # a tail read inline fetches at most this many rows
 
 # --- the worker thread -------------------------------------------------------------------------
 
@@ -92,11 +100,32 @@ def _reject(fut: asyncio.Future[Any], exc: BaseException) -> None:
         fut.set_exception(exc)
 
 
-def _stop(cur: sqlite3.Cursor) -> None:
+def _stop(cur: sqlite3.Cursor, inline: sqlite3.Connection | None = None) -> None:
+    if inline is not None:
+        inline.close()
     cur.connection.close()
 
 
-def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor) -> None:
+def _checkpoint(cur: sqlite3.Cursor) -> None:
+    """Copy the WAL back into the database (inline commits never do), without waiting for anyone.
+
+    Best effort: a reader or another process may keep part of the WAL in use; a later
+    checkpoint (or any connection's auto-checkpoint) finishes the job.
+    """
+    with contextlib.suppress(sqlite3.Error):
+        cur.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+
+
+class _Progress:
+    """How many awaited jobs the worker has finished: the loop compares it with what it queued."""
+
+    __slots__ = ("finished",)
+
+    def __init__(self) -> None:
+        self.finished = 0
+
+
+def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> None:
     """Run jobs in order until `_stop`; results go back through `call_soon_threadsafe`.
 
     Every job gets the same cursor: one connection, used by this thread only.
@@ -104,19 +133,22 @@ def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor) -> None:
     get = jobs.get
     while True:
         fut, fn, args = get()
-        if fut is None:  # from the finalizer: nobody waits
-            fn(cur, *args)
-        elif not fut.cancelled() or fn is _stop:  # a job cancelled while queued is skipped
-            try:
-                result = fn(cur, *args)
-                callback = _resolve
-            except BaseException as exc:
-                result = exc
-                callback = _reject
-            try:  # noqa: SIM105 - the hot path: cheaper than contextlib.suppress
-                fut.get_loop().call_soon_threadsafe(callback, fut, result)
-            except RuntimeError:  # the caller's loop is closed: nobody waits any more
-                pass
+        if fut is None:  # background work (a checkpoint, the finalizer's stop): nobody waits
+            with contextlib.suppress(sqlite3.Error):
+                fn(cur, *args)
+        else:
+            if not fut.cancelled() or fn is _stop:  # a job cancelled while queued is skipped
+                try:
+                    result = fn(cur, *args)
+                    callback = _resolve
+                except BaseException as exc:
+                    result = exc
+                    callback = _reject
+                try:  # noqa: SIM105 - the hot path: cheaper than contextlib.suppress
+                    fut.get_loop().call_soon_threadsafe(callback, fut, result)
+                except RuntimeError:  # the caller's loop is closed: nobody waits any more
+                    pass
+            progress.finished += 1  # after the job's effects: the loop may now write inline
         if fn is _stop:
             return
 
@@ -146,8 +178,33 @@ def _connect(path: str, busy_timeout: float, synchronous: str, journal_mode: str
     return conn
 
 
+def _connect_inline(path: str, synchronous: str, journal_mode: str) -> sqlite3.Connection | None:
+    """The loop thread's own connection, when committing on it cannot block.
+
+    Only in WAL mode with `synchronous` NORMAL or OFF, where a commit appends pages to the
+    WAL file and returns without an fsync. It never waits for a lock (busy timeout 0: a
+    locked database sends the job to the worker) and never checkpoints (the worker does).
+    """
+    if journal_mode != "WAL" or synchronous not in ("NORMAL", "OFF"):
+        return None
+    conn = sqlite3.connect(path, timeout=0.0, isolation_level=None, check_same_thread=False)
+    try:
+        conn.execute(f"PRAGMA synchronous={synchronous}")
+        conn.execute("PRAGMA wal_autocheckpoint=0")
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+_Opened = tuple[sqlite3.Connection | None, "_Progress"]
+
+
 def _start(
-    settings: tuple[str, float, str, str], ready: asyncio.Future[None], jobs: SimpleQueue[Job]
+    settings: tuple[str, float, str, str],
+    inline: bool,
+    ready: asyncio.Future[_Opened],
+    jobs: SimpleQueue[Job],
 ) -> None:
     try:
         conn = _connect(*settings)
@@ -155,26 +212,60 @@ def _start(
         with contextlib.suppress(RuntimeError):  # the caller's loop is already closed
             ready.get_loop().call_soon_threadsafe(_reject, ready, exc)
         return
+    try:
+        second = _connect_inline(settings[0], settings[2], settings[3]) if inline else None
+    except BaseException as exc:
+        conn.close()
+        with contextlib.suppress(RuntimeError):
+            ready.get_loop().call_soon_threadsafe(_reject, ready, exc)
+        return
+    progress = _Progress()
     with contextlib.suppress(RuntimeError):
-        ready.get_loop().call_soon_threadsafe(_resolve, ready, None)
-    _serve(jobs, conn.cursor())  # if nobody got the database, `open` queued a `_stop`
+        ready.get_loop().call_soon_threadsafe(_resolve, ready, (second, progress))
+    _serve(jobs, conn.cursor(), progress)  # if nobody got the database, `open` queued a `_stop`
 
 
 class SqliteDatabase:
-    """One SQLite file, one connection, one worker thread: the store `SqliteSession`s share.
+    """One SQLite file and a worker thread: the store `SqliteSession`s share.
 
     Open it with `await SqliteDatabase.open(path)`, close it with `aclose()` or `async with`.
+
+    Anything that may wait (for another writer's lock, an fsync, a checkpoint, a large
+    read) runs on the worker thread's connection. In WAL mode with `synchronous` NORMAL or
+    OFF (the defaults), a small append or tail read is first tried on a second connection
+    on the event loop's thread, which never waits: it takes the write lock only if it is
+    free at once, and a WAL commit at those settings writes pages without an fsync. When
+    the lock is taken, or earlier jobs are still queued, the work goes to the worker, in
+    order. `inline=False` sends everything to the worker.
     """
 
-    __slots__ = ("__weakref__", "_closed", "_finalizer", "_jobs", "_path")
+    __slots__ = (
+        "__weakref__",
+        "_closed",
+        "_commits",
+        "_cur",
+        "_finalizer",
+        "_jobs",
+        "_path",
+        "_progress",
+        "_queued",
+        "_thread",
+    )
 
-    def __init__(self, path: str, jobs: SimpleQueue[Job]) -> None:
+    def __init__(
+        self, path: str, jobs: SimpleQueue[Job], inline: sqlite3.Connection | None, progress: _Progress
+    ) -> None:
         """Use `SqliteDatabase.open`; this wraps an already-running worker."""
         self._path = path
         self._jobs = jobs
         self._closed = False
+        self._cur = inline.cursor() if inline is not None else None
+        self._progress = progress
+        self._queued = 0  # awaited jobs put on the queue; the worker counts those it finished
+        self._commits = 0
+        self._thread = threading.get_ident()  # the inline connection is this thread's only
         # A database dropped without `aclose` still stops its thread and closes the file.
-        self._finalizer = weakref.finalize(self, jobs.put, (None, _stop, ()))
+        self._finalizer = weakref.finalize(self, jobs.put, (None, _stop, (inline,)))
 
     @classmethod
     async def open(
@@ -184,6 +275,7 @@ class SqliteDatabase:
         busy_timeout: float = 30.0,
         synchronous: str = "NORMAL",
         journal_mode: str = "WAL",
+        inline: bool = True,
     ) -> SqliteDatabase:
         """Open (creating if missing) the SQLite file at `path`.
 
@@ -197,6 +289,8 @@ class SqliteDatabase:
                 newest commits, never corrupt), `FULL`, `EXTRA` or `OFF`.
             journal_mode: `WAL` (readers never wait for writers), `DELETE`, `TRUNCATE` or
                 `PERSIST`.
+            inline: Try small appends and tail reads on the event loop's thread first when
+                that cannot block (see the class docstring); False: always the worker.
 
         Raises:
             UserError: An argument is invalid; the message names it.
@@ -204,19 +298,24 @@ class SqliteDatabase:
         """
         settings = _check_open_args(path, busy_timeout, synchronous, journal_mode)
         jobs: SimpleQueue[Job] = SimpleQueue()
-        ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if not isinstance(inline, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"inline must be True or False, not {inline!r}")
+        ready: asyncio.Future[_Opened] = asyncio.get_running_loop().create_future()
         # A daemon thread: a database that is never closed must not keep the process alive.
         threading.Thread(
-            target=_start, args=(settings, ready, jobs), name=f"helikon-sqlite:{settings[0]}", daemon=True
+            target=_start,
+            args=(settings, inline, ready, jobs),
+            name=f"helikon-sqlite:{settings[0]}",
+            daemon=True,
         ).start()
         try:
-            await ready
+            second, progress = await ready
         except BaseException as exc:
             jobs.put((None, _stop, ()))  # cancelled: stop the thread if it did connect
             if isinstance(exc, sqlite3.Error):
                 raise SessionBackendError(f"cannot open SQLite database {settings[0]!r}: {exc}") from exc
             raise
-        return cls(settings[0], jobs)
+        return cls(settings[0], jobs, second, progress)
 
     @property
     def path(self) -> str:
@@ -239,11 +338,46 @@ class SqliteDatabase:
         if self._closed:
             raise UserError(f"{self!r} is closed: open a new one with SqliteDatabase.open(...)")
         fut = asyncio.get_running_loop().create_future()
+        self._queued += 1
         self._jobs.put((fut, fn, args))
         try:
             return await fut
         except sqlite3.Error as exc:
             raise SessionError.backend(exc) from exc
+
+    def _can_inline(self) -> bool:
+        """Whether the loop may use its own connection now without overtaking queued jobs."""
+        return (
+            self._cur is not None
+            and not self._closed
+            and self._queued == self._progress.finished
+            and threading.get_ident() == self._thread
+        )
+
+    def _inline(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run `fn(cursor, *args)` on the loop's connection; `BUSY` if the database is locked."""
+        cur = self._cur
+        assert cur is not None  # checked by `_can_inline`
+        try:
+            return fn(cur, *args)
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF in _LOCKED_CODES:
+                return BUSY
+            raise SessionError.backend(exc) from exc
+        except sqlite3.Error as exc:
+            raise SessionError.backend(exc) from exc
+
+    def _committed_inline(self) -> None:
+        """Count an inline commit; every so often, have the worker checkpoint the WAL.
+
+        The checkpoint is queued like any job, so this process's next appends wait behind
+        it on the worker: with no commit landing meanwhile it can copy the whole WAL, and
+        the next writer then starts the WAL file over instead of growing it.
+        """
+        self._commits += 1
+        if self._commits % _CHECKPOINT_EVERY == 0:
+            self._queued += 1
+            self._jobs.put((asyncio.get_running_loop().create_future(), _checkpoint, ()))
 
     async def aclose(self) -> None:
         """Finish the queued jobs, close the connection and stop the thread. Idempotent."""
@@ -252,7 +386,8 @@ class SqliteDatabase:
         self._closed = True
         self._finalizer.detach()
         fut = asyncio.get_running_loop().create_future()
-        self._jobs.put((fut, _stop, ()))
+        self._queued += 1
+        self._jobs.put((fut, _stop, (self._cur.connection if self._cur is not None else None,)))
         await asyncio.shield(fut)
 
     async def __aenter__(self) -> Self:
@@ -345,8 +480,10 @@ def _rollback(cur: sqlite3.Cursor) -> None:
             cur.execute("ROLLBACK")
 
 
-def _read(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[tuple[SequenceId, ...], tuple[str, ...]]:
-    rows: list[tuple[SequenceId, str]] = cur.execute(_SELECT, (session_id, since)).fetchall()
+def _read(
+    cur: sqlite3.Cursor, session_id: str, since: int, limit: int = -1
+) -> tuple[tuple[SequenceId, ...], tuple[str, ...]]:
+    rows: list[tuple[SequenceId, str]] = cur.execute(_SELECT, (session_id, since, limit)).fetchall()
     if not rows:
         return (), ()
     seqs, payloads = zip(*rows, strict=True)
@@ -453,7 +590,16 @@ class SqliteSession:
             raise UserError(f"{self!r} is closed")
         if not events:
             return
-        await self._db._run(_append, self._session_id, [_row(e) for e in events])
+        rows = [_row(e) for e in events]
+        db = self._db
+        if (
+            db._can_inline()
+            and sum(len(payload) for _, payload, _ in rows) <= _INLINE_MAX_BYTES
+            and db._inline(_append, self._session_id, rows) is not BUSY
+        ):
+            db._committed_inline()
+            return
+        await db._run(_append, self._session_id, rows)
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), each event with its sequence number.
@@ -479,10 +625,23 @@ class SqliteSession:
             self._log.extend(await self._fetch(-1))
 
     async def _fetch(self, after: int) -> list[SessionEntry]:
-        # Rows are read on the worker thread; decoding is CPU work that holds the GIL wherever
-        # it runs, and measured faster on the event loop's thread than on the worker.
-        seqs, payloads = await self._db._run(_read, self._session_id, after)
-        return list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
+        # Decoding is CPU work that holds the GIL wherever it runs, and measured faster on the
+        # event loop's thread than on the worker. A tail read (after what this object has read)
+        # is tried inline first; a first read is a full one and goes to the worker.
+        db = self._db
+        seqs: Sequence[SequenceId] = ()
+        payloads: Sequence[str] = ()
+        if after >= 0 and db._can_inline():
+            got = db._inline(_read, self._session_id, after, _INLINE_READ_ROWS)
+            if got is not BUSY:
+                seqs, payloads = got
+                if len(seqs) < _INLINE_READ_ROWS:
+                    return list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
+                after = seqs[-1]  # a long tail: the rest from the worker
+        more_seqs, more_payloads = await db._run(_read, self._session_id, after)
+        if seqs:
+            more_seqs, more_payloads = (*seqs, *more_seqs), (*payloads, *more_payloads)
+        return list(map(_new_entry, zip(more_seqs, decode_events(more_payloads), strict=True)))
 
     async def aclose(self) -> None:
         """Stop using the session; closes the database too when `open_session` opened it."""
