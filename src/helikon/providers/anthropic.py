@@ -180,78 +180,78 @@ class AnthropicModel(Model):
             stream = await self._client.messages.create(**params, stream=True, extra_body=extra or None)
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
+        # The event loop is inline (one async-generator layer, not two): on a long stream
+        # this adapter's own per-event cost is the dispatch below and the yield.
+        # Dispatch on the `type` strings, never on SDK classes: block types this SDK version
+        # does not know (e.g. `mcp_tool_use`) arrive as some other class with the right `type`.
+        calls: dict[int, str] = {}  # tool_use block index -> its id
+        input_tokens = cached = output_tokens = 0
+        finished = False
+        is_cancelled = cancel.is_cancelled
         try:
-            async for event in _events(stream, cancel):
-                yield event
+            async for event in cast("AsyncIterator[Any]", stream):
+                if is_cancelled():
+                    return
+                kind = event.type
+                if kind == "content_block_delta":
+                    delta = event.delta
+                    delta_type = delta.type
+                    if delta_type == "input_json_delta":
+                        call_id = calls.get(event.index)
+                        if call_id is not None:
+                            yield ToolCallDelta(call_id=call_id, args_delta=delta.partial_json)
+                    elif delta_type == "text_delta":
+                        yield TokenDelta(text=delta.text)
+                    elif delta_type == "thinking_delta":
+                        yield ReasoningDelta(text=delta.thinking)
+                    elif delta_type == "signature_delta":
+                        yield ReasoningDelta(text="", signature=delta.signature)
+                    # citations_delta and the deltas of skipped (server/MCP) blocks carry
+                    # nothing helikon models.
+                elif kind == "content_block_start":
+                    block = event.content_block
+                    block_type: str = block.type
+                    if block_type == "tool_use":
+                        calls[event.index] = block.id
+                        yield ToolCallDelta(call_id=block.id, name=block.name, args_delta="")
+                    elif block_type == "redacted_thinking":
+                        # Encrypted reasoning: no text, the data travels as the signature so
+                        # it round-trips as a `redacted_thinking` block on the next turn.
+                        yield ReasoningDelta(text="", signature=block.data)
+                    elif block_type in ("text", "thinking"):
+                        initial = getattr(block, block_type, "")
+                        if initial:
+                            yield (
+                                TokenDelta(text=initial)
+                                if block_type == "text"
+                                else ReasoningDelta(text=initial)
+                            )
+                    # Other blocks (server_tool_use, mcp_tool_use, *_tool_result, container_upload,
+                    # ...) ran at the provider; helikon skips them and their deltas.
+                elif kind == "message_start":
+                    usage = event.message.usage
+                    input_tokens = usage.input_tokens or 0
+                    cached = usage.cache_read_input_tokens or 0
+                    input_tokens += cached + (usage.cache_creation_input_tokens or 0)
+                    output_tokens = usage.output_tokens or 0
+                elif kind == "message_delta":
+                    usage = event.usage
+                    if usage.input_tokens is not None:
+                        cached = usage.cache_read_input_tokens or 0
+                        input_tokens = usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0)
+                    output_tokens = usage.output_tokens or output_tokens
+                    yield Usage(
+                        input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached
+                    )
+                    reason = event.delta.stop_reason
+                    yield Finish(reason=_FINISH.get(reason, "other") if reason else "other")
+                    finished = True
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
         finally:
             await stream.close()
-
-
-async def _events(stream: AsyncIterator[Any], cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
-    # Dispatch on the `type` strings, never on SDK classes: block types this SDK version does
-    # not know (e.g. `mcp_tool_use`) arrive as some other class with the right `type`.
-    kinds: dict[int, str] = {}  # block index -> "text" | "thinking" | "tool_use" | "skip"
-    calls: dict[int, str] = {}  # block index -> tool_use id
-    input_tokens = cached = 0
-    output_tokens = 0
-    finished = False
-    async for event in stream:
-        if cancel.is_cancelled():
-            return
-        kind = event.type
-        if kind == "content_block_delta":
-            delta = event.delta
-            delta_type = delta.type
-            if delta_type == "text_delta":
-                yield TokenDelta(text=delta.text)
-            elif delta_type == "thinking_delta":
-                yield ReasoningDelta(text=delta.thinking)
-            elif delta_type == "signature_delta":
-                yield ReasoningDelta(text="", signature=delta.signature)
-            elif delta_type == "input_json_delta" and kinds.get(event.index) == "tool_use":
-                yield ToolCallDelta(call_id=calls[event.index], args_delta=delta.partial_json)
-            # citations_delta and the deltas of skipped (server/MCP) blocks carry nothing helikon models.
-        elif kind == "content_block_start":
-            block = event.content_block
-            block_type: str = block.type
-            if block_type == "tool_use":
-                kinds[event.index] = "tool_use"
-                calls[event.index] = block.id
-                yield ToolCallDelta(call_id=block.id, name=block.name, args_delta="")
-            elif block_type == "redacted_thinking":
-                # Encrypted reasoning: no text, the data travels as the signature so it
-                # round-trips as a `redacted_thinking` block on the next turn.
-                kinds[event.index] = "skip"
-                yield ReasoningDelta(text="", signature=block.data)
-            elif block_type in ("text", "thinking"):
-                kinds[event.index] = block_type
-                initial = getattr(block, block_type, "")
-                if initial:
-                    yield TokenDelta(text=initial) if block_type == "text" else ReasoningDelta(text=initial)
-            else:
-                # server_tool_use, mcp_tool_use, *_tool_result, container_upload, ...: the
-                # provider ran these itself; helikon skips them (the model's text follows).
-                kinds[event.index] = "skip"
-        elif kind == "message_start":
-            usage = event.message.usage
-            input_tokens = usage.input_tokens or 0
-            cached = usage.cache_read_input_tokens or 0
-            input_tokens += cached + (usage.cache_creation_input_tokens or 0)
-            output_tokens = usage.output_tokens or 0
-        elif kind == "message_delta":
-            usage = event.usage
-            if usage.input_tokens is not None:
-                cached = usage.cache_read_input_tokens or 0
-                input_tokens = usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0)
-            output_tokens = usage.output_tokens or output_tokens
-            yield Usage(input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached)
-            reason = event.delta.stop_reason
-            yield Finish(reason=_FINISH.get(reason, "other") if reason else "other")
-            finished = True
-    if not finished and not cancel.is_cancelled():
-        raise Transport("the Anthropic stream ended before its message_delta event")
+        if not finished and not cancel.is_cancelled():
+            raise Transport("the Anthropic stream ended before its message_delta event")
 
 
 def _error_body(exc: anthropic.APIStatusError) -> tuple[str, str]:
