@@ -381,15 +381,158 @@ def build_gemini(side: str, variant: str, transport: PrebuiltTransport) -> RunFn
     return run
 
 
-def _unavailable(module: str) -> Callable[[str, str, PrebuiltTransport], RunFn]:
-    def build(side: str, variant: str, transport: PrebuiltTransport) -> RunFn:
-        raise NotAvailable("adapter not available")
+def _frames(body: bytes) -> list[tuple[bytes, dict[str, Any]]]:
+    """The AWS event-stream messages of ``body``: each one's raw bytes and its JSON payload."""
+    out: list[tuple[bytes, dict[str, Any]]] = []
+    pos = 0
+    while pos < len(body):
+        total = int.from_bytes(body[pos : pos + 4], "big")
+        headers_len = int.from_bytes(body[pos + 4 : pos + 8], "big")
+        payload = body[pos + 12 + headers_len : pos + total - 4]  # prelude 12 bytes, message CRC 4
+        out.append((body[pos : pos + total], json.loads(payload) if payload else {}))
+        pos += total
+    return out
 
-    return build
+
+def bedrock_wire(variant: str, n: int) -> Wire:
+    """A ConverseStream body in the binary AWS event-stream framing: the recording's frames
+    (each with its own prelude and message CRC) kept byte for byte, its delta frames repeated."""
+    if variant == "text":
+        cassette = "bedrock/test_bedrock_model_stream.yaml"  # Nova: text deltas
+
+        def is_delta(d: dict[str, Any]) -> bool:
+            return bool(d.get("delta", {}).get("text"))
+    else:
+        cassette = "bedrock/test_anthropic_converse_stream_with_tool_use.yaml"  # text, then toolUse
+
+        def is_delta(d: dict[str, Any]) -> bool:
+            return bool(d.get("delta", {}).get("toolUse", {}).get("input"))
+
+    body, headers = _recorded(cassette)
+    frames = _frames(body)
+    flags = [is_delta(d) for _, d in frames]
+    first, last = flags.index(True), len(flags) - 1 - flags[::-1].index(True)
+    section = list(zip(frames[first : last + 1], flags[first : last + 1], strict=True))
+    middle: list[bytes] = []
+    count = 0
+    while count < n:
+        for (raw, _), delta in section:
+            if delta:
+                if count == n:
+                    break
+                count += 1
+            middle.append(raw)
+    out = [raw for raw, _ in frames[:first]] + middle + [raw for raw, _ in frames[last + 1 :]]
+    return Wire(b"".join(out), headers, count, len(out))
 
 
-def _bedrock_wire(variant: str, n: int) -> Wire:
-    raise NotAvailable("not wired in: aiobotocore talks aiohttp, so no httpx2 transport can feed it")
+class LocalServer:
+    """A minimal HTTP/1.1 server on 127.0.0.1 (an asyncio server in this process) answering
+    every request with the prebuilt body, in ``chunk``-byte writes: aiobotocore talks
+    ``aiohttp``, so it gets real sockets instead of an ``httpx2`` transport."""
+
+    def __init__(self, wire: Wire, chunk: int) -> None:
+        self.wire, self.chunk = wire, chunk
+        self.url = ""
+        self.closers: list[Callable[[], Awaitable[Any]]] = []  # e.g. the clients built on it
+        self._server: asyncio.Server | None = None
+
+    async def start(self) -> None:
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def stop(self) -> None:
+        for close in self.closers:
+            await close()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        body, size = self.wire.body, self.chunk
+        head = (
+            "HTTP/1.1 200 OK\r\n"
+            + "".join(f"{k}: {v}\r\n" for k, v in self.wire.headers.items() if k != "content-length")
+            + f"content-length: {len(body)}\r\n\r\n"
+        ).encode()
+        try:
+            while True:  # keep-alive: one request after another on this connection
+                try:
+                    request_head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError, asyncio.CancelledError):
+                    return
+                length = 0
+                for line in request_head.decode("latin-1").split("\r\n"):
+                    name, _, value = line.partition(":")
+                    if name.strip().lower() == "content-length":
+                        length = int(value)
+                await reader.readexactly(length)
+                writer.write(head)
+                for start in range(0, len(body), size):
+                    writer.write(body[start : start + size])
+                    await writer.drain()
+        finally:
+            writer.close()
+
+    def client(self) -> Any:
+        raise TypeError("LocalServer feeds aiobotocore through `url`, not an httpx2 client")
+
+
+def build_bedrock(side: str, variant: str, transport: Any) -> RunFn:
+    from aiobotocore.config import AioConfig
+    from aiobotocore.session import get_session
+
+    session = get_session()
+    config = AioConfig(retries={"max_attempts": 1, "mode": "standard"})
+    kwargs = {
+        "region_name": "us-east-1",
+        "endpoint_url": transport.url,
+        "aws_access_key_id": "bench",
+        "aws_secret_access_key": "bench",  # a dummy static credential
+        "config": config,
+    }
+    model_id = "amazon.nova-micro-v1:0" if variant == "text" else "anthropic.claude-3-sonnet-20240229-v1:0"
+    holder: dict[str, Any] = {}
+
+    async def client() -> Any:  # created inside the running loop, kept for every stream
+        if "client" not in holder:
+            holder["context"] = session.create_client("bedrock-runtime", **kwargs)
+            holder["client"] = await holder["context"].__aenter__()
+            transport.closers.append(lambda: holder["context"].__aexit__(None, None, None))
+        return holder["client"]
+
+    if side == "helikon":
+        from helikon.providers.bedrock import BedrockModel
+
+        async def run_helikon() -> tuple[int, int]:
+            if "run" not in holder:
+                model = BedrockModel.converse(model_id, client=await client())
+                holder["run"] = _helikon_run(model, str if variant == "text" else dict)
+            return await holder["run"]()
+
+        return run_helikon
+    key = "text" if variant == "text" else "toolUse"
+
+    async def run() -> tuple[int, int]:
+        events = deltas = 0
+        response = await (await client()).converse_stream(
+            modelId=model_id, messages=[{"role": "user", "content": [{"text": PROMPT}]}]
+        )
+        stream = response["stream"]
+        try:
+            async for event in stream:
+                events += 1
+                delta = event.get("contentBlockDelta")
+                if delta is not None:
+                    value = delta["delta"].get(key)
+                    if value and (key == "text" or value.get("input")):
+                        deltas += 1
+        finally:
+            stream.close()
+        return events, deltas
+
+    return run
 
 
 @dataclass(frozen=True)
@@ -399,7 +542,8 @@ class Adapter:
     dists: tuple[str, ...]  # the SDK distributions whose versions are reported
     sdk_call: str  # what the raw-SDK side calls (for the report)
     wire: Callable[[str, int], Wire]
-    build: Callable[[str, str, PrebuiltTransport], RunFn]
+    build: Callable[[str, str, Any], RunFn]
+    feed: Callable[[Wire, int], Any] = PrebuiltTransport  # what serves the wire bytes
 
 
 ADAPTERS: dict[str, Adapter] = {
@@ -440,10 +584,11 @@ ADAPTERS: dict[str, Adapter] = {
         Adapter(
             "bedrock",
             "helikon.providers.bedrock",
-            ("aiobotocore",),
-            "-",
-            _bedrock_wire,
-            _unavailable("bedrock"),
+            ("aiobotocore", "botocore", "aiohttp"),
+            "converse_stream(...)['stream']",
+            bedrock_wire,
+            build_bedrock,
+            LocalServer,
         ),
     )
 }
@@ -456,7 +601,9 @@ async def measure_variant(
     adapter: Adapter, side: str, variant: str, args: argparse.Namespace
 ) -> dict[str, Any]:
     wire = adapter.wire(variant, args.deltas)
-    transport = PrebuiltTransport(wire, args.chunk)
+    transport = adapter.feed(wire, args.chunk)
+    if isinstance(transport, LocalServer):
+        await transport.start()
     run = adapter.build(side, variant, transport)
     events = 0
     for _ in range(args.warmup):
@@ -473,6 +620,8 @@ async def measure_variant(
         await run()
         wall.append(time.perf_counter() - t0)
         cpu.append(time.process_time() - c0)
+    if isinstance(transport, LocalServer):
+        await transport.stop()
     samples = cpu if args.clock == "cpu" else wall
     median = statistics.median(samples)
     return {
