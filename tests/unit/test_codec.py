@@ -149,3 +149,22 @@ def test_payloads_that_are_not_exactly_one_json_value_are_decoded_one_by_one() -
     decoded = decode_events(odd)
     assert [type(e).__name__ for e in decoded] == ["UnknownEvent", "UnknownEvent", "UserMessageEvent"]
     assert [m.type for m in snapshot_from_payloads(odd).messages] == ["user"]
+
+
+def test_joined_payloads_decode_like_rows_or_ask_for_rows() -> None:
+    from helikon.core.codec import decode_joined
+
+    log = [
+        UserMessageEvent(content=(TextPart(text="a, b"),)),
+        ToolCalled(call_id="c1", name="t", args={"x": [1, "2,3"]}),
+        AssistantMessageEvent(content=(TextPart(text="}{"), ReasoningPart(text="r", signature="s"))),
+    ]
+    payloads = [encode_event(e) for e in log]
+    future = '{"type":"branch_switched","ts":"2030-01-01T00:00:00Z"}'
+    assert decode_joined(",".join([*payloads, future]), 4) == [*log, decode_event(future)]
+    assert decode_joined("", 0) == []
+    assert decode_joined(",".join(payloads), 2) is None  # count mismatch: the caller reads rows
+    assert decode_joined(",".join([*payloads, "[1]"]), 4) is None  # not an object
+    assert decode_joined(",".join([*payloads, "{"]), 4) is None  # damaged
+    many = [encode_event(UserMessageEvent(content=(TextPart(text=str(i)),))) for i in range(300)]
+    assert decode_joined(",".join(many), 300) == decode_events(many)

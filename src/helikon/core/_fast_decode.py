@@ -12,6 +12,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
 
+from ._carrier import raw_constructor
 from .items import (
     AssistantMessage,
     AudioPart,
@@ -43,6 +44,22 @@ class _Irregular(Exception):
     """The object is not a plain, well-formed event: let pydantic decide."""
 
 
+# Positional builders for the hot classes (every field, in declaration order): each value
+# is checked here first, so the keyword `__init__`'s defaults are not needed.
+_text_part = raw_constructor(TextPart)
+_reasoning_part = raw_constructor(ReasoningPart)
+_tool_use_part = raw_constructor(ToolUsePart)
+_user_event = raw_constructor(UserMessageEvent)
+_assistant_event = raw_constructor(AssistantMessageEvent)
+_called_event = raw_constructor(ToolCalled)
+_returned_event = raw_constructor(ToolReturned)
+_user_item = raw_constructor(UserMessage)
+_assistant_item = raw_constructor(AssistantMessage)
+_call_item = raw_constructor(ToolCall)
+_result_item = raw_constructor(ToolResult)
+_fromisoformat = datetime.fromisoformat
+
+
 def _str(obj: dict[str, Any], key: str) -> str:
     value = obj[key]
     if type(value) is not str:
@@ -58,7 +75,7 @@ def _opt_str(obj: dict[str, Any], key: str) -> str | None:
 
 
 def _ts(obj: dict[str, Any]) -> datetime:
-    stamp = datetime.fromisoformat(_str(obj, "ts"))
+    stamp = _fromisoformat(obj["ts"])  # TypeError for a non-string: the careful path
     if stamp.tzinfo is None:
         raise _Irregular
     return stamp
@@ -76,13 +93,16 @@ def _source(obj: Any) -> MediaSource:
 def _part(obj: Any) -> ContentPart:
     kind = obj["type"]
     if kind == "text":
-        return TextPart(text=_str(obj, "text"))
+        text = obj["text"]
+        if type(text) is not str:
+            raise _Irregular
+        return _text_part("text", text)
     if kind == "reasoning":
-        return ReasoningPart(
-            text=_str(obj, "text"), signature=_opt_str(obj, "signature"), provider=_opt_str(obj, "provider")
+        return _reasoning_part(
+            "reasoning", _str(obj, "text"), _opt_str(obj, "signature"), _opt_str(obj, "provider")
         )
     if kind == "tool_use":
-        return ToolUsePart(call_id=_str(obj, "call_id"), name=_str(obj, "name"), args=obj["args"])
+        return _tool_use_part("tool_use", _str(obj, "call_id"), _str(obj, "name"), obj["args"])
     if kind == "image":
         return ImagePart(source=_source(obj["source"]), detail=_opt_str(obj, "detail"))
     if kind == "audio":
@@ -91,34 +111,36 @@ def _part(obj: Any) -> ContentPart:
 
 
 def _content(obj: dict[str, Any]) -> tuple[ContentPart, ...]:
-    parts = obj["content"]
+    parts: list[Any] = obj["content"]
     if type(parts) is not list:
         raise _Irregular
-    return tuple(_part(p) for p in parts)  # pyright: ignore[reportUnknownVariableType]
+    if len(parts) == 1:  # by far the most common shape: skip building a list
+        return (_part(parts[0]),)
+    return tuple([_part(p) for p in parts])  # pyright: ignore[reportUnknownVariableType]
 
 
-def _user(o: dict[str, Any]) -> KnownSessionEvent:
-    return UserMessageEvent(content=_content(o), ts=_ts(o))
-
-
-def _assistant(o: dict[str, Any]) -> KnownSessionEvent:
-    return AssistantMessageEvent(content=_content(o), agent=_opt_str(o, "agent"), ts=_ts(o))
-
-
-def _called(o: dict[str, Any]) -> KnownSessionEvent:
-    return ToolCalled(call_id=_str(o, "call_id"), name=_str(o, "name"), args=o["args"], ts=_ts(o))
-
-
-def _returned(o: dict[str, Any]) -> KnownSessionEvent:
+def _is_error(o: dict[str, Any]) -> bool:
     is_error = o.get("is_error", False)
     if type(is_error) is not bool:
         raise _Irregular
-    return ToolReturned(
-        call_id=_str(o, "call_id"),
-        content=_content(o),
-        is_error=is_error,
-        name=_opt_str(o, "name"),
-        ts=_ts(o),
+    return is_error
+
+
+def _user(o: dict[str, Any]) -> KnownSessionEvent:
+    return _user_event("user_message", _content(o), _ts(o))
+
+
+def _assistant(o: dict[str, Any]) -> KnownSessionEvent:
+    return _assistant_event("assistant_message", _content(o), _opt_str(o, "agent"), _ts(o))
+
+
+def _called(o: dict[str, Any]) -> KnownSessionEvent:
+    return _called_event("tool_called", _str(o, "call_id"), _str(o, "name"), o["args"], _ts(o))
+
+
+def _returned(o: dict[str, Any]) -> KnownSessionEvent:
+    return _returned_event(
+        "tool_returned", _str(o, "call_id"), _content(o), _is_error(o), _opt_str(o, "name"), _ts(o)
     )
 
 
@@ -162,48 +184,43 @@ IRREGULAR = object()
 """`fast_step`'s answer when the object needs the careful path."""
 
 
-def _user_item(o: dict[str, Any]) -> Item | Compacted | None:
+def _user_step(o: dict[str, Any]) -> Item | Compacted | None:
     _ts(o)  # validated as `fast_decode` would, so both paths agree on every object
-    return UserMessage(content=_content(o))
+    return _user_item("user", _content(o))
 
 
-def _assistant_item(o: dict[str, Any]) -> Item | Compacted | None:
+def _assistant_step(o: dict[str, Any]) -> Item | Compacted | None:
     _ts(o)
-    return AssistantMessage(content=_content(o), agent=_opt_str(o, "agent"))
+    return _assistant_item("assistant", _content(o), _opt_str(o, "agent"))
 
 
-def _called_item(o: dict[str, Any]) -> Item | Compacted | None:
+def _called_step(o: dict[str, Any]) -> Item | Compacted | None:
     _ts(o)
-    return ToolCall(call_id=_str(o, "call_id"), name=_str(o, "name"), args=o["args"])
+    return _call_item("tool_call", _str(o, "call_id"), _str(o, "name"), o["args"])
 
 
-def _returned_item(o: dict[str, Any]) -> Item | Compacted | None:
+def _returned_step(o: dict[str, Any]) -> Item | Compacted | None:
     _ts(o)
-    is_error = o.get("is_error", False)
-    if type(is_error) is not bool:
-        raise _Irregular
-    return ToolResult(
-        call_id=_str(o, "call_id"), content=_content(o), is_error=is_error, name=_opt_str(o, "name")
-    )
+    return _result_item("tool_result", _str(o, "call_id"), _content(o), _is_error(o), _opt_str(o, "name"))
 
 
-def _handoff_item(o: dict[str, Any]) -> Item | Compacted | None:
+def _handoff_step(o: dict[str, Any]) -> Item | Compacted | None:
     _handoff(o)
     return None
 
 
-def _compacted_item(o: dict[str, Any]) -> Item | Compacted | None:
+def _compacted_step(o: dict[str, Any]) -> Item | Compacted | None:
     event = _compacted(o)
     return event if isinstance(event, Compacted) else None
 
 
 _STEPS: dict[str, Callable[[dict[str, Any]], Item | Compacted | None]] = {
-    "user_message": _user_item,
-    "assistant_message": _assistant_item,
-    "tool_called": _called_item,
-    "tool_returned": _returned_item,
-    "handoff_occurred": _handoff_item,
-    "compacted": _compacted_item,
+    "user_message": _user_step,
+    "assistant_message": _assistant_step,
+    "tool_called": _called_step,
+    "tool_returned": _returned_step,
+    "handoff_occurred": _handoff_step,
+    "compacted": _compacted_step,
 }
 
 

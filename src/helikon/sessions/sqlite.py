@@ -36,6 +36,7 @@ from helikon.core._log_cache import LogCache
 from helikon.core.codec import (
     FORMAT_VERSION,
     decode_events,
+    decode_joined,
     encode_event,
 )
 from helikon.core.exceptions import SessionBackendError, SessionError, UserError
@@ -68,6 +69,11 @@ _INSERT = (
 _SELECT = (
     "SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? ORDER BY sequence "
     "LIMIT ?"
+)
+_SELECT_JOINED = (
+    "SELECT count(*), min(sequence), max(sequence), group_concat(sequence, ','), group_concat(payload, ',') "
+    "FROM (SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? "
+    "ORDER BY sequence)"
 )
 # What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
 _new_entry: Callable[[tuple[SequenceId, SessionEvent]], SessionEntry] = functools.partial(
@@ -490,6 +496,22 @@ def _read(
     return seqs, payloads
 
 
+def _read_joined(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[int, int, str] | None:
+    """The payloads after `since` as one comma-joined string: (count, first sequence, text).
+
+    Fetching one aggregate value costs a fraction of fetching one row per event. None when
+    the aggregate's order cannot be confirmed to be the sequence order (SQLite before 3.44
+    has no ORDER BY inside `group_concat`; the ordered subquery gives it in practice, and
+    the joined sequence numbers check it).
+    """
+    count, first, last, seqs, text = cur.execute(_SELECT_JOINED, (session_id, since)).fetchone()
+    if not count:
+        return 0, 0, ""
+    if last - first + 1 != count or seqs != ",".join(map(str, range(first, last + 1))):
+        return None
+    return count, first, text
+
+
 def _check_session_id(session_id: object) -> str:
     if not isinstance(session_id, str) or not session_id:
         raise UserError(f"session_id must be a non-empty string, not {session_id!r}")
@@ -629,19 +651,25 @@ class SqliteSession:
         # event loop's thread than on the worker. A tail read (after what this object has read)
         # is tried inline first; a first read is a full one and goes to the worker.
         db = self._db
-        seqs: Sequence[SequenceId] = ()
-        payloads: Sequence[str] = ()
+        head: list[SessionEntry] = []
         if after >= 0 and db._can_inline():
             got = db._inline(_read, self._session_id, after, _INLINE_READ_ROWS)
             if got is not BUSY:
                 seqs, payloads = got
+                head = list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
                 if len(seqs) < _INLINE_READ_ROWS:
-                    return list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
+                    return head
                 after = seqs[-1]  # a long tail: the rest from the worker
-        more_seqs, more_payloads = await db._run(_read, self._session_id, after)
-        if seqs:
-            more_seqs, more_payloads = (*seqs, *more_seqs), (*payloads, *more_payloads)
-        return list(map(_new_entry, zip(more_seqs, decode_events(more_payloads), strict=True)))
+        joined = await db._run(_read_joined, self._session_id, after)
+        if joined is not None:
+            count, first, text = joined
+            events = decode_joined(text, count)
+            if events is not None:
+                numbers = cast("Sequence[SequenceId]", range(first, first + count))  # plain ints
+                return head + list(map(_new_entry, zip(numbers, events, strict=True)))
+        # A damaged payload (or an unexpected order): row by row, which isolates the bad one.
+        seqs, payloads = await db._run(_read, self._session_id, after)
+        return head + list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
 
     async def aclose(self) -> None:
         """Stop using the session; closes the database too when `open_session` opened it."""
