@@ -60,6 +60,7 @@ from helikon.core.model import (
     Usage,
 )
 from helikon.core.schema import strict
+from helikon.providers._openai_responses import reasoning_signature
 from helikon.providers.openai import OpenAIModel
 
 from .cassettes import FIXTURES, ReplayTransport, load
@@ -1339,3 +1340,155 @@ def test_identity_and_capabilities() -> None:
     assert OpenAIModel.chat("gpt-5-mini", client=client).capabilities().reasoning
     with pytest.raises(UserError):
         OpenAIModel.chat("", client=client)
+
+
+# --- reasoning items round-trip (Responses, stateless) ----------------------------------------
+
+
+def turn_items(events: list[ModelEvent]) -> list[Item]:
+    """What the run makes of one call's events (see `core._driver.call_model`)."""
+    text = "".join(e.text for e in events if isinstance(e, TokenDelta))
+    reasoning = [e for e in events if isinstance(e, ReasoningDelta)]
+    signature = next((e.signature for e in reversed(reasoning) if e.signature), None)
+    parts: list[Any] = []
+    if reasoning:
+        parts.append(
+            ReasoningPart(text="".join(e.text for e in reasoning), signature=signature, provider="openai")
+        )
+    if text:
+        parts.append(TextPart(text=text))
+    items: list[Item] = [AssistantMessage(content=tuple(parts))] if parts else []
+    calls: dict[str, list[str]] = {}
+    for e in events:
+        if isinstance(e, ToolCallDelta):
+            calls.setdefault(e.call_id, [e.name]).append(e.args_delta)
+    items.extend(
+        ToolCall(call_id=call_id, name=entry[0], args=_args("".join(entry[1:])))
+        for call_id, entry in calls.items()
+    )
+    return items
+
+
+def _reasoning_shape(body: dict[str, Any]) -> list[Any]:
+    """The input as (kind, key) pairs, reasoning items whole: their place and content."""
+    out: list[Any] = []
+    for e in body["input"]:
+        kind = e.get("type", "message")
+        if kind == "reasoning":
+            out.append(
+                {k: e[k] for k in ("type", "id", "summary", "encrypted_content") if k in e}
+                | {"summary": [{"type": s["type"], "text": s["text"]} for s in e.get("summary") or ()]}
+            )
+        elif kind == "message":
+            out.append((e["role"], _text(e.get("content"))))
+        else:
+            out.append((kind, e["call_id"]))
+    return out
+
+
+@pytest.mark.parametrize(
+    "cassette",
+    [
+        "openai_responses/test_openai_responses_thinking_with_tool_calls.yaml",
+        "openai_responses/test_responses_interleaved_reasoning_between_tool_calls.yaml",
+    ],
+)
+async def test_reasoning_items_go_back_in_place(cassette: str) -> None:
+    """Each turn's reasoning items (id, summary, encrypted content) are re-sent on the next
+    request right before the item that followed them, as the recorded client sent them."""
+    recorded = load(cassette)
+    transport = replay(cassette)
+    model = OpenAIModel.responses(
+        recorded[0].request_body["model"], client=client_for(transport, base_url_of(recorded[0].path))
+    )
+    history: list[Item] = list(responses_request(recorded[0].request_body).messages)
+    first = responses_request(recorded[0].request_body)
+    for index, interaction in enumerate(recorded):
+        request = ModelRequest(messages=history, tools=first.tools, model_settings=first.model_settings)
+        events = await _collect(model, request)
+        sent = transport.sent_json(index)
+        assert sent["include"] == ["reasoning.encrypted_content"]
+        assert _reasoning_shape(sent) == _reasoning_shape(interaction.request_body), index
+        # the next request: this turn's items, then the tool results the recorded client sent
+        history = [*history, *turn_items(events)]
+        if index + 1 < len(recorded):
+            following = recorded[index + 1].request_body["input"]
+            history += [
+                ToolResult(call_id=e["call_id"], content=(TextPart(text=e["output"]),))
+                for e in following[len(interaction.request_body["input"]) :]
+                if e.get("type") == "function_call_output"
+            ]
+
+
+def _signed(entries: list[dict[str, Any]], provider: str | None = "openai") -> ReasoningPart:
+    return ReasoningPart(text="thought", signature=reasoning_signature(entries), provider=provider)
+
+
+def test_reasoning_request_shape() -> None:
+    """`include` only for reasoning models without server state; reasoning items before
+    their follower; none from other providers, none left dangling at the end of a turn."""
+    client = client_for(httpx2.MockTransport(lambda r: httpx2.Response(500)))
+    reasoner, plain = (
+        OpenAIModel.responses("gpt-5", client=client),
+        OpenAIModel.responses("gpt-4o", client=client),
+    )
+    enc = {"id": "rs_1", "summary": ["a", "b"], "encrypted_content": "gAAA", "before": "call_2"}
+    lead = {"id": "rs_0", "summary": [], "before": None}
+    messages: list[Item] = [
+        UserMessage.from_text("hi"),
+        AssistantMessage(content=(_signed([lead, enc]), TextPart(text="let me look"))),
+        ToolCall(call_id="call_1", name="f", args={}),
+        ToolCall(call_id="call_2", name="g", args={}),
+        ToolResult(call_id="call_1", content=(TextPart(text="1"),)),
+        ToolResult(call_id="call_2", content=(TextPart(text="2"),)),
+        AssistantMessage(
+            content=(ReasoningPart(text="x", signature="sig", provider="anthropic"), TextPart(text="ok"))
+        ),
+        AssistantMessage(content=(_signed([{"id": "rs_9", "summary": [], "before": None}]),)),
+        UserMessage.from_text("more"),
+    ]
+    body = reasoner.build_body(ModelRequest(messages=messages))
+    assert body["include"] == ["reasoning.encrypted_content"]
+    assert body["input"] == [
+        {"role": "user", "content": "hi"},
+        {"type": "reasoning", "id": "rs_0", "summary": []},
+        {"role": "assistant", "content": "let me look"},
+        {"type": "function_call", "call_id": "call_1", "name": "f", "arguments": "{}"},
+        {
+            "type": "reasoning",
+            "id": "rs_1",
+            "summary": [{"type": "summary_text", "text": "a"}, {"type": "summary_text", "text": "b"}],
+            "encrypted_content": "gAAA",
+        },
+        {"type": "function_call", "call_id": "call_2", "name": "g", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_1", "output": "1"},
+        {"type": "function_call_output", "call_id": "call_2", "output": "2"},
+        {"role": "assistant", "content": "ok"},
+        {"role": "user", "content": "more"},
+    ]
+    assert "include" not in plain.build_body(ModelRequest(messages=messages))
+    stateful = ModelRequest(messages=messages, model_settings=ModelSettings(previous_response_id="resp_1"))
+    body = reasoner.build_body(stateful)
+    assert "include" not in body and body["input"] == [{"role": "user", "content": "more"}]
+
+
+async def test_reasoning_item_signature_from_the_stream() -> None:
+    """The streamed reasoning item becomes one signed `ReasoningDelta` carrying its id,
+    summary, encrypted content and the call it preceded."""
+    cassette = "openai_responses/test_openai_responses_thinking_with_tool_calls.yaml"
+    recorded = load(cassette)
+    model = OpenAIModel.responses("gpt-5", client=client_for(replay(cassette), base_url_of(recorded[0].path)))
+    events = await _collect(model, responses_request(recorded[0].request_body))
+    signed = [e for e in events if isinstance(e, ReasoningDelta) and e.signature]
+    assert len(signed) == 1 and signed[0].text == ""
+    output = json.loads(recorded[0].body)["output"]
+    assert json.loads(signed[0].signature or "") == {
+        "openai_reasoning": [
+            {
+                "id": output[0]["id"],
+                "summary": [s["text"] for s in output[0]["summary"]],
+                "encrypted_content": output[0]["encrypted_content"],
+                "before": output[1]["call_id"],
+            }
+        ]
+    }

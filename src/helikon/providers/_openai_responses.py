@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 from openai.types.responses import (
     ResponseCompletedEvent,
@@ -19,6 +20,7 @@ from helikon.core.items import (
     AssistantMessage,
     ImagePart,
     Item,
+    ReasoningPart,
     SystemMessage,
     TextPart,
     ToolCall,
@@ -66,7 +68,7 @@ def _input_item(item: Item) -> dict[str, Any] | None:
     if isinstance(item, UserMessage):
         return {"role": "user", "content": _user_content(item)}
     if isinstance(item, AssistantMessage):
-        # Reasoning parts are not sent back (they need the server's item ids).
+        # Reasoning parts go back as their own `reasoning` items (see `_input_items`).
         return {"role": "assistant", "content": item.text} if item.text else None
     if isinstance(item, ToolCall):
         return {
@@ -78,6 +80,80 @@ def _input_item(item: Item) -> dict[str, Any] | None:
     return {"type": "function_call_output", "call_id": item.call_id, "output": parts_text(item.content)}
 
 
+# --- reasoning items ----------------------------------------------------------------------------
+#
+# The Responses API wants the reasoning items of a turn back, in place, on the next request
+# when it does not hold the conversation itself (no `previous_response_id`): each one right
+# before the output item that followed it (a `function_call`, or the assistant message).
+# helikon keeps them in the turn's `ReasoningPart` (provider `openai`): `text` is the streamed
+# summary, `signature` is `{"openai_reasoning": [entry, ...]}` in JSON, one entry per reasoning
+# item of the turn: its `id`, `summary` texts, `encrypted_content` (when requested) and
+# `before` (the `call_id` of the function call that followed it; null: the message / the end).
+
+_SIGNATURE_KEY = "openai_reasoning"
+
+
+def reasoning_signature(entries: list[dict[str, Any]]) -> str:
+    """The `ReasoningPart.signature` that carries a turn's reasoning items."""
+    return json.dumps({_SIGNATURE_KEY: entries}, separators=(",", ":"), ensure_ascii=False)
+
+
+def _reasoning_entries(part: ReasoningPart) -> list[dict[str, Any]]:
+    """The reasoning items a `ReasoningPart` of this adapter carries (none for others')."""
+    if part.provider not in (None, "openai") or not part.signature or not part.signature.startswith("{"):
+        return []
+    try:
+        decoded: Any = json.loads(part.signature)
+    except ValueError:
+        return []
+    entries: Any = cast(dict[str, Any], decoded).get(_SIGNATURE_KEY) if isinstance(decoded, dict) else None
+    if not isinstance(entries, list):
+        return []
+    return [
+        e
+        for e in cast(list[Any], entries)
+        if isinstance(e, dict) and isinstance(cast(dict[str, Any], e).get("id"), str)
+    ]
+
+
+def _reasoning_item(entry: dict[str, Any]) -> dict[str, Any]:
+    summary: Any = entry.get("summary")
+    texts = cast(list[Any], summary) if isinstance(summary, list) else []
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": entry["id"],
+        "summary": [{"type": "summary_text", "text": str(t)} for t in texts],
+    }
+    if isinstance(entry.get("encrypted_content"), str):
+        item["encrypted_content"] = entry["encrypted_content"]
+    return item
+
+
+def _input_items(messages: list[Item]) -> list[dict[str, Any]]:
+    """The `input` list: every item, with the reasoning items put back where they were."""
+    call_ids = {m.call_id for m in messages if isinstance(m, ToolCall)}
+    before_call: dict[str, list[dict[str, Any]]] = {}
+    out: list[dict[str, Any]] = []
+    for item in messages:
+        if isinstance(item, AssistantMessage):
+            leading: list[dict[str, Any]] = []
+            for part in item.content:
+                if isinstance(part, ReasoningPart):
+                    for entry in _reasoning_entries(part):
+                        before = entry.get("before")
+                        if isinstance(before, str) and before in call_ids:
+                            before_call.setdefault(before, []).append(_reasoning_item(entry))
+                        elif item.text:  # a reasoning item must not be the last one of its turn
+                            leading.append(_reasoning_item(entry))
+            out.extend(leading)
+        elif isinstance(item, ToolCall):
+            out.extend(before_call.pop(item.call_id, ()))
+        entry = _input_item(item)
+        if entry is not None:
+            out.append(entry)
+    return out
+
+
 def _pending_items(messages: list[Item]) -> list[Item]:
     """With server-managed state, only what came after the model's last turn is new."""
     for index in range(len(messages) - 1, -1, -1):
@@ -86,16 +162,20 @@ def _pending_items(messages: list[Item]) -> list[Item]:
     return messages
 
 
-def responses_body(model_id: str, request: ModelRequest) -> dict[str, Any]:
-    """The full Responses request body (always streamed)."""
+def responses_body(model_id: str, request: ModelRequest, *, reasoning: bool = False) -> dict[str, Any]:
+    """The full Responses request body (always streamed).
+
+    With `reasoning` (a reasoning model) and no server-managed state, the body asks for
+    `include=["reasoning.encrypted_content"]`: the reasoning items then come back with
+    their encrypted content, which the next request sends back (stateless / ZDR use).
+    """
     settings = request.model_settings
     messages = list(request.messages)
     if settings.previous_response_id is not None:
         messages = _pending_items(messages)
-    body: dict[str, Any] = {
-        "model": model_id,
-        "input": [entry for item in messages if (entry := _input_item(item)) is not None],
-    }
+    body: dict[str, Any] = {"model": model_id, "input": _input_items(messages)}
+    if reasoning and settings.previous_response_id is None:
+        body["include"] = ["reasoning.encrypted_content"]
     instructions = "\n\n".join(item.text for item in request.messages if isinstance(item, SystemMessage))
     if instructions:
         body["instructions"] = instructions
@@ -161,6 +241,8 @@ class ResponsesStreamState:
 
     def __init__(self) -> None:
         self._call_ids: dict[str, str] = {}
+        self._reasoning: list[dict[str, Any]] = []  # this turn's reasoning items (see above)
+        self._unsent = 0  # how many of them no signature has carried yet
         self._refusal: list[str] = []
         self._done = False
         self.response_id: str | None = None
@@ -177,6 +259,12 @@ class ResponsesStreamState:
             self._refusal.append(event.delta)
         elif event.type == "response.output_item.added":
             item = event.item
+            if self._unsent and item.type != "reasoning":
+                # The item that follows the turn's latest reasoning items: they go back before it.
+                follower = item.call_id if item.type == "function_call" else None
+                for entry in self._reasoning[-self._unsent :]:
+                    entry["before"] = follower
+                yield from self._signature()
             if item.type == "function_call":
                 self._call_ids[item.id or item.call_id] = item.call_id
                 yield ToolCallDelta(call_id=item.call_id, name=item.name, args_delta=item.arguments)
@@ -185,9 +273,15 @@ class ResponsesStreamState:
             yield ToolCallDelta(call_id=call_id, args_delta=event.delta)
         elif event.type == "response.output_item.done":
             item = event.item
-            if item.type == "reasoning" and item.encrypted_content:
-                yield ReasoningDelta(text="", signature=item.encrypted_content)
+            if item.type == "reasoning":
+                entry: dict[str, Any] = {"id": item.id, "summary": [part.text for part in item.summary]}
+                if item.encrypted_content:
+                    entry["encrypted_content"] = item.encrypted_content
+                entry["before"] = None
+                self._reasoning.append(entry)
+                self._unsent += 1
         elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+            yield from self._signature()
             response = event.response
             if self._refusal:
                 raise Refused("".join(self._refusal))
@@ -207,9 +301,19 @@ class ResponsesStreamState:
         elif event.type == "error":
             raise error_from_code(event.code, event.message)
 
+    def _signature(self) -> Iterator[ModelEvent]:
+        """The turn's reasoning items so far, as the signature of an empty `ReasoningDelta`.
+
+        The run keeps a turn's last signature, so each one carries all the items.
+        """
+        if self._unsent:
+            self._unsent = 0
+            yield ReasoningDelta(text="", signature=reasoning_signature(self._reasoning))
+
     def finish(self) -> Iterator[ModelEvent]:
         """A closing `Finish` when the stream ended without `response.completed`."""
         if not self._done:
+            yield from self._signature()
             if self._refusal:
                 raise Refused("".join(self._refusal))
             yield Finish(reason="tool_calls" if self._call_ids else "other")

@@ -138,7 +138,7 @@ class OpenAIModel(Model):
         """The JSON body `invoke` sends for `request` (for inspection and tests)."""
         if self._api == "chat":
             return chat_body(self._model_id, request)
-        return responses_body(self._model_id, request)
+        return responses_body(self._model_id, request, reasoning=self.capabilities().reasoning)
 
     async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         """Stream the answer to `request`; raises a `ModelError` variant on failure.
