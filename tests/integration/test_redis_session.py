@@ -402,3 +402,18 @@ async def test_entries_without_helikon_fields_are_skipped(redis_client: aioredis
     with pytest.raises(SessionBackendError, match="at or past the counter"):
         await session.append([say("lost")])
     assert await redis_client.xlen(stream_key("mixed")) == 2
+
+
+async def test_a_damaged_payload_between_good_ones_is_isolated(redis_client: aioredis.Redis) -> None:
+    session = RedisSession(redis_client, "damaged")
+    await session.append([say("ünïcödé, {first}")])
+    await redis_client.incrby(counter_key("damaged"), 1)
+    fields = {"seq": 1, "kind": "user_message", "payload": '{"type": "user_message", "content": [', "ts": 0}
+    await redis_client.xadd(stream_key("damaged"), fields, id="1-1")  # type: ignore[arg-type]
+    await session.append([say("last")])
+    entries = await RedisSession(redis_client, "damaged").events()  # a cold read: all three pages
+    assert [entry.seq for entry in entries] == [0, 1, 2]
+    first, damaged, last = (entry.event for entry in entries)
+    assert isinstance(damaged, UnknownEvent) and damaged.type == "undecodable"
+    assert texts([entries[0], entries[2]]) == ["ünïcödé, {first}", "last"]
+    assert isinstance(first, UserMessageEvent) and isinstance(last, UserMessageEvent)

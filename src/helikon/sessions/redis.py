@@ -37,7 +37,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
     ) from exc
 
 from helikon.core._log_cache import LogCache
-from helikon.core.codec import decode_events, encode_event
+from helikon.core.codec import decode_events, decode_joined, encode_event
 from helikon.core.exceptions import SessionError, SessionUnavailable, UserError
 from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry, SessionEvent
 
@@ -82,7 +82,7 @@ return first
 
 # KEYS[1] the stream; ARGV: the first entry ID, the page size, the byte budget. Returns whether
 # more may follow, the last entry ID read, the entries' seqs and payload lengths (comma
-# separated) and their payloads concatenated: five values a page, however long it is, so the
+# separated) and their payloads joined by commas: five values a page, however long it is, so the
 # client parses almost nothing (XRANGE's reply is ~10 values per entry). Entries without a
 # `seq` or `payload` field (not written by helikon) are skipped.
 READ_SCRIPT = """
@@ -110,7 +110,7 @@ for _, entry in ipairs(entries) do
   end
   last = entry[1]
 end
-return {more, last, table.concat(seqs, ','), table.concat(lengths, ','), table.concat(payloads)}
+return {more, last, table.concat(seqs, ','), table.concat(lengths, ','), table.concat(payloads, ',')}
 """
 """The read-only Lua script `events()` runs (by `EVALSHA`) for each page of the stream."""
 
@@ -289,9 +289,27 @@ class RedisSession:
         return self._log.snapshot()
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
-        seqs, payloads = await self._read_log(after, action)
+        pages = await self._read_pages(after, action)
+        seqs = [seq for page_seqs, _, _ in pages for seq in page_seqs]
+        if seqs and seqs == list(range(after + 1, after + 1 + len(seqs))):
+            # The usual case: the pages hold exactly the next seqs, so their comma-joined
+            # payloads decode in one pass.
+            decoded = decode_joined(b",".join(blob for _, _, blob in pages).decode(), len(seqs))
+            if decoded is not None:
+                return [
+                    SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)
+                ]
+        kept: list[int] = []
+        payloads: list[bytes] = []
+        for page_seqs, lengths, blob in pages:  # entry by entry: skips, gaps, a damaged payload
+            offset = 0
+            for seq, length in zip(page_seqs, lengths, strict=True):
+                if seq > after:  # the seq field is the truth, the ID only a way to seek
+                    kept.append(seq)
+                    payloads.append(blob[offset : offset + length])
+                offset += length + 1  # and the comma
         decoded = decode_events(payloads)
-        return [SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)]
+        return [SessionEntry(SequenceId(seq), event) for seq, event in zip(kept, decoded, strict=True)]
 
     async def _refresh(self, action: str) -> None:
         """Fetch and decode what was appended after what this object has already read."""
@@ -299,26 +317,20 @@ class RedisSession:
             self._log.clear()  # the stream no longer continues what we read
             self._log.extend(await self._fetch(-1, action))
 
-    async def _read_log(self, after: int, action: str) -> tuple[list[int], list[bytes]]:
-        """The seqs and payloads of the entries after seq `after`, page by page."""
+    async def _read_pages(self, after: int, action: str) -> list[tuple[list[int], list[int], bytes]]:
+        """The entries from seq `after + 1` on: per page, their seqs, payload lengths and joined payloads."""
         self._check_open()
         start = "-" if after < 0 else f"{after + 1}"  # entry IDs are `<seq>-1`: seek, don't scan
-        seqs: list[int] = []
-        payloads: list[bytes] = []
+        pages: list[tuple[list[int], list[int], bytes]] = []
         try:
             while True:
                 reply = await self._read(keys=[self._stream], args=[start, PAGE_SIZE, PAGE_BYTES])
                 more, last, page_seqs, lengths, blob = cast("list[Any]", reply)
                 if page_seqs:
                     data = blob.encode() if isinstance(blob, str) else blob
-                    offset = 0
-                    for seq, length in zip(_ints(page_seqs), _ints(lengths), strict=True):
-                        if seq > after:  # the seq field is the truth, the ID only a way to seek
-                            seqs.append(seq)
-                            payloads.append(data[offset : offset + length])
-                        offset += length
+                    pages.append((_ints(page_seqs), _ints(lengths), data))
                 if not int(more):
-                    return seqs, payloads
+                    return pages
                 major, _, minor = _text(last).partition("-")
                 start = f"{major}-{int(minor) + 1}"
         except _ERRORS as exc:
