@@ -221,92 +221,96 @@ class BedrockModel(Model):
         stream: Any = response["stream"]
         # Closing the HTTP stream on cancellation also wakes a read that is waiting for bytes.
         remove = cancel.add_callback(stream.close)
+        # The event loop is inline (one async-generator layer, not two): on a long stream this
+        # adapter's own per-event cost is the dispatch below and the yield.
+        kinds: dict[int, str] = {}  # block index -> "tool" | "output" | "skip"
+        calls: dict[int, str] = {}  # block index -> toolUseId
+        held: list[str] = []  # text held back while a structured answer may still come as the tool
+        called = output = False
+        stop_reason: str | None = None
+        usage: Usage | None = None
+        is_cancelled = cancel.is_cancelled
         try:
-            async for event in _events(stream, cancel, structured=structured):
-                yield event
+            async for raw in stream:
+                if is_cancelled():
+                    return
+                event = cast(dict[str, Any], raw)
+                body = event.get("contentBlockDelta")
+                if body is not None:
+                    delta: dict[str, Any] = body.get("delta") or {}
+                    text: str | None = delta.get("text")
+                    if text is not None:
+                        if structured:
+                            held.append(text)
+                        elif text:
+                            yield TokenDelta(text=text)
+                    elif "toolUse" in delta:
+                        index: int = body.get("contentBlockIndex", 0)
+                        kind = kinds.get(index)
+                        if kind == "tool":
+                            yield ToolCallDelta(
+                                call_id=calls[index], args_delta=delta["toolUse"].get("input") or ""
+                            )
+                        elif kind == "output":
+                            fragment: str = delta["toolUse"].get("input") or ""
+                            if fragment:
+                                yield TokenDelta(text=fragment)
+                    elif "reasoningContent" in delta:
+                        reasoning: dict[str, Any] = delta["reasoningContent"]
+                        if reasoning.get("text"):
+                            yield ReasoningDelta(text=reasoning["text"])
+                        if reasoning.get("signature"):
+                            yield ReasoningDelta(text="", signature=reasoning["signature"])
+                    # toolResult deltas (server-side tools) and skipped blocks carry nothing
+                    # helikon models.
+                elif "contentBlockStart" in event:
+                    body = event["contentBlockStart"]
+                    index = body.get("contentBlockIndex", 0)
+                    start: dict[str, Any] = body.get("start") or {}
+                    tool_use: dict[str, Any] | None = start.get("toolUse")
+                    if tool_use is None or tool_use.get("type") == "server_tool_use":
+                        kinds[index] = "skip"  # a server-side tool ran by the provider, or its result
+                    elif structured and tool_use.get("name") == STRUCTURED_TOOL:
+                        kinds[index] = "output"
+                        output = True
+                    else:
+                        kinds[index] = "tool"
+                        calls[index] = tool_use["toolUseId"]
+                        called = True
+                        yield ToolCallDelta(
+                            call_id=tool_use["toolUseId"], name=tool_use["name"], args_delta=""
+                        )
+                elif "messageStop" in event:
+                    stop_reason = event["messageStop"].get("stopReason") or ""
+                elif "metadata" in event:
+                    counts: dict[str, Any] = event["metadata"].get("usage") or {}
+                    usage = Usage(
+                        input_tokens=counts.get("inputTokens", 0) or 0,
+                        output_tokens=counts.get("outputTokens", 0) or 0,
+                        cached_input_tokens=counts.get("cacheReadInputTokens", 0) or 0,
+                    )
+            if is_cancelled():
+                return
+            if stop_reason is None:
+                raise Transport("the Bedrock stream ended before its messageStop event")
+            if held and not output:
+                # No structured answer came through the tool: the text is the answer after all.
+                yield TokenDelta(text="".join(held))
+            if usage is not None:
+                yield usage
+            reason = _FINISH.get(stop_reason, "other")
+            if reason == "tool_calls" and not called:
+                reason = "stop"  # only the reserved output tool was called: that is the final answer
+            yield Finish(reason=reason)
         except ModelError:
             raise
         except Exception as exc:
-            if cancel.is_cancelled():
+            if is_cancelled():
                 return  # the read failed because cancellation closed the stream
             raise _translate(exc) from exc
         finally:
             remove()
             stream.close()
-
-
-async def _events(stream: Any, cancel: CancellationToken, *, structured: bool) -> AsyncIterator[ModelEvent]:
-    kinds: dict[int, str] = {}  # block index -> "tool" | "output" | "skip"
-    calls: dict[int, str] = {}  # block index -> toolUseId
-    held: list[str] = []  # text held back while a structured answer may still come as the tool
-    called = output = False
-    stop_reason: str | None = None
-    usage: Usage | None = None
-    async for raw in stream:
-        if cancel.is_cancelled():
-            return
-        event = cast(dict[str, Any], raw)
-        if "contentBlockDelta" in event:
-            body = event["contentBlockDelta"]
-            index: int = body.get("contentBlockIndex", 0)
-            delta: dict[str, Any] = body.get("delta") or {}
-            kind = kinds.get(index)
-            if "text" in delta:
-                if structured:
-                    held.append(delta["text"])
-                elif delta["text"]:
-                    yield TokenDelta(text=delta["text"])
-            elif "reasoningContent" in delta:
-                reasoning: dict[str, Any] = delta["reasoningContent"]
-                if reasoning.get("text"):
-                    yield ReasoningDelta(text=reasoning["text"])
-                if reasoning.get("signature"):
-                    yield ReasoningDelta(text="", signature=reasoning["signature"])
-            elif "toolUse" in delta and kind in ("tool", "output"):
-                fragment: str = delta["toolUse"].get("input") or ""
-                if kind == "output":
-                    if fragment:
-                        yield TokenDelta(text=fragment)
-                else:
-                    yield ToolCallDelta(call_id=calls[index], args_delta=fragment)
-            # toolResult deltas (server-side tools) and skipped blocks carry nothing helikon models.
-        elif "contentBlockStart" in event:
-            body = event["contentBlockStart"]
-            index = body.get("contentBlockIndex", 0)
-            start: dict[str, Any] = body.get("start") or {}
-            tool_use: dict[str, Any] | None = start.get("toolUse")
-            if tool_use is None or tool_use.get("type") == "server_tool_use":
-                kinds[index] = "skip"  # a server-side tool ran by the provider, or its result
-            elif structured and tool_use.get("name") == STRUCTURED_TOOL:
-                kinds[index] = "output"
-                output = True
-            else:
-                kinds[index] = "tool"
-                calls[index] = tool_use["toolUseId"]
-                called = True
-                yield ToolCallDelta(call_id=tool_use["toolUseId"], name=tool_use["name"], args_delta="")
-        elif "messageStop" in event:
-            stop_reason = event["messageStop"].get("stopReason") or ""
-        elif "metadata" in event:
-            counts: dict[str, Any] = event["metadata"].get("usage") or {}
-            usage = Usage(
-                input_tokens=counts.get("inputTokens", 0) or 0,
-                output_tokens=counts.get("outputTokens", 0) or 0,
-                cached_input_tokens=counts.get("cacheReadInputTokens", 0) or 0,
-            )
-    if cancel.is_cancelled():
-        return
-    if stop_reason is None:
-        raise Transport("the Bedrock stream ended before its messageStop event")
-    if held and not output:
-        # No structured answer came through the tool: the text is the answer after all.
-        yield TokenDelta(text="".join(held))
-    if usage is not None:
-        yield usage
-    reason = _FINISH.get(stop_reason, "other")
-    if reason == "tool_calls" and not called:
-        reason = "stop"  # only the reserved output tool was called: that is the final answer
-    yield Finish(reason=reason)
 
 
 _THROTTLED = {"throttling", "toomanyrequests"}
