@@ -168,3 +168,18 @@ def test_joined_payloads_decode_like_rows_or_ask_for_rows() -> None:
     assert decode_joined(",".join([*payloads, "{"]), 4) is None  # damaged
     many = [encode_event(UserMessageEvent(content=(TextPart(text=str(i)),))) for i in range(300)]
     assert decode_joined(",".join(many), 300) == decode_events(many)
+
+
+def test_json_that_orjson_refuses_still_decodes_as_json_would() -> None:
+    import math
+
+    from helikon.core.codec import decode_joined
+
+    good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),)))
+    odd = '{"type":"measured","value":NaN,"big":123456789012345678901234567890}'
+    decoded = decode_joined(",".join([good, odd]), 2)
+    assert decoded is not None
+    unknown = decoded[1]
+    assert isinstance(unknown, UnknownEvent) and unknown.type == "measured"
+    assert math.isnan(unknown.data["value"]) and unknown.data["big"] == 123456789012345678901234567890  # pyright: ignore[reportArgumentType]
+    assert decode_events([good, odd])[1].type == "measured"
