@@ -1,0 +1,394 @@
+"""Deny, allow and guard rules: the fast, synchronous matchers of the permission pipeline.
+
+Each rule answers for one tool call. The call is read once into a `ToolSubject` (the
+Bash command parsed, the path normalized) and every rule reuses it, so fifty rules
+and the default guards cost a few microseconds per call. Passing `(tool, args)` to a
+rule directly also works (the parse is cached).
+
+A Bash command that cannot be analysed (see `helikon.core.shell`) fails closed: it
+matches every deny rule, no allow rule, and trips every default guard.
+
+```python
+from helikon.core.rules import AllowRule, DenyRule, GuardRule, ToolSubject
+
+call = ToolSubject.of("Bash", {"command": "git status && sudo rm -rf /"})
+assert DenyRule.bash_command("rm").matches(call)
+assert not AllowRule.bash_command("git").matches(call)
+reasons = [r for g in GuardRule.destructive_defaults() if (r := g.check(call))]
+assert reasons and "recursive remove" in reasons[0]
+```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from enum import StrEnum
+from typing import Literal
+
+from . import _guards
+from ._carrier import carrier
+from ._json import JsonValue
+from .exceptions import UserError
+from .path_glob import PathGlob, clean_path
+from .shell import ShellParse, parse_command
+
+__all__ = [
+    "BASH_TOOLS",
+    "EDIT_TOOLS",
+    "READ_TOOLS",
+    "AllowRule",
+    "DenyRule",
+    "GuardAction",
+    "GuardRule",
+    "ToolSubject",
+    "allowed_by",
+]
+
+BASH_TOOLS = frozenset({"Bash"})
+"""Tools whose `command` argument is a shell command line."""
+READ_TOOLS = frozenset({"Read"})
+"""Tools whose path argument `read` rules match."""
+EDIT_TOOLS = frozenset({"Edit", "Write", "MultiEdit", "NotebookEdit"})
+"""Tools whose path argument `edit` rules and the write guards match."""
+_PATH_KEYS = ("path", "file_path", "notebook_path")
+# Wrappers that change neither who runs the program nor which program runs.
+_TRANSPARENT = frozenset({"timeout", "nice", "nohup", "stdbuf", "time", "command", "builtin", "exec",
+                          "find", "xargs", "setsid", "unbuffer"})  # fmt: skip
+_STANDARD_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/opt/homebrew/bin"})
+
+
+class ToolSubject:
+    """One tool call, read once for every rule: the parsed command, the normalized path.
+
+    ```python
+    from helikon.core.rules import ToolSubject
+
+    call = ToolSubject.of("Bash", {"command": "cd src && timeout 5 pytest -q"})
+    assert call.programs == frozenset({"cd", "pytest", "timeout"})
+    assert ToolSubject.of("Write", {"path": "./a/../.env"}).path == ".env"
+    ```
+    """
+
+    __slots__ = ("_allow", "_guard_cache", "args", "parse", "path", "path_known", "programs", "raw_path",
+                 "tool")  # fmt: skip
+
+    tool: str
+    args: JsonValue
+    parse: ShellParse | None
+    programs: frozenset[str]
+    path: str | None
+    raw_path: str | None
+    path_known: bool
+    _allow: frozenset[str] | None
+    _guard_cache: dict[str, str | None]
+
+    def __init__(self, tool: str, args: JsonValue = None) -> None:
+        if not isinstance(tool, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"the tool name must be a str, got {type(tool).__name__}")
+        self.tool = tool
+        self.args = args
+        self.parse = None
+        self.programs = frozenset()
+        self.path = self.raw_path = None
+        self.path_known = True
+        self._allow = None
+        self._guard_cache = {}
+        if tool in BASH_TOOLS:
+            command = args.get("command") if isinstance(args, dict) else None
+            if isinstance(command, str):
+                self.parse = parse_command(command)
+            else:
+                self.parse = ShellParse(error="the command argument is missing or not a string")
+            self._read_commands(self.parse)
+        elif tool in READ_TOOLS or tool in EDIT_TOOLS:
+            self._read_path(args)
+
+    @classmethod
+    def of(cls, tool: str | ToolSubject, args: JsonValue = None) -> ToolSubject:
+        """The subject for a call; a `ToolSubject` passes through unchanged."""
+        return tool if isinstance(tool, ToolSubject) else cls(tool, args)
+
+    def _read_commands(self, parse: ShellParse) -> None:
+        if not parse.ok:
+            return
+        names: set[str] = set()
+        allow: set[str] | None = set()
+        for command in parse.commands:
+            names.add(command.program.casefold())
+            names.update(w.casefold() for w in command.wrappers)
+            if allow is not None:
+                eligible = not command.assignments and _TRANSPARENT.issuperset(command.wrappers)
+                written = command.argv[0].text
+                if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
+                    eligible = False  # `./git` is not the `git` an allow rule means
+                if not eligible:
+                    allow = None
+                elif not command.inline:
+                    allow.add(command.program)
+        self.programs = frozenset(names)
+        self._allow = frozenset(allow) if allow else None
+
+    def _read_path(self, args: JsonValue) -> None:
+        if isinstance(args, dict):
+            for key in _PATH_KEYS:
+                if key in args:
+                    value = args[key]
+                    if isinstance(value, str) and value and "\0" not in value:
+                        self.raw_path = value
+                        self.path = clean_path(value)
+                        return
+                    break
+        self.path_known = False  # a malformed call: path rules fail closed
+
+    @property
+    def allow_programs(self) -> frozenset[str] | None:
+        """The programs an allow rule must cover, or `None` when no program rule may allow it."""
+        return self._allow
+
+    def guard(self, name: str) -> str | None:
+        """The detail of a built-in guard's match (computed once per subject), or `None`."""
+        cache = self._guard_cache
+        if name not in cache:
+            cache[name] = _guards.check(name, self)
+        return cache[name]
+
+    def __repr__(self) -> str:
+        return f"ToolSubject({self.tool!r}, {self.args!r})"
+
+
+_RuleKind = Literal["tool", "bash_command", "read", "edit"]
+
+
+def _validated(kind: _RuleKind, value: str, owner: str) -> PathGlob | None:
+    if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{owner}.{kind}() needs a non-empty str, got {value!r}")
+    if kind == "bash_command" and (value != value.strip() or any(c.isspace() or c == "/" for c in value)):
+        raise UserError(f"{owner}.bash_command() takes a program name such as 'rm', not {value!r}")
+    if kind in ("read", "edit"):
+        return PathGlob.compile(value)
+    return None
+
+
+def _path_tools(kind: str) -> frozenset[str]:
+    return READ_TOOLS if kind == "read" else EDIT_TOOLS
+
+
+@carrier(kw_only=False)
+class DenyRule:
+    """Refuse a call; evaluated first, so it holds even in `BYPASS` mode.
+
+    ```python
+    from helikon.core.rules import DenyRule
+
+    rule = DenyRule.bash_command("rm")
+    assert rule.matches("Bash", {"command": "echo ok && sudo /bin/rm -rf ."})
+    assert rule.matches("Bash", {"command": "'unbalanced"})  # fails closed
+    assert DenyRule.read(".env").matches("Read", {"path": "app/.env"})
+    assert not DenyRule.tool("Bash").matches("Read", {"path": "x"})
+    ```
+    """
+
+    kind: _RuleKind
+    value: str
+    glob: PathGlob | None = None
+
+    @classmethod
+    def tool(cls, name: str) -> DenyRule:
+        """Deny every call of the tool named `name`."""
+        return cls("tool", name, _validated("tool", name, "DenyRule"))
+
+    @classmethod
+    def bash_command(cls, program: str) -> DenyRule:
+        """Deny a Bash call when any sub-command (or a wrapper such as `sudo`) runs `program`."""
+        return cls("bash_command", program, _validated("bash_command", program, "DenyRule"))
+
+    @classmethod
+    def read(cls, glob: str) -> DenyRule:
+        """Deny `Read` of a path matching the gitignore-style `glob`."""
+        return cls("read", glob, _validated("read", glob, "DenyRule"))
+
+    @classmethod
+    def edit(cls, glob: str) -> DenyRule:
+        """Deny `Edit`/`Write` of a path matching the gitignore-style `glob`."""
+        return cls("edit", glob, _validated("edit", glob, "DenyRule"))
+
+    def matches(self, tool: str | ToolSubject, args: JsonValue = None) -> bool:
+        """Whether this rule denies the call (a `ToolSubject`, or a tool name and its args)."""
+        subject = tool if isinstance(tool, ToolSubject) else ToolSubject(tool, args)
+        kind = self.kind
+        if kind == "tool":
+            return subject.tool == self.value
+        if kind == "bash_command":
+            parse = subject.parse
+            if parse is None:
+                return False
+            return not parse.ok or self.value.casefold() in subject.programs
+        if subject.tool not in _path_tools(kind):
+            return False
+        if subject.path is None:
+            return True  # a malformed path argument fails closed
+        assert self.glob is not None
+        return self.glob.matches_clean(subject.path)
+
+    def __repr__(self) -> str:
+        return f"DenyRule.{self.kind}({self.value!r})"
+
+
+@carrier(kw_only=False)
+class AllowRule:
+    """Pre-approve a call; evaluated after deny and guard rules, before the mode.
+
+    A Bash allow needs *every* sub-command to run `program` (use `allowed_by` to let
+    several rules cover one compound command); a command that cannot be analysed is
+    never allowed, and neither is one run through `sudo`, `env`, a `NAME=value` prefix
+    or a path outside the standard bin directories.
+
+    ```python
+    from helikon.core.rules import AllowRule
+
+    git = AllowRule.bash_command("git")
+    assert git.matches("Bash", {"command": "git status && git diff | git apply"})
+    assert not git.matches("Bash", {"command": "git status; rm -rf build"})
+    assert not git.matches("Bash", {"command": "sudo git status"})
+    assert AllowRule.edit("src/**").matches("Write", {"path": "src/app.py"})
+    ```
+    """
+
+    kind: _RuleKind
+    value: str
+    glob: PathGlob | None = None
+
+    @classmethod
+    def tool(cls, name: str) -> AllowRule:
+        """Allow every call of the tool named `name`."""
+        return cls("tool", name, _validated("tool", name, "AllowRule"))
+
+    @classmethod
+    def bash_command(cls, program: str) -> AllowRule:
+        """Allow a Bash call when every sub-command runs `program`."""
+        return cls("bash_command", program, _validated("bash_command", program, "AllowRule"))
+
+    @classmethod
+    def read(cls, glob: str) -> AllowRule:
+        """Allow `Read` of a path matching the gitignore-style `glob`."""
+        return cls("read", glob, _validated("read", glob, "AllowRule"))
+
+    @classmethod
+    def edit(cls, glob: str) -> AllowRule:
+        """Allow `Edit`/`Write` of a path matching the gitignore-style `glob`."""
+        return cls("edit", glob, _validated("edit", glob, "AllowRule"))
+
+    def matches(self, tool: str | ToolSubject, args: JsonValue = None) -> bool:
+        """Whether this rule alone allows the call."""
+        subject = tool if isinstance(tool, ToolSubject) else ToolSubject(tool, args)
+        kind = self.kind
+        if kind == "tool":
+            return subject.tool == self.value
+        if kind == "bash_command":
+            programs = subject.allow_programs
+            return programs is not None and len(programs) == 1 and self.value in programs
+        if subject.tool not in _path_tools(kind) or subject.path is None:
+            return False
+        assert self.glob is not None
+        return self.glob.matches_clean(subject.path)
+
+    def __repr__(self) -> str:
+        return f"AllowRule.{self.kind}({self.value!r})"
+
+
+def allowed_by(rules: Iterable[AllowRule], tool: str | ToolSubject, args: JsonValue = None) -> bool:
+    """Whether `rules` together allow the call: one rule matches, or the Bash rules cover every sub-command.
+
+    ```python
+    from helikon.core.rules import AllowRule, allowed_by
+
+    rules = [AllowRule.bash_command("git"), AllowRule.bash_command("ls")]
+    assert allowed_by(rules, "Bash", {"command": "ls && git status"})
+    assert not allowed_by(rules, "Bash", {"command": "ls && rm x"})
+    ```
+    """
+    subject = ToolSubject.of(tool, args)
+    covered: set[str] = set()
+    for rule in rules:
+        if rule.matches(subject):
+            return True
+        if rule.kind == "bash_command":
+            covered.add(rule.value)
+    programs = subject.allow_programs
+    return programs is not None and programs <= covered
+
+
+class GuardAction(StrEnum):
+    """What a tripped guard does: `DENY` outright, or `ASK` the approval handler (deny without one)."""
+
+    DENY = "deny"
+    ASK = "ask"
+
+
+_BUILTIN_REASONS = {
+    "rm_root": "recursive remove of / or the home directory",
+    "system_write": "write to a protected system path (/, /etc, /usr, /bin, /sbin, /sys, /boot, /dev)",
+    "dotpath_write": "write to a protected .git, .ssh or .env path",
+}
+
+
+@carrier(kw_only=False)
+class GuardRule:
+    """A safety rule evaluated before the mode (even `BYPASS`) that denies or asks.
+
+    `GuardRule.destructive_defaults()` is the built-in set; `GuardRule.ask(rule, reason)`
+    and `GuardRule.deny(rule, reason)` guard with any `DenyRule`.
+
+    ```python
+    from helikon.core.rules import DenyRule, GuardAction, GuardRule
+
+    guard = GuardRule.ask(DenyRule.bash_command("git"), "git changes the repository")
+    assert guard.check("Bash", {"command": "git push"}) == "git changes the repository"
+    assert guard.check("Bash", {"command": "ls"}) is None
+    assert all(g.action is GuardAction.ASK for g in GuardRule.destructive_defaults())
+    ```
+    """
+
+    action: GuardAction
+    matcher: str
+    reason: str
+    rule: DenyRule | None = None
+
+    @classmethod
+    def ask(cls, rule: DenyRule, reason: str) -> GuardRule:
+        """Ask before any call `rule` matches."""
+        return cls._custom(GuardAction.ASK, rule, reason)
+
+    @classmethod
+    def deny(cls, rule: DenyRule, reason: str) -> GuardRule:
+        """Deny any call `rule` matches, with `reason`."""
+        return cls._custom(GuardAction.DENY, rule, reason)
+
+    @classmethod
+    def _custom(cls, action: GuardAction, rule: DenyRule, reason: str) -> GuardRule:
+        if not isinstance(rule, DenyRule):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"GuardRule.{action.value}() takes a DenyRule, got {type(rule).__name__}")
+        if not isinstance(reason, str) or not reason:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"GuardRule.{action.value}() needs a non-empty reason")
+        return cls(action, "rule", reason, rule)
+
+    @staticmethod
+    def destructive_defaults() -> tuple[GuardRule, ...]:
+        """The built-in guards: `rm -r` of `/` or `~`, system-path writes, the .git/.ssh/.env breaker."""
+        return _DEFAULTS
+
+    def check(self, tool: str | ToolSubject, args: JsonValue = None) -> str | None:
+        """The reason when the guard trips on the call, else `None`."""
+        subject = tool if isinstance(tool, ToolSubject) else ToolSubject(tool, args)
+        if self.rule is not None:
+            return self.reason if self.rule.matches(subject) else None
+        detail = subject.guard(self.matcher)
+        return None if detail is None else f"{self.reason}: {detail}"
+
+    def __repr__(self) -> str:
+        if self.rule is not None:
+            return f"GuardRule.{self.action.value}({self.rule!r}, {self.reason!r})"
+        return f"GuardRule({self.action.name}, {self.matcher!r})"
+
+
+_DEFAULTS = tuple(GuardRule(GuardAction.ASK, name, reason) for name, reason in _BUILTIN_REASONS.items())

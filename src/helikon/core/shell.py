@@ -1,0 +1,176 @@
+r"""An operator-aware reading of a shell command line, for permission rules.
+
+`parse_command` turns a Bash command string into the simple commands it would run,
+each with its resolved program name, its arguments and its redirections. It follows
+the POSIX/Bash lexical rules (quoting, escapes, `$(…)`, backticks, here-docs) with a
+small character-level lexer, so that `r\\m`, `'r'm`, `/usr/bin/rm`, `sudo -u root rm`,
+`a&&rm`, `$(rm …)` and `bash -c 'rm …'` all resolve to `rm`.
+
+What it cannot analyse soundly (a program named by a variable, unbalanced quotes,
+nesting past the bound, look-alike characters in a program name, ...) makes the parse
+*unparseable*; the rules then fail closed. See `docs/shell-matcher.md`.
+
+```python
+from helikon.core.shell import parse_command
+
+parsed = parse_command("cd src && FOO=1 sudo -u root rm -rf build 2>/dev/null")
+assert [c.program for c in parsed.commands] == ["cd", "rm"]
+assert parsed.commands[1].wrappers == ("sudo",)
+assert parse_command("$CMD -rf /").ok is False
+```
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+from ._carrier import carrier
+from .exceptions import UserError
+
+__all__ = ["MAX_NESTING", "Redirect", "ShellParse", "SimpleCommand", "Word", "parse_command"]
+
+MAX_NESTING = 12
+"""How deep `$(…)`, backticks, subshells, groups, `bash -c` and `eval` may nest."""
+
+
+@carrier(kw_only=False)
+class Word:
+    """One shell word after quote removal.
+
+    Attributes:
+        text: The word with quotes removed; expansions (`$X`, `${X}`, `$(…)`, backticks,
+            brace lists) are kept as written.
+        literal: `True` when the word holds no expansion, so `text` is what runs.
+        prefix: The literal text before the first expansion (all of `text` when literal).
+        tail: The literal text after the last expansion (all of `text` when literal).
+        glob: `True` when the word has an unquoted glob or brace character (`*`, `?`, `[`, `{`).
+    """
+
+    text: str
+    literal: bool = True
+    prefix: str = ""
+    tail: str = ""
+    glob: bool = False
+
+    @classmethod
+    def plain(cls, text: str) -> Word:
+        """A literal word (no quoting, no expansion)."""
+        return cls(text, True, text, text)
+
+    def __repr__(self) -> str:
+        return f"Word({self.text!r})" if self.literal else f"Word({self.text!r}, literal=False)"
+
+
+@carrier(kw_only=False)
+class Redirect:
+    """A redirection: `op` is `>`, `>>`, `>|`, `&>`, `&>>`, `<>`, `<`, `<<`, `<<-`, `<<<`, `>&` or `<&`.
+
+    `fd` is the explicit descriptor (`"2"` in `2>`), or `""`. `target` is the file, the
+    here-doc delimiter, the here-string, or the descriptor duplicated (`1` in `2>&1`).
+    """
+
+    op: str
+    target: Word
+    fd: str = ""
+
+    @property
+    def writes(self) -> bool:
+        """Whether this redirection opens `target` as a file for writing."""
+        if self.op in _WRITE_OPS:
+            return True
+        # `>&word` with a non-descriptor word is Bash's `&>word`.
+        return self.op == ">&" and not _is_fd_word(self.target)
+
+
+_WRITE_OPS = frozenset({">", ">>", ">|", "&>", "&>>", "<>"})
+
+
+def _is_fd_word(word: Word) -> bool:
+    text = word.text.rstrip("-")
+    return word.literal and (text.isdigit() or text == "")
+
+
+@carrier(kw_only=False)
+class SimpleCommand:
+    """One simple command as it would run.
+
+    Attributes:
+        program: The resolved program name: unquoted, wrappers stripped, directory removed.
+        argv: The words from the program on (`argv[0]` is the program as written).
+        redirects: Its redirections.
+        wrappers: The wrappers stripped in front of it (`sudo`, `timeout`, `env`, ...).
+        assignments: Leading `NAME=value` words (and `env NAME=value` ones).
+        inline: `True` for `bash -c '…'`, `eval …` and the like, whose payload was parsed
+            into the commands that follow it.
+        stdin_args: `True` when more arguments arrive at run time (`xargs`).
+    """
+
+    program: str
+    argv: tuple[Word, ...]
+    redirects: tuple[Redirect, ...] = ()
+    wrappers: tuple[str, ...] = ()
+    assignments: tuple[str, ...] = ()
+    inline: bool = False
+    stdin_args: bool = False
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """The argument texts after the program."""
+        return tuple(w.text for w in self.argv[1:])
+
+    def __repr__(self) -> str:
+        return f"SimpleCommand({' '.join(w.text for w in self.argv)!r})"
+
+
+@carrier(kw_only=False)
+class ShellParse:
+    """The result of `parse_command`.
+
+    Attributes:
+        commands: Every simple command found, in source order, including those inside
+            substitutions, compound commands, `bash -c`, `eval`, `xargs` and `find -exec`.
+        redirects: Every redirection, including those on compound commands (`{ …; } >f`).
+        error: Why the command cannot be analysed, or `""`. When set, `commands` is empty
+            and rules fail closed.
+    """
+
+    commands: tuple[SimpleCommand, ...] = ()
+    redirects: tuple[Redirect, ...] = ()
+    error: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """Whether the command was analysed; `False` means *fail closed*."""
+        return not self.error
+
+
+class _Unparseable(Exception):
+    """Raised inside the parser: the command cannot be analysed soundly."""
+
+
+def parse_command(command: str) -> ShellParse:
+    """Split a shell command line into the simple commands it runs; never raises on bad shell.
+
+    Args:
+        command: The command string, as the Bash tool would receive it.
+
+    Raises:
+        UserError: When `command` is not a `str` (a programming error, not a model's).
+    """
+    if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"parse_command() takes the command as a str, got {type(command).__name__}")
+    return _parse_cached(command)
+
+
+@lru_cache(maxsize=2048)
+def _parse_cached(command: str) -> ShellParse:
+    from ._shell_parse import Parser  # the parser needs the types above
+
+    parser = Parser(command, 0)
+    try:
+        parser.parse_program()
+    except _Unparseable as exc:
+        return ShellParse(error=str(exc) or "unparseable")
+    except RecursionError:
+        return ShellParse(error="nesting too deep")
+    return ShellParse(tuple(parser.out), tuple(parser.redirects))
