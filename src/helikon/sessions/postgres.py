@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
     ) from exc
 
 from helikon.core._log_cache import LogCache
-from helikon.core.codec import FORMAT_VERSION, decode_events, decode_joined, encode_event
+from helikon.core.codec import FORMAT_VERSION, decode_events, encode_event
 from helikon.core.exceptions import SessionError, SessionUnavailable, UserError
 from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry, SessionEvent
 
@@ -60,7 +60,6 @@ class _Pool(Protocol):
     def acquire(self) -> AbstractAsyncContextManager[_Connection]: ...
     async def fetch(self, query: str, *args: object) -> list[Sequence[Any]]: ...
     async def fetchval(self, query: str, *args: object) -> Any: ...
-    async def fetchrow(self, query: str, *args: object) -> Sequence[Any]: ...
     async def close(self) -> None: ...
 
 
@@ -101,12 +100,6 @@ FROM (SELECT COALESCE(MAX(sequence), -1) + 1 AS first FROM session_events WHERE 
 _SELECT = """
 SELECT sequence, payload::text FROM session_events
 WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
-"""
-# The same, as one comma-joined value: a fraction of the cost of one row per event to send,
-# receive and unpack. The sequence numbers are contiguous, so count and first place them.
-_SELECT_JOINED = """
-SELECT count(*), min(sequence), max(sequence), string_agg(payload::text, ',' ORDER BY sequence)
-FROM session_events WHERE session_id = $1 AND sequence > $2
 """
 
 
@@ -307,18 +300,6 @@ class PostgresSession:
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         try:
-            row = await self._db.fetchrow(_SELECT_JOINED, self._session_id, after)
-            count: int = row[0]
-            first: int = row[1]
-            last: int = row[2]
-            text: str = row[3]
-            if not count:
-                return []
-            if last - first + 1 == count:
-                events = decode_joined(text, count)
-                if events is not None:
-                    return [SessionEntry(SequenceId(first + i), e) for i, e in enumerate(events)]
-            # A damaged payload: row by row, which isolates the bad one.
             rows = await self._db.fetch(_SELECT, self._session_id, after)
         except _ERRORS as exc:
             raise _translate(exc, action) from exc
