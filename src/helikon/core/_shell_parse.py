@@ -211,7 +211,7 @@ class Parser:
     def parse_command(self) -> None:
         if len(self.out) > _MAX_COMMANDS:
             raise _Unparseable("too many commands")
-        if self.s.startswith("((", self.i):
+        if self.s.startswith("((", self.i) and self._arith_end(self.i) > 0:
             self._arith_command()
             return
         if self._peek_op() == "(":
@@ -406,24 +406,34 @@ class Parser:
         self.out.append(SimpleCommand("((", (_literal("(("),)))
         self._trailing_redirects()
 
-    def _arith_body(self) -> None:
-        """Skip `((…))` whose body must be numbers and operators (see `_arith_check`)."""
+    def _arith_end(self, start: int) -> int:
+        """The index of the final `)` of `((…))` at `start`, or -1 when it is not arithmetic.
+
+        Like Bash: `((…))` is arithmetic only when its two opening parentheses close
+        together; `((rm x) )` is a subshell in a subshell.
+        """
+        s, n = self.s, self.n
         depth = 0
-        start = self.i
-        j = self.i
-        while j < self.n:
-            c = self.s[j]
+        inner_close = -1
+        for j in range(start, n):
+            c = s[j]
             if c == "(":
                 depth += 1
             elif c == ")":
                 depth -= 1
+                if depth == 1 and inner_close < 0:
+                    inner_close = j
                 if depth == 0:
-                    break
-            j += 1
-        else:
+                    return j if inner_close == j - 1 else -1
+        return -1
+
+    def _arith_body(self) -> None:
+        """Skip `((…))`; its body must hold no substitution or quoting (see `_arith_check`)."""
+        end = self._arith_end(self.i)
+        if end < 0:
             raise _Unparseable("missing '))'")
-        _arith_check(self.s[start + 2 : j - 1])
-        self.i = j + 1
+        _arith_check(self.s[self.i + 2 : end - 1])
+        self.i = end + 1
 
     def _trailing_redirects(self) -> None:
         while True:
@@ -651,12 +661,10 @@ class Parser:
             self.i = i + 2
             self._double_quoted(b)
         elif nxt == "(":
-            if s.startswith("$((", i):
-                end = s.find("))", i)
-                if end < 0:
-                    raise _Unparseable("missing '))'")
-                _arith_check(s[i + 3 : end])
-                self.i = end + 2
+            end = self._arith_end(i + 1) if s.startswith("$((", i) else -1
+            if end > 0:
+                _arith_check(s[i + 3 : end - 1])
+                self.i = end + 1
                 b.expansion(s[i : self.i])
             else:
                 self.i = i + 1

@@ -143,6 +143,16 @@ def _strip_options(spec: _Wrapper, words: list[Word]) -> tuple[int, Word | None,
     return min(i + spec.positional, n), script, flags
 
 
+def _late_script(program: str, words: list[Word], start: int) -> Word | None:
+    """`flock FILE -c CMD` and `su USER -c CMD`: a `-c` after the operand."""
+    # flock looks only right after its file; su and runuser permute their options.
+    candidates = range(start, start + 1) if program == "flock" else range(1, len(words))
+    for i in candidates:
+        if i + 1 < len(words) and words[i].text in ("-c", "--command"):
+            return words[i + 1]
+    return None
+
+
 def resolve(
     p: _Parser,
     words: list[Word],
@@ -169,6 +179,8 @@ def resolve(
                 assigned.append(words[start].text)
                 start += 1
         wrapped.append(program)
+        if script is None and spec.script:
+            script = _late_script(program, words, start)
         if script is not None:
             _emit(p, program, words, redirects, assigned, wrapped[:-1], stdin_args=stdin_args)
             _reparse_literal(p, [script], program)
