@@ -13,7 +13,12 @@ deltas). The same bytes are then consumed
   counting the chunks/events it yields;
 
 both fed by the same in-process ``httpx2`` transport that returns the prebuilt body in
-``--chunk``-byte pieces (no network). Reported: the median time per stream over ``--rounds``
+``--chunk``-byte pieces (no network). Bedrock is the exception: aiobotocore talks ``aiohttp``,
+so its ConverseStream body (binary AWS event-stream frames from a recorded stream, delta
+frames repeated) is served by a minimal HTTP server on 127.0.0.1 started in the benchmark
+process, and both ``BedrockModel.converse(id, client=...)`` and the raw
+``client.converse_stream(...)["stream"]`` use a client whose ``endpoint_url`` points there
+(dummy static credentials). Reported: the median time per stream over ``--rounds``
 x ``--repeats`` streams (the process's CPU time by default: the work is CPU-bound and
 in-process, and CPU time is not inflated by other load on the machine; ``--clock wall``
 for wall time), events/s of each side, and helikon/SDK (the ratio of the two rates on the
@@ -682,35 +687,37 @@ def _ms(seconds: float) -> str:
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     by = {(r["adapter"], r["side"]): r for r in results}
     headers = ["adapter", "variant", "deltas", "sdk events", "sdk time", "sdk ev/s"]
-    headers += ["helikon events", "helikon time", "helikon ev/s", "helikon/sdk", ">= 0.90"]
+    headers += ["helikon events", "helikon time", "helikon ev/s", "helikon/sdk", ">= 0.90", "best/best"]
     rows: list[list[str]] = []
     notes: list[str] = []
     for name in args.only or list(ADAPTERS):
         sdk, hk = by.get((name, "sdk"), {}), by.get((name, "helikon"), {})
         problem = sdk.get("na") or hk.get("na") or sdk.get("error") or hk.get("error")
         if problem:
-            rows.append([name, "-", *(["n/a"] * 9)])
+            rows.append([name, "-", *(["n/a"] * 10)])
             notes.append(f"{name}: n/a ({problem})")
             continue
         for variant in args.variants:
             s, h = sdk[variant], hk[variant]
             if "na" in s or "na" in h:
-                rows.append([name, variant, *(["n/a"] * 9)])
+                rows.append([name, variant, *(["n/a"] * 10)])
                 notes.append(f"{name} {variant}: n/a ({s.get('na') or h.get('na')})")
                 continue
             ratio = s["median_s"] / h["median_s"]  # = helikon deltas/s over SDK deltas/s
+            best = min(s["samples_s"]) / min(h["samples_s"])  # each side's fastest stream
             rows.append([
                 name, variant, f"{s['deltas']:,}",
                 f"{s['events']:,}", _ms(s["median_s"]), f"{s['events_per_s']:,.0f}",
                 f"{h['events']:,}", _ms(h["median_s"]), f"{h['events_per_s']:,.0f}",
-                f"{ratio:.2f}x", "MET" if ratio >= 0.90 else "NOT MET",
+                f"{ratio:.2f}x", "MET" if ratio >= 0.90 else "NOT MET", f"{best:.2f}x",
             ])  # fmt: skip
     lines = [
         "Streaming throughput on the same prebuilt wire bytes (median of "
         f"{args.rounds} rounds x {args.repeats} streams, {args.clock} time; higher ev/s is better):",
         _table(headers, rows),
         "helikon/sdk = SDK time / helikon time per stream (the ratio of the two rates on the same",
-        "wire deltas); target: >= 0.90x.",
+        "wire deltas); target: >= 0.90x. best/best = the same ratio from each side's fastest stream",
+        "(other load only adds time, so the fastest stream is closest to the work's own cost).",
     ]
     lines += notes
     versions = {k: v for r in results for k, v in r.get("versions", {}).items()}
