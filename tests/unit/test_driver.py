@@ -566,7 +566,24 @@ class Tripwire:
 
 
 async def test_guardrails_halt_the_run() -> None:
-    agent, model = agent_with([text_turn("fine")], input_guardrails=[Tripwire("PRIVATE KEY")])
+    # By default an input guardrail runs beside the first model call: the call's text may
+    # stream, but nothing it asks for happens and the run fails once the verdict is in.
+    agent, model = agent_with(
+        [tool_call_turn("echo", {"text": "x"}), text_turn("fine")], input_guardrails=[Tripwire("PRIVATE KEY")]
+    )
+    events = await events_of(agent, "BEGIN PRIVATE KEY")
+    assert [t for t in types(events) if t not in ("tool_call_delta", "token_delta")] == [
+        "run_started",
+        "turn_started",
+        "guardrail_triggered",
+        "run_failed",
+    ]
+    assert len(model.requests) <= 1
+
+    class FirstTripwire(Tripwire):
+        run_in_parallel = False
+
+    agent, model = agent_with([text_turn("fine")], input_guardrails=[FirstTripwire("PRIVATE KEY")])
     events = await events_of(agent, "BEGIN PRIVATE KEY")
     assert types(events) == ["run_started", "guardrail_triggered", "run_failed"]
     assert model.requests == []

@@ -244,7 +244,8 @@ class Tripwire:
 
 async def test_a_refused_input_is_not_persisted_and_does_not_poison_later_runs() -> None:
     session = MemorySession()
-    model = MockModel.with_scripts([text_turn("Sunny.")])
+    # The guardrail runs beside the first model call, whose answer is then dropped.
+    model = MockModel.with_scripts([text_turn("Dropped."), text_turn("Sunny.")])
     agent = LlmAgent(name="a", model=model, input_guardrails=[Tripwire("password")])
     runner = AsyncioRunner[None]()
     with pytest.raises(RunError):
@@ -252,7 +253,7 @@ async def test_a_refused_input_is_not_persisted_and_does_not_poison_later_runs()
     assert len(session) == 0
     result = await runner.run(agent, "What's the weather?", session_ctx(session))
     assert result.final_output == "Sunny."
-    assert [m.type for m in model.requests[0].messages] == ["user"]
+    assert [m.text for m in model.requests[-1].messages] == ["What's the weather?"]
 
 
 async def test_an_answer_blocked_by_an_output_guardrail_is_not_persisted() -> None:

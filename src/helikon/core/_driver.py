@@ -19,7 +19,6 @@ from .context import RunConfig, RunContext, ToolContext
 from .events import (
     AgentError,
     AgentEvent,
-    ApprovalRequested,
     GuardrailTriggered,
     PermissionDenied,
     RunCompleted,
@@ -57,10 +56,11 @@ from .loop import (
     transition,
 )
 from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
-from .tools import Tool, ToolEffect
+from .permissions import authorize
 
 if TYPE_CHECKING:
     from .agent import AgentInput, LlmAgent
+    from .redaction import Redactor
 
 
 class _Settled:
@@ -75,7 +75,21 @@ class _Settled:
 class _Run:
     """One run's driver state."""
 
-    __slots__ = ("agent", "config", "ctx", "emit", "fired", "hooks", "injected", "task", "waiting")
+    __slots__ = (
+        "agent",
+        "config",
+        "ctx",
+        "emit",
+        "fired",
+        "governed",
+        "guard_task",
+        "guard_tripped",
+        "hooks",
+        "injected",
+        "redactor",
+        "task",
+        "waiting",
+    )
 
     def __init__(self, agent: LlmAgent[Any], ctx: RunContext[Any], config: RunConfig) -> None:
         self.agent = agent
@@ -89,6 +103,18 @@ class _Run:
         self.task: asyncio.Task[Any] | None = None
         self.waiting = False
         self.fired = False
+        # Whether tool calls need the permission pipeline at all (the default guards alone do).
+        self.governed = bool(
+            ctx.guards
+            or ctx.deny_rules
+            or ctx.allow_rules
+            or ctx.permission_policy is not None
+            or ctx.permission_mode is not PermissionMode.DEFAULT
+        )
+        self.redactor = ctx.redactor
+        # Input guardrails running beside the first model call, and whether one tripped.
+        self.guard_task: asyncio.Future[GuardrailVerdict] | None = None
+        self.guard_tripped = False
 
     # --- cancellation ----------------------------------------------------------------------
 
@@ -96,6 +122,13 @@ class _Run:
         if self.waiting and self.task is not None and not self.fired:
             self.fired = True
             self.task.cancel()
+
+    def on_guard_done(self, task: asyncio.Future[GuardrailVerdict]) -> None:
+        """An input guardrail tripped while the model streams: stop the call, do not pay for it."""
+        if task.cancelled() or not task.result().tripped:
+            return
+        self.guard_tripped = True
+        self.on_cancel()
 
     def absorb_cancel(self) -> bool:
         """After a CancelledError: whether it came from our token (then it is withdrawn)."""
@@ -127,6 +160,7 @@ class _Run:
                 for event in refused:
                     yield event
                 return
+            guard_task = self.guard_task
             state: LoopState = initial_state(tctx)
             outcome = transition(state, Start(messages=input.conversation), tctx)
             while True:
@@ -151,14 +185,31 @@ class _Run:
                                 next_input = item.input
                             else:
                                 yield item  # pyright: ignore[reportReturnType]
+                    if guard_task is not None:
+                        # Nothing the model asked for happens before the input is cleared.
+                        failed = await self.input_verdict(guard_task)
+                        guard_task = None
+                        if failed is not None:
+                            for event in failed:
+                                yield event
+                            return
                 elif isinstance(action, ExecuteTools):
                     if token.is_cancelled():
                         next_input = Cancelled(reason=token.reason)
-                    elif ctx.permission_policy is None and ctx.permission_mode is PermissionMode.DEFAULT:
-                        next_input = await self.run_tools(action.calls)
+                    elif ctx.approval_handler is None:
+                        # Nothing waits for a human: the pipeline's events (PermissionDenied,
+                        # an unanswerable ApprovalRequested) follow once the tools are done.
+                        raised: list[AgentEvent] = []
+                        self.emit = raised.append
+                        try:
+                            next_input = await self.run_tools(action.calls)
+                        finally:
+                            self.emit = _drop
+                        for event in raised:
+                            yield event
                     else:
-                        # Permission checks may raise events (ApprovalRequested) that a UI must
-                        # see while the call waits, so the tools run beside the stream.
+                        # An approval may wait on a human, who must see ApprovalRequested while
+                        # the call waits: the tools run beside the stream.
                         next_input = Cancelled(reason=token.reason)
                         async for item in self.run_tools_live(action.calls):
                             if type(item) is _Settled:
@@ -176,6 +227,8 @@ class _Run:
                 await self.fire(HookEvent("on_run_complete", agent=agent.name))
         finally:
             remove_callback()
+            if self.guard_task is not None and not self.guard_task.done():
+                self.guard_task.cancel()  # the run ended first (e.g. cancelled)
 
     def with_injected(self, request: ModelRequest) -> ModelRequest:
         if not self.injected:
@@ -320,6 +373,15 @@ class _Run:
                 tools.cancel()
 
     async def run_tool(self, call: ToolCall) -> ToolCallOutcome:
+        """One call through every layer; what comes out (errors included) is redacted last."""
+        outcome = await self.run_tool_layers(call)
+        redactor = self.redactor
+        if redactor is None:
+            return outcome
+        content = _redact_parts(redactor, outcome.content)
+        return outcome if content is outcome.content else replace(outcome, content=content)
+
+    async def run_tool_layers(self, call: ToolCall) -> ToolCallOutcome:
         """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
         agent, ctx = self.agent, self.ctx
         tool = agent.tools_by_name.get(call.name)
@@ -337,11 +399,12 @@ class _Run:
                 return _outcome(call, f"Error: a hook blocked the call: {decision.reason}", "error")
             if decision.kind == "replace_input":
                 args = decision.value
-        if ctx.permission_policy is not None or ctx.permission_mode is not PermissionMode.DEFAULT:
-            allowed, args, reason = await self.authorize(tool, call, args)
-            if not allowed:
-                self.emit(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
-                return _outcome(call, f"Error: permission denied: {reason}", "error")
+        if self.governed:
+            verdict = await authorize(ctx, call.name, args, tool.effect, call_id=call.call_id, emit=self.emit)
+            if not verdict.allowed:
+                self.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))
+                return _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
+            args = verdict.args
         tool_ctx = ToolContext(
             ctx, call_id=call.call_id, tool_name=call.name, max_agent_depth=self.config.max_agent_depth
         )
@@ -370,37 +433,6 @@ class _Run:
                 content = (TextPart(text=text),)
         return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content)
 
-    async def authorize(
-        self, tool: Tool[Any], call: ToolCall, args: JsonValue
-    ) -> tuple[bool, JsonValue, str]:
-        """The permission seam: mode, then policy, then approval."""
-        ctx = self.ctx
-        mode, effect = ctx.permission_mode, tool.effect
-        if mode is PermissionMode.BYPASS:
-            return True, args, ""
-        if mode is PermissionMode.DONT_ASK:
-            return False, args, "DONT_ASK mode permits only calls that an allow rule covers"
-        if mode is PermissionMode.PLAN and effect is not ToolEffect.READ_ONLY:
-            return False, args, f"PLAN mode allows only read-only tools; {call.name!r} is {effect.value}"
-        if mode is PermissionMode.ACCEPT_EDITS and effect is ToolEffect.WRITE:
-            return True, args, ""
-        policy = ctx.permission_policy
-        if policy is None:
-            return True, args, ""
-        decision = await policy.check(ctx, call.name, args)
-        if decision.kind == "allow":
-            return True, args, ""
-        if decision.kind == "replace":
-            return True, decision.args, ""
-        if decision.kind == "deny":
-            return False, args, decision.reason
-        self.emit(ApprovalRequested(call_id=call.call_id, tool=call.name, args=args))
-        handler = ctx.approval_handler
-        if handler is None:
-            return False, args, f"approval required ({decision.prompt}) but no approval handler is installed"
-        outcome = await handler.decide(call.name, decision.prompt, args)
-        return (True, args, "") if outcome.approved else (False, args, outcome.reason or "not approved")
-
     # --- hooks and guardrails --------------------------------------------------------------
 
     async def fire(self, event: HookEvent) -> HookDecision:
@@ -428,17 +460,30 @@ class _Run:
                 return [RunStarted(agent=agent.name), RunFailed(error=error)]
         if agent.input_guardrails:
             text = "\n".join(m.text for m in messages if isinstance(m, UserMessage))
-            verdict = await self.guard(agent.input_guardrails, GuardrailInput("user_text", text))
-            if verdict.tripped:
-                error = AgentError(
-                    kind="guardrail_tripwire", message="an input guardrail tripped", cause=verdict.kind
-                )
-                return [
-                    RunStarted(agent=agent.name),
-                    GuardrailTriggered(kind=verdict.kind, info=verdict.info, stage="input"),
-                    RunFailed(error=error),
-                ]
+            guard_input = GuardrailInput("user_text", text)
+            first = [g for g in agent.input_guardrails if not getattr(g, "run_in_parallel", True)]
+            beside = [g for g in agent.input_guardrails if getattr(g, "run_in_parallel", True)]
+            if first:
+                verdict = await self.guard(first, guard_input)
+                if verdict.tripped:
+                    return [RunStarted(agent=agent.name), *_input_tripped(verdict)]
+            if beside:
+                # The book's guardrails run in parallel with the agent: the first model call
+                # starts now, and its result is held until the verdict (see `input_verdict`).
+                self.guard_task = asyncio.ensure_future(self.guard(beside, guard_input))
+                self.guard_task.add_done_callback(self.on_guard_done)
         return None
+
+    async def input_verdict(self, task: asyncio.Future[GuardrailVerdict]) -> list[AgentEvent] | None:
+        """Wait for the parallel input guardrails; the events of a refused run, or None."""
+        verdict = await task
+        self.guard_task = None
+        if self.guard_tripped:
+            self.guard_tripped = False
+            self.absorb_cancel()  # in case the trip came after the model call had ended
+        if not verdict.tripped:
+            return None
+        return _input_tripped(verdict)
 
     async def check_output(self, state: Done, events: tuple[AgentEvent, ...]) -> tuple[AgentEvent, ...]:
         verdict = await self.guard(
@@ -474,6 +519,25 @@ class _Run:
 
 def _drop(event: AgentEvent) -> None:
     return None
+
+
+def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
+    """`parts` with secrets scrubbed from their text; the same tuple when nothing changed."""
+    out: list[ContentPart] = []
+    changed = False
+    for part in parts:
+        if type(part) is TextPart:
+            text = redactor.redact(part.text)
+            if text != part.text:
+                part = TextPart(text=text)
+                changed = True
+        out.append(part)
+    return tuple(out) if changed else parts
+
+
+def _input_tripped(verdict: GuardrailVerdict) -> list[AgentEvent]:
+    error = AgentError(kind="guardrail_tripwire", message="an input guardrail tripped", cause=verdict.kind)
+    return [GuardrailTriggered(kind=verdict.kind, info=verdict.info, stage="input"), RunFailed(error=error)]
 
 
 def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -26,10 +26,13 @@ from .exceptions import UserError
 from .governance import ApprovalHandler, HookRegistry, PermissionMode, PermissionPolicy
 
 if TYPE_CHECKING:
+    from .redaction import Redactor
+    from .rules import AllowRule, DenyRule, GuardRule
     from .session import Session
 
 Ctx = TypeVar("Ctx")
 C = TypeVar("C")
+T = TypeVar("T")
 
 
 @carrier
@@ -166,11 +169,18 @@ class RunContext(Generic[Ctx]):
     __slots__ = (
         "_actions",
         "_agent_depth",
+        "_allow_rules",
         "_approval_handler",
         "_cancel",
+        "_default_guards",
+        "_deny_rules",
+        "_extra_secrets",
+        "_guard_rules",
         "_hooks",
         "_permission_mode",
         "_permission_policy",
+        "_redact",
+        "_redactor",
         "_session",
         "_state",
         "_tracer",
@@ -196,6 +206,13 @@ class RunContext(Generic[Ctx]):
         self._permission_mode = PermissionMode.DEFAULT
         self._permission_policy: PermissionPolicy[Ctx] | None = None
         self._approval_handler: ApprovalHandler | None = None
+        self._deny_rules: tuple[DenyRule, ...] = ()
+        self._allow_rules: tuple[AllowRule, ...] = ()
+        self._guard_rules: tuple[GuardRule, ...] = ()
+        self._default_guards = True
+        self._redact = True
+        self._extra_secrets: tuple[str, ...] = ()
+        self._redactor: Redactor | None = None  # built on first use
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -269,6 +286,56 @@ class RunContext(Generic[Ctx]):
         """Resolves `ask_user` decisions; without one they resolve to deny."""
         return self._approval_handler
 
+    @property
+    def deny_rules(self) -> tuple[DenyRule, ...]:
+        """Rules that refuse a call before anything else is consulted."""
+        return self._deny_rules
+
+    @property
+    def allow_rules(self) -> tuple[AllowRule, ...]:
+        """Rules that permit a call (after the deny rules and guards) in every mode."""
+        return self._allow_rules
+
+    @property
+    def guard_rules(self) -> tuple[GuardRule, ...]:
+        """Your guard rules (the built-in ones are in `guards`)."""
+        return self._guard_rules
+
+    @property
+    def default_guards(self) -> bool:
+        """Whether `GuardRule.destructive_defaults()` apply (True unless `without_default_guards`)."""
+        return self._default_guards
+
+    @property
+    def guards(self) -> tuple[GuardRule, ...]:
+        """Every guard the pipeline evaluates: the built-in ones (unless disabled), then yours."""
+        if not self._default_guards:
+            return self._guard_rules
+        from .rules import GuardRule
+
+        return (*GuardRule.destructive_defaults(), *self._guard_rules)
+
+    @property
+    def output_redaction(self) -> bool:
+        """Whether tool output is scrubbed of secrets (True unless `without_output_redaction`)."""
+        return self._redact
+
+    @property
+    def extra_secrets(self) -> tuple[str, ...]:
+        """Secret values redacted from tool output besides the environment's."""
+        return self._extra_secrets
+
+    @property
+    def redactor(self) -> Redactor | None:
+        """The redactor applied to tool output, or None when redaction is off."""
+        if not self._redact:
+            return None
+        if self._redactor is None:
+            from ._redactor_cache import default_redactor
+
+            self._redactor = default_redactor(self._extra_secrets)
+        return self._redactor
+
     # --- setters (each returns a new context) --------------------------------------------
 
     def with_session(self, session: Session) -> RunContext[Ctx]:
@@ -322,6 +389,64 @@ class RunContext(Generic[Ctx]):
         """Resolve `ask_user` decisions with `handler`."""
         new = self._copy()
         new._approval_handler = handler
+        return new
+
+    def with_deny_rules(self, rules: Iterable[DenyRule]) -> RunContext[Ctx]:
+        """Refuse calls any of `rules` matches, in every mode (replaces earlier deny rules).
+
+        Example:
+            ```python
+            from helikon import RunContext
+            from helikon.core.rules import DenyRule
+
+            rules = [DenyRule.tool("WebFetch"), DenyRule.edit("dist/**")]
+            ctx = RunContext.ephemeral(None).with_deny_rules(rules)
+            assert len(ctx.deny_rules) == 2
+            ```
+        """
+        from .rules import DenyRule
+
+        new = self._copy()
+        new._deny_rules = _checked(rules, DenyRule, "with_deny_rules")
+        return new
+
+    def with_allow_rules(self, rules: Iterable[AllowRule]) -> RunContext[Ctx]:
+        """Pre-approve calls `rules` cover, in every mode, after deny rules and guards (replaces earlier)."""
+        from .rules import AllowRule
+
+        new = self._copy()
+        new._allow_rules = _checked(rules, AllowRule, "with_allow_rules")
+        return new
+
+    def with_guard_rules(self, rules: Iterable[GuardRule]) -> RunContext[Ctx]:
+        """Add your own guards, evaluated after the built-in ones (replaces earlier guard rules)."""
+        from .rules import GuardRule
+
+        new = self._copy()
+        new._guard_rules = _checked(rules, GuardRule, "with_guard_rules")
+        return new
+
+    def without_default_guards(self) -> RunContext[Ctx]:
+        """Switch off `GuardRule.destructive_defaults()`: the `rm -rf /`, system-path and dot-path guards."""
+        new = self._copy()
+        new._default_guards = False
+        return new
+
+    def with_extra_secrets(self, secrets: Iterable[str]) -> RunContext[Ctx]:
+        """Also redact these values from tool output (values shorter than 8 characters are ignored)."""
+        values = tuple(secrets)
+        if not all(isinstance(v, str) for v in values):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError("with_extra_secrets takes strings")
+        new = self._copy()
+        new._extra_secrets = (*self._extra_secrets, *values)
+        new._redactor = None
+        return new
+
+    def without_output_redaction(self) -> RunContext[Ctx]:
+        """Pass tool output to the model and the session unredacted."""
+        new = self._copy()
+        new._redact = False
+        new._redactor = None
         return new
 
     def child(self) -> RunContext[Ctx]:
@@ -384,6 +509,18 @@ class ToolContext(Generic[Ctx]):
     def max_agent_depth(self) -> int:
         """The run's nesting limit."""
         return self._max_agent_depth
+
+
+def _checked(items: Iterable[T], cls: type[T], method: str) -> tuple[T, ...]:
+    if isinstance(items, str | bytes) or not isinstance(items, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"{method} takes a list of {cls.__name__}s, not {items!r}")
+    values = tuple(items)
+    for value in values:
+        if not isinstance(value, cls):
+            raise UserError(
+                f"{method} takes {cls.__name__}s (e.g. {cls.__name__}.tool('Bash')), not {value!r}"
+            )
+    return values
 
 
 __all__ = ["ActionsHandle", "RunConfig", "RunContext", "SessionState", "ToolContext", "TracerHandle"]

@@ -180,6 +180,7 @@ class ApprovalRequested:
     call_id: str
     tool: str
     args: JsonValue
+    prompt: str = ""
 
 
 @carrier
