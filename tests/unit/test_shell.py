@@ -237,6 +237,8 @@ def test_a_denied_program_is_never_let_through(
     if "xargs" in context or "find" in context:
         # xargs and find exec a program directly: there `A=1 rm` runs a program named `A=1`.
         wrappers = [w for w in wrappers if "=" not in w.split()[0]]
+    # `NAME=value` is an assignment only before the program: after `timeout` it is the program.
+    wrappers.sort(key=lambda w: "=" not in w.split()[0])
     core = " ".join([*wrappers, spelling, "-rf", "build"])
     core = context.format(core) if "'" not in core or "'" not in context else core
     command = "".join(a + op for a, op in before) + core + "".join(op + a for op, a in after)

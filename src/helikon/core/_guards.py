@@ -212,7 +212,7 @@ def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
 def _system_write(subject: ToolSubject) -> str | None:
     if subject.parse is None:
         raw = subject.raw_path
-        if raw is not None and _system_target(raw, [""], False):
+        if subject.edits and raw is not None and _system_target(raw, [""], False):
             return raw
         return None
     parse = subject.parse
@@ -229,7 +229,7 @@ def _system_write(subject: ToolSubject) -> str | None:
 def _dotpath_write(subject: ToolSubject) -> str | None:
     if subject.parse is None:
         raw = subject.raw_path
-        return raw if raw is not None and is_protected_dotpath(raw) else None
+        return raw if subject.edits and raw is not None and is_protected_dotpath(raw) else None
     parse = subject.parse
     if not parse.ok:
         return f"the command cannot be analysed ({parse.error})"

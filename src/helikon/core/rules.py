@@ -69,8 +69,8 @@ class ToolSubject:
     ```
     """
 
-    __slots__ = ("_allow", "_guard_cache", "args", "parse", "path", "path_known", "programs", "raw_path",
-                 "tool")  # fmt: skip
+    __slots__ = ("_allow", "_guard_cache", "args", "edits", "parse", "path", "path_known", "programs",
+                 "raw_path", "tool")  # fmt: skip
 
     tool: str
     args: JsonValue
@@ -79,6 +79,7 @@ class ToolSubject:
     path: str | None
     raw_path: str | None
     path_known: bool
+    edits: bool
     _allow: frozenset[str] | None
     _guard_cache: dict[str, str | None]
 
@@ -91,6 +92,7 @@ class ToolSubject:
         self.programs = frozenset()
         self.path = self.raw_path = None
         self.path_known = True
+        self.edits = tool in EDIT_TOOLS
         self._allow = None
         self._guard_cache = {}
         if tool in BASH_TOOLS:
