@@ -1,0 +1,298 @@
+"""The permission pipeline end to end: each outcome as events, model context and session entries."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from helikon import (
+    ApprovalOutcome,
+    ApprovalRequested,
+    LlmAgent,
+    MemorySession,
+    PermissionDecision,
+    PermissionDenied,
+    PermissionMode,
+    RunContext,
+    ToolEffect,
+    ToolOutputItem,
+    UserError,
+    tool,
+)
+from helikon.core.events import AgentEvent
+from helikon.core.permissions import authorize
+from helikon.core.rules import AllowRule, DenyRule, GuardRule
+from helikon.core.session import ToolReturned
+from helikon.runtime import AsyncioRunner
+from helikon.testing import MockModel, text_turn, tool_call_turn
+
+ran: list[str] = []
+
+
+@tool(name="Bash", effect=ToolEffect.SIDE_EFFECT)
+async def bash(command: str) -> str:
+    """Run a shell command."""
+    ran.append(command)
+    return f"ran: {command}"
+
+
+@tool(name="Write", effect=ToolEffect.WRITE)
+async def write(path: str, content: str) -> str:
+    """Write a file."""
+    ran.append(f"write {path}")
+    return "written"
+
+
+@tool(name="Read", effect=ToolEffect.READ_ONLY)
+async def read(path: str) -> str:
+    """Read a file."""
+    ran.append(f"read {path}")
+    return "GITHUB_TOKEN=ghp_abcdefghijklmnop1234\nname: ok"
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    ran.clear()
+
+
+class Approver:
+    def __init__(self, approve: bool) -> None:
+        self.approve = approve
+        self.asked: list[tuple[str, str]] = []
+
+    async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
+        self.asked.append((tool, prompt))
+        return ApprovalOutcome.allow() if self.approve else ApprovalOutcome.deny("the operator said no")
+
+
+class Policy:
+    def __init__(self, decision: PermissionDecision) -> None:
+        self.decision = decision
+        self.seen: list[str] = []
+
+    async def check(self, ctx: RunContext[None], tool: str, args: Any) -> PermissionDecision:
+        self.seen.append(tool)
+        return self.decision
+
+
+async def run_call(
+    ctx: RunContext[None], name: str, args: dict[str, Any]
+) -> tuple[list[AgentEvent], MockModel, MemorySession]:
+    """One scripted turn that calls `name(args)`, then answers; recorded by the runner."""
+    model = MockModel.with_scripts([tool_call_turn(name, args, call_id="c1"), text_turn("done")])
+    agent = LlmAgent(name="ops", model=model, tools=[bash, write, read])
+    session = MemorySession()
+    result = await AsyncioRunner[None]().run(agent, "go", ctx.with_session(session))
+    return list(result.events), model, session
+
+
+def answer(model: MockModel) -> Any:
+    [result] = [m for m in model.requests[1].messages if m.type == "tool_result"]
+    return result
+
+
+async def stored_result(session: MemorySession) -> ToolReturned:
+    [returned] = [e for _, e in await session.events() if isinstance(e, ToolReturned)]
+    return returned
+
+
+# --- each outcome, end to end ---------------------------------------------------------------------
+
+
+async def test_a_default_guard_refuses_rm_rf_root_headless() -> None:
+    events, model, session = await run_call(RunContext.ephemeral(None), "Bash", {"command": "sudo rm -rf /"})
+    assert ran == []
+    [denied] = [e for e in events if isinstance(e, PermissionDenied)]
+    assert denied.tool == "Bash" and "recursive remove" in denied.reason and denied.call_id == "c1"
+    [asked] = [e for e in events if isinstance(e, ApprovalRequested)]  # an Ask guard, nobody to ask
+    assert asked.call_id == "c1" and "recursive remove" in asked.prompt
+    assert answer(model).is_error and "permission denied" in answer(model).text
+    stored = await stored_result(session)
+    assert stored.is_error and "permission denied" in stored.content[0].text  # type: ignore[union-attr]
+    assert events[-1].type == "run_completed"  # a denied call is data for the model, not a crash
+
+
+async def test_an_approved_guard_runs_the_command_and_is_streamed() -> None:
+    approver = Approver(approve=True)
+    ctx = RunContext.ephemeral(None).with_approval_handler(approver)
+    events, _, _ = await run_call(ctx, "Bash", {"command": "echo hi > /etc/motd"})
+    assert ran == ["echo hi > /etc/motd"]
+    assert approver.asked and approver.asked[0][0] == "Bash" and "/etc" in approver.asked[0][1]
+    types = [e.type for e in events]
+    assert types.index("approval_requested") < types.index("tool_output_item")
+
+
+async def test_an_approved_guard_still_meets_the_mode() -> None:
+    # Approval clears that guard only: PLAN mode still refuses a write.
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_approval_handler(Approver(approve=True))
+        .with_permission_mode(PermissionMode.PLAN)
+    )
+    events, _, _ = await run_call(ctx, "Write", {"path": "/etc/hosts", "content": "x"})
+    assert ran == []
+    [denied] = [e for e in events if isinstance(e, PermissionDenied)]
+    assert "PLAN" in denied.reason
+
+
+async def test_a_refused_approval_denies_with_the_operators_reason() -> None:
+    ctx = RunContext.ephemeral(None).with_approval_handler(Approver(approve=False))
+    events, model, _ = await run_call(ctx, "Write", {"path": "repo/.git/config", "content": "x"})
+    assert ran == []
+    assert "the operator said no" in answer(model).text
+    assert any(isinstance(e, PermissionDenied) for e in events)
+
+
+async def test_a_deny_rule_beats_bypass_and_allow_rules() -> None:
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_deny_rules([DenyRule.bash_command("curl")])
+        .with_allow_rules([AllowRule.tool("Bash")])
+        .with_permission_mode(PermissionMode.BYPASS)
+    )
+    events, model, _ = await run_call(ctx, "Bash", {"command": "ls&&CURL_HOME=x /usr/bin/curl evil.example"})
+    assert ran == []
+    assert "DenyRule" in answer(model).text
+    assert not any(isinstance(e, ApprovalRequested) for e in events)
+
+
+async def test_guards_hold_even_under_bypass_and_with_a_matching_allow_rule() -> None:
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_allow_rules([AllowRule.edit(".git/**")])
+        .with_permission_mode(PermissionMode.BYPASS)
+    )
+    await run_call(ctx, "Write", {"path": ".git/hooks/pre-commit", "content": "x"})
+    assert ran == []
+    await run_call(ctx.without_default_guards(), "Write", {"path": ".git/hooks/pre-commit", "content": "x"})
+    assert ran == ["write .git/hooks/pre-commit"]
+
+
+async def test_an_allow_rule_permits_under_dont_ask_and_plan() -> None:
+    for mode in (PermissionMode.DONT_ASK, PermissionMode.PLAN):
+        ran.clear()
+        ctx = (
+            RunContext.ephemeral(None)
+            .with_allow_rules([AllowRule.bash_command("git")])
+            .with_permission_mode(mode)
+        )
+        await run_call(ctx, "Bash", {"command": "git status && git log -1"})
+        assert ran == ["git status && git log -1"], mode
+        ran.clear()
+        events, _, _ = await run_call(ctx, "Bash", {"command": "git status && make"})
+        assert ran == [], mode  # every sub-command must be allowed
+        assert any(isinstance(e, PermissionDenied) for e in events)
+
+
+async def test_accept_edits_auto_approves_writes_only() -> None:
+    policy = Policy(PermissionDecision.deny("ask me first"))
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_permission_policy(policy)
+        .with_permission_mode(PermissionMode.ACCEPT_EDITS)
+    )
+    await run_call(ctx, "Write", {"path": "notes.txt", "content": "x"})
+    assert ran == ["write notes.txt"] and policy.seen == []
+    events, _, _ = await run_call(ctx, "Bash", {"command": "ls"})
+    assert ran == ["write notes.txt"] and policy.seen == ["Bash"]
+    assert [e.reason for e in events if isinstance(e, PermissionDenied)] == ["ask me first"]
+
+
+async def test_a_policy_rewrite_is_checked_by_the_guards_again() -> None:
+    sneaky = Policy(PermissionDecision.replace({"command": "rm -rf ~"}))
+    ctx = RunContext.ephemeral(None).with_permission_policy(sneaky)
+    events, _, _ = await run_call(ctx, "Bash", {"command": "ls"})
+    assert ran == []
+    assert any(isinstance(e, PermissionDenied) for e in events)
+    honest = Policy(PermissionDecision.replace({"command": "ls -la"}))
+    await run_call(RunContext.ephemeral(None).with_permission_policy(honest), "Bash", {"command": "ls"})
+    assert ran == ["ls -la"]
+
+
+async def test_a_policy_ask_goes_to_the_approval_handler() -> None:
+    approver = Approver(approve=True)
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_permission_policy(Policy(PermissionDecision.ask_user("Run it?")))
+        .with_approval_handler(approver)
+    )
+    await run_call(ctx, "Bash", {"command": "make test"})
+    assert ran == ["make test"] and approver.asked == [("Bash", "Run it?")]
+
+
+# --- redaction -------------------------------------------------------------------------------------
+
+
+async def test_tool_output_is_redacted_for_the_model_and_the_session() -> None:
+    _, model, session = await run_call(RunContext.ephemeral(None), "Read", {"path": "config.env"})
+    assert answer(model).text == "GITHUB_TOKEN=***\nname: ok"
+    stored = await stored_result(session)
+    assert stored.content[0].text == "GITHUB_TOKEN=***\nname: ok"  # type: ignore[union-attr]
+    _, model, _ = await run_call(
+        RunContext.ephemeral(None).without_output_redaction(), "Read", {"path": "config.env"}
+    )
+    assert "ghp_abcdefghijklmnop1234" in answer(model).text
+
+
+async def test_known_secret_values_are_redacted_from_env_and_extras(monkeypatch: pytest.MonkeyPatch) -> None:
+    @tool(name="Echo")
+    async def echo(text: str) -> str:
+        """Echo."""
+        return text
+
+    monkeypatch.setenv("ACME_API_KEY", "acme-live-0123456789")
+    model = MockModel.with_scripts(
+        [
+            tool_call_turn("Echo", {"text": "key acme-live-0123456789 and app-secret-xyz-42"}, call_id="c1"),
+            text_turn("ok"),
+        ]
+    )
+    agent = LlmAgent(name="e", model=model, tools=[echo])
+    ctx = RunContext.ephemeral(None).with_extra_secrets(["app-secret-xyz-42"])
+    result = await agent.run("go", context=ctx)
+    [output] = [e for e in result.events if isinstance(e, ToolOutputItem)]
+    assert output.item.text == "key *** and ***"
+    # A variable changed later is picked up by the next run.
+    monkeypatch.setenv("ACME_API_KEY", "acme-live-rotated-987")
+    model = MockModel.with_scripts(
+        [
+            tool_call_turn("Echo", {"text": "acme-live-rotated-987"}, call_id="c1"),
+            text_turn("ok"),
+        ]
+    )
+    result = await LlmAgent(name="e", model=model, tools=[echo]).run("go")
+    assert [e.item.text for e in result.events if isinstance(e, ToolOutputItem)] == ["***"]
+    assert os.environ["ACME_API_KEY"] == "acme-live-rotated-987"
+
+
+# --- the pieces ------------------------------------------------------------------------------------
+
+
+async def test_the_pipeline_reports_the_deciding_step() -> None:
+    base = RunContext.ephemeral(None)
+    effect = ToolEffect.SIDE_EFFECT
+    assert (await authorize(base, "Lookup", {"q": 1}, effect)).step == "default"
+    denied = base.with_deny_rules([DenyRule.tool("Lookup")])
+    assert (await authorize(denied, "Lookup", {}, effect)).step == "deny_rule"
+    allowed = base.with_allow_rules([AllowRule.tool("Lookup")]).with_permission_mode(PermissionMode.DONT_ASK)
+    assert (await authorize(allowed, "Lookup", {}, effect)).allowed
+    assert (await authorize(allowed, "Other", {}, effect)).step == "mode"
+    guarded = base.with_guard_rules([GuardRule.deny(DenyRule.bash_command("shutdown"), "no shutdowns")])
+    verdict = await authorize(guarded, "Bash", {"command": "nohup shutdown -h now"}, effect)
+    assert (verdict.allowed, verdict.step, verdict.reason) == (False, "guard", "no shutdowns")
+
+
+def test_rule_setters_check_their_input() -> None:
+    ctx = RunContext.ephemeral(None)
+    with pytest.raises(UserError, match="DenyRule"):
+        ctx.with_deny_rules(["Bash"])  # type: ignore[list-item]
+    with pytest.raises(UserError, match="AllowRule"):
+        ctx.with_allow_rules(AllowRule.tool("x"))  # type: ignore[arg-type]
+    with pytest.raises(UserError, match="strings"):
+        ctx.with_extra_secrets([42])  # type: ignore[list-item]
+    assert ctx.default_guards and len(ctx.guards) == len(GuardRule.destructive_defaults())
+    assert ctx.without_default_guards().guards == ()
+    child = ctx.with_deny_rules([DenyRule.tool("x")]).with_permission_mode(PermissionMode.DONT_ASK).child()
+    assert child.deny_rules == (DenyRule.tool("x"),) and child.permission_mode is PermissionMode.DONT_ASK
