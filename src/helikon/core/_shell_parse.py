@@ -41,6 +41,7 @@ _OPS = (
     "&&", "||", ";;", ";&", "|&", "&>", ">>", ">|", ">&", "<&", "<>", "<<",
     ";", "&", "|", "(", ")", "<", ">", "\n",
 )  # fmt: skip
+_COPROC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")
 _OPS_BY_CHAR = {c: tuple(op for op in _OPS if op[0] == c) for c in ";&|()<>\n"}
 _REDIRECT_OPS = frozenset({"&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<&", "<>", "<<", "<", ">"})
 _REDIRECT_START = frozenset("<>&0123456789{")
@@ -254,6 +255,14 @@ class Parser:
                 self.i += 1
             else:
                 return
+
+    def _coproc(self) -> None:
+        # `coproc cmd args` or `coproc NAME compound-command`.
+        self._skip_blanks()
+        m = _COPROC_NAME.match(self.s, self.i)
+        if m is not None:
+            self.i = m.end()
+        self.parse_command()
 
     def _group(self) -> None:
         self._compound({"}"}, "}")
@@ -779,5 +788,6 @@ _COMPOUND = {
     "case": Parser._case,
     "function": Parser._function,
     "[[": Parser._double_bracket,
+    "coproc": Parser._coproc,
 }
 _UNEXPECTED = frozenset({"}", "fi", "then", "elif", "else", "do", "done", "esac", "]]"})

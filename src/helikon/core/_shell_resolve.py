@@ -72,6 +72,8 @@ _WRAPPERS: dict[str, _Wrapper] = {
 }
 # Wrappers whose command is one shell string made of the remaining words.
 _JOINING = frozenset({"watch"})
+# Long options that mean a short flag the resolver acts on.
+_LONG_FLAGS = {"--shell": "s", "--login": "i", "--edit": "e", "--split-string": "S"}
 _WATCH = _Wrapper("nq", frozenset({"--interval", "--equexit"}))
 _XARGS = _Wrapper(
     "adEILnPs",
@@ -113,8 +115,11 @@ def _strip_options(spec: _Wrapper, words: list[Word]) -> tuple[int, Word | None,
             break
         if text.startswith("--"):
             name, eq, _ = text.partition("=")
+            if name in _LONG_FLAGS:
+                flags.add(_LONG_FLAGS[name])
             if name == "--command" and spec.script:
-                script = words[i + 1] if not eq and i + 1 < n else _literal(text[len(name) + 1 :])
+                value = text[len(name) + 1 :]
+                script = words[i + 1] if not eq and i + 1 < n else Word(value, words[i].literal)
                 i += 1 if eq else 2
             elif not eq and name in spec.long_arg:
                 i += 2
@@ -214,6 +219,8 @@ def resolve(
         return
     if program == "eval":
         _emit(p, program, words, redirects, assigned, wrapped, inline=True)
+        if args and args[0].text == "--":
+            args = args[1:]
         if args:
             _reparse_literal(p, args, program)
         return
@@ -224,8 +231,11 @@ def resolve(
             resolve(p, words[start:], (), (), (), [], stdin_args=True)
     elif program == "find":
         _find(p, args)
-    elif program == "trap" and args and not args[0].text.startswith("-") and len(args) > 1:
-        _reparse_literal(p, args[:1], program)
+    elif program == "trap":
+        if args and args[0].text == "--":
+            args = args[1:]
+        if len(args) > 1 and not args[0].text.startswith("-"):
+            _reparse_literal(p, args[:1], program)
     elif program == "alias":
         for arg in args:
             name, eq, value = arg.text.partition("=")
