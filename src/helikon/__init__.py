@@ -17,6 +17,8 @@ Example:
 __version__ = "0.1.0"
 
 
+from typing import TYPE_CHECKING, Any
+
 from .core._function_tool import FunctionTool, tool
 from .core._json import JsonObject, JsonValue
 from .core._memory_session import MemorySession
@@ -138,7 +140,43 @@ from .core.session import (
 )
 from .core.tools import Tool, ToolEffect, ToolOutput
 
+# Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
+# which a run pays only when a tool call reaches the permission pipeline.
+_LAZY = {
+    "AllowRule": "helikon.core.rules",
+    "DenyRule": "helikon.core.rules",
+    "GuardAction": "helikon.core.rules",
+    "GuardRule": "helikon.core.rules",
+    "ToolSubject": "helikon.core.rules",
+    "PermissionVerdict": "helikon.core.permissions",
+    "Redactor": "helikon.core.redaction",
+}
+
+if TYPE_CHECKING:
+    from helikon.core.permissions import PermissionVerdict
+    from helikon.core.redaction import Redactor
+    from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "AllowRule",
+    "DenyRule",
+    "GuardAction",
+    "GuardRule",
+    "PermissionVerdict",
+    "Redactor",
+    "ToolSubject",
     "__version__",
     # agents and runs
     "Agent",

@@ -4,6 +4,8 @@ Depends on the standard library (and pydantic, imported lazily when something is
 serialized or a tool/output schema is built). Never imports a sibling package.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from ._function_tool import FunctionTool, tool
 from ._json import JsonObject, JsonValue
 from ._memory_session import MemorySession
@@ -125,7 +127,43 @@ from .session import (
 )
 from .tools import Tool, ToolEffect, ToolOutput
 
+# Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
+# which a run pays only when a tool call reaches the permission pipeline.
+_LAZY = {
+    "AllowRule": "helikon.core.rules",
+    "DenyRule": "helikon.core.rules",
+    "GuardAction": "helikon.core.rules",
+    "GuardRule": "helikon.core.rules",
+    "ToolSubject": "helikon.core.rules",
+    "PermissionVerdict": "helikon.core.permissions",
+    "Redactor": "helikon.core.redaction",
+}
+
+if TYPE_CHECKING:
+    from helikon.core.permissions import PermissionVerdict
+    from helikon.core.redaction import Redactor
+    from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
 __all__ = [
+    "AllowRule",
+    "DenyRule",
+    "GuardAction",
+    "GuardRule",
+    "PermissionVerdict",
+    "Redactor",
+    "ToolSubject",
     # agents and runs
     "Agent",
     "AgentInput",
