@@ -43,7 +43,6 @@ _LAST_OPERAND: dict[str, str] = {
 _OUTPUT_OPTION: dict[str, tuple[str, ...]] = {
     "curl": ("-o", "--output"),
     "wget": ("-O", "--output-document"),
-    "time": ("-o", "--output"),
 }
 
 
