@@ -6,6 +6,8 @@ import os
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helikon import (
     ApprovalOutcome,
@@ -22,8 +24,8 @@ from helikon import (
     tool,
 )
 from helikon.core.events import AgentEvent
-from helikon.core.permissions import authorize
-from helikon.core.rules import AllowRule, DenyRule, GuardRule
+from helikon.core.permissions import CompiledRules, authorize
+from helikon.core.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
 from helikon.core.session import ToolReturned
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn
@@ -296,3 +298,46 @@ def test_rule_setters_check_their_input() -> None:
     assert ctx.without_default_guards().guards == ()
     child = ctx.with_deny_rules([DenyRule.tool("x")]).with_permission_mode(PermissionMode.DONT_ASK).child()
     assert child.deny_rules == (DenyRule.tool("x"),) and child.permission_mode is PermissionMode.DONT_ASK
+
+
+# --- the compiled rules answer exactly as the rules do ------------------------------------------
+
+
+_programs = st.sampled_from(["rm", "git", "ls", "curl", "RM", "pytest", "echo", "sudo", "env"])
+_globs = st.sampled_from([".env", "*.pem", "src/**", "dist/**", "docs/*.md", "a/b", "**/secret*", "*.py"])
+_rule_forms = st.sampled_from(["tool", "bash_command", "read", "edit"])
+_tools = st.sampled_from(["Bash", "Read", "Write", "Edit", "Lookup", "bash"])
+
+
+@st.composite
+def rule_values(draw: st.DrawFn) -> tuple[str, str]:
+    form = draw(_rule_forms)
+    value = draw(_tools if form == "tool" else _programs if form == "bash_command" else _globs)
+    return form, value
+
+
+@st.composite
+def calls(draw: st.DrawFn) -> ToolSubject:
+    tool_name = draw(_tools)
+    if tool_name in ("Bash", "bash"):
+        parts = draw(
+            st.lists(st.tuples(_programs, st.sampled_from(["", " -rf x", " status", " 'q"])), min_size=1)
+        )
+        sep = draw(st.sampled_from([" && ", "; ", " | ", "\n"]))
+        return ToolSubject(tool_name, {"command": sep.join(p + a for p, a in parts)})
+    path = draw(
+        st.sampled_from(["src/app.py", ".env", "x/.env", "dist/a.js", "docs/x.md", "a/b", "k.pem", ""])
+    )
+    return ToolSubject(tool_name, {"path": path} if path else {"other": 1})
+
+
+@given(st.lists(rule_values(), max_size=8), st.lists(rule_values(), max_size=8), calls())
+def test_compiled_rules_agree_with_the_rules(
+    deny: list[tuple[str, str]], allow: list[tuple[str, str]], subject: ToolSubject
+) -> None:
+    deny_rules = tuple(getattr(DenyRule, form)(value) for form, value in deny)
+    allow_rules = tuple(getattr(AllowRule, form)(value) for form, value in allow)
+    compiled = CompiledRules(deny_rules, allow_rules)
+    expected = next((r for r in deny_rules if r.matches(subject)), None)
+    assert compiled.denying(subject) == expected
+    assert compiled.allows(subject) == allowed_by(allow_rules, subject)

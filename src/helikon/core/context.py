@@ -26,6 +26,7 @@ from .exceptions import UserError
 from .governance import ApprovalHandler, HookRegistry, PermissionMode, PermissionPolicy
 
 if TYPE_CHECKING:
+    from .permissions import CompiledRules
     from .redaction import Redactor
     from .rules import AllowRule, DenyRule, GuardRule
     from .session import Session
@@ -172,6 +173,7 @@ class RunContext(Generic[Ctx]):
         "_allow_rules",
         "_approval_handler",
         "_cancel",
+        "_compiled_rules",
         "_default_guards",
         "_deny_rules",
         "_extra_secrets",
@@ -213,6 +215,7 @@ class RunContext(Generic[Ctx]):
         self._redact = True
         self._extra_secrets: tuple[str, ...] = ()
         self._redactor: Redactor | None = None  # built on first use
+        self._compiled_rules: CompiledRules | None = None  # built on first use
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -300,6 +303,19 @@ class RunContext(Generic[Ctx]):
     def guard_rules(self) -> tuple[GuardRule, ...]:
         """Your guard rules (the built-in ones are in `guards`)."""
         return self._guard_rules
+
+    @property
+    def compiled_rules(self) -> CompiledRules:
+        """The deny and allow rules grouped for matching: built once per context and its copies.
+
+        Build the governed context once and derive each run's from it (`with_session`,
+        `with_cancel`, ...) so the rules are grouped once, not per run.
+        """
+        if self._compiled_rules is None:
+            from .permissions import CompiledRules
+
+            self._compiled_rules = CompiledRules(self._deny_rules, self._allow_rules)
+        return self._compiled_rules
 
     @property
     def default_guards(self) -> bool:
@@ -408,6 +424,7 @@ class RunContext(Generic[Ctx]):
 
         new = self._copy()
         new._deny_rules = _checked(rules, DenyRule, "with_deny_rules")
+        new._compiled_rules = None
         return new
 
     def with_allow_rules(self, rules: Iterable[AllowRule]) -> RunContext[Ctx]:
@@ -416,6 +433,7 @@ class RunContext(Generic[Ctx]):
 
         new = self._copy()
         new._allow_rules = _checked(rules, AllowRule, "with_allow_rules")
+        new._compiled_rules = None
         return new
 
     def with_guard_rules(self, rules: Iterable[GuardRule]) -> RunContext[Ctx]:

@@ -32,7 +32,8 @@ from ._carrier import carrier
 from ._json import JsonValue
 from .events import AgentEvent, ApprovalRequested
 from .governance import PermissionMode
-from .rules import GuardAction, ToolSubject, allowed_by
+from .path_glob import PathGlob
+from .rules import EDIT_TOOLS, READ_TOOLS, AllowRule, DenyRule, GuardAction, ToolSubject
 from .tools import ToolEffect
 
 if TYPE_CHECKING:
@@ -58,6 +59,81 @@ class PermissionVerdict:
     step: Step = "default"
 
 
+class CompiledRules:
+    """A context's deny and allow rules grouped by what they look at.
+
+    A decision then costs a few set operations and the path globs of one kind, whatever
+    the number of rules; each answer is the one the rules' own `matches` (and
+    `allowed_by`) give, which the tests check on generated rules and calls.
+    """
+
+    __slots__ = (
+        "allow",
+        "allow_paths",
+        "allow_programs",
+        "allow_tools",
+        "deny",
+        "deny_paths",
+        "deny_programs",
+        "deny_tools",
+    )
+
+    def __init__(self, deny: tuple[DenyRule, ...], allow: tuple[AllowRule, ...]) -> None:
+        self.deny = deny
+        self.allow = allow
+        self.deny_tools = frozenset(r.value for r in deny if r.kind == "tool")
+        self.deny_programs = frozenset(r.value.casefold() for r in deny if r.kind == "bash_command")
+        self.deny_paths = _globs(deny)
+        self.allow_tools = frozenset(r.value for r in allow if r.kind == "tool")
+        self.allow_programs = frozenset(r.value for r in allow if r.kind == "bash_command")
+        self.allow_paths = _globs(allow)
+
+    def denying(self, subject: ToolSubject) -> DenyRule | None:
+        """The first deny rule that matches the call, or None."""
+        if self._denies(subject):
+            return next(rule for rule in self.deny if rule.matches(subject))
+        return None
+
+    def _denies(self, subject: ToolSubject) -> bool:
+        if subject.tool in self.deny_tools:
+            return True
+        parse = subject.parse
+        if (
+            parse is not None
+            and self.deny_programs
+            and (not parse.ok or subject.programs & self.deny_programs)
+        ):
+            return True  # a command that cannot be analysed matches every Bash deny rule
+        globs = self.deny_paths.get(_path_kind(subject.tool))
+        if globs:
+            path = subject.path
+            return path is None or any(glob.matches_clean(path) for glob in globs)
+        return False
+
+    def allows(self, subject: ToolSubject) -> bool:
+        """Whether the allow rules permit the call (as `rules.allowed_by`)."""
+        if subject.tool in self.allow_tools:
+            return True
+        programs = subject.allow_programs
+        if programs is not None and programs <= self.allow_programs:
+            return True
+        globs = self.allow_paths.get(_path_kind(subject.tool))
+        path = subject.path
+        return bool(globs) and path is not None and any(glob.matches_clean(path) for glob in globs)
+
+
+def _path_kind(tool: str) -> str:
+    return "read" if tool in READ_TOOLS else "edit" if tool in EDIT_TOOLS else ""
+
+
+def _globs(rules: tuple[DenyRule, ...] | tuple[AllowRule, ...]) -> dict[str, tuple[PathGlob, ...]]:
+    out: dict[str, list[PathGlob]] = {"read": [], "edit": []}
+    for rule in rules:
+        if rule.glob is not None:
+            out[rule.kind].append(rule.glob)
+    return {kind: tuple(globs) for kind, globs in out.items() if globs}
+
+
 def _drop(event: AgentEvent) -> None:
     return None
 
@@ -80,8 +156,7 @@ async def authorize(
     refused = await _refusals(ctx, subject, call_id, emit)
     if refused is not None:
         return refused
-    allow_rules = ctx.allow_rules
-    if allow_rules and allowed_by(allow_rules, subject):
+    if ctx.allow_rules and ctx.compiled_rules.allows(subject):
         return PermissionVerdict(True, args, step="allow_rule")
     mode = ctx.permission_mode
     if mode is PermissionMode.BYPASS:
@@ -120,8 +195,9 @@ async def _refusals(
 ) -> PermissionVerdict | None:
     """The deny rules, then the guards: a refusal, or None when the call may go on."""
     args = subject.args
-    for rule in ctx.deny_rules:
-        if rule.matches(subject):
+    if ctx.deny_rules:
+        rule = ctx.compiled_rules.denying(subject)
+        if rule is not None:
             return PermissionVerdict(False, args, f"denied by {rule!r}", "deny_rule")
     for guard in ctx.guards:
         reason = guard.check(subject)
@@ -154,4 +230,4 @@ async def _ask(
     return False, outcome.reason or f"not approved ({prompt})"
 
 
-__all__ = ["PermissionVerdict", "Step", "authorize"]
+__all__ = ["CompiledRules", "PermissionVerdict", "Step", "authorize"]

@@ -1,0 +1,161 @@
+"""What the permission pipeline costs per tool call: default guards and 50 rules.
+
+Run with the project venv (no peers needed: none of them ships a rule-based permission
+pipeline; openai-agents' tool guardrails and LangGraph interrupts run arbitrary user code,
+so there is nothing equivalent to time against):
+
+    uv run python benchmarks/governance.py            # ~20 s
+    uv run python benchmarks/governance.py --json out.json
+
+Each figure is one full `helikon.core.permissions.authorize` decision, as the driver makes
+it for every tool call (parse the call once, 25 deny rules, the default guards plus 5 user
+guards, 20 allow rules, the mode, no policy), timed over many calls; the median of
+`--repeats` blocks is reported. A second table puts the pipeline in context: one whole
+agent run with one tool call (the `loop_overhead.py` agent) with the default guards and
+redaction on, and with both off.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import time
+from typing import Any
+
+from helikon import LlmAgent, RunContext, ToolEffect, tool
+from helikon.core.permissions import authorize
+from helikon.core.rules import AllowRule, DenyRule, GuardRule
+from helikon.testing import FunctionModel, text_turn, tool_call_turn
+
+TARGET_US = 50.0
+
+# Every call is made unique with its own number ({n}), so the shell parser's and the path
+# globs' caches never answer: each decision parses and matches from scratch.
+CALLS: list[tuple[str, str, dict[str, Any], ToolEffect]] = [
+    (
+        "bash compound",
+        "Bash",
+        {"command": "cd src && git status --short && timeout 60 pytest -q tests/ 2>&1 | tail -n {n}"},
+        ToolEffect.SIDE_EFFECT,
+    ),
+    (
+        "bash nested",
+        "Bash",
+        {"command": "bash -c 'find . -name \"*{n}.pyc\" -exec rm {} +' && echo done"},
+        ToolEffect.SIDE_EFFECT,
+    ),
+    ("bash denied", "Bash", {"command": "ls -la {n}; sudo rm -rf /"}, ToolEffect.SIDE_EFFECT),
+    ("write", "Write", {"path": "src/app/models/user{n}.py", "content": "x = 1\n"}, ToolEffect.WRITE),
+    ("read", "Read", {"path": "./docs/../README{n}.md"}, ToolEffect.READ_ONLY),
+    ("plain tool", "get_weather", {"city": "Paris {n}"}, ToolEffect.READ_ONLY),
+]
+
+
+def numbered(args: dict[str, Any], n: int) -> dict[str, Any]:
+    return {k: v.replace("{n}", str(n)) if isinstance(v, str) else v for k, v in args.items()}
+
+
+def fifty_rules() -> RunContext[None]:
+    """25 deny rules, 20 allow rules and 5 guard rules of every form."""
+    programs = ["curl", "wget", "nc", "ssh", "scp", "dd", "mkfs", "shutdown", "reboot", "kill"]
+    deny = [DenyRule.bash_command(p) for p in programs]
+    deny += [DenyRule.tool(f"Forbidden{i}") for i in range(5)]
+    deny += [DenyRule.read(g) for g in (".env", "*.pem", "secrets/**", "id_rsa*", "*.key")]
+    deny += [DenyRule.edit(g) for g in ("dist/**", "build/**", "*.lock", "vendor/**", ".github/**")]
+    allow = [AllowRule.bash_command(p) for p in ("git", "ls", "cat", "grep", "pytest", "echo", "cd", "tail")]
+    allow += [AllowRule.tool(t) for t in ("WebSearch", "get_weather", "Glob", "Grep")]
+    allow += [AllowRule.read(g) for g in ("src/**", "docs/**", "tests/**", "*.md")]
+    allow += [AllowRule.edit(g) for g in ("src/**", "tests/**", "docs/**", "*.md")]
+    guards = [
+        GuardRule.ask(DenyRule.bash_command(p), f"{p} changes the system") for p in ("apt", "pip", "npm")
+    ]
+    guards += [GuardRule.deny(DenyRule.edit(g), "protected") for g in ("pyproject.toml", "uv.lock")]
+    assert len(deny) + len(allow) + len(guards) == 50
+    return RunContext.ephemeral(None).with_deny_rules(deny).with_allow_rules(allow).with_guard_rules(guards)
+
+
+async def time_decisions(repeats: int, per_block: int) -> dict[str, dict[str, Any]]:
+    ctx = fifty_rules()
+    out: dict[str, dict[str, Any]] = {}
+    n = 0
+    for label, name, template, effect in CALLS:
+        verdict = await authorize(ctx, name, numbered(template, 0), effect)
+        blocks: list[float] = []
+        for _ in range(repeats):
+            calls = [numbered(template, n + i) for i in range(per_block)]
+            n += per_block
+            start = time.perf_counter()
+            for args in calls:
+                await authorize(ctx, name, args, effect)
+            blocks.append((time.perf_counter() - start) / per_block * 1e6)
+        out[label] = {
+            "median_us": statistics.median(blocks),
+            "min_us": min(blocks),
+            "allowed": verdict.allowed,
+            "step": verdict.step,
+        }
+    return out
+
+
+async def time_runs(repeats: int, per_block: int) -> dict[str, float]:
+    @tool
+    async def get_weather(city: str) -> str:
+        """Get the weather for a city."""
+        return "sunny"
+
+    def script(request: Any) -> Any:
+        if request.messages[-1].type == "tool_result":
+            return text_turn("It is sunny in Paris.")
+        return tool_call_turn("get_weather", {"city": "Paris"}, call_id="call_1")
+
+    agent = LlmAgent(name="bench", model=FunctionModel(script), tools=[get_weather])
+    contexts = {
+        "guards + redaction on (default)": lambda: RunContext.ephemeral(None),
+        "guards + redaction off": lambda: (
+            RunContext.ephemeral(None).without_default_guards().without_output_redaction()
+        ),
+        "default + 50 rules": lambda: fifty_rules(),
+    }
+    out: dict[str, float] = {}
+    for label, make in contexts.items():
+        for _ in range(200):
+            await agent.run("Weather in Paris?", context=make())
+        blocks: list[float] = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            for _ in range(per_block):
+                await agent.run("Weather in Paris?", context=make())
+            blocks.append((time.perf_counter() - start) / per_block * 1e6)
+        out[label] = statistics.median(blocks)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--per-block", type=int, default=2000)
+    parser.add_argument("--json", help="write the raw figures here")
+    args = parser.parse_args()
+    decisions = asyncio.run(time_decisions(args.repeats, args.per_block))
+    runs = asyncio.run(time_runs(args.repeats, max(args.per_block // 10, 50)))
+
+    print("One permission decision (default guards + 50 rules), median per call; target < 50 µs:")
+    print(f"{'call':<16} {'verdict':<20} {'µs/call':>8}  target")
+    for label, row in decisions.items():
+        verdict = f"{'allow' if row['allowed'] else 'deny'} ({row['step']})"
+        met = "MET" if row["median_us"] < TARGET_US else "NOT MET"
+        print(f"{label:<16} {verdict:<20} {row['median_us']:>8.1f}  {met}")
+    print()
+    print("One agent run with one tool call (mean per run):")
+    base = runs["guards + redaction off"]
+    for label, value in runs.items():
+        print(f"{label:<34} {value:>7.1f} µs  ({value - base:+.1f} µs)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"decisions": decisions, "runs": runs}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
