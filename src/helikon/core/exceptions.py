@@ -210,6 +210,14 @@ class MaxAgentDepthExceeded(RunError):
     """Nested agents went deeper than `RunConfig.max_agent_depth`."""
 
 
+class MaxIterationsExceeded(RunError):
+    """A `LoopAgent` ran `max_iterations` passes without a sub-agent escalating."""
+
+
+class MaxHandoffsExceeded(RunError):
+    """A `SwarmAgent` handed off more than its `max_handoffs` budget allows."""
+
+
 class InvalidStructuredOutput(RunError):
     """The model's final text did not validate against `output_type`, even after the repair turn."""
 
@@ -235,6 +243,8 @@ class RunTimeout(RunError):
 _RUN_ERRORS: dict[str, type[RunError]] = {
     "max_turns_exceeded": MaxTurnsExceeded,
     "max_agent_depth_exceeded": MaxAgentDepthExceeded,
+    "max_iterations_exceeded": MaxIterationsExceeded,
+    "max_handoffs_exceeded": MaxHandoffsExceeded,
     "invalid_structured_output": InvalidStructuredOutput,
     "cancelled": RunCancelled,
     "timeout": RunTimeout,
@@ -247,6 +257,8 @@ __all__ = [
     "InvalidArgs",
     "InvalidStructuredOutput",
     "MaxAgentDepthExceeded",
+    "MaxHandoffsExceeded",
+    "MaxIterationsExceeded",
     "MaxTurnsExceeded",
     "ModelError",
     "ModelErrorKind",
