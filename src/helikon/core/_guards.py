@@ -9,11 +9,12 @@ in the command may have moved to (order-insensitive, so a `cd` in a subshell cou
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from .path_glob import clean_path, is_protected_dotpath
-from .shell import ShellParse, SimpleCommand, Word
+from .shell import ShellParse, SimpleCommand, Word, parse_command
 
 if TYPE_CHECKING:
     from .rules import ToolSubject
@@ -47,7 +48,40 @@ _OUTPUT_OPTION: dict[str, tuple[str, ...]] = {
 
 
 def check(name: str, subject: ToolSubject) -> str | None:
-    return _CHECKS[name](subject)
+    command = subject.command
+    if command is not None:
+        return _bash_checks(command)[name]
+    if subject.parse is not None or not subject.edits or subject.raw_path is None:
+        return None  # not a Bash command (unparseable ones are handled above) nor a write
+    raw = subject.raw_path
+    if name == "system_write":
+        return raw if _system_target(raw, [""], False) else None
+    if name == "dotpath_write":
+        return raw if is_protected_dotpath(raw) else None
+    return None
+
+
+_CLEAR: dict[str, str | None] = {"rm_root": None, "system_write": None, "dotpath_write": None}
+
+
+@lru_cache(maxsize=4096)
+def _bash_checks(command: str) -> dict[str, str | None]:
+    # Every built-in check at once, keyed by the command string like the parse, so a
+    # repeated command costs one lookup.
+    parse = parse_command(command)
+    if not parse.ok:
+        reason = f"the command cannot be analysed ({parse.error})"
+        return dict.fromkeys(_CLEAR, reason)
+    targets = list(_bash_targets(parse))
+    removes = any(c.program.lower() == "rm" for c in parse.commands)
+    if not targets and not removes:
+        return _CLEAR
+    cwds, unknown = _cwds(parse)
+    return {
+        "rm_root": _rm_root(parse, cwds) if removes else None,
+        "system_write": _system_write(targets, cwds, unknown),
+        "dotpath_write": _dotpath_write(targets, cwds),
+    }
 
 
 # --- targets ------------------------------------------------------------------------------------
@@ -208,32 +242,16 @@ def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
     return escapes and first.lower() in _PROTECTED_TOP
 
 
-def _system_write(subject: ToolSubject) -> str | None:
-    if subject.parse is None:
-        raw = subject.raw_path
-        if subject.edits and raw is not None and _system_target(raw, [""], False):
-            return raw
-        return None
-    parse = subject.parse
-    if not parse.ok:
-        return f"the command cannot be analysed ({parse.error})"
-    cwds, unknown = _cwds(parse)
-    for word in _bash_targets(parse):
+def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | None:
+    for word in targets:
         for text in _pieces(word):
             if _system_target(text, cwds, unknown):
                 return word.text
     return None
 
 
-def _dotpath_write(subject: ToolSubject) -> str | None:
-    if subject.parse is None:
-        raw = subject.raw_path
-        return raw if subject.edits and raw is not None and is_protected_dotpath(raw) else None
-    parse = subject.parse
-    if not parse.ok:
-        return f"the command cannot be analysed ({parse.error})"
-    cwds, _ = _cwds(parse)
-    for word in _bash_targets(parse):
+def _dotpath_write(targets: list[Word], cwds: list[str]) -> str | None:
+    for word in targets:
         texts = _pieces(word)
         if not word.literal and word.tail:
             texts.append(word.tail)
@@ -244,13 +262,7 @@ def _dotpath_write(subject: ToolSubject) -> str | None:
     return None
 
 
-def _rm_root(subject: ToolSubject) -> str | None:
-    parse = subject.parse
-    if parse is None:
-        return None
-    if not parse.ok:
-        return f"the command cannot be analysed ({parse.error})"
-    cwds, _ = _cwds(parse)
+def _rm_root(parse: ShellParse, cwds: list[str]) -> str | None:
     for command in parse.commands:
         if command.program.lower() != "rm":
             continue
@@ -314,10 +326,3 @@ def _only_wildcards(parts: list[str]) -> bool:
             continue
         kept.append(part)
     return all(_WILDCARD.fullmatch(p) for p in kept)
-
-
-_CHECKS: dict[str, Callable[[ToolSubject], str | None]] = {
-    "rm_root": _rm_root,
-    "system_write": _system_write,
-    "dotpath_write": _dotpath_write,
-}

@@ -42,6 +42,15 @@ _OPS = (
     ";", "&", "|", "(", ")", "<", ">", "\n",
 )  # fmt: skip
 _COPROC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")
+# The alphabet of the fast path: no quotes, escapes, expansions, globs, braces, parentheses,
+# comments, history or newlines (and ASCII only, so program names need no further check).
+_PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_\-+=.,:/@%^~ \t;&|<>]*")
+_PLAIN_SPLIT = re.compile(r"(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|[;&|<>])")
+_PLAIN_REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<&", "<>", "<", ">"})
+_RESERVED_PLAIN = frozenset(
+    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "select",
+     "function", "time", "coproc", "in"}
+)  # fmt: skip
 _OPS_BY_CHAR = {c: tuple(op for op in _OPS if op[0] == c) for c in ";&|()<>\n"}
 _REDIRECT_OPS = frozenset({"&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<&", "<>", "<<", "<", ">"})
 _REDIRECT_START = frozenset("<>&0123456789{")
@@ -102,6 +111,8 @@ class Parser:
     # -- top level --
 
     def parse_program(self) -> None:
+        if _PLAIN_COMMAND.fullmatch(self.s) and "<<" not in self.s and self._parse_plain():
+            return
         end = self.parse_list(frozenset())
         if end:
             raise _Unparseable(f"unexpected {end!r}")
@@ -113,6 +124,58 @@ class Parser:
                 # The expanded text is read as script: its commands are unknown.
                 raise _Unparseable("a shell reads an expanding here-doc as its script")
             self._reparse(text)
+
+    def _parse_plain(self) -> bool:
+        """The fast path for a command with no quoting, expansion, grouping or here-doc.
+
+        Over that alphabet a word is a run of non-blank, non-operator characters, so the
+        tokens can be read in one pass; anything unusual returns False for the full reader.
+        """
+        commands: list[tuple[list[Word], list[Redirect], list[str]]] = []
+        words: list[Word] = []
+        redirects: list[Redirect] = []
+        assignments: list[str] = []
+        pending = ""  # a redirection operator waiting for its target
+        fd = ""
+        pieces = _PLAIN_SPLIT.split(self.s)  # text, operator, text, operator, ..., text
+        for index in range(0, len(pieces), 2):
+            text = pieces[index]
+            tokens = text.split()
+            if pending:
+                if not tokens:
+                    return False
+                target = tokens.pop(0)
+                redirects.append(Redirect(pending, _new_word(target, True, target, target, False), fd))
+                pending = fd = ""
+            op = pieces[index + 1] if index + 1 < len(pieces) else ""
+            if op in _PLAIN_REDIRECTS and tokens and tokens[-1].isdigit() and not text[-1:].isspace():
+                fd = tokens.pop()  # `2>`: a descriptor, not a word
+            for token in tokens:
+                if not words and token in _RESERVED_PLAIN:
+                    return False
+                if not words and "=" in token and token[0] != "=" and _ASSIGNMENT.match(token):
+                    assignments.append(token)
+                else:
+                    words.append(_new_word(token, True, token, token, False))
+            if not op:
+                break
+            if op in _PLAIN_REDIRECTS:
+                pending = op
+            elif op in (";;", ";&", ";;&"):
+                return False
+            else:
+                commands.append((words, redirects, assignments))
+                words, redirects, assignments = [], [], []
+        if pending:
+            return False
+        commands.append((words, redirects, assignments))
+        if len(commands) > _MAX_COMMANDS:
+            raise _Unparseable("too many commands")
+        for words, redirects, assignments in commands:
+            self.redirects.extend(redirects)
+            if words:
+                _shell_resolve.resolve(self, words, tuple(redirects), tuple(assignments), (), [])
+        return True
 
     def _reparse(self, source: str) -> None:
         inner = Parser(source, self.nesting + 1, self.out, self.redirects)
@@ -207,19 +270,23 @@ class Parser:
             if word in terminators:
                 self.i += len(word)
                 return word
-            self.parse_command()
+            self.parse_command(word, op)
 
-    def parse_command(self) -> None:
+    def parse_command(self, word: str | None = None, op: str | None = None) -> None:
+        """Parse one command; `word` and `op` are what the caller already peeked, if it did."""
         if len(self.out) > _MAX_COMMANDS:
             raise _Unparseable("too many commands")
-        if self.s.startswith("((", self.i) and self._arith_end(self.i) > 0:
-            self._arith_command()
-            return
-        if self._peek_op() == "(":
+        if op is None:
+            op = self._peek_op()
+        if op == "(":
+            if self.s.startswith("((", self.i) and self._arith_end(self.i) > 0:
+                self._arith_command()
+                return
             self.i += 1
             self._compound({")"}, ")")
             return
-        word = self._peek_reserved()
+        if word is None:
+            word = self._peek_reserved()
         handler = _COMPOUND.get(word)
         if handler is not None:
             self.i += len(word)

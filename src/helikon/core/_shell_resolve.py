@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, NamedTuple
 
+from ._carrier import raw_constructor
 from .shell import Redirect, SimpleCommand, Word, _Unparseable
 
 if TYPE_CHECKING:
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
 
 
 _literal = Word.plain
+_new_command = raw_constructor(SimpleCommand)  # every field positional: the hot path
 
 
 class _Wrapper(NamedTuple):
@@ -255,7 +257,7 @@ def _emit(
     stdin_args: bool = False,
 ) -> None:
     p.out.append(
-        SimpleCommand(
+        _new_command(
             program, tuple(words), redirects, tuple(wrappers), tuple(assignments), inline, stdin_args
         )
     )

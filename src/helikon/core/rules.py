@@ -69,12 +69,14 @@ class ToolSubject:
     ```
     """
 
-    __slots__ = ("_allow", "_guard_cache", "args", "edits", "parse", "path", "path_known", "programs",
-                 "raw_path", "tool")  # fmt: skip
+    __slots__ = ("_allow", "_guard_cache", "args", "command", "deny_all", "edits", "parse", "path",
+                 "path_known", "programs", "raw_path", "tool")  # fmt: skip
 
     tool: str
     args: JsonValue
     parse: ShellParse | None
+    command: str | None
+    deny_all: bool
     programs: frozenset[str]
     path: str | None
     raw_path: str | None
@@ -89,6 +91,8 @@ class ToolSubject:
         self.tool = tool
         self.args = args
         self.parse = None
+        self.command = None
+        self.deny_all = False
         self.programs = frozenset()
         self.path = self.raw_path = None
         self.path_known = True
@@ -98,6 +102,7 @@ class ToolSubject:
         if tool in BASH_TOOLS:
             command = args.get("command") if isinstance(args, dict) else None
             if isinstance(command, str):
+                self.command = command
                 self.parse = parse_command(command)
             else:
                 self.parse = ShellParse(error="the command argument is missing or not a string")
@@ -112,6 +117,7 @@ class ToolSubject:
 
     def _read_commands(self, parse: ShellParse) -> None:
         if not parse.ok:
+            self.deny_all = True  # fail closed
             return
         names: set[str] = set()
         allow: set[str] | None = set()
@@ -193,6 +199,7 @@ class DenyRule:
     kind: _RuleKind
     value: str
     glob: PathGlob | None = None
+    key: str = ""  # the program name casefolded, for `bash_command`
 
     @classmethod
     def tool(cls, name: str) -> DenyRule:
@@ -202,7 +209,9 @@ class DenyRule:
     @classmethod
     def bash_command(cls, program: str) -> DenyRule:
         """Deny a Bash call when any sub-command (or a wrapper such as `sudo`) runs `program`."""
-        return cls("bash_command", program, _validated("bash_command", program, "DenyRule"))
+        return cls(
+            "bash_command", program, _validated("bash_command", program, "DenyRule"), program.casefold()
+        )
 
     @classmethod
     def read(cls, glob: str) -> DenyRule:
@@ -218,13 +227,11 @@ class DenyRule:
         """Whether this rule denies the call (a `ToolSubject`, or a tool name and its args)."""
         subject = tool if isinstance(tool, ToolSubject) else ToolSubject(tool, args)
         kind = self.kind
+        if kind == "bash_command":
+            # Non-Bash subjects have no programs and never deny all.
+            return subject.deny_all or self.key in subject.programs
         if kind == "tool":
             return subject.tool == self.value
-        if kind == "bash_command":
-            parse = subject.parse
-            if parse is None:
-                return False
-            return not parse.ok or self.value.casefold() in subject.programs
         if subject.tool not in _path_tools(kind):
             return False
         if subject.path is None:
