@@ -264,3 +264,31 @@ def test_arbitrary_text_never_raises(text: str) -> None:
     subject = bash(text)
     for guard in GUARDS:
         guard.check(subject)
+
+
+_PLAIN_PIECES = st.sampled_from(
+    ["ls", "rm", "-rf", "/", "a=1", "2", ">", ">>", "2>", "&>", ">&", "<", "<>", "&&", "||", ";", "|", "&",
+     "|&", "git", "x.txt", "~/a", "if", "for", "done", "sudo", "-u", "root", "timeout", "5", "env", "A=b",
+     "xargs", "find", ".", "-delete", "bash", "-c", "eval", "echo", "/etc/x", "1", ";;"]
+)  # fmt: skip
+
+
+@given(st.lists(st.tuples(_PLAIN_PIECES, st.sampled_from([" ", "", "  ", "\t"])), max_size=12))
+def test_the_plain_fast_path_agrees_with_the_full_reader(pieces: list[tuple[str, str]]) -> None:
+    from helikon.core._shell_parse import _PLAIN_COMMAND, Parser
+
+    command = "".join(p + sep for p, sep in pieces)
+    assert _PLAIN_COMMAND.fullmatch(command)
+    results: list[tuple[object, ...]] = []
+    for fast in (True, False):
+        parser = Parser(command, 0)
+        try:
+            if fast:
+                if not parser._parse_plain():
+                    return  # the fast path declined: only the full reader runs
+            elif parser.parse_list(frozenset()):  # the full reader, bypassing the fast path
+                raise ValueError("unexpected terminator")
+            results.append((tuple(parser.out), tuple(parser.redirects)))
+        except Exception as exc:  # both readers must fail alike
+            results.append((type(exc).__name__,))
+    assert results[0] == results[1], command

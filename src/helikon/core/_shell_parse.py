@@ -148,7 +148,7 @@ class Parser:
                 redirects.append(Redirect(pending, _new_word(target, True, target, target, False), fd))
                 pending = fd = ""
             op = pieces[index + 1] if index + 1 < len(pieces) else ""
-            if op in _PLAIN_REDIRECTS and tokens and tokens[-1].isdigit() and not text[-1:].isspace():
+            if op and op[0] in "<>" and tokens and tokens[-1].isdigit() and not text[-1:].isspace():
                 fd = tokens.pop()  # `2>`: a descriptor, not a word
             for token in tokens:
                 if not words and token in _RESERVED_PLAIN:
