@@ -85,6 +85,7 @@ from .core.governance import (
     PermissionMode,
     PermissionPolicy,
 )
+from .core.handoff import Handoff
 from .core.items import (
     ITEM_ADAPTER,
     AssistantMessage,
@@ -152,12 +153,26 @@ _LAZY = {
     "ToolSubject": "helikon.core.rules",
     "PermissionVerdict": "helikon.core.permissions",
     "Redactor": "helikon.core.redaction",
+    "GraphAgent": "helikon.core.workflows",
+    "GraphBuilder": "helikon.core.workflows",
+    "GraphBuildError": "helikon.core.workflows",
+    "LoopAgent": "helikon.core.workflows",
+    "ParallelAgent": "helikon.core.workflows",
+    "SequentialAgent": "helikon.core.workflows",
 }
 
 if TYPE_CHECKING:
     from helikon.core.permissions import PermissionVerdict
     from helikon.core.redaction import Redactor
     from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+    from helikon.core.workflows import (
+        GraphAgent,
+        GraphBuilder,
+        GraphBuildError,
+        LoopAgent,
+        ParallelAgent,
+        SequentialAgent,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -172,6 +187,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Handoff",
     "AllowRule",
     "DenyRule",
     "GuardAction",
@@ -185,6 +201,12 @@ __all__ = [
     "AgentInput",
     "Instructions",
     "LlmAgent",
+    "GraphAgent",
+    "GraphBuilder",
+    "GraphBuildError",
+    "LoopAgent",
+    "ParallelAgent",
+    "SequentialAgent",
     "RunInput",
     "RunResult",
     "RunStream",

@@ -73,6 +73,9 @@ from helikon.core.loop import (
     Failed,
     Finalizing,
     FinalOutput,
+    HandedOff,
+    HandoffAccepted,
+    HandoffRefused,
     LoopState,
     ModelFailed,
     ModelResponse,
@@ -219,8 +222,15 @@ LOOP_STATE_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
         ExecutingTools, calls=tool_calls, turn=small_ints, usage=token_usage, args_retried=tool_names
     ),
     ApplyingHandoff: st.builds(
-        ApplyingHandoff, target=text, call_id=text, transcript=items, usage=token_usage
+        ApplyingHandoff,
+        target=text,
+        call_id=text,
+        transcript=items,
+        usage=token_usage,
+        calls=tool_calls,
+        turn=small_ints,
     ),
+    HandedOff: st.builds(HandedOff, target=text, transcript=items, usage=token_usage),
     Finalizing: st.builds(Finalizing, turn=small_ints, usage=token_usage),
     RepairingOutput: st.builds(RepairingOutput, turn=small_ints, usage=token_usage),
     Compacting: st.builds(Compacting, turn=small_ints, usage=token_usage),
@@ -244,6 +254,8 @@ TRANSITION_INPUT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ModelFailed: st.builds(ModelFailed, kind=text, message=text),
     ToolResults: st.builds(ToolResults, outcomes=st.lists(tool_call_outcome, max_size=3).map(tuple)),
     Cancelled: st.builds(Cancelled, reason=opt_text),
+    HandoffAccepted: st.just(HandoffAccepted()),
+    HandoffRefused: st.builds(HandoffRefused, reason=text),
 }
 
 
@@ -452,6 +464,7 @@ TAGS: dict[type, str] = {
     CallingModel: "calling_model",
     ExecutingTools: "executing_tools",
     ApplyingHandoff: "applying_handoff",
+    HandedOff: "handed_off",
     Finalizing: "finalizing",
     RepairingOutput: "repairing_output",
     Compacting: "compacting",
@@ -463,6 +476,8 @@ TAGS: dict[type, str] = {
     ModelFailed: "model_failed",
     ToolResults: "tool_results",
     Cancelled: "cancelled",
+    HandoffAccepted: "handoff_accepted",
+    HandoffRefused: "handoff_refused",
     # others
     NamedToolChoice: "tool",
 }

@@ -30,6 +30,7 @@ from helikon.core.loop import (
     LOOP_STATE_ADAPTER,
     TIMEOUT_REASON,
     TRANSITION_INPUT_ADAPTER,
+    ApplyHandoff,
     ApplyingHandoff,
     CallingModel,
     CallModel,
@@ -41,7 +42,9 @@ from helikon.core.loop import (
     Failed,
     Finalizing,
     FinalOutput,
-    Handoff,
+    HandedOff,
+    HandoffAccepted,
+    HandoffRefused,
     LoopState,
     ModelFailed,
     ModelResponse,
@@ -181,9 +184,49 @@ def test_a_handoff_tool_call_moves_to_applying_handoff_with_the_transcript() -> 
     c = ctx(handoffs={"transfer_to_b": "b"}, conversation=(USER,))
     out = transition(CallingModel(turn=0, usage=USAGE), ModelResponse(items=(transfer,)), c)
     assert out.next_state == ApplyingHandoff(
-        target="b", call_id="t1", transcript=(USER, transfer), usage=USAGE
+        target="b", call_id="t1", transcript=(USER, transfer), usage=USAGE, calls=(transfer,), turn=0
     )
-    assert isinstance(out.next_action, Handoff)
+    assert isinstance(out.next_action, ApplyHandoff)
+
+
+def test_an_accepted_handoff_answers_every_call_and_hands_over_the_transcript() -> None:
+    transfer = ToolCall(call_id="t1", name="transfer_to_b", args={})
+    other = ToolCall(call_id="c2", name="lookup", args={})
+    c = ctx(handoffs={"transfer_to_b": "b"}, conversation=(USER,))
+    asked = transition(CallingModel(turn=0, usage=USAGE), ModelResponse(items=(other, transfer)), c)
+    assert isinstance(asked.next_state, ApplyingHandoff)
+    out = transition(asked.next_state, HandoffAccepted(), c)
+    assert isinstance(out.next_state, HandedOff) and isinstance(out.next_action, Terminate)
+    results = out.conversation_appends
+    assert [r.call_id for r in results] == ["c2", "t1"]  # type: ignore[union-attr]
+    assert [r.is_error for r in results] == [True, False]  # type: ignore[union-attr]
+    assert [e.type for e in out.events] == [
+        "tool_output_item",
+        "tool_output_item",
+        "handoff_item",
+        "agent_updated",
+    ]
+    assert out.next_state.transcript == (USER, other, transfer, *results)
+    assert out.next_state.usage == USAGE and out.next_state.target == "b"
+
+
+def test_a_refused_handoff_tells_the_model_and_goes_on() -> None:
+    transfer = ToolCall(call_id="t1", name="transfer_to_b", args={})
+    c = ctx(handoffs={"transfer_to_b": "b"}, conversation=(USER,))
+    asked = transition(CallingModel(turn=0), ModelResponse(items=(transfer,)), c)
+    out = transition(asked.next_state, HandoffRefused(reason="not now"), c)
+    assert out.next_state == CallingModel(turn=1)
+    assert isinstance(out.next_action, CallModel)
+    [result] = out.conversation_appends
+    assert isinstance(result, ToolResult) and result.is_error and "not now" in result.text
+
+
+def test_a_handoff_past_the_depth_limit_fails_the_run() -> None:
+    transfer = ToolCall(call_id="t1", name="transfer_to_b", args={})
+    c = ctx(handoffs={"transfer_to_b": "b"}, agent_depth=2, max_agent_depth=2)
+    out = transition(CallingModel(turn=0), ModelResponse(items=(transfer,)), c)
+    assert isinstance(out.next_state, Failed)
+    assert out.next_state.error.kind == "max_agent_depth_exceeded" and out.next_state.error.limit == 2
 
 
 def test_a_text_answer_with_an_output_type_moves_to_finalizing() -> None:
@@ -384,12 +427,15 @@ INPUTS: list[TransitionInput] = [
     ModelFailed(kind="other", message="x"),
     ToolResults(outcomes=()),
     Cancelled(reason="late"),
+    HandoffAccepted(),
+    HandoffRefused(reason="no"),
 ]
 
 
 TERMINAL: list[LoopState] = [
     Done(output=FinalOutput(content=REPLY.content)),
     Failed(error=transition(CallingModel(turn=0), Cancelled(), ctx()).next_state.error),  # type: ignore[union-attr]
+    HandedOff(target="b", transcript=(USER,), usage=USAGE),
 ]
 
 
@@ -409,6 +455,7 @@ def test_terminal_states_absorb_every_input(state: LoopState, input: TransitionI
         (ExecutingTools(calls=(CALL,), turn=0), ModelResponse(items=(REPLY,))),
         (Finalizing(turn=0), ToolResults(outcomes=())),
         (ApplyingHandoff(target="b", call_id="c1", transcript=()), ModelResponse(items=())),
+        (CallingModel(turn=0), HandoffAccepted()),
         (Compacting(turn=0), ModelResponse(items=())),
         (NeedsApproval(pending=(CALL,), turn=0), ToolResults(outcomes=())),
     ],

@@ -72,6 +72,7 @@ from .governance import (
     PermissionMode,
     PermissionPolicy,
 )
+from .handoff import Handoff
 from .items import (
     ITEM_ADAPTER,
     AssistantMessage,
@@ -139,12 +140,26 @@ _LAZY = {
     "ToolSubject": "helikon.core.rules",
     "PermissionVerdict": "helikon.core.permissions",
     "Redactor": "helikon.core.redaction",
+    "GraphAgent": "helikon.core.workflows",
+    "GraphBuilder": "helikon.core.workflows",
+    "GraphBuildError": "helikon.core.workflows",
+    "LoopAgent": "helikon.core.workflows",
+    "ParallelAgent": "helikon.core.workflows",
+    "SequentialAgent": "helikon.core.workflows",
 }
 
 if TYPE_CHECKING:
     from helikon.core.permissions import PermissionVerdict
     from helikon.core.redaction import Redactor
     from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+    from helikon.core.workflows import (
+        GraphAgent,
+        GraphBuilder,
+        GraphBuildError,
+        LoopAgent,
+        ParallelAgent,
+        SequentialAgent,
+    )
 
 
 def __getattr__(name: str) -> Any:
@@ -159,6 +174,7 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "Handoff",
     "AllowRule",
     "DenyRule",
     "GuardAction",
@@ -171,6 +187,12 @@ __all__ = [
     "AgentInput",
     "Instructions",
     "LlmAgent",
+    "GraphAgent",
+    "GraphBuilder",
+    "GraphBuildError",
+    "LoopAgent",
+    "ParallelAgent",
+    "SequentialAgent",
     "RunInput",
     "RunResult",
     "RunStream",

@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._json import JsonValue
+from .agent import AgentInput
 from .context import RunConfig, RunContext, ToolContext
 from .events import (
     AgentError,
@@ -39,10 +40,15 @@ from .items import (
     UserMessage,
 )
 from .loop import (
+    ApplyHandoff,
+    ApplyingHandoff,
     CallModel,
     Cancelled,
     Done,
     ExecuteTools,
+    HandedOff,
+    HandoffAccepted,
+    HandoffRefused,
     LoopState,
     ModelFailed,
     ModelResponse,
@@ -59,7 +65,7 @@ from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDel
 from .permissions import authorize
 
 if TYPE_CHECKING:
-    from .agent import AgentInput, LlmAgent
+    from .agent import LlmAgent
     from .redaction import Redactor
 
 
@@ -145,13 +151,17 @@ class _Run:
         agent, ctx, token = self.agent, self.ctx, self.ctx.cancel
         remove_callback = token.add_callback(self.on_cancel)
         try:
+            handoffs = agent.handoffs_by_tool
             tctx = TransitionCtx(
                 agent_name=agent.name,
-                tools=agent.tool_defs,
+                tools=(*agent.tool_defs, *agent.handoff_defs) if handoffs else agent.tool_defs,
                 model_settings=agent.model_settings,
                 max_turns=self.config.max_turns,
                 system=await agent.render_system(ctx),
                 output=agent.output_spec,
+                handoffs={name: h.target for name, h in handoffs.items()} if handoffs else {},
+                agent_depth=ctx.agent_depth,
+                max_agent_depth=self.config.max_agent_depth,
             )
             conversation: list[Item] = []
             tctx.conversation = conversation
@@ -216,19 +226,53 @@ class _Run:
                                 next_input = item.input
                             else:
                                 yield item  # pyright: ignore[reportReturnType]
-                elif action.type == "handoff":
-                    next_input = ModelFailed(
-                        kind="other", message="a handoff was requested but none is registered"
-                    )
+                elif isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
+                    next_input = await self.decide_handoff(state)
                 else:
                     break
                 outcome = transition(state, next_input, tctx)
+            if isinstance(state, HandedOff):
+                async for event in self.hand_off(state):
+                    yield event
             if self.hooks:
                 await self.fire(HookEvent("on_run_complete", agent=agent.name))
         finally:
             remove_callback()
             if self.guard_task is not None and not self.guard_task.done():
                 self.guard_task.cancel()  # the run ended first (e.g. cancelled)
+
+    async def decide_handoff(self, state: ApplyingHandoff) -> TransitionInput:
+        """The `on_handoff` hooks may refuse the transfer (the model is told why)."""
+        if self.hooks:
+            decision = await self.fire(
+                HookEvent(
+                    "on_handoff", agent=self.agent.name, from_agent=self.agent.name, to_agent=state.target
+                )
+            )
+            if decision.kind == "deny":
+                return HandoffRefused(reason=decision.reason)
+        return HandoffAccepted()
+
+    async def hand_off(self, state: HandedOff) -> AsyncIterator[AgentEvent]:
+        """Run the target on the transcript, one level deeper; its events become this run's.
+
+        The target's `RunStarted` is dropped (the run goes on, under a new agent) and its
+        terminal event carries the usage of both agents.
+        """
+        handoff = next(h for h in self.agent.handoffs if h.target == state.target)
+        before = state.usage
+        stream = handoff.agent.run(
+            AgentInput((), state.transcript), context=self.ctx.child(), config=self.config
+        )
+        async for event in stream:
+            if isinstance(event, RunStarted):
+                continue
+            if isinstance(event, RunCompleted):
+                yield RunCompleted(usage=before + event.usage)
+            elif isinstance(event, RunFailed):
+                yield replace(event, usage=before + event.usage)
+            else:
+                yield event
 
     def with_injected(self, request: ModelRequest) -> ModelRequest:
         if not self.injected:
@@ -458,8 +502,8 @@ class _Run:
                     kind="other", message=f"a hook refused the run: {decision.reason}", cause="hook"
                 )
                 return [RunStarted(agent=agent.name), RunFailed(error=error)]
-        if agent.input_guardrails:
-            text = "\n".join(m.text for m in messages if isinstance(m, UserMessage))
+        text = "\n".join(m.text for m in messages if isinstance(m, UserMessage))
+        if agent.input_guardrails and text:  # a handed-off run has no new user text
             guard_input = GuardrailInput("user_text", text)
             first = [g for g in agent.input_guardrails if not getattr(g, "run_in_parallel", True)]
             beside = [g for g in agent.input_guardrails if getattr(g, "run_in_parallel", True)]

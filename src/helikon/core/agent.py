@@ -26,6 +26,7 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
@@ -35,6 +36,7 @@ from ._carrier import carrier
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
+from .handoff import Handoff
 from .items import Item, SystemMessage, UserMessage
 from .model import Model, ModelSettings, ToolDef
 from .output import OutputSpec, OutputType
@@ -143,13 +145,18 @@ class LlmAgent(Generic[Ctx]):
         model_settings: Provider knobs for every call.
         run_config: The default `RunConfig` of this agent's runs.
         hooks: Agent-level hooks (they fire before the run context's hooks).
-        input_guardrails: Checks on the user's text before the loop starts.
+        input_guardrails: Checks on the user's text (beside the first model call).
         output_guardrails: Checks on the final text before the run completes.
+        handoffs: Agents (or `Handoff`s) the model may transfer the conversation to, each
+            as a `transfer_to_<slug>` tool.
     """
 
     __slots__ = (
         "_instructions",
         "description",
+        "handoff_defs",
+        "handoffs",
+        "handoffs_by_tool",
         "hooks",
         "input_guardrails",
         "model",
@@ -178,6 +185,7 @@ class LlmAgent(Generic[Ctx]):
         hooks: Sequence[Hook[Ctx]] = (),
         input_guardrails: Sequence[Guardrail[Ctx]] = (),
         output_guardrails: Sequence[Guardrail[Ctx]] = (),
+        handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]] = (),
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
@@ -227,6 +235,11 @@ class LlmAgent(Generic[Ctx]):
             )
         self.tool_defs: tuple[ToolDef, ...] = tuple(defs)
 
+        self.handoffs: tuple[Handoff[Ctx], ...] = ()
+        self.handoffs_by_tool: dict[str, Handoff[Ctx]] = {}
+        self.handoff_defs: tuple[ToolDef, ...] = ()
+        self._install_handoffs(handoffs)
+
         self.output_type = output_type
         self.output_spec: OutputSpec | None = None
         if output_type is not None:
@@ -236,6 +249,36 @@ class LlmAgent(Generic[Ctx]):
                 response_format=output.response_format(),
                 validate=lambda text: output.validate_text(text)[1],
             )
+
+    def _install_handoffs(self, handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]]) -> None:
+        """Check and index the handoffs: one transfer tool each, no name shared with anything."""
+        wrapped: list[Handoff[Ctx]] = []
+        by_tool: dict[str, Handoff[Ctx]] = {}
+        for item in handoffs:
+            handoff: Handoff[Ctx] = item if isinstance(item, Handoff) else Handoff[Ctx].to(item)
+            clash = by_tool.get(handoff.tool_name)
+            if clash is not None:
+                raise UserError(
+                    f"LlmAgent({self.name!r}): the handoffs to {clash.target!r} and {handoff.target!r} "
+                    f"both become the tool {handoff.tool_name!r}; rename an agent or pass "
+                    "Handoff.to(agent, tool_name=...)"
+                )
+            if handoff.tool_name in self.tools_by_name:
+                raise UserError(
+                    f"LlmAgent({self.name!r}): the handoff to {handoff.target!r} is the tool "
+                    f"{handoff.tool_name!r}, which a tool of the agent is already called"
+                )
+            by_tool[handoff.tool_name] = handoff
+            wrapped.append(handoff)
+        self.handoffs = tuple(wrapped)
+        self.handoffs_by_tool = by_tool
+        self.handoff_defs = tuple(h.tool_def() for h in wrapped)
+
+    def with_handoffs(self, handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]]) -> LlmAgent[Ctx]:
+        """A copy of this agent whose handoffs are `handoffs` (everything else shared)."""
+        new = copy.copy(self)
+        new._install_handoffs(handoffs)
+        return new
 
     def __repr__(self) -> str:
         return f"LlmAgent(name={self.name!r}, model={self.model!r}, tools={[t.name for t in self.tools]})"

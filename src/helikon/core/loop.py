@@ -13,6 +13,7 @@ output type it ends `... -> Finalizing [-> RepairingOutput] -> Done`.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
@@ -22,6 +23,8 @@ from ._carrier import carrier
 from .events import (
     AgentError,
     AgentEvent,
+    AgentUpdated,
+    HandoffItem,
     MessageOutput,
     RepairStarted,
     RunCompleted,
@@ -79,11 +82,24 @@ class ExecutingTools:
 
 @carrier
 class ApplyingHandoff:
-    """Delegating to `target`, threading `transcript`."""
+    """The model asked to transfer to `target`: waiting for the handoff to be accepted or refused."""
 
     type: Literal["applying_handoff"] = "applying_handoff"
     target: str
     call_id: str
+    transcript: tuple[Item, ...]
+    usage: TokenUsage = TokenUsage()
+    calls: tuple[ToolCall, ...] = ()
+    """Every tool call of the turn (each gets a result either way)."""
+    turn: int = 0
+
+
+@carrier
+class HandedOff:
+    """Control passed to `target`, which continues from `transcript`; this loop is over."""
+
+    type: Literal["handed_off"] = "handed_off"
+    target: str
     transcript: tuple[Item, ...]
     usage: TokenUsage = TokenUsage()
 
@@ -163,6 +179,7 @@ LoopState: TypeAlias = (
     | RepairingOutput
     | Compacting
     | NeedsApproval
+    | HandedOff
     | Done
     | Failed
 )
@@ -233,7 +250,24 @@ class Cancelled:
     reason: str | None = None
 
 
-TransitionInput: TypeAlias = Start | ModelResponse | ModelFailed | ToolResults | Cancelled
+@carrier
+class HandoffAccepted:
+    """The handoff may go ahead (the depth allows it, no hook refused it)."""
+
+    type: Literal["handoff_accepted"] = "handoff_accepted"
+
+
+@carrier
+class HandoffRefused:
+    """A hook refused the handoff: the model is told why and the agent goes on."""
+
+    type: Literal["handoff_refused"] = "handoff_refused"
+    reason: str
+
+
+TransitionInput: TypeAlias = (
+    Start | ModelResponse | ModelFailed | ToolResults | Cancelled | HandoffAccepted | HandoffRefused
+)
 """What the driver feeds into `transition`."""
 
 TIMEOUT_REASON = "helikon:timeout"
@@ -259,10 +293,13 @@ class ExecuteTools:
 
 
 @carrier
-class Handoff:
-    """Run the target agent named by the `ApplyingHandoff` state."""
+class ApplyHandoff:
+    """Decide the handoff `ApplyingHandoff` names; feed back `HandoffAccepted` or `HandoffRefused`.
 
-    type: Literal["handoff"] = "handoff"
+    Once accepted, the state is `HandedOff` and the driver runs the target.
+    """
+
+    type: Literal["apply_handoff"] = "apply_handoff"
 
 
 @carrier
@@ -272,9 +309,10 @@ class Terminate:
     type: Literal["terminate"] = "terminate"
 
 
-NextAction: TypeAlias = CallModel | ExecuteTools | Handoff | Terminate
+NextAction: TypeAlias = CallModel | ExecuteTools | ApplyHandoff | Terminate
 
 _TERMINATE = Terminate()
+_APPLY_HANDOFF = ApplyHandoff()
 
 
 @dataclass(slots=True, kw_only=True)
@@ -292,6 +330,9 @@ class TransitionCtx:
     output: OutputSpec | None = None
     handoffs: dict[str, str] = field(default_factory=lambda: {})
     """Transfer tool name -> target agent name."""
+    agent_depth: int = 0
+    """How deeply this run is nested; a handoff nests one level deeper."""
+    max_agent_depth: int = 8
 
 
 @carrier(kw_only=False)
@@ -316,7 +357,7 @@ def initial_state(ctx: TransitionCtx) -> LoopState:
 
 def transition(state: LoopState, input: TransitionInput, ctx: TransitionCtx) -> TransitionOutcome:
     """Advance the loop by one step. Pure: no IO, no awaits, no mutation of its arguments."""
-    if isinstance(state, Done | Failed):
+    if isinstance(state, Done | Failed | HandedOff):
         # Terminal states absorb everything: a late cancel never overrides the outcome.
         return TransitionOutcome(state, (), _TERMINATE)
     usage = state.usage
@@ -338,6 +379,8 @@ def transition(state: LoopState, input: TransitionInput, ctx: TransitionCtx) -> 
         return _after_tools(state, input, ctx)
     if isinstance(state, Finalizing | RepairingOutput) and isinstance(input, ModelResponse):
         return _after_structured(state, input, ctx)
+    if isinstance(state, ApplyingHandoff) and isinstance(input, HandoffAccepted | HandoffRefused):
+        return _after_handoff(state, input, ctx)
     return _fail(
         AgentError(kind="other", message=f"invalid transition: {state.type} cannot take {input.type}"), usage
     )
@@ -396,13 +439,27 @@ def _after_model(state: CallingModel, input: ModelResponse, ctx: TransitionCtx) 
         for call in calls:
             target = ctx.handoffs.get(call.name)
             if target is not None:
+                if ctx.agent_depth + 1 > ctx.max_agent_depth:
+                    error = AgentError(
+                        kind="max_agent_depth_exceeded",
+                        message=f"handing off to {target!r} would nest agents deeper than "
+                        f"RunConfig.max_agent_depth ({ctx.max_agent_depth})",
+                        limit=ctx.max_agent_depth,
+                    )
+                    events.append(RunFailed(error=error, usage=usage))
+                    return TransitionOutcome(
+                        Failed(error=error, usage=usage), tuple(events), _TERMINATE, appends
+                    )
                 transcript = (*ctx.conversation, *appends)
-                return TransitionOutcome(
-                    ApplyingHandoff(target=target, call_id=call.call_id, transcript=transcript, usage=usage),
-                    tuple(events),
-                    Handoff(),
-                    appends,
+                applying = ApplyingHandoff(
+                    target=target,
+                    call_id=call.call_id,
+                    transcript=transcript,
+                    usage=usage,
+                    calls=tuple(calls),
+                    turn=state.turn,
                 )
+                return TransitionOutcome(applying, tuple(events), _APPLY_HANDOFF, appends)
         if state.turn + 1 >= ctx.max_turns:
             return _max_turns(events, ctx, usage, appends)
         return TransitionOutcome(
@@ -429,6 +486,43 @@ def _after_model(state: CallingModel, input: ModelResponse, ctx: TransitionCtx) 
     events.append(RunCompleted(usage=usage))
     return TransitionOutcome(
         Done(output=FinalOutput(content=content, usage=usage)), tuple(events), _TERMINATE, appends
+    )
+
+
+def _after_handoff(
+    state: ApplyingHandoff, input: HandoffAccepted | HandoffRefused, ctx: TransitionCtx
+) -> TransitionOutcome:
+    """Answer every call of the turn; then hand off, or go on with the model."""
+    target = state.target
+    results: list[ToolResult] = []
+    for call in state.calls:
+        if call.call_id == state.call_id:
+            if isinstance(input, HandoffAccepted):
+                text, error = json.dumps({"assistant": target}), False
+            else:
+                text, error = f"Error: the handoff to {target!r} was refused: {input.reason}", True
+        elif isinstance(input, HandoffAccepted):
+            text, error = f"Error: not run: control was transferred to {target!r}", True
+        else:
+            text, error = "Error: not run: it was asked for together with a refused handoff", True
+        results.append(
+            ToolResult(call_id=call.call_id, content=(TextPart(text=text),), is_error=error, name=call.name)
+        )
+    events: list[AgentEvent] = [ToolOutputItem(item=r) for r in results]
+    appends = tuple(results)
+    if isinstance(input, HandoffAccepted):
+        events += [HandoffItem(from_agent=ctx.agent_name, to_agent=target), AgentUpdated(agent=target)]
+        handed = HandedOff(target=target, transcript=(*state.transcript, *appends), usage=state.usage)
+        return TransitionOutcome(handed, tuple(events), _TERMINATE, appends)
+    next_turn = state.turn + 1
+    if next_turn >= ctx.max_turns:
+        return _max_turns(events, ctx, state.usage, appends)
+    events.append(TurnStarted(turn=next_turn))
+    return TransitionOutcome(
+        CallingModel(turn=next_turn, usage=state.usage),
+        tuple(events),
+        CallModel(request=_request(ctx, appends)),
+        appends,
     )
 
 
@@ -556,6 +650,7 @@ __all__ = [
     "REPAIR_PROMPT",
     "TIMEOUT_REASON",
     "TRANSITION_INPUT_ADAPTER",
+    "ApplyHandoff",
     "ApplyingHandoff",
     "CallModel",
     "CallingModel",
@@ -567,7 +662,9 @@ __all__ = [
     "Failed",
     "FinalOutput",
     "Finalizing",
-    "Handoff",
+    "HandedOff",
+    "HandoffAccepted",
+    "HandoffRefused",
     "LoopState",
     "ModelFailed",
     "ModelResponse",
