@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from openai.types.chat import ChatCompletionChunk
+from openai.types.chat.chat_completion_chunk import ChoiceDelta
 
 from helikon.core.exceptions import Refused
 from helikon.core.items import (
@@ -133,6 +134,9 @@ def chat_body(model_id: str, request: ModelRequest) -> dict[str, Any]:
     return body
 
 
+_DECLARED_REASONING = any(name in ChoiceDelta.model_fields for name in ("reasoning_content", "reasoning"))
+
+
 class ChatStreamState:
     """Turns a stream of `ChatCompletionChunk`s into `ModelEvent`s.
 
@@ -162,7 +166,15 @@ class ChatStreamState:
             if choice.index != 0:
                 continue  # only `n=1` is requested
             delta = choice.delta
-            reasoning: object = getattr(delta, "reasoning_content", None) or getattr(delta, "reasoning", None)
+            # Compatible servers' reasoning fields are not declared by the SDK: they are pydantic
+            # extras (read from `model_extra`, not by a `getattr` that fails for every chunk).
+            if _DECLARED_REASONING:
+                reasoning: object = getattr(delta, "reasoning_content", None) or getattr(
+                    delta, "reasoning", None
+                )
+            else:
+                extra = delta.model_extra
+                reasoning = (extra.get("reasoning_content") or extra.get("reasoning")) if extra else None
             if isinstance(reasoning, str) and reasoning:
                 yield ReasoningDelta(text=reasoning)
             if delta.content:

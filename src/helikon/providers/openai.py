@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Literal, cast
 
 try:
@@ -160,16 +160,18 @@ class OpenAIModel(Model):
                 state = ResponsesStreamState()
         except MAPPED_ERRORS as exc:
             raise map_error(exc) from exc
+        feed = _feeder(state)
+        is_cancelled = cancel.is_cancelled
         try:
             iterator = aiter(stream)
-            while not cancel.is_cancelled():
+            while not is_cancelled():
                 try:
                     chunk = await anext(iterator)
                 except StopAsyncIteration:
                     break
                 except MAPPED_ERRORS as exc:
                     raise map_error(exc) from exc
-                for event in _feed(state, chunk):
+                for event in feed(chunk):
                     yield event
             else:
                 return  # cancelled: no closing events
@@ -179,10 +181,9 @@ class OpenAIModel(Model):
             await stream.close()
 
 
-def _feed(state: ChatStreamState | ResponsesStreamState, chunk: Any) -> Iterator[ModelEvent]:
-    if isinstance(state, ChatStreamState):
-        return state.feed(cast("ChatCompletionChunk", chunk))
-    return state.feed(cast("ResponseStreamEvent", chunk))
+def _feeder(state: ChatStreamState | ResponsesStreamState) -> Callable[[Any], Iterator[ModelEvent]]:
+    """The state's `feed`, bound once per stream (chunks are typed by the API that sent them)."""
+    return cast("Callable[[Any], Iterator[ModelEvent]]", state.feed)
 
 
 def _build_client(api_key: str | None, base_url: str | None, organization: str | None) -> AsyncOpenAI:
