@@ -1,0 +1,66 @@
+"""`WorkflowAgent`: what the deterministic workflow agents share (name, description, run)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any, Generic, TypeVar
+
+from ..agent import AgentInput, RunInput, to_agent_input
+from ..context import RunConfig, RunContext
+from ..events import AgentEvent
+from ..exceptions import UserError
+from ..result import RunResult, RunStream
+from ._merge import check_description, check_name
+
+Ctx = TypeVar("Ctx")
+
+
+class WorkflowAgent(Generic[Ctx]):
+    """Base of the workflow agents: an `Agent` whose topology is fixed in code.
+
+    Subclasses implement `_events`, the run's event stream.
+    """
+
+    __slots__ = ("description", "name")
+
+    _kind = "workflow"
+
+    def __init__(self, name: str, description: str = "") -> None:
+        owner = type(self).__name__
+        self.name = check_name(owner, name)
+        self.description = check_description(owner, description)
+
+    def run(
+        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+    ) -> RunStream:
+        """Start a run: iterate the stream for events, or await it for a `RunResult`.
+
+        `config` (when given) is passed on to every child run; its `max_agent_depth`
+        bounds the nesting. Children share `context.state`, each under `context.child()`.
+        """
+        if config is not None and not isinstance(config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"{type(self).__name__}.run(config={config!r}): expected a RunConfig")
+        ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        return RunStream(self._events(to_agent_input(input), ctx, config))
+
+    def run_sync(
+        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+    ) -> RunResult[str]:
+        """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
+        import asyncio
+
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            pass
+        else:
+            raise UserError("run_sync() was called inside a running event loop; use `await agent.run(...)`")
+        return asyncio.run(self.run(input, context=context, config=config).collect())
+
+    def _events(
+        self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
+    ) -> AsyncIterator[AgentEvent]:
+        raise NotImplementedError(f"{type(self).__name__} must implement _events()")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r})"
