@@ -23,6 +23,7 @@ from .core._function_tool import FunctionTool, tool
 from .core._json import JsonObject, JsonValue
 from .core._memory_session import MemorySession
 from .core.agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
+from .core.agent_tool import AgentAsTool
 from .core.cancel import CancellationToken
 from .core.compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .core.context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
@@ -141,6 +142,7 @@ from .core.session import (
     UserMessageEvent,
     project,
 )
+from .core.swarm import SwarmAgent, SwarmBuildError
 from .core.tools import Tool, ToolEffect, ToolOutput
 
 # Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
@@ -187,6 +189,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentAsTool",
+    "SwarmAgent",
+    "SwarmBuildError",
     "Handoff",
     "AllowRule",
     "DenyRule",

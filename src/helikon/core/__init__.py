@@ -10,6 +10,7 @@ from ._function_tool import FunctionTool, tool
 from ._json import JsonObject, JsonValue
 from ._memory_session import MemorySession
 from .agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
+from .agent_tool import AgentAsTool
 from .cancel import CancellationToken
 from .compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
@@ -128,6 +129,7 @@ from .session import (
     UserMessageEvent,
     project,
 )
+from .swarm import SwarmAgent, SwarmBuildError
 from .tools import Tool, ToolEffect, ToolOutput
 
 # Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
@@ -174,6 +176,9 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "AgentAsTool",
+    "SwarmAgent",
+    "SwarmBuildError",
     "Handoff",
     "AllowRule",
     "DenyRule",

@@ -474,6 +474,23 @@ class RunContext(Generic[Ctx]):
         new._cancel = self._cancel.child_token()
         return new
 
+    def isolated_child(self) -> RunContext[Ctx]:
+        """A context for a sub-agent called as a tool, isolated as the book says.
+
+        A fresh in-memory session, no hooks and a fresh state, so the sub-agent's turns
+        never touch this run's log; the user context, tracer, a child cancel token, the
+        depth counter (one deeper) and the whole permission configuration (mode, policy,
+        approval handler, rules, guards, redaction) cross over.
+        """
+        new = self._copy()
+        new._session = MemorySession()
+        new._hooks = HookRegistry[Ctx]()
+        new._state = SessionState()
+        new._actions = ActionsHandle()
+        new._agent_depth = self._agent_depth + 1
+        new._cancel = self._cancel.child_token()
+        return new
+
 
 class ToolContext(Generic[Ctx]):
     """What a tool sees of the run: no session handle, so tools cannot bypass persistence."""
@@ -527,6 +544,18 @@ class ToolContext(Generic[Ctx]):
     def max_agent_depth(self) -> int:
         """The run's nesting limit."""
         return self._max_agent_depth
+
+    async def subagent_stopped(self, agent: str) -> None:
+        """Fire the run's `on_subagent_stop` hooks for `agent` (a sub-agent this tool ran)."""
+        from .governance import HookEvent
+
+        run = self._run
+        for hook in run.hooks:
+            await hook.on_event(run, HookEvent("on_subagent_stop", agent=agent))
+
+    def subagent_context(self) -> RunContext[Ctx]:
+        """The context for a sub-agent this tool runs: `RunContext.isolated_child()` of the run."""
+        return self._run.isolated_child()
 
 
 def _checked(items: Iterable[T], cls: type[T], method: str) -> tuple[T, ...]:

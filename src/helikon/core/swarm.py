@@ -1,0 +1,161 @@
+"""`SwarmAgent`: a pool of `LlmAgent`s with handoffs between every pair.
+
+Each member gets a `transfer_to_<slug>` tool for every other member; the run is the
+ordinary handoff-driven loop, starting at the entry member and ending the moment the
+active member answers instead of handing off. `max_handoffs` bounds a swarm that keeps
+passing the conversation around (`RunConfig.max_agent_depth` is the hard bound under it).
+
+Example:
+    ```python
+    from helikon import LlmAgent, SwarmAgent
+    from helikon.testing import MockModel, text_turn, tool_call_turn
+
+    triage = LlmAgent(
+        name="triage",
+        model=MockModel.with_scripts([tool_call_turn("transfer_to_budgeting", {})]),
+    )
+    budgeting = LlmAgent(
+        name="budgeting",
+        description="Monthly budgets and cutting spending.",
+        model=MockModel.with_scripts([text_turn("Cut dining out by a third.")]),
+    )
+    swarm = SwarmAgent(name="support", members=[triage, budgeting], max_handoffs=4)
+    assert swarm.run_sync("I overspend every month").final_output == "Cut dining out by a third."
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from .agent import LlmAgent, RunInput, to_agent_input
+from .context import RunConfig, RunContext
+from .events import AgentError, AgentEvent, AgentUpdated, HandoffItem, RunFailed, RunStarted, TokenUsage
+from .exceptions import UserError
+from .handoff import Handoff
+from .result import RunResult, RunStream
+
+if TYPE_CHECKING:
+    from .agent import AgentInput
+
+Ctx = TypeVar("Ctx")
+
+
+class SwarmBuildError(UserError):
+    """A swarm that cannot work: no members, two with one name, or an unknown entry."""
+
+
+class SwarmAgent(Generic[Ctx]):
+    """A pool of `LlmAgent` members with full-mesh handoffs; the first to answer wins.
+
+    Args:
+        name: The swarm's name.
+        members: The `LlmAgent`s (unique names). Each keeps its own tools and handoffs and
+            gains a transfer tool to every other member.
+        description: What the swarm does (for agents that hand off to it).
+        entry: The member that takes the first turn; the first member by default.
+        max_handoffs: Fail with `MaxHandoffsExceeded` once the conversation has been
+            handed off more than this many times; unbounded (but for
+            `RunConfig.max_agent_depth`) by default.
+
+    Raises:
+        SwarmBuildError: No members, two members with one name, or an unknown `entry`.
+    """
+
+    __slots__ = ("description", "entry", "max_handoffs", "members", "name", "run_config")
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        members: Sequence[LlmAgent[Ctx]],
+        description: str = "",
+        entry: str | None = None,
+        max_handoffs: int | None = None,
+        run_config: RunConfig | None = None,
+    ) -> None:
+        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise SwarmBuildError(f"SwarmAgent(name={name!r}): give the swarm a non-empty name")
+        if not members:
+            raise SwarmBuildError(f"SwarmAgent({name!r}) has no members: add at least one LlmAgent")
+        names: list[str] = []
+        for member in members:
+            if not isinstance(member, LlmAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise SwarmBuildError(
+                    f"SwarmAgent({name!r}): {member!r} is not an LlmAgent (only LlmAgents can hand off)"
+                )
+            if member.name in names:
+                raise SwarmBuildError(f"SwarmAgent({name!r}): two members are named {member.name!r}")
+            names.append(member.name)
+        if entry is not None and entry not in names:
+            raise SwarmBuildError(f"SwarmAgent({name!r}): entry {entry!r} is not a member (members: {names})")
+        if max_handoffs is not None and (
+            isinstance(max_handoffs, bool) or not isinstance(max_handoffs, int) or max_handoffs < 0  # pyright: ignore[reportUnnecessaryIsInstance]
+        ):
+            raise SwarmBuildError(f"SwarmAgent(max_handoffs={max_handoffs!r}): give a count >= 0, or None")
+        self.name = name
+        self.description = description
+        self.members = _mesh(members)
+        self.entry = entry if entry is not None else names[0]
+        self.max_handoffs = max_handoffs
+        self.run_config = run_config or RunConfig()
+
+    def __repr__(self) -> str:
+        return f"SwarmAgent(name={self.name!r}, members={list(self.members)}, entry={self.entry!r})"
+
+    def run(
+        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+    ) -> RunStream:
+        """Run the swarm from its entry member; the stream is the handoff chain's events."""
+        ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        return RunStream(self._events(to_agent_input(input), ctx, config or self.run_config))
+
+    def run_sync(
+        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+    ) -> RunResult[str]:
+        """Run to completion from synchronous code (not inside a running event loop)."""
+        import asyncio
+
+        return asyncio.run(self.run(input, context=context, config=config).collect())
+
+    async def _events(
+        self, input: AgentInput, ctx: RunContext[Any], config: RunConfig
+    ) -> AsyncIterator[AgentEvent]:
+        yield RunStarted(agent=self.name)
+        yield AgentUpdated(agent=self.entry)
+        limit = self.max_handoffs
+        handoffs = 0
+        events = self.members[self.entry].run(input, context=ctx, config=config).__aiter__()
+        try:
+            async for event in events:
+                if isinstance(event, RunStarted):
+                    continue  # the swarm's own RunStarted stands for the run
+                if isinstance(event, HandoffItem):
+                    handoffs += 1
+                    if limit is not None and handoffs > limit:
+                        error = AgentError(
+                            kind="max_handoffs_exceeded",
+                            message=f"swarm {self.name!r}: more than max_handoffs={limit} handoffs",
+                            limit=limit,
+                        )
+                        yield RunFailed(error=error, usage=TokenUsage())
+                        return
+                yield event
+        finally:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()  # stops the active member's run (and its model stream) now
+
+
+def _mesh(members: Sequence[LlmAgent[Ctx]]) -> dict[str, LlmAgent[Ctx]]:
+    """Copies of the members, each with a handoff to every other copy (its own handoffs kept)."""
+    copies = {m.name: m.with_handoffs(m.handoffs) for m in members}
+    for member in members:
+        own = {h.target for h in member.handoffs}
+        mesh = [Handoff[Ctx].to(copies[n]) for n in copies if n != member.name and n not in own]
+        copies[member.name]._install_handoffs([*member.handoffs, *mesh])  # pyright: ignore[reportPrivateUsage]
+    return copies
+
+
+__all__ = ["SwarmAgent", "SwarmBuildError"]
