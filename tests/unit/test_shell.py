@@ -269,26 +269,54 @@ def test_arbitrary_text_never_raises(text: str) -> None:
 _PLAIN_PIECES = st.sampled_from(
     ["ls", "rm", "-rf", "/", "a=1", "2", ">", ">>", "2>", "&>", ">&", "<", "<>", "&&", "||", ";", "|", "&",
      "|&", "git", "x.txt", "~/a", "if", "for", "done", "sudo", "-u", "root", "timeout", "5", "env", "A=b",
-     "xargs", "find", ".", "-delete", "bash", "-c", "eval", "echo", "/etc/x", "1", ";;"]
+     "xargs", "find", ".", "-delete", "bash", "-c", "eval", "echo", "/etc/x", "1", ";;", "'a b'", '"x y"',
+     "'rm -rf /'", '"*.pyc"', "{}", "+", "*", "a{b,c}", "{x}", "#c", "\n", "\r", "''", "'", '"', "!", "{",
+     "}", "[[", "a[1]=x", "[", "-exec", "\\;", "X='a b'", "\uff52\uff4d", "2>&1", ">&2", "<<<", "<<", "$x",
+     "(", ")", "{fd}>", "if\rx", "a=(", "sh", "-lc", "'ls; rm x'", "su", "watch", ";&", "é"]
 )  # fmt: skip
 
 
-@given(st.lists(st.tuples(_PLAIN_PIECES, st.sampled_from([" ", "", "  ", "\t"])), max_size=12))
-def test_the_plain_fast_path_agrees_with_the_full_reader(pieces: list[tuple[str, str]]) -> None:
-    from helikon.core._shell_parse import _PLAIN_COMMAND, Parser
+def _both_readers(command: str) -> list[tuple[object, ...]]:
+    from helikon.core._shell_parse import Parser
+    from helikon.core.shell import _Unparseable
 
-    command = "".join(p + sep for p, sep in pieces)
-    assert _PLAIN_COMMAND.fullmatch(command)
     results: list[tuple[object, ...]] = []
     for fast in (True, False):
+        Parser.fast = fast  # also for the readers of `bash -c` payloads
         parser = Parser(command, 0)
         try:
-            if fast:
-                if not parser._parse_plain():
-                    return  # the fast path declined: only the full reader runs
-            elif parser.parse_list(frozenset()):  # the full reader, bypassing the fast path
-                raise ValueError("unexpected terminator")
+            parser.parse_program()
             results.append((tuple(parser.out), tuple(parser.redirects)))
-        except Exception as exc:  # both readers must fail alike
-            results.append((type(exc).__name__,))
-    assert results[0] == results[1], command
+        except _Unparseable as exc:  # both readers must fail alike
+            results.append(("unparseable", str(exc)))
+        except RecursionError:
+            results.append(("recursion",))
+        finally:
+            Parser.fast = True
+    return results
+
+
+@given(st.lists(st.tuples(_PLAIN_PIECES, st.sampled_from([" ", "", "  ", "\t", "\n"])), max_size=12))
+def test_the_fast_path_agrees_with_the_full_reader(pieces: list[tuple[str, str]]) -> None:
+    command = "".join(p + sep for p, sep in pieces)
+    fast, full = _both_readers(command)
+    assert fast == full, command
+
+
+@pytest.mark.parametrize("entry", CORPUS, ids=[f"{i}:{e['command'][:40]!r}" for i, e in enumerate(CORPUS)])
+def test_the_fast_path_agrees_with_the_full_reader_on_the_corpus(entry: dict[str, Any]) -> None:
+    fast, full = _both_readers(entry["command"])
+    assert fast == full
+
+
+def test_the_fast_path_covers_common_commands() -> None:
+    from helikon.core._shell_lex import read_fast
+    from helikon.core._shell_parse import Parser
+
+    for command in (
+        "cd src && git status --short && timeout 60 pytest -q tests/ 2>&1 | tail -n 5",
+        "bash -c 'find . -name \"*.pyc\" -exec rm {} +' && echo done",
+        "ls -la 1; sudo rm -rf /",
+        "git commit -m 'fix: the parser' && git push",
+    ):
+        assert read_fast(Parser(command, 0)), command

@@ -11,50 +11,29 @@ from __future__ import annotations
 import re
 
 from . import _shell_resolve
-from ._carrier import raw_constructor
+from ._shell_lex import (
+    ASSIGNMENT,
+    FAST_WORD,
+    IO_NUMBER,
+    MAX_COMMANDS,
+    OPS_BY_CHAR,
+    PLAIN,
+    REDIRECT_OPS,
+    REDIRECT_START,
+    RESERVED_PEEK,
+    SPECIAL,
+    STOP,
+    new_word,
+    read_fast,
+)
 from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
 
-_MAX_COMMANDS = 512  # a bound on work per call: a longer script is not analysed
-
 _literal = Word.plain
-
-# --- lexing -----------------------------------------------------------------------------------
-
-# Runs of characters with no special meaning, consumed in one step for speed.
-_PLAIN = re.compile(r"[^ \t\n;&|()<>'\"\\$`]+")
-_BLANKS = re.compile(r"[ \t]+")
-_RESERVED_PEEK = re.compile(r"(?:\[\[|\]\]|[A-Za-z_{}!]+)(?=[\s;&|()<>]|$)")
-_IO_NUMBER = re.compile(r"(?:\d+|\{[A-Za-z_][A-Za-z0-9_]*\})(?=[<>])")
-_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
 _VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 _SAFE_PARAM = re.compile(r"[A-Za-z0-9_#!@*?:\-+=%/.,^~ \[\]]*")
 _UNSAFE_ARITH = re.compile(r"\$\(|[`'\"\\]")
 _GLOB_CHARS = frozenset("*?[")
-_SPECIAL = re.compile(r"[*?\[{]")
-# A plain word after blanks: no quoting, expansion, glob, comment or descriptor number in it.
-_FAST_WORD = re.compile(
-    r"[ \t]*([^ \t\n;&|()<>'\"\\$`*?\[{#0-9][^ \t\n;&|()<>'\"\\$`*?\[{]*)(?=[ \t\n;&|()<>]|\Z)"
-)
-_new_word = raw_constructor(Word)
-_OPS = (
-    "&>>", ";;&", "<<<", "<<-",
-    "&&", "||", ";;", ";&", "|&", "&>", ">>", ">|", ">&", "<&", "<>", "<<",
-    ";", "&", "|", "(", ")", "<", ">", "\n",
-)  # fmt: skip
 _COPROC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")
-# The alphabet of the fast path: no quotes, escapes, expansions, globs, braces, parentheses,
-# comments, history or newlines (and ASCII only, so program names need no further check).
-_PLAIN_COMMAND = re.compile(r"[A-Za-z0-9_\-+=.,:/@%^~ \t;&|<>]*")
-_PLAIN_SPLIT = re.compile(r"(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|[;&|<>])")
-_PLAIN_REDIRECTS = frozenset({"&>>", "&>", ">>", ">|", ">&", "<&", "<>", "<", ">"})
-_RESERVED_PLAIN = frozenset(
-    {"if", "then", "else", "elif", "fi", "do", "done", "case", "esac", "while", "until", "for", "select",
-     "function", "time", "coproc", "in"}
-)  # fmt: skip
-_OPS_BY_CHAR = {c: tuple(op for op in _OPS if op[0] == c) for c in ";&|()<>\n"}
-_REDIRECT_OPS = frozenset({"&>>", "<<<", "<<-", "&>", ">>", ">|", ">&", "<&", "<>", "<<", "<", ">"})
-_REDIRECT_START = frozenset("<>&0123456789{")
-_STOP = frozenset(" \t\n;&|()<>")
 _ANSI = {
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
     "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
@@ -93,6 +72,7 @@ class Parser:
     n: int
     i: int
     nesting: int
+    fast = True  # try `_shell_lex.read_fast` first (the tests turn it off to compare)
 
     def __init__(self, src: str, nesting: int, out: list[SimpleCommand] | None = None,
                  redirects: list[Redirect] | None = None) -> None:  # fmt: skip
@@ -111,7 +91,7 @@ class Parser:
     # -- top level --
 
     def parse_program(self) -> None:
-        if _PLAIN_COMMAND.fullmatch(self.s) and "<<" not in self.s and self._parse_plain():
+        if self.fast and read_fast(self):
             return
         end = self.parse_list(frozenset())
         if end:
@@ -124,58 +104,6 @@ class Parser:
                 # The expanded text is read as script: its commands are unknown.
                 raise _Unparseable("a shell reads an expanding here-doc as its script")
             self._reparse(text)
-
-    def _parse_plain(self) -> bool:
-        """The fast path for a command with no quoting, expansion, grouping or here-doc.
-
-        Over that alphabet a word is a run of non-blank, non-operator characters, so the
-        tokens can be read in one pass; anything unusual returns False for the full reader.
-        """
-        commands: list[tuple[list[Word], list[Redirect], list[str]]] = []
-        words: list[Word] = []
-        redirects: list[Redirect] = []
-        assignments: list[str] = []
-        pending = ""  # a redirection operator waiting for its target
-        fd = ""
-        pieces = _PLAIN_SPLIT.split(self.s)  # text, operator, text, operator, ..., text
-        for index in range(0, len(pieces), 2):
-            text = pieces[index]
-            tokens = text.split()
-            if pending:
-                if not tokens:
-                    return False
-                target = tokens.pop(0)
-                redirects.append(Redirect(pending, _new_word(target, True, target, target, False), fd))
-                pending = fd = ""
-            op = pieces[index + 1] if index + 1 < len(pieces) else ""
-            if op and op[0] in "<>" and tokens and tokens[-1].isdigit() and not text[-1:].isspace():
-                fd = tokens.pop()  # `2>`: a descriptor, not a word
-            for token in tokens:
-                if not words and token in _RESERVED_PLAIN:
-                    return False
-                if not words and "=" in token and token[0] != "=" and _ASSIGNMENT.match(token):
-                    assignments.append(token)
-                else:
-                    words.append(_new_word(token, True, token, token, False))
-            if not op:
-                break
-            if op in _PLAIN_REDIRECTS:
-                pending = op
-            elif op in (";;", ";&", ";;&"):
-                return False
-            else:
-                commands.append((words, redirects, assignments))
-                words, redirects, assignments = [], [], []
-        if pending:
-            return False
-        commands.append((words, redirects, assignments))
-        if len(commands) > _MAX_COMMANDS:
-            raise _Unparseable("too many commands")
-        for words, redirects, assignments in commands:
-            self.redirects.extend(redirects)
-            if words:
-                _shell_resolve.resolve(self, words, tuple(redirects), tuple(assignments), (), [])
-        return True
 
     def _reparse(self, source: str) -> None:
         inner = Parser(source, self.nesting + 1, self.out, self.redirects)
@@ -206,7 +134,7 @@ class Parser:
         s, i = self.s, self.i
         if i >= self.n:
             return ""
-        candidates = _OPS_BY_CHAR.get(s[i])
+        candidates = OPS_BY_CHAR.get(s[i])
         if candidates is None:
             return ""
         for op in candidates:
@@ -215,7 +143,7 @@ class Parser:
         return ""  # pragma: no cover - every start character has a one-character operator
 
     def _peek_reserved(self) -> str:
-        m = _RESERVED_PEEK.match(self.s, self.i)
+        m = RESERVED_PEEK.match(self.s, self.i)
         return m.group() if m else ""
 
     def _consume_newline(self) -> None:
@@ -274,7 +202,7 @@ class Parser:
 
     def parse_command(self, word: str | None = None, op: str | None = None) -> None:
         """Parse one command; `word` and `op` are what the caller already peeked, if it did."""
-        if len(self.out) > _MAX_COMMANDS:
+        if len(self.out) > MAX_COMMANDS:
             raise _Unparseable("too many commands")
         if op is None:
             op = self._peek_op()
@@ -339,7 +267,7 @@ class Parser:
 
     def _time(self) -> None:
         self._skip_blanks()
-        if self.s.startswith("-p", self.i) and (self.i + 2 >= self.n or self.s[self.i + 2] in _STOP):
+        if self.s.startswith("-p", self.i) and (self.i + 2 >= self.n or self.s[self.i + 2] in STOP):
             self.i += 2
         self._skip_blanks()
         if self.i < self.n and not self._peek_op():
@@ -527,14 +455,14 @@ class Parser:
         redirects: list[Redirect] = []
         heredoc_bodies: list[tuple[list[str], bool]] = []
         src = self.s
-        fast = _FAST_WORD.match
+        fast = FAST_WORD.match
         while True:
             m = fast(src, self.i)
             if m is not None and (words or "=" not in m.group(1)):
                 # The common case, read in one step: a plain unquoted word after blanks.
                 text = m.group(1)
                 self.i = m.end()
-                words.append(_new_word(text, True, text, text, False))
+                words.append(new_word(text, True, text, text, False))
                 continue
             self._skip_blanks()
             if self.i >= self.n:
@@ -557,7 +485,7 @@ class Parser:
             word = self._read_word()
             if word is None:  # pragma: no cover - a non-operator always starts a word
                 raise _Unparseable("bad word")
-            if not words and _ASSIGNMENT.match(self.s, start) and self.s[start] != "=":
+            if not words and ASSIGNMENT.match(self.s, start) and self.s[start] != "=":
                 if self.i < self.n and self.s[self.i] == "(" and word.text.endswith("="):
                     self._array_literal()
                 assignments.append(word.text)
@@ -591,16 +519,16 @@ class Parser:
             self._read_word()
 
     def _maybe_redirect(self, heredoc_bodies: list[tuple[list[str], bool]] | None = None) -> Redirect | None:
-        if self.i >= self.n or self.s[self.i] not in _REDIRECT_START:
+        if self.i >= self.n or self.s[self.i] not in REDIRECT_START:
             return None
         fd = ""
-        m = _IO_NUMBER.match(self.s, self.i)
+        m = IO_NUMBER.match(self.s, self.i)
         start = self.i
         if m is not None:
             fd = m.group()
             self.i = m.end()
         op = self._peek_op()
-        if op not in _REDIRECT_OPS or self.s.startswith(("<(", ">("), self.i):
+        if op not in REDIRECT_OPS or self.s.startswith(("<(", ">("), self.i):
             self.i = start
             return None
         self.i += len(op)
@@ -629,18 +557,18 @@ class Parser:
 
     def _read_word(self) -> Word | None:
         s, n = self.s, self.n
-        m = _PLAIN.match(s, self.i)
+        m = PLAIN.match(s, self.i)
         if m is not None:
             end = m.end()
             chunk = m.group()
-            if (end >= n or s[end] in _STOP) and not _SPECIAL.search(chunk):
+            if (end >= n or s[end] in STOP) and not SPECIAL.search(chunk):
                 self.i = end  # the common case: one unquoted run, nothing to expand
-                return _new_word(chunk, True, chunk, chunk, False)
+                return new_word(chunk, True, chunk, chunk, False)
         b = _WordBuilder()
         start = self.i
         while self.i < n:
             c = s[self.i]
-            if c in _STOP:
+            if c in STOP:
                 if c in "<>" and self.i == start and s.startswith(("<(", ">("), self.i):
                     self.i += 1
                     self._command_substitution(b, self.i - 1)
@@ -669,7 +597,7 @@ class Parser:
             elif c == "`":
                 self._backtick(b, in_double=False)
             else:
-                m = _PLAIN.match(s, self.i)
+                m = PLAIN.match(s, self.i)
                 chunk = m.group() if m else c
                 self.i += len(chunk)
                 if not b.unquoted_special and (_GLOB_CHARS.intersection(chunk) or "{" in chunk):
