@@ -267,7 +267,7 @@ def _checked_edges(
 
 
 def _find_cycle(preds: Sequence[Sequence[int]], succs: Sequence[Sequence[int]]) -> list[int]:
-    """One cycle, in edge order, or [] for a DAG (Kahn's algorithm, then a walk back)."""
+    """One cycle in edge order, from its first-declared node, or [] for a DAG (Kahn, then a walk back)."""
     waiting = [len(p) for p in preds]
     ready = [i for i, n in enumerate(waiting) if not n]
     while ready:
@@ -286,7 +286,9 @@ def _find_cycle(preds: Sequence[Sequence[int]], succs: Sequence[Sequence[int]]) 
         at[node] = len(path)
         path.append(node)
         node = next(p for p in preds[node] if waiting[p])
-    return path[at[node] :][::-1]
+    cycle = path[at[node] :][::-1]
+    start = cycle.index(min(cycle))  # begin at the first-declared node: the same message every time
+    return cycle[start:] + cycle[:start]
 
 
 def _descendants(index: int, succs: Sequence[Sequence[int]], into: set[int]) -> None:
