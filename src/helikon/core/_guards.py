@@ -9,12 +9,12 @@ in the command may have moved to (order-insensitive, so a `cd` in a subshell cou
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from functools import lru_cache
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 from typing import TYPE_CHECKING
 
 from .path_glob import clean_path, is_protected_dotpath
-from .shell import ShellParse, SimpleCommand, Word, parse_command
+from .shell import ShellParse, SimpleCommand, Word
 
 if TYPE_CHECKING:
     from .rules import ToolSubject
@@ -47,41 +47,69 @@ _OUTPUT_OPTION: dict[str, tuple[str, ...]] = {
 }
 
 
-def check(name: str, subject: ToolSubject) -> str | None:
+def checks(subject: ToolSubject) -> Mapping[str, str | None]:
+    """Every built-in guard's detail for the call (the offending target), or None where it holds."""
     command = subject.command
-    if command is not None:
-        return _bash_checks(command)[name]
-    if subject.parse is not None or not subject.edits or subject.raw_path is None:
-        return None  # not a Bash command (unparseable ones are handled above) nor a write
+    parse = subject.parse
+    if command is not None and parse is not None:
+        cached = _CHECKED.get(command)
+        if cached is None:
+            cached = _bash_checks(parse)
+            if len(_CHECKED) >= _CHECKED_MAX:
+                _CHECKED.clear()
+            _CHECKED[command] = cached
+        return cached
     raw = subject.raw_path
-    if name == "system_write":
-        return raw if _system_target(raw, [""], False) else None
-    if name == "dotpath_write":
-        return raw if is_protected_dotpath(raw) else None
-    return None
+    if parse is not None or not subject.edits or raw is None:
+        # Not a write (a Bash call without a command string fails closed in the deny
+        # and allow rules instead).
+        return _CLEAR
+    return {
+        "rm_root": None,
+        "system_write": raw if _system_target(raw, [""], False) else None,
+        "dotpath_write": raw if is_protected_dotpath(raw) else None,
+    }
 
 
-_CLEAR: dict[str, str | None] = {"rm_root": None, "system_write": None, "dotpath_write": None}
+_CLEAR: Mapping[str, str | None] = MappingProxyType(
+    {"rm_root": None, "system_write": None, "dotpath_write": None}
+)
+# Verdicts by command string, as the parse is cached: a repeated command costs one
+# lookup. Bounded: cleared when full.
+_CHECKED: dict[str, Mapping[str, str | None]] = {}
+_CHECKED_MAX = 4096
+# Programs `_write_targets` reads targets from; a command made only of others (and no
+# writing redirection) writes nothing.
+_WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "dd", "sed", "perl"})
 
 
-@lru_cache(maxsize=4096)
-def _bash_checks(command: str) -> dict[str, str | None]:
-    # Every built-in check at once, keyed by the command string like the parse, so a
-    # repeated command costs one lookup.
-    parse = parse_command(command)
+def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     if not parse.ok:
         reason = f"the command cannot be analysed ({parse.error})"
-        return dict.fromkeys(_CLEAR, reason)
-    targets = list(_bash_targets(parse))
-    removes = any(c.program.lower() == "rm" for c in parse.commands)
+        return MappingProxyType(dict.fromkeys(_CLEAR, reason))
+    targets = [r.target for r in parse.redirects if r.writes]
+    removes = False
+    cwd_change = False
+    for command in parse.commands:
+        program = command.program.lower()
+        if program in _WRITERS:
+            targets.extend(_write_targets(command, program))
+            removes = removes or program == "rm"
+        elif program in ("cd", "pushd"):
+            cwd_change = True
     if not targets and not removes:
         return _CLEAR
-    cwds, unknown = _cwds(parse)
-    return {
-        "rm_root": _rm_root(parse, cwds) if removes else None,
-        "system_write": _system_write(targets, cwds, unknown),
-        "dotpath_write": _dotpath_write(targets, cwds),
-    }
+    cwds, unknown = _cwds(parse) if cwd_change else (_START, False)
+    return MappingProxyType(
+        {
+            "rm_root": _rm_root(parse, cwds) if removes else None,
+            "system_write": _system_write(targets, cwds, unknown),
+            "dotpath_write": _dotpath_write(targets, cwds),
+        }
+    )
+
+
+_START = [""]  # only the start directory (read-only: the checks never change it)
 
 
 # --- targets ------------------------------------------------------------------------------------
@@ -123,8 +151,7 @@ def _option_values(command: SimpleCommand, names: tuple[str, ...]) -> Iterator[W
                 yield Word(text[2:], word.literal)
 
 
-def _write_targets(command: SimpleCommand) -> Iterator[Word]:
-    program = command.program.lower()
+def _write_targets(command: SimpleCommand, program: str) -> Iterator[Word]:
     if program in _ALL_OPERANDS:
         yield from _operands(command, _ALL_OPERANDS[program])
     elif program in _LAST_OPERAND:
@@ -162,14 +189,6 @@ def _in_place_files(command: SimpleCommand) -> Iterator[Word]:
         return
     operands = _operands(command, "efl" if command.program == "sed" else "eEIlMmx")
     yield from operands if script_given else operands[1:]
-
-
-def _bash_targets(parse: ShellParse) -> Iterator[Word]:
-    for redirect in parse.redirects:
-        if redirect.writes:
-            yield redirect.target
-    for command in parse.commands:
-        yield from _write_targets(command)
 
 
 def _cwds(parse: ShellParse) -> tuple[list[str], bool]:

@@ -74,6 +74,13 @@ _RESERVED = frozenset(
 )  # fmt: skip
 
 
+# Words already read, by their source spelling: a `Word` is immutable, and the commands an
+# agent runs repeat most of their words (`git`, `-la`, `&&`-joined `cd src`), so a new
+# command mostly costs a lookup per word. Bounded: cleared when full.
+_WORDS_SEEN: dict[str, Word] = {}
+_WORDS_SEEN_MAX = 4096
+
+
 def _word(raw: str) -> Word | None:
     """The word `raw` (as the source spells it) stands for, or None to decline."""
     if "'" not in raw and '"' not in raw:
@@ -111,13 +118,19 @@ def read_fast(p: Parser) -> bool:
     assignments: list[str] = []
     pending = ""  # a redirection operator waiting for its target
     pending_fd = ""
+    words_seen = _WORDS_SEEN
     for fd, redirect_op, op, raw, bad in _TOKEN.findall(src):
         if raw:
-            if raw[0] == "#":
-                return False  # a comment
-            word = _word(raw)
+            word = words_seen.get(raw)
             if word is None:
-                return False
+                if raw[0] == "#":
+                    return False  # a comment
+                word = _word(raw)
+                if word is None:
+                    return False
+                if len(words_seen) >= _WORDS_SEEN_MAX:
+                    words_seen.clear()
+                words_seen[raw] = word
             if pending:
                 redirects.append(_new_redirect(pending, word, pending_fd))
                 pending = ""

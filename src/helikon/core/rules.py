@@ -21,7 +21,7 @@ assert reasons and "recursive remove" in reasons[0]
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Literal
 
@@ -83,7 +83,7 @@ class ToolSubject:
     path_known: bool
     edits: bool
     _allow: frozenset[str] | None
-    _guard_cache: dict[str, str | None]
+    _guard_cache: Mapping[str, str | None] | None
 
     def __init__(self, tool: str, args: JsonValue = None) -> None:
         if not isinstance(tool, str):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -98,7 +98,7 @@ class ToolSubject:
         self.path_known = True
         self.edits = tool in EDIT_TOOLS
         self._allow = None
-        self._guard_cache = {}
+        self._guard_cache = None
         if tool in BASH_TOOLS:
             command = args.get("command") if isinstance(args, dict) else None
             if isinstance(command, str):
@@ -122,17 +122,21 @@ class ToolSubject:
         names: set[str] = set()
         allow: set[str] | None = set()
         for command in parse.commands:
-            names.add(command.program.casefold())
-            names.update(w.casefold() for w in command.wrappers)
-            if allow is not None:
-                eligible = not command.assignments and _TRANSPARENT.issuperset(command.wrappers)
-                written = command.argv[0].text
-                if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
-                    eligible = False  # `./git` is not the `git` an allow rule means
-                if not eligible:
-                    allow = None
-                elif not command.inline:
-                    allow.add(command.program)
+            program = command.program
+            names.add(program.casefold())
+            wrappers = command.wrappers
+            if wrappers:
+                names.update(w.casefold() for w in wrappers)
+            if allow is None:
+                continue
+            if command.assignments or (wrappers and not _TRANSPARENT.issuperset(wrappers)):
+                allow = None
+                continue
+            written = command.argv[0].text
+            if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
+                allow = None  # `./git` is not the `git` an allow rule means
+            elif not command.inline:
+                allow.add(program)
         self.programs = frozenset(names)
         self._allow = frozenset(allow) if allow else None
 
@@ -155,10 +159,12 @@ class ToolSubject:
 
     def guard(self, name: str) -> str | None:
         """The detail of a built-in guard's match (computed once per subject), or `None`."""
-        cache = self._guard_cache
-        if name not in cache:
-            cache[name] = _guards.check(name, self)
-        return cache[name]
+        checks = self._guard_cache
+        if checks is None:
+            # All the built-in guards at once: they share the write targets and the
+            # directories a `cd` may move to.
+            checks = self._guard_cache = _guards.checks(self)
+        return checks.get(name)
 
     def __repr__(self) -> str:
         return f"ToolSubject({self.tool!r}, {self.args!r})"
