@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._json import JsonValue
+from ._tracing import RunTrace, attach, detach, tracing_possible
 from .agent import AgentInput
 from .context import RunConfig, RunContext, ToolContext
 from .events import (
@@ -65,6 +66,8 @@ from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDel
 from .permissions import authorize
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from .agent import LlmAgent
     from .redaction import Redactor
 
@@ -94,6 +97,7 @@ class _Run:
         "injected",
         "redactor",
         "task",
+        "trace",
         "waiting",
     )
 
@@ -121,6 +125,7 @@ class _Run:
         # Input guardrails running beside the first model call, and whether one tripped.
         self.guard_task: asyncio.Future[GuardrailVerdict] | None = None
         self.guard_tripped = False
+        self.trace: RunTrace | None = None  # set by `traced_events` when spans are recorded
 
     # --- cancellation ----------------------------------------------------------------------
 
@@ -147,7 +152,36 @@ class _Run:
 
     # --- the loop --------------------------------------------------------------------------
 
-    async def events(self, input: AgentInput) -> AsyncIterator[AgentEvent]:
+    async def traced_events(self, input: AgentInput) -> AsyncIterator[AgentEvent]:
+        """`events`, inside an `invoke_agent` span that ends with the run's usage or error."""
+        agent = self.agent
+        model: Any = agent.model
+        trace = RunTrace.start(
+            self.ctx,
+            agent.name,
+            getattr(model, "provider", "unknown"),
+            getattr(model, "model_name", "unknown"),
+        )
+        events = self.events(input)
+        if trace is None:  # sampled out
+            async for event in events:
+                yield event
+            return
+        self.trace = trace
+        usage: TokenUsage | None = None
+        error: AgentError | None = None
+        try:
+            async for event in events:
+                if isinstance(event, RunCompleted):
+                    usage = event.usage
+                elif isinstance(event, RunFailed):
+                    usage, error = event.usage, event.error
+                yield event
+        finally:
+            await events.aclose()
+            trace.end(usage=usage, error=error)
+
+    async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
         agent, ctx, token = self.agent, self.ctx, self.ctx.cancel
         remove_callback = token.add_callback(self.on_cancel)
         try:
@@ -182,6 +216,8 @@ class _Run:
                     yield event
                 next_input: TransitionInput
                 if isinstance(action, CallModel):
+                    if self.trace is not None:
+                        self.trace.start_turn(getattr(state, "turn", 0))
                     if self.hooks:
                         await self.fire(
                             HookEvent("on_turn_start", agent=agent.name, turn=getattr(state, "turn", None))
@@ -261,9 +297,11 @@ class _Run:
         """
         handoff = next(h for h in self.agent.handoffs if h.target == state.target)
         before = state.usage
-        stream = handoff.agent.run(
-            AgentInput((), state.transcript), context=self.ctx.child(), config=self.config
-        )
+        child = self.ctx.child()
+        if self.trace is not None:
+            self.trace.end_turn()
+            child = child.with_trace_parent(self.trace.run_span)  # the target's spans nest under ours
+        stream = handoff.agent.run(AgentInput((), state.transcript), context=child, config=self.config)
         async for event in stream:
             if isinstance(event, RunStarted):
                 continue
@@ -300,6 +338,8 @@ class _Run:
         # The task that awaits the model; captured once per call (asyncio.current_task is
         # a Python function on 3.11, and this loop is the hot path).
         self.task = asyncio.current_task()
+        trace = self.trace
+        span = trace.start_chat(request) if trace is not None else None
         try:
             iterator = agent.model.invoke(request, token).__aiter__()
             anext_ = iterator.__anext__
@@ -339,14 +379,20 @@ class _Run:
                 elif cls is Finish:
                     finish = event.reason
         except asyncio.CancelledError:
+            if trace is not None and span is not None:
+                trace.end_chat(span, usage=None, finish=None, error="cancelled")
             if not self.absorb_cancel():
                 raise
             yield _Settled(Cancelled(reason=token.reason))
             return
         except ModelError as exc:
+            if trace is not None and span is not None:
+                trace.end_chat(span, usage=None, finish=None, error=exc.kind)
             yield _Settled(ModelFailed(kind=exc.kind, message=str(exc)))
             return
         except Exception as exc:  # an adapter bug fails the run; it must not crash the consumer
+            if trace is not None and span is not None:
+                trace.end_chat(span, usage=None, finish=None, error=type(exc).__name__)
             yield _Settled(ModelFailed(kind="other", message=f"{type(exc).__name__}: {exc}"))
             return
         finally:
@@ -365,6 +411,8 @@ class _Run:
             items.append(AssistantMessage(content=tuple(parts), agent=agent.name))
         for call_id, entry in calls.items():
             items.append(ToolCall(call_id=call_id, name=entry[0], args=_parse_args("".join(entry[1:]))))
+        if trace is not None and span is not None:
+            trace.end_chat(span, usage=usage, finish=finish, items=items)
         yield _Settled(ModelResponse(items=tuple(items), usage=usage, finish_reason=finish))
 
     # --- tools -----------------------------------------------------------------------------
@@ -418,14 +466,19 @@ class _Run:
 
     async def run_tool(self, call: ToolCall) -> ToolCallOutcome:
         """One call through every layer; what comes out (errors included) is redacted last."""
-        outcome = await self.run_tool_layers(call)
+        trace = self.trace
+        span = trace.start_tool(call) if trace is not None else None
+        outcome = await self.run_tool_layers(call, span)
         redactor = self.redactor
-        if redactor is None:
-            return outcome
-        content = _redact_parts(redactor, outcome.content)
-        return outcome if content is outcome.content else replace(outcome, content=content)
+        if redactor is not None:
+            content = _redact_parts(redactor, outcome.content)
+            if content is not outcome.content:
+                outcome = replace(outcome, content=content)
+        if trace is not None and span is not None:
+            trace.end_tool(span, outcome.to_result(), outcome.status)
+        return outcome
 
-    async def run_tool_layers(self, call: ToolCall) -> ToolCallOutcome:
+    async def run_tool_layers(self, call: ToolCall, span: Span | None = None) -> ToolCallOutcome:
         """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
         agent, ctx = self.agent, self.ctx
         tool = agent.tools_by_name.get(call.name)
@@ -450,8 +503,15 @@ class _Run:
                 return _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
             args = verdict.args
         tool_ctx = ToolContext(
-            ctx, call_id=call.call_id, tool_name=call.name, max_agent_depth=self.config.max_agent_depth
+            ctx,
+            call_id=call.call_id,
+            tool_name=call.name,
+            max_agent_depth=self.config.max_agent_depth,
+            span=span,
         )
+        # The tool's own spans (an HTTP client's, say) nest under execute_tool: the span is
+        # current while the tool runs, in this task only.
+        token = attach(span) if span is not None else None
         try:
             content = (await tool.invoke(tool_ctx, args)).to_parts()
         except InvalidArgs as exc:
@@ -461,6 +521,9 @@ class _Run:
             return _outcome(call, exc.reason, "denied")
         except Exception as exc:
             return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
+        finally:
+            if token is not None:
+                detach(token)
         if self.hooks:
             decision = await self.fire(
                 HookEvent(
@@ -603,4 +666,5 @@ def drive(
     agent: LlmAgent[Any], ctx: RunContext[Any], input: AgentInput, config: RunConfig
 ) -> AsyncIterator[AgentEvent]:
     """Run `agent` on `input` to a terminal event, streaming every event."""
-    return _Run(agent, ctx, config).events(input)
+    run = _Run(agent, ctx, config)
+    return run.traced_events(input) if tracing_possible() else run.events(input)

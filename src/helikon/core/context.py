@@ -151,12 +151,72 @@ class ActionsHandle:
 
 @carrier
 class TracerHandle:
-    """What traces of this run are tagged with: session, user, tags and free-form metadata."""
+    """What this run's trace spans are tagged with: session, user, tags; and content capture.
+
+    `session_id`, `user_id` and `tags` are stamped on the run and turn spans as
+    `session.id`, `user.id` and `langfuse.trace.tags` (the keys Langfuse's OpenTelemetry
+    integration reads). `capture_content=True` records prompts, completions and tool
+    arguments/results on the spans (off by default: they may hold personal data).
+
+    Example:
+        ```python
+        from helikon import RunContext, TracerHandle
+
+        builder = TracerHandle.builder().with_session_id("chat-7").with_user_id("u-42")
+        handle = builder.with_tags(["beta"]).build()
+        assert handle == TracerHandle(session_id="chat-7", user_id="u-42", tags=("beta",))
+        ctx = RunContext.ephemeral(None).with_tracer(handle)
+        ```
+    """
 
     session_id: str | None = None
     user_id: str | None = None
     tags: tuple[str, ...] = ()
     metadata: dict[str, JsonValue] = field(default_factory=lambda: {})
+    capture_content: bool = False
+
+    @staticmethod
+    def builder() -> TracerHandleBuilder:
+        """Build a handle step by step (`with_session_id(...)...build()`)."""
+        return TracerHandleBuilder()
+
+
+class TracerHandleBuilder:
+    """Builds a `TracerHandle`; each `with_*` returns the builder."""
+
+    __slots__ = ("_fields",)
+
+    def __init__(self) -> None:
+        self._fields: dict[str, object] = {}
+
+    def with_session_id(self, session_id: str) -> TracerHandleBuilder:
+        """Group this run's traces into a session."""
+        self._fields["session_id"] = session_id
+        return self
+
+    def with_user_id(self, user_id: str) -> TracerHandleBuilder:
+        """Attribute this run's traces to a user."""
+        self._fields["user_id"] = user_id
+        return self
+
+    def with_tags(self, tags: Iterable[str]) -> TracerHandleBuilder:
+        """Tag this run's traces."""
+        self._fields["tags"] = tuple(tags)
+        return self
+
+    def with_metadata(self, metadata: dict[str, JsonValue]) -> TracerHandleBuilder:
+        """Attach free-form metadata."""
+        self._fields["metadata"] = dict(metadata)
+        return self
+
+    def with_capture_content(self, capture: bool = True) -> TracerHandleBuilder:
+        """Record message content on the spans."""
+        self._fields["capture_content"] = capture
+        return self
+
+    def build(self) -> TracerHandle:
+        """The handle."""
+        return TracerHandle(**self._fields)  # pyright: ignore[reportArgumentType]
 
 
 class RunContext(Generic[Ctx]):
@@ -185,6 +245,7 @@ class RunContext(Generic[Ctx]):
         "_redactor",
         "_session",
         "_state",
+        "_trace_parent",
         "_tracer",
         "_user_ctx",
     )
@@ -216,6 +277,7 @@ class RunContext(Generic[Ctx]):
         self._extra_secrets: tuple[str, ...] = ()
         self._redactor: Redactor | None = None  # built on first use
         self._compiled_rules: CompiledRules | None = None  # built on first use
+        self._trace_parent: object = None
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -258,6 +320,11 @@ class RunContext(Generic[Ctx]):
     def cancel(self) -> CancellationToken:
         """The run's cancellation token."""
         return self._cancel
+
+    @property
+    def trace_parent(self) -> object:
+        """The OpenTelemetry span this run's spans start under (None: the current context)."""
+        return self._trace_parent
 
     @property
     def state(self) -> SessionState:
@@ -370,6 +437,12 @@ class RunContext(Generic[Ctx]):
         """Tag traces with `tracer`."""
         new = self._copy()
         new._tracer = tracer
+        return new
+
+    def with_trace_parent(self, span: object) -> RunContext[Ctx]:
+        """Start this run's spans under `span` (an OpenTelemetry span): composite agents use it."""
+        new = self._copy()
+        new._trace_parent = span
         return new
 
     def with_cancel(self, cancel: CancellationToken) -> RunContext[Ctx]:
@@ -495,11 +568,20 @@ class RunContext(Generic[Ctx]):
 class ToolContext(Generic[Ctx]):
     """What a tool sees of the run: no session handle, so tools cannot bypass persistence."""
 
-    __slots__ = ("_max_agent_depth", "_run", "call_id", "tool_name")
+    __slots__ = ("_max_agent_depth", "_run", "_span", "call_id", "tool_name")
 
-    def __init__(self, run: RunContext[Ctx], *, call_id: str, tool_name: str, max_agent_depth: int) -> None:
+    def __init__(
+        self,
+        run: RunContext[Ctx],
+        *,
+        call_id: str,
+        tool_name: str,
+        max_agent_depth: int,
+        span: object = None,
+    ) -> None:
         self._run = run
         self._max_agent_depth = max_agent_depth
+        self._span = span  # the call's execute_tool span: sub-agent runs nest under it
         self.call_id = call_id
         """The id of the call being served."""
         self.tool_name = tool_name
@@ -555,7 +637,10 @@ class ToolContext(Generic[Ctx]):
 
     def subagent_context(self) -> RunContext[Ctx]:
         """The context for a sub-agent this tool runs: `RunContext.isolated_child()` of the run."""
-        return self._run.isolated_child()
+        child = self._run.isolated_child()
+        if self._span is not None:
+            child._trace_parent = self._span  # pyright: ignore[reportPrivateUsage]
+        return child
 
 
 def _checked(items: Iterable[T], cls: type[T], method: str) -> tuple[T, ...]:
@@ -570,4 +655,12 @@ def _checked(items: Iterable[T], cls: type[T], method: str) -> tuple[T, ...]:
     return values
 
 
-__all__ = ["ActionsHandle", "RunConfig", "RunContext", "SessionState", "ToolContext", "TracerHandle"]
+__all__ = [
+    "ActionsHandle",
+    "RunConfig",
+    "RunContext",
+    "SessionState",
+    "ToolContext",
+    "TracerHandle",
+    "TracerHandleBuilder",
+]

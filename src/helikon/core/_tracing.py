@@ -1,0 +1,267 @@
+"""OpenTelemetry spans for runs, following the GenAI semantic conventions.
+
+Each run is `invoke_agent {agent}` -> `agent.turn` (one per model turn) -> `chat {model}`
+and `execute_tool {tool}`. Only the OpenTelemetry *API* is used: without an SDK (or with
+sampling off) the run span is not recording, and the run then creates no other span and
+builds no attribute at all, so tracing costs nothing when nobody collects it.
+
+Nested runs (a handoff's target, an `AgentAsTool` sub-run, a workflow's children) start
+under the span in `RunContext.trace_parent`, so their trees hang under the caller's.
+
+Message content (prompts, completions, tool arguments and results) is recorded only when
+switched on: `TracerHandle(capture_content=True)` or the GenAI convention's environment
+variable `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`. Tool results are
+recorded as the model saw them, that is after secret redaction.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Span, SpanKind, Status, StatusCode
+
+from .items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
+
+if TYPE_CHECKING:
+    from .context import RunContext, TracerHandle
+    from .events import AgentError, TokenUsage
+    from .model import ModelRequest
+
+_DEFAULT_TRACER = trace.get_tracer("helikon")  # a proxy: follows a provider set later
+_tracer: trace.Tracer = _DEFAULT_TRACER
+CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+
+def tracing_possible() -> bool:
+    """Whether a run may record spans: a tracer provider is installed (or one was given).
+
+    Without one, runs skip tracing entirely (not even a no-op span per run).
+    """
+    if _tracer is not _DEFAULT_TRACER:
+        return True
+    return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
+
+
+def use_tracer_provider(provider: trace.TracerProvider | None) -> None:
+    """Trace runs with `provider` instead of the global one (None: back to the global).
+
+    For tests and for applications that keep helikon's spans on a provider of their own;
+    the usual setup is `opentelemetry.trace.set_tracer_provider(...)`.
+    """
+    global _tracer
+    _tracer = provider.get_tracer("helikon") if provider is not None else _DEFAULT_TRACER
+
+
+def _capture(tracer: TracerHandle) -> bool:
+    if tracer.capture_content:
+        return True
+    return os.environ.get(CAPTURE_ENV, "").strip().lower() in ("true", "1", "yes")
+
+
+def _trace_attributes(tracer: TracerHandle) -> dict[str, Any]:
+    """The TracerHandle's tags, under the keys Langfuse (and OpenInference) read."""
+    attributes: dict[str, Any] = {}
+    if tracer.session_id is not None:
+        attributes["session.id"] = tracer.session_id
+    if tracer.user_id is not None:
+        attributes["user.id"] = tracer.user_id
+    if tracer.tags:
+        attributes["langfuse.trace.tags"] = list(tracer.tags)
+    return attributes
+
+
+class RunTrace:
+    """The spans of one run; built only when the run span records."""
+
+    __slots__ = (
+        "agent",
+        "capture",
+        "context",
+        "model",
+        "provider",
+        "run_span",
+        "stamp",
+        "turn_context",
+        "turn_span",
+    )
+
+    def __init__(self, run_span: Span, agent: str, provider: str, model: str, tracer: TracerHandle) -> None:
+        self.run_span = run_span
+        self.agent = agent
+        self.provider = provider
+        self.model = model
+        self.capture = _capture(tracer)
+        self.stamp = _trace_attributes(tracer)
+        self.turn_span: Span | None = None
+        self.context = trace.set_span_in_context(run_span)
+        self.turn_context = self.context  # where chat and tool spans start: the current turn
+
+    @staticmethod
+    def start(ctx: RunContext[Any], agent: str, provider: str, model: str) -> RunTrace | None:
+        """Open the run span; None when nothing records it (no SDK, or sampled out)."""
+        parent: Any = ctx.trace_parent
+        parent_context = trace.set_span_in_context(parent) if parent is not None else None
+        tracer = ctx.tracer
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "invoke_agent",
+            "gen_ai.agent.name": agent,
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+            **_trace_attributes(tracer),
+        }
+        span = _tracer.start_span(
+            f"invoke_agent {agent}", context=parent_context, kind=SpanKind.INTERNAL, attributes=attributes
+        )
+        if not span.is_recording():
+            return None
+        return RunTrace(span, agent, provider, model, tracer)
+
+    # --- turns -------------------------------------------------------------------------------
+
+    def start_turn(self, turn: int) -> None:
+        """A new model turn: close the previous turn's span, open this one's."""
+        self.end_turn()
+        span = _tracer.start_span(
+            "agent.turn",
+            context=self.context,
+            attributes={"gen_ai.agent.name": self.agent, "helikon.turn": turn, **self.stamp},
+        )
+        self.turn_span = span
+        self.turn_context = trace.set_span_in_context(span)
+
+    def end_turn(self) -> None:
+        """Close the current turn's span, if any."""
+        if self.turn_span is not None:
+            self.turn_span.end()
+            self.turn_span = None
+            self.turn_context = self.context
+
+    # --- model calls -------------------------------------------------------------------------
+
+    def start_chat(self, request: ModelRequest) -> Span:
+        """The span of one model call."""
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": self.provider,
+            "gen_ai.request.model": self.model,
+        }
+        if self.capture:
+            system = [m.text for m in request.messages if isinstance(m, SystemMessage)]
+            if system:
+                attributes["gen_ai.system_instructions"] = json.dumps(
+                    [{"type": "text", "content": t} for t in system], ensure_ascii=False
+                )
+            attributes["gen_ai.input.messages"] = json.dumps(_messages(request.messages), ensure_ascii=False)
+        return _tracer.start_span(
+            f"chat {self.model}", context=self.turn_context, kind=SpanKind.CLIENT, attributes=attributes
+        )
+
+    def end_chat(
+        self,
+        span: Span,
+        *,
+        usage: TokenUsage | None,
+        finish: str | None,
+        items: Sequence[Item] = (),
+        error: str | None = None,
+    ) -> None:
+        """Close a model call's span with what came back (or how it failed)."""
+        attributes: dict[str, Any] = {"gen_ai.response.model": self.model}
+        if usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+        if finish is not None:
+            attributes["gen_ai.response.finish_reasons"] = [finish]
+        if self.capture and items:
+            attributes["gen_ai.output.messages"] = json.dumps(_messages(items), ensure_ascii=False)
+        if error is not None:
+            attributes["error.type"] = error
+            span.set_status(Status(StatusCode.ERROR, error))
+        span.set_attributes(attributes)
+        span.end()
+
+    # --- tools -------------------------------------------------------------------------------
+
+    def start_tool(self, call: ToolCall) -> Span:
+        """The span of one tool call (a child of the turn)."""
+        attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": call.name,
+            "gen_ai.tool.call.id": call.call_id,
+            "gen_ai.tool.type": "function",
+        }
+        if self.capture:
+            attributes["gen_ai.tool.call.arguments"] = json.dumps(call.args, ensure_ascii=False, default=str)
+        return _tracer.start_span(
+            f"execute_tool {call.name}", context=self.turn_context, attributes=attributes
+        )
+
+    def end_tool(self, span: Span, result: ToolResult, status: str) -> None:
+        """Close a tool call's span with its (redacted) result."""
+        if self.capture:
+            span.set_attribute("gen_ai.tool.call.result", result.text)
+        if status != "ok":
+            span.set_attribute("error.type", status)
+            span.set_status(Status(StatusCode.ERROR, result.text[:200]))
+        span.end()
+
+    # --- the end -----------------------------------------------------------------------------
+
+    def end(self, *, usage: TokenUsage | None, error: AgentError | None) -> None:
+        """Close the turn and run spans with the run's usage, or its error."""
+        self.end_turn()
+        span = self.run_span
+        attributes: dict[str, Any] = {}
+        if usage is not None:
+            attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
+            attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
+        if error is not None:
+            attributes["error.type"] = error.kind
+            span.set_status(Status(StatusCode.ERROR, error.message))
+        if attributes:
+            span.set_attributes(attributes)
+        span.end()
+
+
+def _messages(items: Sequence[Item]) -> list[dict[str, Any]]:
+    """Items in the GenAI conventions' message shape (role + parts)."""
+    out: list[dict[str, Any]] = []
+    for item in items:
+        if isinstance(item, SystemMessage):
+            continue  # recorded as gen_ai.system_instructions
+        if isinstance(item, UserMessage | AssistantMessage):
+            role = "user" if isinstance(item, UserMessage) else "assistant"
+            parts = [{"type": "text", "content": p.text} for p in item.content if isinstance(p, TextPart)]
+            out.append({"role": role, "parts": parts})
+        elif isinstance(item, ToolCall):
+            part = {"type": "tool_call", "id": item.call_id, "name": item.name, "arguments": item.args}
+            if out and out[-1]["role"] == "assistant":
+                out[-1]["parts"].append(part)
+            else:
+                out.append({"role": "assistant", "parts": [part]})
+        elif isinstance(item, ToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+            out.append(
+                {
+                    "role": "tool",
+                    "parts": [{"type": "tool_call_response", "id": item.call_id, "response": item.text}],
+                }
+            )
+    return out
+
+
+def attach(span: Span) -> object:
+    """Make `span` current while user code runs (a tool), so its own spans nest under it."""
+    return otel_context.attach(trace.set_span_in_context(span))
+
+
+def detach(token: object) -> None:
+    """Undo `attach` (in the same task and frame)."""
+    otel_context.detach(token)  # pyright: ignore[reportArgumentType]
+
+
+__all__ = ["CAPTURE_ENV", "RunTrace", "attach", "detach", "tracing_possible", "use_tracer_provider"]
