@@ -260,3 +260,20 @@ def test_tracer_handle_builder() -> None:
     assert built == TracerHandle(
         session_id="s", user_id="u", tags=("a", "b"), metadata={"k": 1}, capture_content=True
     )
+
+
+async def test_a_parallel_workflow_nests_each_branch_under_its_span(spans: InMemorySpanExporter) -> None:
+    from helikon import ParallelAgent
+
+    def branch(name: str) -> LlmAgent[None]:
+        return LlmAgent(name=name, model=MockModel.with_scripts([text_turn(f"{name} view")]))
+
+    fanout = ParallelAgent("lenses", "Two takes.").add(branch("optimist")).add(branch("pessimist"))
+    await fanout.run("Outlook?")
+    finished = spans.get_finished_spans()
+    root = named(finished, "invoke_agent lenses")
+    assert root.parent is None and dict(root.attributes or {})["gen_ai.operation.name"] == "invoke_agent"
+    for name in ("optimist", "pessimist"):
+        child = named(finished, f"invoke_agent {name}")
+        assert child.parent is not None and child.parent.span_id == root.context.span_id  # type: ignore[union-attr]
+    assert sorted(depth for depth, _ in tree(finished)) == [0, 1, 1, 2, 2, 3, 3]

@@ -102,24 +102,28 @@ class RunTrace:
         self.turn_context = self.context  # where chat and tool spans start: the current turn
 
     @staticmethod
-    def start(ctx: RunContext[Any], agent: str, provider: str, model: str) -> RunTrace | None:
-        """Open the run span; None when nothing records it (no SDK, or sampled out)."""
+    def start(
+        ctx: RunContext[Any], agent: str, provider: str | None = None, model: str | None = None
+    ) -> RunTrace | None:
+        """Open the run span; None when nothing records it (no SDK, or sampled out).
+
+        A workflow agent has no model: it gives neither `provider` nor `model`.
+        """
         parent: Any = ctx.trace_parent
         parent_context = trace.set_span_in_context(parent) if parent is not None else None
         tracer = ctx.tracer
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": agent,
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": model,
-            **_trace_attributes(tracer),
-        }
+        attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
+        if provider is not None:
+            attributes["gen_ai.provider.name"] = provider
+        if model is not None:
+            attributes["gen_ai.request.model"] = model
+        attributes.update(_trace_attributes(tracer))
         span = _tracer.start_span(
             f"invoke_agent {agent}", context=parent_context, kind=SpanKind.INTERNAL, attributes=attributes
         )
         if not span.is_recording():
             return None
-        return RunTrace(span, agent, provider, model, tracer)
+        return RunTrace(span, agent, provider or "", model or "", tracer)
 
     # --- turns -------------------------------------------------------------------------------
 

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Generic, TypeVar
 
+from .._tracing import RunTrace, tracing_possible
 from ..agent import AgentInput, RunInput, to_agent_input
 from ..context import RunConfig, RunContext
-from ..events import AgentEvent
+from ..events import AgentError, AgentEvent, RunCompleted, RunFailed, TokenUsage
 from ..exceptions import UserError
 from ..result import RunResult, RunStream
-from ._merge import check_description, check_name
+from ._merge import aclose, check_description, check_name
 
 Ctx = TypeVar("Ctx")
 
@@ -41,7 +42,32 @@ class WorkflowAgent(Generic[Ctx]):
         if config is not None and not isinstance(config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"{type(self).__name__}.run(config={config!r}): expected a RunConfig")
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        if tracing_possible():
+            return RunStream(self._traced(to_agent_input(input), ctx, config))
         return RunStream(self._events(to_agent_input(input), ctx, config))
+
+    async def _traced(
+        self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
+    ) -> AsyncGenerator[AgentEvent, None]:
+        """`_events` in an `invoke_agent` span that the children's spans nest under."""
+        trace = RunTrace.start(ctx, self.name)
+        if trace is None:  # sampled out
+            async for event in self._events(input, ctx, config):
+                yield event
+            return
+        events = self._events(input, ctx.with_trace_parent(trace.run_span), config)
+        usage: TokenUsage | None = None
+        error: AgentError | None = None
+        try:
+            async for event in events:
+                if isinstance(event, RunCompleted):
+                    usage = event.usage
+                elif isinstance(event, RunFailed):
+                    usage, error = event.usage, event.error
+                yield event
+        finally:
+            await aclose(events)
+            trace.end(usage=usage, error=error)
 
     def run_sync(
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
