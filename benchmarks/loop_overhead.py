@@ -168,6 +168,52 @@ def build_helikon() -> Bench:
     return Bench(run_once, run_once_streamed)
 
 
+def build_helikon_traced() -> Bench:
+    """helikon with tracing on: the OpenTelemetry SDK, a BatchSpanProcessor, an in-memory exporter.
+
+    The same agent as ``build_helikon``; every run records its span tree
+    (invoke_agent -> agent.turn -> chat / execute_tool, 6 spans for this agent).
+    """
+    os.environ.pop("OTEL_SDK_DISABLED", None)  # the children's quiet env turns the SDK off
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter, max_queue_size=65536))
+    trace.set_tracer_provider(provider)
+    bench = build_helikon()
+    runs = 0
+    checked = False
+
+    def recorded() -> None:
+        # Keep memory flat over tens of thousands of runs; prove the spans exist once.
+        nonlocal runs, checked
+        runs += 1
+        if not checked:
+            provider.force_flush()
+            names = {s.name for s in exporter.get_finished_spans()}
+            if "invoke_agent bench" not in names or "execute_tool get_weather" not in names:
+                raise RuntimeError(f"helikon+otel recorded no run spans (got {sorted(names)})")
+            checked = True
+        if runs % 2000 == 0:
+            exporter.clear()
+
+    async def run_once() -> str:
+        text = await bench.run_once()
+        recorded()
+        return text
+
+    async def run_once_streamed() -> str:
+        text = await bench.run_once_streamed()
+        recorded()
+        return text
+
+    return Bench(run_once, run_once_streamed)
+
+
 # ============================ END HELIKON ============================
 
 
@@ -455,6 +501,12 @@ FRAMEWORKS: dict[str, Framework] = {
     for f in (
         Framework("bare-asyncio", (), "import asyncio", build_bare),
         Framework("helikon", ("paigasus-helikon",), "import helikon; import helikon.testing", build_helikon),
+        Framework(
+            "helikon+otel",
+            ("paigasus-helikon", "opentelemetry-sdk"),
+            "import helikon; import helikon.testing; import opentelemetry.sdk.trace",
+            build_helikon_traced,
+        ),
         Framework("openai-agents", ("openai-agents",), "import agents", build_openai_agents),
         Framework("pydantic-ai", ("pydantic-ai-slim",), "import pydantic_ai", build_pydantic_ai),
         Framework(
@@ -631,6 +683,15 @@ def report(results: list[dict[str, Any]]) -> str:
             "\nx helikon: how many times better helikon is than the row (>1 = helikon better;",
             "times/RSS/import: peer / helikon; throughput: helikon / peer):",
             _table(headers, rows),
+        ]
+    traced = next((r for r in done if r["name"] == "helikon+otel"), None)
+    if ref is not None and traced is not None:
+        seq, streamed = traced["seq_us"] / ref["seq_us"], traced["stream_us"] / ref["stream_us"]
+        verdict = "MET" if max(seq, streamed) <= 1.5 else "NOT MET"
+        lines += [
+            "\nTracing overhead (helikon+otel / helikon, same agent, 6 spans per run): "
+            f"seq {seq:.2f}x, streamed {streamed:.2f}x, @200 throughput "
+            f"{ref['thr_200'] / traced['thr_200']:.2f}x; target <= 1.5x: {verdict}"
         ]
     lines += [f"\nskipped {r['name']}: {r['skipped']}" for r in results if "skipped" in r]
     versions = {k: v for r in results for k, v in r.get("versions", {}).items()}
