@@ -13,11 +13,11 @@ same result.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from . import _shell_resolve
 from ._carrier import raw_constructor
-from .shell import Redirect, Word, _Unparseable
+from .shell import Redirect, SimpleCommand, Word, _Unparseable
 
 if TYPE_CHECKING:
     from ._shell_parse import Parser
@@ -45,27 +45,34 @@ REDIRECT_START = frozenset("<>&0123456789{")
 STOP = frozenset(" \t\n;&|()<>")
 
 new_word = raw_constructor(Word)  # (text, literal, prefix, tail, glob): the hot path
+new_command = raw_constructor(SimpleCommand)
 _new_redirect = raw_constructor(Redirect)  # (op, target, fd)
 
-# One token per match, blanks before it skipped; every character is matched by some
-# alternative (`bad` last), so `findall` reads the string contiguously. The alternatives
-# mirror the full reader's order: a redirection (with its descriptor, as `IO_NUMBER`)
-# before a word, `&>` before `&`. `<<…`, `<(`, `>(`, `;;`, `;&`, parentheses, `\`, `$`,
-# backticks, unbalanced quotes and double quotes holding `\`, `$` or a backtick are `bad`.
+# Characters that make the fast path decline without tokenizing: expansions, escapes,
+# parentheses (subshells, functions, `$(`, `<(`, `((`, arrays) and here-docs.
+_DECLINE = re.compile(r"[$\\`()]|<<")
+# Commands without quotes are split at their operators by one regex and into words by
+# `str.split` (far cheaper than a regex match per word). `str.split` also splits at
+# whitespace Bash keeps inside a word, so a command holding any is read by `_TOKEN`.
+_SPLIT = re.compile(r"(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|[;&|<>\n])")
+_QUOTES_OR_ODD = re.compile(r"['\"\x0b\x0c\r\x1c-\x1f]")
+# As the full reader: a descriptor starts with an ASCII digit, then `IO_NUMBER` takes any.
+_FD = re.compile(r"[0-9]\d*|\{[A-Za-z_][A-Za-z0-9_]*\}")
+# One token per match (blanks between them are skipped; every other character is part
+# of one): a redirection with its descriptor (`2>&`, as `IO_NUMBER`: only before `<` or
+# `>`), `&>`, a separator, a word with its quotes, or an unbalanced quote.
 _TOKEN = re.compile(
-    r"""[ \t]*(?:
-        (\d+(?=[<>])|\{[A-Za-z_][A-Za-z0-9_]*\}(?=[<>]))?
-        (&>>|&>|>>|>\||>&|<&|<>|>(?!\()|<(?![<(]))
-      | (&&|\|\||\|&|;(?![;&])|[&|\n])
-      | ((?:[^ \t\n;&|()<>'"\\$`]+|'[^']*'|"[^"\\$`]*")+)
-      | (.)
-    )""",
-    re.VERBOSE | re.DOTALL,
+    r"""(?:[0-9]\d*|\{[A-Za-z_][A-Za-z0-9_]*\})?(?:>>|>\||>&|<&|<>|[<>])|&>>|&>|&&|\|\||\|&|;;|;&|[;&|\n]"""
+    r"""|(?:[^ \t\n;&|<>'"]+|'[^']*'|"[^"]*")+|['"]"""
 )
+_SEPARATOR, _REDIRECTION, _DECLINED, _ASSIGNED, _WORD = 1, 2, 3, 4, 5
+_KINDS = {
+    **dict.fromkeys(("&&", "||", "|&", ";", "&", "|", "\n"), _SEPARATOR),
+    **dict.fromkeys(("&>>", "&>", ">>", ">|", ">&", "<&", "<>", "<", ">"), _REDIRECTION),
+    **dict.fromkeys((";;", ";&", ";;&", "'", '"'), _DECLINED),
+}
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"|([^'\"]+)")
-# Characters that make the fast path decline without tokenizing.
-_DECLINE = ("$", "\\", "`", "(", "<<")
 # Words the full reader treats specially at the start of a command (a superset: the
 # fast path only has to decline on them).
 _RESERVED = frozenset(
@@ -109,72 +116,212 @@ def _word(raw: str) -> Word | None:
 def read_fast(p: Parser) -> bool:
     """Read `p.s` in one pass into `p.out`; False (nothing touched) when it needs the full reader."""
     src = p.s
-    for marker in _DECLINE:
-        if marker in src:
-            return False
-    commands: list[tuple[list[Word], list[Redirect], list[str]]] = []
-    words: list[Word] = []
-    redirects: list[Redirect] = []
-    assignments: list[str] = []
-    pending = ""  # a redirection operator waiting for its target
-    pending_fd = ""
-    words_seen = _WORDS_SEEN
-    for fd, redirect_op, op, raw, bad in _TOKEN.findall(src):
-        if raw:
-            word = words_seen.get(raw)
-            if word is None:
-                if raw[0] == "#":
-                    return False  # a comment
-                word = _word(raw)
-                if word is None:
-                    return False
-                if len(words_seen) >= _WORDS_SEEN_MAX:
-                    words_seen.clear()
-                words_seen[raw] = word
-            if pending:
-                redirects.append(_new_redirect(pending, word, pending_fd))
-                pending = ""
-            elif words:
-                words.append(word)
-            elif raw[0] in _NAME_START and ("=" in raw or "[" in raw):
-                if "[" in raw:
-                    # `a[i]=x`: the full reader matches an assignment's subscript in the
-                    # source, where it may reach past this word (`a[x y]=1`).
-                    return False
-                if ASSIGNMENT.match(raw):
-                    assignments.append(word.text)
-                else:
-                    words.append(word)
-            else:
-                if not redirects and not assignments:
-                    reserved = RESERVED_PEEK.match(raw)
-                    if reserved is not None and reserved.group() in _RESERVED:
-                        return False
-                words.append(word)
-        elif redirect_op:
-            if pending:
-                return False
-            pending = redirect_op
-            pending_fd = fd
-        elif op:
-            if pending:
-                return False
-            if words or redirects or assignments:
-                commands.append((words, redirects, assignments))
-                words, redirects, assignments = [], [], []
-        elif bad:
-            return False
-    if pending:
+    if _DECLINE.search(src) is not None:
         return False
-    if words or redirects or assignments:
-        commands.append((words, redirects, assignments))
+    if _QUOTES_OR_ODD.search(src) is not None or not src.isascii():
+        commands = _read_tokens(_TOKEN.findall(src))
+    else:
+        commands = _read_unquoted(src)
+    if commands is None:
+        return False
     resolve = _shell_resolve.resolve
+    names = _shell_resolve.NAMES
+    reentrant = _shell_resolve.REENTRANT
     out = p.out
     for words, redirects, assignments in commands:
         if len(out) > MAX_COMMANDS:
             raise _Unparseable("too many commands")
         redirect_tuple = tuple(redirects)
-        p.redirects.extend(redirect_tuple)
-        if words:
+        if redirect_tuple:
+            p.redirects.extend(redirect_tuple)
+        if not words:
+            continue
+        first = words[0]
+        program = names.get(first.text) if first.literal and not first.glob else None
+        if program is not None and program not in reentrant:
+            # `resolve`'s common case, without the call: a known program that runs no other.
+            out.append(
+                new_command(program, tuple(words), redirect_tuple, (), tuple(assignments), False, False)
+            )
+        else:
             resolve(p, words, redirect_tuple, tuple(assignments), (), [])
     return True
+
+
+_Commands = list[tuple[list[Word], list[Redirect], list[str]]]
+
+
+def _fill(raws: list[str], known: list[Word | None]) -> list[Word] | None:
+    """`known` (the words of `raws` `_WORDS_SEEN` had) completed, or None to decline."""
+    out: list[Word] = []
+    for raw, word in zip(raws, known, strict=True):
+        if word is None:
+            word = _new(raw)
+            if word is None:
+                return None
+        out.append(word)
+    return out
+
+
+def _new(raw: str) -> Word | None:
+    if raw[0] == "#":
+        return None  # a comment
+    word = _word(raw)
+    if word is not None:
+        if len(_WORDS_SEEN) >= _WORDS_SEEN_MAX:
+            _WORDS_SEEN.clear()
+        _WORDS_SEEN[raw] = word
+    return word
+
+
+def _command_start(raw: str, first: bool) -> int:
+    """At a command's first word (`first`: no redirection or assignment before it), what `raw` is.
+
+    `_DECLINED` for a reserved word or an assignment with a subscript, `_ASSIGNED` for
+    an assignment, `_WORD` for the program.
+    """
+    if first:
+        # The full reader first peeks for a reserved word; it ends at any whitespace (`if`
+        # then a carriage return is `if`), and all whitespace but a space is unprintable.
+        if raw in _RESERVED:
+            return _DECLINED
+        if not raw.isprintable():
+            reserved = RESERVED_PEEK.match(raw)
+            if reserved is not None and reserved.group() in _RESERVED:
+                return _DECLINED
+    if raw[0] in _NAME_START and ("=" in raw or "[" in raw):
+        if "[" in raw:
+            # `a[i]=x`: the full reader matches an assignment's subscript in the source,
+            # where it may reach past this word (`a[x y]=1`).
+            return _DECLINED
+        if ASSIGNMENT.match(raw):
+            return _ASSIGNED
+    return _WORD
+
+
+def _read_unquoted(src: str) -> _Commands | None:
+    """Split a command without quotes at its operators (one regex), then into words (`str.split`)."""
+    commands: _Commands = []
+    words: list[Word] = []
+    redirects: list[Redirect] = []
+    assignments: list[str] = []
+    pending = ""  # a redirection operator waiting for its target
+    pending_fd = ""
+    pieces = _SPLIT.split(src)  # text, operator, text, operator, ..., text
+    last = len(pieces) - 1
+    seen_get = _WORDS_SEEN.get
+    for k in range(0, last + 1, 2):
+        text = pieces[k]
+        raws = text.split()
+        op = pieces[k + 1] if k < last else ""
+        fd = ""
+        if raws and op and op[0] in "<>" and not text[-1].isspace():
+            end = raws[-1]
+            if end.isdigit() or (end[0] == "{" and _FD.fullmatch(end) is not None):
+                fd = raws.pop()  # a descriptor (`2>`), not a word
+        if raws:
+            found = list(map(seen_get, raws))
+            # `all`, not `None in`, which would call `Word.__eq__`: a `Word` is always true.
+            known = cast("list[Word]", found) if all(found) else _fill(raws, found)
+            if known is None:
+                return None
+            start = 0
+            if pending:
+                redirects.append(_new_redirect(pending, known[0], pending_fd))
+                pending = ""
+                start = 1
+            if words:
+                words += known[start:] if start else known
+            elif start < len(raws):
+                raw = raws[start]
+                if raw in _RESERVED or "=" in raw or "[" in raw or not raw.isprintable():
+                    while start < len(raws):  # a reserved word or an assignment, maybe
+                        kind = _command_start(raws[start], not redirects and not assignments)
+                        if kind is _WORD:
+                            break
+                        if kind is _DECLINED:
+                            return None
+                        assignments.append(known[start].text)
+                        start += 1
+                words = known[start:] if start else known
+        elif pending:
+            return None  # a redirection without its target
+        if not op:
+            break
+        kind = _KINDS[op]
+        if kind is _REDIRECTION:
+            if pending:
+                return None
+            pending = op
+            pending_fd = fd
+        elif kind is _SEPARATOR:
+            if pending:
+                return None
+            if words or redirects or assignments:
+                commands.append((words, redirects, assignments))
+                words, redirects, assignments = [], [], []
+        else:
+            return None
+    if pending:
+        return None
+    if words or redirects or assignments:
+        commands.append((words, redirects, assignments))
+    return commands
+
+
+def _read_tokens(tokens: list[str]) -> _Commands | None:
+    """Group the tokens of `_TOKEN` into simple commands."""
+    commands: _Commands = []
+    words: list[Word] = []
+    redirects: list[Redirect] = []
+    assignments: list[str] = []
+    pending = ""  # a redirection operator waiting for its target
+    pending_fd = ""
+    seen = _WORDS_SEEN
+    kinds = _KINDS
+    for raw in tokens:
+        kind = kinds.get(raw)
+        if kind is None and raw[-1] in "<>&|":
+            # A descriptor and its redirection (a word never ends with an operator
+            # character: it would have ended before it, or in a quote).
+            if pending:
+                return None
+            m = _FD.match(raw)
+            assert m is not None
+            pending_fd = m.group()
+            pending = raw[m.end() :]
+        elif kind is None:
+            word = seen.get(raw) or _new(raw)
+            if word is None:
+                return None
+            if pending:
+                redirects.append(_new_redirect(pending, word, pending_fd))
+                pending = ""
+            elif words:
+                words.append(word)
+            else:
+                start = _command_start(raw, not redirects and not assignments)
+                if start is _DECLINED:
+                    return None
+                if start is _ASSIGNED:
+                    assignments.append(word.text)
+                else:
+                    words.append(word)
+        elif kind is _SEPARATOR:
+            if pending:
+                return None
+            if words or redirects or assignments:
+                commands.append((words, redirects, assignments))
+                words, redirects, assignments = [], [], []
+        elif kind is _REDIRECTION:
+            if pending:
+                return None
+            pending = raw
+            pending_fd = ""
+        else:
+            return None
+    if pending:
+        return None
+    if words or redirects or assignments:
+        commands.append((words, redirects, assignments))
+    return commands

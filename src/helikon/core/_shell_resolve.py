@@ -89,7 +89,7 @@ _OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "pwsh", "powershell", "nu", "e
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 # Every program `resolve` does more for than record it.
-_REENTRANT = frozenset(
+REENTRANT = frozenset(
     {*_WRAPPERS, *_JOINING, *POSIX_SHELLS, *_OTHER_SHELLS, "eval", "xargs", "find", "trap", "alias"}
 )
 
@@ -97,20 +97,21 @@ _REENTRANT = frozenset(
 def program_name(word: Word) -> str:
     """The program a word names, or `_Unparseable` when that cannot be known statically."""
     if word.literal and not word.glob:
-        name = _NAMES.get(word.text)
+        name = NAMES.get(word.text)
         if name is not None:
             return name
     name = _program_name(word)
-    if len(_NAMES) >= _NAMES_MAX:
-        _NAMES.clear()
-    _NAMES[word.text] = name
+    if len(NAMES) >= NAMES_MAX:
+        NAMES.clear()
+    NAMES[word.text] = name
     return name
 
 
 # Program names already checked, by the word's text (for literal, glob-free words only:
-# the checks below depend on nothing else). Bounded: cleared when full.
-_NAMES: dict[str, str] = {}
-_NAMES_MAX = 2048
+# the checks below depend on nothing else); `_shell_lex.read_fast` reads it too.
+# Bounded: cleared when full.
+NAMES: dict[str, str] = {}
+NAMES_MAX = 2048
 
 
 def _program_name(word: Word) -> str:
@@ -194,7 +195,7 @@ def resolve(
 ) -> None:
     """Append the simple command(s) that `words` run to `p.out`, following re-entry."""
     program = program_name(words[0])
-    if program not in _REENTRANT:
+    if program not in REENTRANT:
         # The common case: a program that runs no other command.
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         return
