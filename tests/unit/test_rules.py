@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from helikon.core.exceptions import UserError
 from helikon.core.path_glob import PathGlob, clean_path, is_protected_dotpath
@@ -317,3 +319,35 @@ def test_fifty_rules_and_the_guards_are_cheap() -> None:
         assert not any(rule.matches(subject) for rule in rules)
         assert not any(guard.check(subject) for guard in GUARDS)
     assert (time.perf_counter() - start) / 200 < 0.005
+
+
+_PATH_PIECES = st.sampled_from(
+    ["a", ".git", ".GIT", ".ssh", ".env", ".env.local", ".envrc", "..", ".", "/", "\\", "~", "x.git", "$X",
+     "{a,.git}", "${HOME}", "*", "\u212a", "\u0130", "\u03a3", ".G\u0130T", "src"]
+)  # fmt: skip
+
+
+@given(
+    st.lists(st.lists(_PATH_PIECES, max_size=5).map("/".join), max_size=3),
+    st.lists(st.lists(_PATH_PIECES, max_size=4).map("/".join), max_size=2),
+    st.booleans(),
+)
+def test_the_dotpath_prefilter_never_hides_a_trip(texts: list[str], cwds: list[str], literal: bool) -> None:
+    from helikon.core import _guards
+    from helikon.core.shell import Word
+
+    targets = [Word(t, literal, t.split("$")[0], t.rsplit("}", 1)[-1]) for t in texts]
+    directories = ["", *cwds]
+    if _guards._dotpath_write(targets, directories) is not None:
+        assert _guards._may_name_dotpath(targets, directories)
+
+
+def test_guard_verdicts_are_shared_by_command_and_read_from_the_subjects_parse() -> None:
+    first = ToolSubject.of("Bash", {"command": "cd /tmp && rm -rf ../* > .git/x"})
+    second = ToolSubject.of("Bash", {"command": "cd /tmp && rm -rf ../* > .git/x"})
+    assert first.guard("rm_root") == "../*"
+    assert first.guard("dotpath_write") == ".git/x"
+    assert first.guard("system_write") is None
+    assert second.guard("no_such_guard") is None
+    assert ToolSubject.of("Bash", {"command": "ls -la && git status"}).guard("rm_root") is None
+    assert ToolSubject.of("Bash", {}).guard("rm_root") is None  # the deny and allow rules fail closed

@@ -93,8 +93,11 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     for command in parse.commands:
         program = command.program.lower()
         if program in _WRITERS:
-            targets.extend(_write_targets(command, program))
-            removes = removes or program == "rm"
+            if program in _ALL_OPERANDS:
+                targets += _operands(command, _ALL_OPERANDS[program])
+                removes = removes or program == "rm"
+            else:
+                targets.extend(_write_targets(command, program))
         elif program in ("cd", "pushd"):
             cwd_change = True
     if not targets and not removes:
@@ -103,10 +106,21 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     return MappingProxyType(
         {
             "rm_root": _rm_root(parse, cwds) if removes else None,
-            "system_write": _system_write(targets, cwds, unknown),
-            "dotpath_write": _dotpath_write(targets, cwds),
+            "system_write": _system_write(targets, cwds, unknown) if targets else None,
+            "dotpath_write": _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None,
         }
     )
+
+
+def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
+    """Whether `_dotpath_write` can trip: every path it checks is made of these texts.
+
+    Its paths join pieces of the targets' texts to the directories, normalized, and
+    lowered; lowering works character by character, so a `.git`, `.ssh` or `.env` in
+    one of them is also in the lowered texts.
+    """
+    joined = "\0".join([*(w.text for w in targets), *cwds]).lower()
+    return ".git" in joined or ".ssh" in joined or ".env" in joined
 
 
 _START = [""]  # only the start directory (read-only: the checks never change it)

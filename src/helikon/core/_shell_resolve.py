@@ -227,7 +227,7 @@ def resolve(
         if program == "sudo" and "e" in flags:
             _emit(p, "sudoedit", [_literal("sudoedit"), *rest], redirects, assigned, wrapped)
             return
-        if set(spec.eval_flags) & flags:
+        if spec.eval_flags and not flags.isdisjoint(spec.eval_flags):
             # Not `inline`: the privilege change must itself be allowed.
             _emit(p, program, words, redirects, assigned, wrapped[:-1])
             _reparse_literal(p, rest, program)
