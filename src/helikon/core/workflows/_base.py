@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Generic, TypeVar
 
@@ -16,7 +17,7 @@ from ._merge import aclose, check_description, check_name
 Ctx = TypeVar("Ctx")
 
 
-class WorkflowAgent(Generic[Ctx]):
+class WorkflowAgent(ABC, Generic[Ctx]):
     """Base of the workflow agents: an `Agent` whose topology is fixed in code.
 
     Subclasses implement `_events`, the run's event stream.
@@ -83,10 +84,11 @@ class WorkflowAgent(Generic[Ctx]):
             raise UserError("run_sync() was called inside a running event loop; use `await agent.run(...)`")
         return asyncio.run(self.run(input, context=context, config=config).collect())
 
+    @abstractmethod
     def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
     ) -> AsyncIterator[AgentEvent]:
-        raise NotImplementedError(f"{type(self).__name__} must implement _events()")
+        """The run's event stream: one outer RunStarted, the children's events, one terminal event."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r})"
