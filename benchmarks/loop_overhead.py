@@ -33,7 +33,7 @@ import tempfile
 import time
 import warnings
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -73,6 +73,8 @@ def _count_tool_call() -> str:
 class Bench:
     run_once: RunFn
     run_once_streamed: RunFn
+    notes: dict[str, float] = field(default_factory=lambda: {})
+    """Extra figures a framework reports (merged into its result)."""
 
 
 @dataclass(frozen=True)
@@ -211,7 +213,19 @@ def build_helikon_traced() -> Bench:
         recorded()
         return text
 
-    return Bench(run_once, run_once_streamed)
+    # The SDK's own floor: what 6 bare spans (start + end, same provider) cost, i.e. the
+    # least any integration emitting this tree could add per run.
+    tracer = provider.get_tracer("floor")
+    parent = trace.set_span_in_context(tracer.start_span("root"))
+    samples = []
+    for _ in range(7):
+        t0 = time.perf_counter()
+        for _ in range(500):
+            for _ in range(6):
+                tracer.start_span("s", context=parent).end()
+        samples.append((time.perf_counter() - t0) / 500 * 1e6)
+    exporter.clear()
+    return Bench(run_once, run_once_streamed, {"sdk_floor_us": statistics.median(samples)})
 
 
 # ============================ END HELIKON ============================
@@ -616,6 +630,7 @@ async def measure(fw: Framework, args: argparse.Namespace) -> dict[str, Any]:
         result[f"thr_{c}"] = max([await throughput(bench.run_once, c, n) for _ in range(args.repeats)])
         result[f"runs_{c}"] = n
     result["rss_peak_mb"] = _maxrss_mb()
+    result.update(bench.notes)
     return result
 
 
@@ -693,6 +708,14 @@ def report(results: list[dict[str, Any]]) -> str:
             f"seq {seq:.2f}x, streamed {streamed:.2f}x, @200 throughput "
             f"{ref['thr_200'] / traced['thr_200']:.2f}x; target <= 1.5x: {verdict}"
         ]
+        floor = traced.get("sdk_floor_us")
+        if floor:
+            added = traced["seq_us"] - ref["seq_us"]
+            best = (ref["seq_us"] + floor) / ref["seq_us"]
+            lines.append(
+                f"  the SDK alone: 6 bare spans cost {floor:.0f} µs ({best:.2f}x a helikon run at best); "
+                f"helikon+otel adds {added:.0f} µs per run"
+            )
     lines += [f"\nskipped {r['name']}: {r['skipped']}" for r in results if "skipped" in r]
     versions = {k: v for r in results for k, v in r.get("versions", {}).items()}
     lines.append("\nversions: " + ", ".join(f"{k}=={v}" for k, v in sorted(versions.items())))
