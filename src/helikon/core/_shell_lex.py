@@ -13,6 +13,7 @@ same result.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, cast
 
 from . import _shell_resolve
@@ -51,20 +52,21 @@ _new_redirect = raw_constructor(Redirect)  # (op, target, fd)
 # Characters that make the fast path decline without tokenizing: expansions, escapes,
 # parentheses (subshells, functions, `$(`, `<(`, `((`, arrays) and here-docs.
 _DECLINE = re.compile(r"[$\\`()]|<<")
-# Commands without quotes are split at their operators by one regex and into words by
-# `str.split` (far cheaper than a regex match per word). `str.split` also splits at
-# whitespace Bash keeps inside a word, so a command holding any is read by `_TOKEN`.
+# A command is split at its operators by one regex, then each piece into words: by
+# `str.split` when the command has no quotes (far cheaper than a regex match per word),
+# else by `_QUOTED_WORDS`. `str.split` also splits at whitespace Bash keeps inside a word
+# (a carriage return, a no-break space...), so a command holding any takes the regexes.
 _SPLIT = re.compile(r"(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|[;&|<>\n])")
 _QUOTES_OR_ODD = re.compile(r"['\"\x0b\x0c\r\x1c-\x1f]")
+# (text, operator) pairs, operators inside quotes kept in the text; an unbalanced quote
+# is an "operator" that declines; the last pair's operator is "".
+_QUOTED_SPLIT = re.compile(
+    r"""((?:[^'";&|<>\n]+|'[^']*'|"[^"]*")*)(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|[;&|<>\n'"]|\Z)"""
+)
+_QUOTED_WORDS = re.compile(r"""(?:[^ \t'"]+|'[^']*'|"[^"]*")+""")
 # As the full reader: a descriptor starts with an ASCII digit, then `IO_NUMBER` takes any.
 _FD = re.compile(r"[0-9]\d*|\{[A-Za-z_][A-Za-z0-9_]*\}")
-# One token per match (blanks between them are skipped; every other character is part
-# of one): a redirection with its descriptor (`2>&`, as `IO_NUMBER`: only before `<` or
-# `>`), `&>`, a separator, a word with its quotes, or an unbalanced quote.
-_TOKEN = re.compile(
-    r"""(?:[0-9]\d*|\{[A-Za-z_][A-Za-z0-9_]*\})?(?:>>|>\||>&|<&|<>|[<>])|&>>|&>|&&|\|\||\|&|;;|;&|[;&|\n]"""
-    r"""|(?:[^ \t\n;&|<>'"]+|'[^']*'|"[^"]*")+|['"]"""
-)
+_ASCII_DIGITS = frozenset("0123456789")
 _SEPARATOR, _REDIRECTION, _DECLINED, _ASSIGNED, _WORD = 1, 2, 3, 4, 5
 _KINDS = {
     **dict.fromkeys(("&&", "||", "|&", ";", "&", "|", "\n"), _SEPARATOR),
@@ -119,9 +121,11 @@ def read_fast(p: Parser) -> bool:
     if _DECLINE.search(src) is not None:
         return False
     if _QUOTES_OR_ODD.search(src) is not None or not src.isascii():
-        commands = _read_tokens(_TOKEN.findall(src))
+        commands = _read_pieces(_QUOTED_SPLIT.findall(src), _QUOTED_WORDS.findall)
     else:
-        commands = _read_unquoted(src)
+        pieces = _SPLIT.split(src)  # text, operator, text, operator, ..., text
+        pieces.append("")
+        commands = _read_pieces(zip(pieces[::2], pieces[1::2], strict=True), str.split)
     if commands is None:
         return False
     resolve = _shell_resolve.resolve
@@ -152,15 +156,14 @@ _Commands = list[tuple[list[Word], list[Redirect], list[str]]]
 
 
 def _fill(raws: list[str], known: list[Word | None]) -> list[Word] | None:
-    """`known` (the words of `raws` `_WORDS_SEEN` had) completed, or None to decline."""
-    out: list[Word] = []
-    for raw, word in zip(raws, known, strict=True):
+    """`known` (the words of `raws` `_WORDS_SEEN` had) completed in place, or None to decline."""
+    for i, word in enumerate(known):
         if word is None:
-            word = _new(raw)
+            word = _new(raws[i])
             if word is None:
                 return None
-        out.append(word)
-    return out
+            known[i] = word
+    return cast("list[Word]", known)
 
 
 def _new(raw: str) -> Word | None:
@@ -199,25 +202,21 @@ def _command_start(raw: str, first: bool) -> int:
     return _WORD
 
 
-def _read_unquoted(src: str) -> _Commands | None:
-    """Split a command without quotes at its operators (one regex), then into words (`str.split`)."""
+def _read_pieces(pairs: Iterable[tuple[str, str]], split: Callable[[str], list[str]]) -> _Commands | None:
+    """Group (text, operator) pairs into simple commands; `split` cuts a text into words as spelled."""
     commands: _Commands = []
     words: list[Word] = []
     redirects: list[Redirect] = []
     assignments: list[str] = []
     pending = ""  # a redirection operator waiting for its target
     pending_fd = ""
-    pieces = _SPLIT.split(src)  # text, operator, text, operator, ..., text
-    last = len(pieces) - 1
     seen_get = _WORDS_SEEN.get
-    for k in range(0, last + 1, 2):
-        text = pieces[k]
-        raws = text.split()
-        op = pieces[k + 1] if k < last else ""
+    for text, op in pairs:
+        raws = split(text)
         fd = ""
-        if raws and op and op[0] in "<>" and not text[-1].isspace():
+        if raws and op and op[0] in "<>" and text[-1] not in " \t":
             end = raws[-1]
-            if end.isdigit() or (end[0] == "{" and _FD.fullmatch(end) is not None):
+            if (end[0] in _ASCII_DIGITS and end.isdecimal()) or (end[0] == "{" and _FD.fullmatch(end)):
                 fd = raws.pop()  # a descriptor (`2>`), not a word
         if raws:
             found = list(map(seen_get, raws))
@@ -250,74 +249,12 @@ def _read_unquoted(src: str) -> _Commands | None:
             break
         kind = _KINDS[op]
         if kind is _REDIRECTION:
-            if pending:
-                return None
             pending = op
             pending_fd = fd
         elif kind is _SEPARATOR:
-            if pending:
-                return None
             if words or redirects or assignments:
                 commands.append((words, redirects, assignments))
                 words, redirects, assignments = [], [], []
-        else:
-            return None
-    if pending:
-        return None
-    if words or redirects or assignments:
-        commands.append((words, redirects, assignments))
-    return commands
-
-
-def _read_tokens(tokens: list[str]) -> _Commands | None:
-    """Group the tokens of `_TOKEN` into simple commands."""
-    commands: _Commands = []
-    words: list[Word] = []
-    redirects: list[Redirect] = []
-    assignments: list[str] = []
-    pending = ""  # a redirection operator waiting for its target
-    pending_fd = ""
-    seen = _WORDS_SEEN
-    kinds = _KINDS
-    for raw in tokens:
-        kind = kinds.get(raw)
-        if kind is None and raw[-1] in "<>&|":
-            # A descriptor and its redirection (a word never ends with an operator
-            # character: it would have ended before it, or in a quote).
-            if pending:
-                return None
-            m = _FD.match(raw)
-            assert m is not None
-            pending_fd = m.group()
-            pending = raw[m.end() :]
-        elif kind is None:
-            word = seen.get(raw) or _new(raw)
-            if word is None:
-                return None
-            if pending:
-                redirects.append(_new_redirect(pending, word, pending_fd))
-                pending = ""
-            elif words:
-                words.append(word)
-            else:
-                start = _command_start(raw, not redirects and not assignments)
-                if start is _DECLINED:
-                    return None
-                if start is _ASSIGNED:
-                    assignments.append(word.text)
-                else:
-                    words.append(word)
-        elif kind is _SEPARATOR:
-            if pending:
-                return None
-            if words or redirects or assignments:
-                commands.append((words, redirects, assignments))
-                words, redirects, assignments = [], [], []
-        elif kind is _REDIRECTION:
-            if pending:
-                return None
-            pending = raw
-            pending_fd = ""
         else:
             return None
     if pending:

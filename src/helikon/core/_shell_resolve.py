@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 _literal = Word.plain
 _new_command = raw_constructor(SimpleCommand)  # every field positional: the hot path
+_new_word = raw_constructor(Word)
 
 
 class _Wrapper(NamedTuple):
@@ -364,10 +365,15 @@ def _find(p: _Parser, args: list[Word]) -> None:
                 j += 1
             if j >= n:
                 raise _Unparseable(f"find {text} without its ';' or '+'")
-            inner = [_substitute(w, starts) for w in args[i + 1 : j]]
-            if not inner:
+            if j == i + 1:
                 raise _Unparseable(f"find {text} without a command")
-            pending.append([w for group in inner for w in group])
+            inner: list[Word] = []
+            for w in args[i + 1 : j]:
+                if "{}" in w.text:
+                    inner += _substitute(w, starts)
+                else:
+                    inner.append(w)
+            pending.append(inner)
             i = j + 1
         elif text == "-delete":
             argv = (_literal("rm"), _literal("-r"), _literal("-f"), _literal("--"), *starts)
@@ -387,6 +393,6 @@ def _substitute(word: Word, starts: list[Word]) -> list[Word]:
     if "{}" not in word.text:
         return [word]
     return [
-        Word(word.text.replace("{}", s.text), word.literal and s.literal, word.prefix, word.tail, s.glob)
+        _new_word(word.text.replace("{}", s.text), word.literal and s.literal, word.prefix, word.tail, s.glob)
         for s in starts
     ]
