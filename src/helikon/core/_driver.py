@@ -18,6 +18,7 @@ from ._json import JsonValue
 from ._tracing import RunTrace, attach, detach, tracing_possible
 from .agent import AgentInput
 from .context import RunConfig, RunContext, ToolContext
+from .conversation_check import valid_request
 from .events import (
     AgentError,
     AgentEvent,
@@ -327,6 +328,9 @@ class _Run:
 
     async def call_model(self, request: ModelRequest) -> AsyncIterator[AgentEvent | _Settled]:
         """Stream one model call: yield its deltas, then a `_Settled` with the aggregated response."""
+        # What a provider would refuse with a 400 (a call without its result after a crash, a
+        # cut handoff transcript, ...) is repaired here; a valid request passes as it is.
+        request = valid_request(request)
         agent, token = self.agent, self.ctx.cancel
         text: list[str] = []
         reasoning: list[str] = []

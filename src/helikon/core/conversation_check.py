@@ -1,0 +1,360 @@
+"""Provider-valid conversations: a pure check and repair run before every model call.
+
+Providers answer HTTP 400 to conversations that break their pairing rules, and a log can
+project to one: a crash between a tool call and its result, a compaction or a handoff
+filter that cut a pair, results written out of order. `repair_conversation` fixes these in
+one O(n) pass and says what it changed; `is_provider_valid` is the cheap check that lets
+a valid conversation (the common case) through untouched.
+
+A conversation is *provider-valid* when:
+
+- every tool call (a `ToolCall`, or a `ToolUsePart` in an assistant message) has a unique
+  `call_id` and exactly one `ToolResult` after it, before the next user, system or
+  assistant item and before any call of a later turn;
+- no `ToolResult` lacks its call;
+- an assistant message holding only reasoning (or nothing) is directly followed by the
+  tool call it reasoned about (providers refuse reasoning without its companion item).
+
+Repairs, in the order of the rules (each a `Repair` with its `kind`):
+
+- `missing_result`: a call with no result gets a synthetic error result saying its
+  outcome is unknown (the call may or may not have run: a crash, a cut transcript);
+- `moved_result`: a result written after other items, or before its call, is moved to
+  right after its call's turn;
+- `duplicate_result` / `duplicate_call`: second results for one call, and second calls
+  reusing a `call_id`, are dropped;
+- `orphan_result`: a result whose call is nowhere in the conversation becomes a user
+  message quoting it. It is not dropped, because its content may be what the model needs
+  (its call was summarized or filtered away), and a user note is valid everywhere;
+- `orphan_reasoning` / `empty_message`: a reasoning-only (or empty) assistant message
+  with no tool call after it is dropped: it carries nothing a provider would accept.
+
+Nothing else is touched (system messages, roles, content), and repairing a repaired
+conversation changes nothing.
+
+Example:
+    ```python
+    from helikon.core.conversation_check import is_provider_valid, repair_conversation
+    from helikon.core.items import ToolCall, UserMessage
+
+    crashed = [UserMessage.from_text("weather?"), ToolCall(call_id="c1", name="weather", args={})]
+    assert not is_provider_valid(crashed)
+    fixed, repairs = repair_conversation(crashed)
+    assert [r.kind for r in repairs] == ["missing_result"]
+    assert is_provider_valid(fixed)
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any, Literal, TypeAlias
+
+from ._carrier import carrier
+from .exceptions import HelikonError
+from .items import (
+    AssistantMessage,
+    AudioPart,
+    ContentPart,
+    ImagePart,
+    Item,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    ToolUsePart,
+    UserMessage,
+)
+from .model import ModelRequest
+
+RepairKind: TypeAlias = Literal[
+    "missing_result",
+    "moved_result",
+    "duplicate_result",
+    "duplicate_call",
+    "orphan_result",
+    "orphan_reasoning",
+    "empty_message",
+]
+"""What a repair did (see the module docstring)."""
+
+UNKNOWN_OUTCOME = (
+    "Error: this tool call has no recorded result (the run was interrupted or the result was "
+    "lost); its outcome is unknown. Check its effect before relying on it or calling it again."
+)
+"""The text of the synthetic result given to a call without one."""
+
+
+@carrier
+class Repair:
+    """One change `repair_conversation` made.
+
+    Attributes:
+        kind: What was done.
+        index: The position in the input conversation of the item concerned (for a
+            `missing_result`, of its call).
+        call_id: The tool call concerned, when there is one.
+    """
+
+    kind: RepairKind
+    index: int
+    call_id: str | None = None
+
+
+class InvalidConversationError(HelikonError):
+    """A conversation is not provider-valid and `strict` forbids repairing it.
+
+    Attributes:
+        repairs: What `repair_conversation` would have done.
+    """
+
+    def __init__(self, repairs: Sequence[Repair]) -> None:
+        self.repairs = tuple(repairs)
+        kinds = ", ".join(f"{r.kind}@{r.index}" for r in self.repairs)
+        super().__init__(f"the conversation is not provider-valid: {kinds}")
+
+
+def is_provider_valid(items: Sequence[Item]) -> bool:
+    """Whether `items` is provider-valid (no repair needed). O(n), allocation-light."""
+    pending: set[str] = set()
+    seen: set[str] = set()
+    answering = False  # a result of the current turn's calls has been seen
+    need_call = False  # the previous item was a reasoning-only assistant message
+    # Exact-type tests on untyped values: the cheapest checks CPython has (this runs per model call).
+    item: Any
+    part: Any
+    for item in items:
+        kind = item.__class__
+        if need_call and kind is not ToolCall:
+            return False
+        need_call = False
+        if kind is ToolResult:
+            call_id = item.call_id
+            if call_id not in pending:
+                return False
+            pending.discard(call_id)
+            answering = True
+        elif kind is ToolCall:
+            call_id = item.call_id
+            if call_id in seen or (pending and answering):
+                return False
+            seen.add(call_id)
+            pending.add(call_id)
+            answering = False
+        elif pending:
+            return False
+        elif kind is AssistantMessage:
+            only_reasoning = True
+            for part in item.content:
+                if type(part) is ToolUsePart:
+                    call_id = part.call_id
+                    if call_id in seen:
+                        return False
+                    seen.add(call_id)
+                    pending.add(call_id)
+                    only_reasoning = False
+                elif type(part) is not ReasoningPart:
+                    only_reasoning = False
+            need_call = only_reasoning
+            answering = False
+        elif kind is not UserMessage and kind is not SystemMessage:
+            return False  # a subclass or a foreign object: let the careful pass decide
+    return not pending and not need_call
+
+
+def repair_conversation(items: Sequence[Item]) -> tuple[list[Item], list[Repair]]:
+    """`items` made provider-valid, and the repairs that took (empty when it already was).
+
+    Pure and O(n): untouched items are the same objects, in the same order.
+    """
+    return _Repairer(items).run()
+
+
+def ensure_provider_valid(items: Sequence[Item], *, strict: bool = False) -> Sequence[Item]:
+    """`items` itself when provider-valid; else the repaired conversation.
+
+    Raises:
+        InvalidConversationError: with `strict`, instead of repairing.
+    """
+    if is_provider_valid(items):
+        return items
+    fixed, repairs = repair_conversation(items)
+    if not repairs:
+        return items
+    if strict:
+        raise InvalidConversationError(repairs)
+    _warn(repairs)
+    return fixed
+
+
+def valid_request(request: ModelRequest) -> ModelRequest:
+    """`request` with its messages made provider-valid (the same object when they already are)."""
+    messages = request.messages
+    if is_provider_valid(messages):
+        return request
+    fixed = ensure_provider_valid(messages)
+    return request if fixed is messages else replace(request, messages=fixed)
+
+
+def _warn(repairs: Sequence[Repair]) -> None:
+    import logging  # only when something was repaired: `import helikon` does not load logging
+
+    logging.getLogger("helikon.sessions").warning(
+        "repaired a conversation a provider would refuse: %s",
+        ", ".join(f"{r.kind}@{r.index}" + (f" ({r.call_id})" if r.call_id else "") for r in repairs),
+    )
+
+
+def _call_ids(item: Item) -> list[str]:
+    if isinstance(item, ToolCall):
+        return [item.call_id]
+    if isinstance(item, AssistantMessage):
+        return [p.call_id for p in item.content if isinstance(p, ToolUsePart)]
+    return []
+
+
+def _only_reasoning(message: AssistantMessage) -> bool:
+    return all(isinstance(p, ReasoningPart) for p in message.content)
+
+
+def _note(result: ToolResult) -> UserMessage:
+    """A result whose call is gone, as a user message the model can still read."""
+    who = f"tool {result.name!r}" if result.name else "a tool"
+    status = " It reported an error." if result.is_error else ""
+    head = (
+        f"[Output of {who} (call {result.call_id}); the call itself is no longer in the "
+        f"conversation.{status}]"
+    )
+    kept: list[ContentPart] = [p for p in result.content if isinstance(p, TextPart | ImagePart | AudioPart)]
+    return UserMessage(content=(TextPart(text=head), *kept))
+
+
+class _Repairer:
+    """One pass over the conversation; see `repair_conversation`."""
+
+    def __init__(self, items: Sequence[Item]) -> None:
+        self.items = items
+        self.out: list[Item] = []
+        self.repairs: list[Repair] = []
+        # Where each call_id is first called, and the first result written for it.
+        self.call_at: dict[str, int] = {}
+        self.result_of: dict[str, tuple[int, ToolResult]] = {}
+        for index, item in enumerate(items):
+            for call_id in _call_ids(item):
+                self.call_at.setdefault(call_id, index)
+        for index, item in enumerate(items):
+            if isinstance(item, ToolResult) and item.call_id in self.call_at:
+                self.result_of.setdefault(item.call_id, (index, item))
+        self.pending: dict[str, tuple[int, str | None]] = {}  # call_id -> (call index, name), in order
+        self.seen: set[str] = set()  # calls emitted
+        self.placed: dict[str, ToolResult] = {}  # call_id -> the result emitted for it
+        self.early: list[tuple[int, ToolResult]] = []  # results met before their call
+        self.answering = False
+        self.held: tuple[int, AssistantMessage] | None = None  # reasoning waiting for its call
+
+    def run(self) -> tuple[list[Item], list[Repair]]:
+        for index, item in enumerate(self.items):
+            if isinstance(item, ToolResult):
+                self.result(index, item)
+            elif isinstance(item, ToolCall):
+                self.call(index, item)
+            elif isinstance(item, AssistantMessage):
+                self.assistant(index, item)
+            else:
+                self.close()
+                self.out.append(item)
+        self.close()
+        for index, result in self.early:
+            if self.placed.get(result.call_id) is not result:
+                self.repairs.append(Repair(kind="duplicate_result", index=index, call_id=result.call_id))
+        self.repairs.sort(key=lambda r: r.index)
+        return self.out, self.repairs
+
+    def result(self, index: int, result: ToolResult) -> None:
+        call_id = result.call_id
+        if call_id in self.pending:
+            del self.pending[call_id]
+            self.placed[call_id] = result
+            self.out.append(result)
+            self.answering = True
+        elif call_id in self.placed:
+            if self.placed[call_id] is not result:  # else: already moved up to its call
+                self.repairs.append(Repair(kind="duplicate_result", index=index, call_id=call_id))
+        elif call_id not in self.call_at:
+            self.close()
+            self.out.append(_note(result))
+            self.repairs.append(Repair(kind="orphan_result", index=index, call_id=call_id))
+        elif self.result_of[call_id][1] is result:
+            self.early.append((index, result))  # its call comes later: placed when that turn closes
+        else:
+            self.repairs.append(Repair(kind="duplicate_result", index=index, call_id=call_id))
+
+    def call(self, index: int, call: ToolCall) -> None:
+        if call.call_id in self.seen:
+            self.repairs.append(Repair(kind="duplicate_call", index=index, call_id=call.call_id))
+            return
+        if self.pending and self.answering:
+            self.close()  # a new turn's calls: the previous turn must be answered first
+        if self.held is not None:
+            self.out.append(self.held[1])
+            self.held = None
+        self.out.append(call)
+        self.seen.add(call.call_id)
+        self.pending[call.call_id] = (index, call.name)
+        self.answering = False
+
+    def assistant(self, index: int, message: AssistantMessage) -> None:
+        self.close()
+        if any(isinstance(p, ToolUsePart) for p in message.content):
+            parts: list[ContentPart] = []
+            for part in message.content:
+                if isinstance(part, ToolUsePart):
+                    if part.call_id in self.seen:
+                        self.repairs.append(Repair(kind="duplicate_call", index=index, call_id=part.call_id))
+                        continue
+                    self.seen.add(part.call_id)
+                    self.pending[part.call_id] = (index, part.name)
+                parts.append(part)
+            if len(parts) != len(message.content):
+                message = replace(message, content=tuple(parts))
+        if _only_reasoning(message):
+            self.held = (index, message)
+        else:
+            self.out.append(message)
+        self.answering = False
+
+    def close(self) -> None:
+        """End the current turn: answer every pending call, drop reasoning left alone."""
+        for call_id, (call_index, name) in self.pending.items():
+            found = self.result_of.get(call_id)
+            if found is not None:
+                result = found[1]
+                self.repairs.append(Repair(kind="moved_result", index=found[0], call_id=call_id))
+            else:
+                result = ToolResult(
+                    call_id=call_id, content=(TextPart(text=UNKNOWN_OUTCOME),), is_error=True, name=name
+                )
+                self.repairs.append(Repair(kind="missing_result", index=call_index, call_id=call_id))
+            self.placed[call_id] = result
+            self.out.append(result)
+        self.pending.clear()
+        self.answering = False
+        if self.held is not None:
+            index, message = self.held
+            kind: RepairKind = "orphan_reasoning" if message.content else "empty_message"
+            self.repairs.append(Repair(kind=kind, index=index))
+            self.held = None
+
+
+__all__ = [
+    "UNKNOWN_OUTCOME",
+    "InvalidConversationError",
+    "Repair",
+    "RepairKind",
+    "ensure_provider_valid",
+    "is_provider_valid",
+    "repair_conversation",
+    "valid_request",
+]
