@@ -126,7 +126,7 @@ class ToolSubject:
             names.add(program.casefold())
             wrappers = command.wrappers
             if wrappers:
-                names.update(w.casefold() for w in wrappers)
+                names.update(map(str.casefold, wrappers))
             if allow is None:
                 continue
             if command.assignments or (wrappers and not _TRANSPARENT.issuperset(wrappers)):
