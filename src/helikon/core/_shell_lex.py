@@ -100,6 +100,11 @@ def _word(raw: str) -> Word | None:
         if "{" in raw and ("," in raw or ".." in raw) and "}" in raw:
             return None  # a brace list expands to several words
         return new_word(raw, True, raw, raw, True)
+    quote = raw[0]
+    if (quote == "'" or quote == '"') and raw[-1] == quote and raw.count(quote) == 2:
+        # One quoted string (`bash -c '…'`): the other quote character is literal in it.
+        text = raw[1:-1]
+        return new_word(text, True, text, text, False)
     parts: list[str] = []
     glob = False
     for single, double, plain in _QUOTED.findall(raw):

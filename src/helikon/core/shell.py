@@ -23,9 +23,13 @@ assert parse_command("$CMD -rf /").ok is False
 from __future__ import annotations
 
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
-from ._carrier import carrier
+from ._carrier import carrier, raw_constructor
 from .exceptions import UserError
+
+if TYPE_CHECKING:
+    from ._shell_parse import Parser
 
 __all__ = ["MAX_NESTING", "Redirect", "ShellParse", "SimpleCommand", "Word", "parse_command"]
 
@@ -164,13 +168,25 @@ def parse_command(command: str) -> ShellParse:
 
 @lru_cache(maxsize=2048)
 def _parse_cached(command: str) -> ShellParse:
-    from ._shell_parse import Parser  # the parser needs the types above
-
-    parser = Parser(command, 0)
+    parser = (_parser_class or _load_parser())(command, 0)
     try:
         parser.parse_program()
     except _Unparseable as exc:
         return ShellParse(error=str(exc) or "unparseable")
     except RecursionError:
         return ShellParse(error="nesting too deep")
-    return ShellParse(tuple(parser.out), tuple(parser.redirects))
+    return _new_parse(tuple(parser.out), tuple(parser.redirects), "")
+
+
+_new_parse = raw_constructor(ShellParse)
+_parser_class: type[Parser] | None = None
+
+
+def _load_parser() -> type[Parser]:
+    # Imported on first use, not per call (an import statement costs about a
+    # microsecond), and not at the top: the parser needs the types above.
+    global _parser_class
+    from ._shell_parse import Parser
+
+    _parser_class = Parser
+    return Parser
