@@ -162,10 +162,10 @@ class BrokenInner(MemorySession):
         self.fail_read = fail_read
         self.fail_marker = fail_marker
 
-    async def append(self, events: Sequence[SessionEvent]) -> None:
+    async def append(self, events: Sequence[SessionEvent], **kwargs: Any) -> None:
         if self.fail_marker and any(isinstance(e, Compacted) for e in events):
             raise ConnectionError("write failed")
-        await super().append(events)
+        await super().append(events, **kwargs)
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         if self.fail_read:
@@ -224,3 +224,158 @@ async def test_custom_counter_settings_and_prompt_are_used() -> None:
     await session.append([user("a"), user("b")])
     assert model.requests[0].model_settings.temperature == 0.0
     assert model.requests[0].messages[-1] == UserMessage.from_text("Sum up.")
+
+
+# --- keep-recent-window compaction -------------------------------------------------------------
+
+from helikon.core.codec import decode_event, encode_event  # noqa: E402
+from helikon.core.conversation_check import is_provider_valid  # noqa: E402
+from helikon.core.session import (  # noqa: E402
+    AssistantMessageEvent,
+    ToolCalled,
+    ToolReturned,
+    project,
+)
+
+
+def said(text: str) -> AssistantMessageEvent:
+    return AssistantMessageEvent(content=(TextPart(text=text),))
+
+
+def thought() -> AssistantMessageEvent:
+    return AssistantMessageEvent(content=(ReasoningPart(text="hmm", signature="s"),))
+
+
+def called(call_id: str) -> ToolCalled:
+    return ToolCalled(call_id=call_id, name="lookup", args={})
+
+
+def returned(call_id: str, text: str = "ok") -> ToolReturned:
+    return ToolReturned(call_id=call_id, content=(TextPart(text=text),), name="lookup")
+
+
+async def markers(session: CompactingSession) -> list[Compacted]:
+    return [e.event for e in await session.events() if isinstance(e.event, Compacted)]
+
+
+@pytest.mark.parametrize("keep", [0, -1, 100, 150, True, 2.5])
+def test_the_window_must_fit_below_the_threshold(keep: Any) -> None:
+    with pytest.raises(UserError, match="keep_recent_tokens"):
+        CompactingSession(MemorySession(), MockModel(), threshold=100, keep_recent_tokens=keep)
+    with pytest.raises(UserError, match="summary_role"):
+        CompactingSession(MemorySession(), MockModel(), threshold=100, summary_role="bot")  # type: ignore[arg-type]
+
+
+async def test_the_window_keeps_the_recent_turns_verbatim_after_the_summary() -> None:
+    inner = MemorySession()
+    model = MockModel.with_scripts([text_turn("OLD")])
+    session = CompactingSession(inner, model, threshold=50, keep_recent_tokens=21)
+    await session.append([user("a" * 80), said("b" * 40)])  # 30 tokens: nothing yet
+    await session.append([user("c" * 40), said("d" * 20)])  # 45 tokens
+    await session.append([user("e" * 24)])  # 51 > 50: compact, keep <= 21 tokens of whole turns
+    [marker] = await markers(session)
+    assert (marker.first_kept_seq, marker.tokens_before, marker.original_count) == (2, 51, 5)
+    assert marker.summary_role == "system"
+    assert list(model.requests[0].messages[:-1]) == [
+        UserMessage.from_text("a" * 80),
+        AssistantMessage.from_text("b" * 40),
+    ]
+    assert (await session.snapshot()).messages == (
+        SystemMessage(text="OLD"),
+        UserMessage.from_text("c" * 40),
+        AssistantMessage.from_text("d" * 20),
+        UserMessage.from_text("e" * 24),
+    )
+    assert len(inner) == 6  # history is never deleted: the marker only changes the projection
+    # Stored and read back, the marker projects the same.
+    log = [decode_event(encode_event(e.event)) for e in await inner.events()]
+    assert project(log) == await session.snapshot()
+    await session.append([])  # below the threshold now: idempotent, no second compaction
+    assert session.compactions == 1 and len(model.requests) == 1
+
+
+async def test_a_tool_call_is_never_split_from_its_result_nor_reasoning_from_its_calls() -> None:
+    model = MockModel.with_scripts([text_turn("S")])
+    session = CompactingSession(MemorySession(), model, threshold=40, keep_recent_tokens=30)
+    # The only user turn is far back: behind a system summary the window can only start there.
+    await session.append(
+        [
+            user("go"),
+            thought(),
+            called("a"),
+            returned("a", "x" * 100),
+            thought(),
+            called("b"),
+            returned("b", "y" * 100),
+        ]
+    )
+    [marker] = await markers(session)
+    assert marker.first_kept_seq == 7  # nothing fits: everything summarized, pairs intact
+    assert (await session.snapshot()).messages == (SystemMessage(text="S"),)
+
+
+async def test_behind_a_user_summary_the_window_may_start_at_a_model_turn() -> None:
+    model = MockModel.with_scripts([text_turn("S")])
+    session = CompactingSession(
+        MemorySession(), model, threshold=60, keep_recent_tokens=30, summary_role="user"
+    )
+    await session.append(
+        [
+            user("go"),
+            thought(),
+            called("a"),
+            returned("a", "x" * 160),
+            thought(),
+            called("b"),
+            returned("b", "y" * 60),
+        ]
+    )
+    [marker] = await markers(session)
+    assert marker.first_kept_seq == 4  # the second turn's reasoning, not its call
+    messages = (await session.snapshot()).messages
+    assert messages[0] == UserMessage.from_text("Summary of the conversation so far:\n\nS")
+    assert [type(m).__name__ for m in messages[1:]] == ["AssistantMessage", "ToolCall", "ToolResult"]
+    assert is_provider_valid(messages)
+    # The summarized prefix ends with a whole pair.
+    assert isinstance(model.requests[0].messages[-2], ToolResult)
+
+
+async def test_a_second_compaction_carries_the_previous_window_forward() -> None:
+    model = MockModel.with_scripts([text_turn("S1"), text_turn("S2")])
+    session = CompactingSession(MemorySession(), model, threshold=40, keep_recent_tokens=25)
+    await session.append([user("a" * 60), user("b" * 40), user("c" * 40)])  # 35: nothing yet
+    await session.append([user("d" * 40)])  # 45: keep c, d (20 tokens)
+    assert (await markers(session))[0].first_kept_seq == 2
+    await session.append([user("e" * 80)])  # 41: keep e (20); c and d leave the window
+    second = (await markers(session))[1]
+    assert second.first_kept_seq == 5
+    sent = list(model.requests[1].messages[:-1])
+    # Everything the model saw before the new cut goes into the new summary.
+    assert sent == [
+        SystemMessage(text="S1"),
+        UserMessage.from_text("c" * 40),
+        UserMessage.from_text("d" * 40),
+    ]
+    assert (await session.snapshot()).messages == (SystemMessage(text="S2"), UserMessage.from_text("e" * 80))
+
+
+async def test_compact_forces_a_compaction_and_extra_append_arguments_are_forwarded() -> None:
+    seen: list[dict[str, Any]] = []
+
+    class Recording(MemorySession):
+        async def append(self, events: Sequence[SessionEvent], **kwargs: Any) -> None:
+            seen.append(kwargs)
+            await super().append(events)
+
+    session = CompactingSession(
+        Recording(), MockModel.with_scripts([text_turn("S")]), threshold=1000, keep_recent_tokens=5
+    )
+    await session.append([user("old " * 10), user("new")], expected_seq=None)
+    assert seen == [{"expected_seq": None}]
+    marker = await session.compact()
+    assert marker is not None and marker.first_kept_seq == 1
+    assert (await session.snapshot()).messages == (SystemMessage(text="S"), UserMessage.from_text("new"))
+    assert (
+        await CompactingSession(MemorySession(), MockModel(), threshold=5, keep_recent_tokens=2).compact()
+        is None
+    )

@@ -148,11 +148,28 @@ def _handoff(o: dict[str, Any]) -> KnownSessionEvent:
     return HandoffOccurred(from_agent=_str(o, "from_agent"), to_agent=_str(o, "to_agent"), ts=_ts(o))
 
 
+def _opt_int(obj: dict[str, Any], key: str) -> int | None:
+    value = obj.get(key)
+    if value is not None and type(value) is not int:
+        raise _Irregular
+    return value
+
+
 def _compacted(o: dict[str, Any]) -> KnownSessionEvent:
     count = o["original_count"]
     if type(count) is not int:
         raise _Irregular
-    return Compacted(summary=_str(o, "summary"), original_count=count, ts=_ts(o))
+    role = o.get("summary_role", "system")
+    if role != "system" and role != "user":
+        raise _Irregular
+    return Compacted(
+        summary=_str(o, "summary"),
+        original_count=count,
+        ts=_ts(o),
+        first_kept_seq=_opt_int(o, "first_kept_seq"),
+        tokens_before=_opt_int(o, "tokens_before"),
+        summary_role=role,
+    )
 
 
 _BUILDERS: dict[str, Callable[[dict[str, Any]], KnownSessionEvent]] = {

@@ -2,8 +2,19 @@
 
 A transparent wrapper over any `Session`. After each append it estimates the projected
 conversation's size and, past `threshold` tokens, asks `model` for a summary and appends
-a `Compacted` marker: from then on the conversation projects to one `SystemMessage`
-holding the summary, followed by what came after it (a full-history running summary).
+a `Compacted` marker. Two modes:
+
+- full history (the default, the book's): the conversation projects to the summary
+  followed by what came after the marker;
+- keep-recent window (`keep_recent_tokens=N`): only an older prefix is summarized; the
+  last turns, at most N tokens of them, stay verbatim after the summary. The cut falls
+  on a turn boundary (a tool call is never split from its result, nor reasoning from
+  its calls), and a later compaction summarizes the previous summary and the part of
+  the window it cuts off, so nothing the model saw is silently dropped.
+
+History is never deleted: the marker only changes how the log projects. `summary_role`
+renders the summary as a system item (the book's; providers hoist it to the top) or as
+a positional user message.
 
 Example:
     ```python
@@ -31,9 +42,10 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from .cancel import CancellationToken
+from .conversation_check import ensure_provider_valid
 from .exceptions import UserError
 from .items import (
     AssistantMessage,
@@ -59,7 +71,8 @@ from .session import (
     ToolCalled,
     ToolReturned,
     UserMessageEvent,
-    project,
+    event_step,
+    fold,
 )
 
 
@@ -76,6 +89,9 @@ DEFAULT_COMPACTION_PROMPT = (
 )
 
 _UNKNOWN = math.inf  # the cheap counter before the first authoritative count
+
+DEFAULT_USER_SUMMARY_PREFIX = "Summary of the conversation so far:\n\n"
+"""How a summary rendered as a user message starts: the model must not take it for the user's words."""
 
 
 @runtime_checkable
@@ -146,10 +162,42 @@ class CompactingSession:
         token_counter: How tokens are counted (default `HeuristicTokenCounter`).
         model_settings: Settings for the summarization call.
         prompt: The instruction appended to the history to ask for the summary.
+        keep_recent_tokens: Keep-recent-window mode: keep the latest whole turns, up to this
+            many tokens, verbatim after the summary (0 < N < threshold). None (default):
+            the book's full-history summary.
+        summary_role: `"system"` (default): the summary projects to a `SystemMessage`, which
+            providers hoist to the top-level instructions. `"user"`: a `UserMessage` in
+            place, starting with `DEFAULT_USER_SUMMARY_PREFIX`.
 
     The user's events are always persisted first. A failed or blank summary is logged and
     skipped; a failure to read or write `inner` propagates. Assumes one logical writer per
     wrapper: concurrent writers should share the inner backend, not a wrapper.
+
+    Example:
+        ```python
+        import asyncio
+
+        from helikon import MemorySession
+        from helikon.core.compaction import CompactingSession
+        from helikon.core.items import TextPart
+        from helikon.core.session import Compacted, UserMessageEvent
+        from helikon.testing import MockModel, text_turn
+
+        async def main() -> None:
+            model = MockModel.with_scripts([text_turn("Old talk about budgets.")])
+            session = CompactingSession(
+                MemorySession(), model, threshold=60, keep_recent_tokens=30, summary_role="user"
+            )
+            for text in ["budget " * 20, "rent " * 20, "what now?"]:
+                await session.append([UserMessageEvent(content=(TextPart(text=text),))])
+            messages = (await session.snapshot()).messages
+            assert messages[0].text.endswith("Old talk about budgets.")  # the summary, in place
+            assert [m.text for m in messages[1:]] == ["rent " * 20, "what now?"]  # kept verbatim
+            marker = (await session.events())[-1].event
+            assert isinstance(marker, Compacted) and marker.first_kept_seq == 1
+
+        asyncio.run(main())
+        ```
     """
 
     def __init__(
@@ -161,11 +209,24 @@ class CompactingSession:
         token_counter: TokenCounter | None = None,
         model_settings: ModelSettings | None = None,
         prompt: str = DEFAULT_COMPACTION_PROMPT,
+        keep_recent_tokens: int | None = None,
+        summary_role: Literal["system", "user"] = "system",
     ) -> None:
         if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
                 f"CompactingSession(threshold={threshold!r}): must be a positive number of tokens"
             )
+        if keep_recent_tokens is not None and (
+            isinstance(keep_recent_tokens, bool)
+            or not isinstance(keep_recent_tokens, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not 0 < keep_recent_tokens < threshold
+        ):
+            raise UserError(
+                f"CompactingSession(keep_recent_tokens={keep_recent_tokens!r}): must be a number of "
+                f"tokens between 0 and the threshold ({threshold}), exclusive"
+            )
+        if summary_role not in ("system", "user"):
+            raise UserError(f"CompactingSession(summary_role={summary_role!r}): use 'system' or 'user'")
         if not callable(getattr(inner, "append", None)) or not callable(getattr(inner, "events", None)):
             raise UserError(f"CompactingSession(inner={inner!r}): expected a Session")
         if not callable(getattr(model, "invoke", None)):
@@ -178,15 +239,17 @@ class CompactingSession:
         self.token_counter: TokenCounter = token_counter or HeuristicTokenCounter()
         self.model_settings = model_settings or ModelSettings()
         self.prompt = prompt
+        self.keep_recent_tokens = keep_recent_tokens
+        self.summary_role: Literal["system", "user"] = summary_role
         # Starts "unknown" (infinite) so the first append always counts for real: a wrapper
         # over an already-populated durable session compacts its backlog at once.
         self._estimate: float = _UNKNOWN
         self.compactions = 0
         """How many `Compacted` markers this wrapper has appended."""
 
-    async def append(self, events: Sequence[SessionEvent]) -> None:
-        """Persist `events`, then compact if the conversation has grown past the threshold."""
-        await self.inner.append(events)
+    async def append(self, events: Sequence[SessionEvent], **kwargs: Any) -> None:
+        """Persist `events` (extra keyword arguments go to the inner `append`), then compact if due."""
+        await self.inner.append(events, **kwargs)
         self._estimate += sum(_event_chars(e) for e in events) / 4
         if self._estimate > self.threshold:
             await self._maybe_compact()
@@ -199,26 +262,102 @@ class CompactingSession:
         """The projection of the inner session's log."""
         return await self.inner.snapshot()
 
-    async def _maybe_compact(self) -> None:
-        log = [entry.event for entry in await self.inner.events()]
-        messages = project(log).messages
+    async def compact(self) -> Compacted | None:
+        """Compact now, whatever the size (a UI's "/compact"); the marker appended, if any."""
+        return await self._maybe_compact(force=True)
+
+    async def _maybe_compact(self, *, force: bool = False) -> Compacted | None:
+        entries = await self.inner.events()
+        steps = [event_step(entry.event) for entry in entries]
+        messages = fold(steps).messages
         tokens = self.token_counter.count(messages)
         self._estimate = tokens
-        if tokens <= self.threshold:
-            return
-        # Convergence guards: nothing to collapse, or only the running summary is left.
-        if not messages or (len(messages) == 1 and isinstance(messages[0], SystemMessage)):
-            return
-        summary = await self._summarize(messages)
+        if tokens <= self.threshold and not force:
+            return None
+        # `fold` keeps each event's own item object: anything else in the projection is a summary.
+        origin_of = {id(step): index for index, step in enumerate(steps) if step is not None}
+        origins = [origin_of.get(id(m)) for m in messages]
+        if self.keep_recent_tokens is None:
+            # Convergence guards: nothing to collapse, or only the running summary is left.
+            if not messages or (len(messages) == 1 and origins[0] is None):
+                return None
+            cut, first_kept = len(messages), None
+        else:
+            start = 1 if origins and origins[0] is None else 0
+            if len(messages) <= start:
+                return None
+            cut = self._window_cut(messages, origins, start, self.keep_recent_tokens)
+            # The marker's seq when nothing fits the window: every message is summarized.
+            first_kept = entries[origins[cut] or 0].seq if cut < len(messages) else len(entries)
+        summary = await self._summarize(messages[:cut])
         if summary is None:
-            return
-        await self.inner.append([Compacted(summary=summary, original_count=len(log))])
+            return None
+        if self.summary_role == "user":
+            summary = DEFAULT_USER_SUMMARY_PREFIX + summary
+        marker = Compacted(
+            summary=summary,
+            original_count=len(entries),
+            first_kept_seq=first_kept,
+            tokens_before=tokens,
+            summary_role=self.summary_role,
+        )
+        await self.inner.append([marker])
         self.compactions += 1
-        self._estimate = self.token_counter.count([SystemMessage(text=summary)])
+        rendered: Item = (
+            UserMessage.from_text(summary) if self.summary_role == "user" else SystemMessage(text=summary)
+        )
+        self._estimate = self.token_counter.count([rendered, *messages[cut:]])
+        return marker
+
+    def _window_cut(
+        self, messages: Sequence[Item], origins: Sequence[int | None], start: int, budget: int
+    ) -> int:
+        """Where the kept window starts: the earliest turn boundary after `start` whose suffix fits `budget`.
+
+        `len(messages)` when no such boundary exists (everything is summarized).
+        """
+        count = len(messages)
+        # A cut at j is inside a tool pair when a call before j has its result at j or later.
+        result_at: dict[str, int] = {}
+        for index, item in enumerate(messages):
+            if isinstance(item, ToolResult):
+                result_at.setdefault(item.call_id, index)
+        opened = [0] * (count + 1)  # difference array of the call-to-result spans
+        for index, item in enumerate(messages):
+            for call_id in _call_ids(item):
+                end = result_at.get(call_id)
+                if end is not None and end > index:
+                    opened[index + 1] += 1
+                    opened[end + 1] -= 1
+        inside = [0] * count
+        running = 0
+        for index in range(count):
+            running += opened[index]
+            inside[index] = running
+        positional = self.summary_role == "user"
+        best = count
+        size = 0
+        for j in range(count - 1, start, -1):
+            size += self.token_counter.count([messages[j]])
+            if size > budget:
+                break
+            if inside[j] or origins[j] is None:
+                continue
+            item = messages[j]
+            # A user turn, or (only behind a positional user summary: some providers want a
+            # user message first) the start of a model turn: its reasoning and text, then its calls.
+            if isinstance(item, UserMessage) or (
+                positional
+                and isinstance(item, AssistantMessage | ToolCall)
+                and not isinstance(messages[j - 1], AssistantMessage | ToolCall)
+            ):
+                best = j
+        return best
 
     async def _summarize(self, messages: Sequence[Item]) -> str | None:
         request = ModelRequest(
-            messages=[*messages, UserMessage.from_text(self.prompt)],
+            # The summarizing provider refuses what any provider would (e.g. a dangling call).
+            messages=[*ensure_provider_valid(messages), UserMessage.from_text(self.prompt)],
             tools=(),
             model_settings=self.model_settings,
         )
@@ -235,4 +374,18 @@ class CompactingSession:
         return summary
 
 
-__all__ = ["DEFAULT_COMPACTION_PROMPT", "CompactingSession", "HeuristicTokenCounter", "TokenCounter"]
+def _call_ids(item: Item) -> list[str]:
+    if isinstance(item, ToolCall):
+        return [item.call_id]
+    if isinstance(item, AssistantMessage):
+        return [p.call_id for p in item.content if isinstance(p, ToolUsePart)]
+    return []
+
+
+__all__ = [
+    "DEFAULT_COMPACTION_PROMPT",
+    "DEFAULT_USER_SUMMARY_PREFIX",
+    "CompactingSession",
+    "HeuristicTokenCounter",
+    "TokenCounter",
+]

@@ -94,12 +94,22 @@ class HandoffOccurred:
 
 @carrier
 class Compacted:
-    """The `original_count` events before this one are summarized by `summary`."""
+    """The `original_count` events before this one are summarized by `summary`.
+
+    With `first_kept_seq` (keep-recent-window compaction) the summary stands only for the
+    events before that seq: the messages of the events from `first_kept_seq` up to this
+    marker stay, verbatim, after it. `tokens_before` is the size of the conversation it
+    compacted; `summary_role` renders the summary as a system item (the book's) or as a
+    positional user message. Markers written without these fields read as the book's.
+    """
 
     type: Literal["compacted"] = "compacted"
     summary: str
     original_count: int
     ts: datetime = field(default_factory=_now)
+    first_kept_seq: int | None = None
+    tokens_before: int | None = None
+    summary_role: Literal["system", "user"] = "system"
 
 
 @carrier
@@ -234,12 +244,26 @@ class Projection:
             return
         messages, origins = self._messages, self._origins
         if isinstance(step, Compacted):
+            summary = UserMessage.from_text(step.summary) if step.summary_role == "user" else None
+            first_kept = step.first_kept_seq
+            if first_kept is not None:
+                # Keep-recent window: the summary replaces the messages of the events before
+                # `first_kept` (an earlier summary included) and goes in front of the rest. Its
+                # origin is the last event it stands for, so origins stay in log order.
+                first_kept = min(max(first_kept, 0), index)
+                drop = 0
+                while drop < len(origins) and origins[drop] < first_kept:
+                    drop += 1
+                del messages[:drop], origins[:drop]
+                messages.insert(0, summary or SystemMessage(text=step.summary))
+                origins.insert(0, first_kept - 1)
+                return
             cutoff = index - max(step.original_count, 0)
             keep = len(origins)
             while keep and origins[keep - 1] >= cutoff:
                 keep -= 1
             del messages[keep:], origins[keep:]
-            messages.append(SystemMessage(text=step.summary))
+            messages.append(summary or SystemMessage(text=step.summary))
         else:
             messages.append(step)
         origins.append(index)
