@@ -88,14 +88,15 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
         reason = f"the command cannot be analysed ({parse.error})"
         return MappingProxyType(dict.fromkeys(_CLEAR, reason))
     targets = [r.target for r in parse.redirects if r.writes]
-    removes = False
+    removes: list[SimpleCommand] = []
     cwd_change = False
     for command in parse.commands:
         program = command.program.lower()
         if program in _WRITERS:
             if program in _ALL_OPERANDS:
                 targets += _operands(command, _ALL_OPERANDS[program])
-                removes = removes or program == "rm"
+                if program == "rm":
+                    removes.append(command)
             else:
                 targets.extend(_write_targets(command, program))
         elif program in ("cd", "pushd"):
@@ -105,7 +106,7 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     cwds, unknown = _cwds(parse) if cwd_change else (_START, False)
     return MappingProxyType(
         {
-            "rm_root": _rm_root(parse, cwds) if removes else None,
+            "rm_root": _rm_root(removes, cwds) if removes else None,
             "system_write": _system_write(targets, cwds, unknown) if targets else None,
             "dotpath_write": _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None,
         }
@@ -295,10 +296,8 @@ def _dotpath_write(targets: list[Word], cwds: list[str]) -> str | None:
     return None
 
 
-def _rm_root(parse: ShellParse, cwds: list[str]) -> str | None:
-    for command in parse.commands:
-        if command.program.lower() != "rm":
-            continue
+def _rm_root(removes: list[SimpleCommand], cwds: list[str]) -> str | None:
+    for command in removes:
         recursive = False
         targets: list[Word] = []
         options = True
