@@ -323,7 +323,8 @@ def test_fifty_rules_and_the_guards_are_cheap() -> None:
 
 _PATH_PIECES = st.sampled_from(
     ["a", ".git", ".GIT", ".ssh", ".env", ".env.local", ".envrc", "..", ".", "/", "\\", "~", "x.git", "$X",
-     "{a,.git}", "${HOME}", "*", "\u212a", "\u0130", "\u03a3", ".G\u0130T", "src"]
+     "{a,.git}", "${HOME}", "*", "\u212a", "\u0130", "\u03a3", ".G\u0130T", "src", "etc", "ETC", "usr",
+     "a..b"]
 )  # fmt: skip
 
 
@@ -351,3 +352,23 @@ def test_guard_verdicts_are_shared_by_command_and_read_from_the_subjects_parse()
     assert second.guard("no_such_guard") is None
     assert ToolSubject.of("Bash", {"command": "ls -la && git status"}).guard("rm_root") is None
     assert ToolSubject.of("Bash", {}).guard("rm_root") is None  # the deny and allow rules fail closed
+
+
+@given(st.lists(_PATH_PIECES, max_size=6).map("/".join), st.lists(_PATH_PIECES, max_size=3).map("/".join))
+def test_the_system_path_shortcut_agrees_with_the_full_check(text: str, cwd: str) -> None:
+    from helikon.core import _guards
+
+    def reference(text: str, cwds: list[str], unknown: bool) -> bool:  # without the `..` shortcut
+        if text.startswith("~"):
+            return False
+        if text.startswith("/"):
+            return _guards._is_system_path("/" + clean_path(text))
+        if any(c.startswith("/") and _guards._is_system_path("/" + clean_path(f"{c}/{text}")) for c in cwds):
+            return True
+        parts = clean_path(text).split("/")
+        first = next((p for p in parts if p != ".."), "")
+        return (parts[0] == ".." or unknown) and first.lower() in _guards._PROTECTED_TOP
+
+    for cwds in ([""], ["", cwd], ["", "/" + cwd]):
+        for unknown in (False, True):
+            assert _guards._system_target(text, cwds, unknown) == reference(text, cwds, unknown)

@@ -270,6 +270,8 @@ def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
         if cwd.startswith("/") and _is_system_path(_absolute(f"{cwd}/{text}")):
             return True
     # From an unknown directory, `../../etc/x` reaches `/etc/x` when the depth is right.
+    if not unknown and ".." not in text:
+        return False  # it cannot climb: `clean_path` keeps a `..` only where one was written
     parts = clean_path(text).split("/")
     first = next((p for p in parts if p != ".."), "")
     escapes = parts[0] == ".." or unknown
