@@ -4,15 +4,23 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import asyncpg
 import pytest
+import redis.asyncio as aioredis
 
-from helikon import Session
+from helikon import Session, SessionInfo
 from helikon.sessions import postgres, redis, sqlite
 from helikon.testing import session_conformance as conformance
 
-# Every check applies to every durable backend (all three take an opener and are crash-safe).
+# Every check applies to every durable backend (all three take an opener, are crash-safe and list).
 CHECKS = conformance.checks_for(
-    conformance.ConformanceBackend(name="any", open=sqlite.open_session, opener="x:y", crash_safe=True)  # type: ignore[arg-type]
+    conformance.ConformanceBackend(
+        name="any",
+        open=sqlite.open_session,  # type: ignore[arg-type]
+        opener="x:y",
+        crash_safe=True,
+        list_sessions=sqlite.SqliteSession.list_sessions,
+    )
 )
 each_check = pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 
@@ -24,9 +32,15 @@ async def test_sqlite_conforms(check: conformance.Check, tmp_path: Path) -> None
     async def open_sqlite(session_id: str) -> Session:
         return await sqlite.open_session(session_id, path=path)
 
+    async def list_sqlite(*, limit: int, offset: int) -> list[SessionInfo]:
+        async with await sqlite.SqliteDatabase.open(path) as db:
+            await sqlite.SqliteSession.migrate(db)
+            return await sqlite.SqliteSession.list_sessions(db, limit=limit, offset=offset)
+
     backend = conformance.ConformanceBackend(
         name="sqlite",
         open=open_sqlite,
+        list_sessions=list_sqlite,
         opener="helikon.sessions.sqlite:open_session",
         opener_kwargs={"path": path},
         crash_safe=True,
@@ -39,9 +53,15 @@ async def test_postgres_conforms(check: conformance.Check, postgres_dsn: str) ->
     async def open_postgres(session_id: str) -> Session:
         return await postgres.open_session(session_id, dsn=postgres_dsn, max_size=2)
 
+    async def list_postgres(*, limit: int, offset: int) -> list[SessionInfo]:
+        async with asyncpg.create_pool(postgres_dsn, min_size=1, max_size=1) as pool:
+            await postgres.PostgresSession.migrate(pool)
+            return await postgres.PostgresSession.list_sessions(pool, limit=limit, offset=offset)
+
     backend = conformance.ConformanceBackend(
         name="postgres",
         open=open_postgres,
+        list_sessions=list_postgres,
         opener="helikon.sessions.postgres:open_session",
         opener_kwargs={"dsn": postgres_dsn, "max_size": 2},
         crash_safe=True,
@@ -54,9 +74,17 @@ async def test_redis_conforms(check: conformance.Check, redis_url: str) -> None:
     async def open_redis(session_id: str) -> Session:
         return await redis.open_session(session_id, url=redis_url)
 
+    async def list_redis(*, limit: int, offset: int) -> list[SessionInfo]:
+        client = aioredis.Redis.from_url(redis_url)
+        try:
+            return await redis.RedisSession.list_sessions(client, limit=limit, offset=offset)
+        finally:
+            await client.aclose()
+
     backend = conformance.ConformanceBackend(
         name="redis",
         open=open_redis,
+        list_sessions=list_redis,
         opener="helikon.sessions.redis:open_session",
         opener_kwargs={"url": redis_url},
         crash_safe=True,  # a Lua script runs whole: a killed client cannot tear an append

@@ -148,6 +148,7 @@ async def test_the_stored_format(postgres_pool: asyncpg.Pool) -> None:
         ("payload", "jsonb", "NO"),
         ("ts", "timestamp with time zone", "YES"),
         ("format", "integer", "NO"),
+        ("event_id", "text", "YES"),
     ]
     key = await postgres_pool.fetchval(
         "SELECT pg_get_constraintdef(oid) FROM pg_constraint WHERE conrelid = 'session_events'::regclass "
@@ -163,7 +164,7 @@ async def test_the_stored_format(postgres_pool: asyncpg.Pool) -> None:
         assert row["ts"] == event.ts
     assert [row["sequence"] for row in rows] == list(range(len(logged)))
     migrations = await postgres_pool.fetch("SELECT version, applied_at FROM helikon_schema_migrations")
-    assert [row["version"] for row in migrations] == [SCHEMA_VERSION]
+    assert [row["version"] for row in migrations] == [1, SCHEMA_VERSION]
     assert isinstance(migrations[0]["applied_at"], datetime)
 
 
@@ -362,7 +363,7 @@ async def test_concurrent_migrations_are_serialized_and_idempotent(postgres_pool
     await PostgresSession.migrate(postgres_pool)
     assert [
         tuple(row) for row in await postgres_pool.fetch("SELECT version FROM helikon_schema_migrations")
-    ] == [(SCHEMA_VERSION,)]
+    ] == [(1,), (SCHEMA_VERSION,)]
     sessions = await asyncio.gather(*(PostgresSession.open(postgres_pool, f"s{i}") for i in range(4)))
     await asyncio.gather(*(s.append([say(s.session_id)]) for s in sessions))
     assert await postgres_pool.fetchval("SELECT count(*) FROM session_events") == 4

@@ -13,7 +13,7 @@ from datetime import UTC, datetime
 import pytest
 import redis.asyncio as aioredis
 
-from helikon.core.codec import encode_event
+from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
 from helikon.core.items import TextPart
 from helikon.core.session import (
@@ -145,11 +145,17 @@ async def test_the_stored_format(redis_client: aioredis.Redis) -> None:
     raw = await redis_client.xrange("helikon:session:fmt:events")
     assert [entry_id for entry_id, _ in raw] == [f"{seq}-1".encode() for seq in range(6)]
     for seq, ((_, fields), event) in enumerate(zip(raw, logged, strict=True)):
-        assert list(fields) == [b"seq", b"kind", b"payload", b"ts"]
+        assert list(fields) == [b"seq", b"kind", b"payload", b"ts", b"v"]  # `id` only when chosen
+        assert fields[b"v"] == str(FORMAT_VERSION).encode()
         assert fields[b"seq"] == str(seq).encode() and fields[b"kind"] == event.type.encode()
         assert fields[b"payload"] == encode_event(event).encode()
         assert event.ts is not None and int(fields[b"ts"]) == nanoseconds(event.ts)
-    assert sorted(await redis_client.keys("*")) == [b"helikon:session:fmt:events", b"helikon:session:fmt:seq"]
+    assert sorted(await redis_client.keys("*")) == [
+        b"helikon:session:fmt:events",
+        b"helikon:session:fmt:meta",
+        b"helikon:session:fmt:seq",
+        b"helikon:sessions",
+    ]
 
 
 async def test_sessions_are_isolated(redis_client: aioredis.Redis) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import json
 import sqlite3
 import sys
 import threading
@@ -17,7 +18,7 @@ from typing import Any
 import pytest
 
 from helikon.core.codec import FORMAT_VERSION, encode_event
-from helikon.core.exceptions import SessionBackendError, SessionError, UserError
+from helikon.core.exceptions import SessionBackendError, SessionError, UnreadableSessionEvent, UserError
 from helikon.core.items import TextPart
 from helikon.core.session import (
     AssistantMessageEvent,
@@ -110,7 +111,7 @@ async def test_migrations_are_idempotent_and_create_the_documented_schema(
     await SqliteSession.migrate(db)
     await SqliteSession.open(db, "a")
     with raw(tmp_path / "sessions.db") as conn:
-        assert [v for (v, _) in conn.execute("SELECT * FROM helikon_schema_migrations")] == [1]
+        assert [v for (v, _) in conn.execute("SELECT * FROM helikon_schema_migrations")] == [1, 2]
         (applied_at,) = conn.execute("SELECT applied_at FROM helikon_schema_migrations").fetchone()
         assert datetime.fromisoformat(applied_at).tzinfo is not None
         columns = [(r[1], r[2], r[3], r[5]) for r in conn.execute("PRAGMA table_info(session_events)")]
@@ -121,12 +122,20 @@ async def test_migrations_are_idempotent_and_create_the_documented_schema(
             ("payload", "TEXT", 1, 0),
             ("ts", "TEXT", 1, 0),
             ("format", "INTEGER", 1, 0),
+            ("event_id", "TEXT", 0, 0),
+        ]
+        summary = [(r[1], r[2], r[3], r[5]) for r in conn.execute("PRAGMA table_info(helikon_sessions)")]
+        assert summary == [
+            ("session_id", "TEXT", 1, 1),
+            ("created", "TEXT", 1, 0),
+            ("title", "TEXT", 0, 0),
+            ("metadata", "TEXT", 1, 0),
         ]
         (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'session_events'").fetchone()
         assert "WITHOUT ROWID" in sql
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
         assert mode == "wal"
-    assert SCHEMA_VERSION == 1
+    assert SCHEMA_VERSION == 2
 
 
 async def test_concurrent_migrations_from_two_databases(tmp_path: Path) -> None:
@@ -139,13 +148,13 @@ async def test_concurrent_migrations_from_two_databases(tmp_path: Path) -> None:
             await asyncio.gather(a.append([say("a")]), b.append([say("b")]))
             assert sorted(texts(await a.events())) == ["a", "b"]
         with raw(path) as conn:
-            assert conn.execute("SELECT version FROM helikon_schema_migrations").fetchall() == [(1,)]
+            assert conn.execute("SELECT version FROM helikon_schema_migrations").fetchall() == [(1,), (2,)]
 
 
 async def test_a_newer_schema_version_is_left_alone(db: SqliteDatabase, tmp_path: Path) -> None:
     await SqliteSession.migrate(db)
     with raw(tmp_path / "sessions.db") as conn:
-        conn.execute("INSERT INTO helikon_schema_migrations VALUES (2, '2099-01-01T00:00:00Z')")
+        conn.execute("INSERT INTO helikon_schema_migrations VALUES (3, '2099-01-01T00:00:00Z')")
     session = await SqliteSession.open(db, "s")
     await session.append([say("still works")])
     assert texts(await session.events()) == ["still works"]
@@ -488,14 +497,14 @@ async def test_a_cancelled_append_that_has_not_started_writes_nothing(tmp_path: 
 # --- tolerant decoding -----------------------------------------------------------------------
 
 
+ROW = "INSERT INTO session_events (session_id, sequence, kind, payload, ts, format) VALUES (?, ?, ?, ?, ?, ?)"
+
+
 async def test_an_unknown_event_round_trips_verbatim(db: SqliteDatabase, tmp_path: Path) -> None:
     session = await SqliteSession.open(db, "from-the-future")
     payload = '{"type":"branch_switched","branch":"b2","ts":"2031-05-01T10:00:00Z","extra":{"ü":[1,2.5]}}'
-    with raw(tmp_path / "sessions.db") as conn:
-        conn.execute(
-            "INSERT INTO session_events VALUES ('from-the-future', 0, 'branch_switched', ?, ?, 2)",
-            (payload, "2031-05-01T10:00:00Z"),
-        )
+    with raw(tmp_path / "sessions.db") as conn:  # a format-1 row: unknown types are kept
+        conn.execute(ROW, ("from-the-future", 0, "branch_switched", payload, "2031-05-01T10:00:00Z", 1))
     await session.append([say("known")])
     [(seq, event), (seq2, known)] = await session.events()
     assert (seq, seq2) == (0, 1) and isinstance(known, UserMessageEvent)
@@ -511,6 +520,34 @@ async def test_an_unknown_event_round_trips_verbatim(db: SqliteDatabase, tmp_pat
         ).fetchone()
     assert row == ("branch_switched", payload, "2031-05-01T10:00:00Z")
     assert (await copy.events())[0].event == event
+
+
+async def test_format_2_keeps_unknown_events_only_when_ignorable(db: SqliteDatabase, tmp_path: Path) -> None:
+    session = await SqliteSession.open(db, "v2")
+    await session.append([say("first")])
+    kept = '{"type":"ui_note","ignorable":true,"text":"hi"}'
+    with raw(tmp_path / "sessions.db") as conn:
+        conn.execute(ROW, ("v2", 1, "ui_note", kept, "", 2))
+    [_, (seq, note)] = await session.events()
+    assert seq == 1 and note == UnknownEvent(type="ui_note", data=json.loads(kept), version=2)
+    with raw(tmp_path / "sessions.db") as conn:
+        conn.execute(ROW, ("v2", 2, "rewound", '{"type":"rewound","to_seq":0}', "", 2))
+    for read in (session.events, session.snapshot, SqliteSession.open_without_migrate(db, "v2").events):
+        with pytest.raises(
+            UnreadableSessionEvent, match=r"event 2 of session 'v2' has type 'rewound'"
+        ) as info:
+            await read()
+        assert (info.value.seq, info.value.version, info.value.kind) == (2, 2, "rewound")
+
+
+async def test_a_newer_format_is_refused_naming_the_event(db: SqliteDatabase, tmp_path: Path) -> None:
+    session = await SqliteSession.open(db, "v3")
+    with raw(tmp_path / "sessions.db") as conn:
+        conn.execute(ROW, ("v3", 0, "user_message", encode_event(say("hi")), "", 3))
+    with pytest.raises(UnreadableSessionEvent, match="event 0 of session 'v3' is stored in format version 3"):
+        await session.events()
+    with pytest.raises(UnreadableSessionEvent, match="upgrade paigasus-helikon"):
+        await session.records()
 
 
 @pytest.mark.parametrize(
@@ -529,7 +566,7 @@ async def test_an_undecodable_payload_comes_back_as_an_unknown_event(
     session = await SqliteSession.open(db, "bad")
     await session.append([say("first")])
     with raw(tmp_path / "sessions.db") as conn:
-        conn.execute("INSERT INTO session_events VALUES ('bad', 1, 'weird', ?, '', 1)", (payload,))
+        conn.execute(ROW, ("bad", 1, "weird", payload, "", 1))
     await session.append([say("last")])
     entries = await session.events()
     assert [e.seq for e in entries] == [0, 1, 2]

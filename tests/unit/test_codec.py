@@ -6,6 +6,7 @@ import json
 from datetime import UTC
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -101,7 +102,7 @@ def test_irregular_objects_fall_back_and_unknown_ones_are_kept() -> None:
     assert [type(e).__name__ for e in mixed] == ["UserMessageEvent", "UnknownEvent", "UnknownEvent"]
     assert mixed[2] == UnknownEvent(type="undecodable", data={"type": "undecodable", "raw": "{broken"})
     assert decode_events([]) == []
-    assert FORMAT_VERSION == 1
+    assert FORMAT_VERSION == 2
 
 
 def test_encoded_events_are_compact_json_with_the_books_tags() -> None:
@@ -183,3 +184,37 @@ def test_json_that_orjson_refuses_still_decodes_as_json_would() -> None:
     assert isinstance(unknown, UnknownEvent) and unknown.type == "measured"
     assert math.isnan(unknown.data["value"]) and unknown.data["big"] == 123456789012345678901234567890  # pyright: ignore[reportArgumentType]
     assert decode_events([good, odd])[1].type == "measured"
+
+
+def test_upgrade_reads_each_format_by_its_own_rules() -> None:
+    from helikon.core.codec import stored_version, upgrade, upgrade_all
+    from helikon.core.exceptions import UnreadableSessionEvent
+
+    unknown = decode_event('{"type":"rewound","to_seq":3}')
+    ignorable = decode_event('{"type":"ui_note","ignorable":true}')
+    known = UserMessageEvent(content=(TextPart(text="hi"),))
+    # Format 1: tolerant; the unknown event keeps its format, so it is written back as format 1.
+    old = upgrade(4, 1, unknown)
+    assert old == UnknownEvent(type="rewound", data={"type": "rewound", "to_seq": 3}, version=1)
+    assert stored_version(old) == 1 and stored_version(known) == FORMAT_VERSION
+    # Format 2: only an ignorable unknown event is kept.
+    assert upgrade(5, 2, ignorable) == UnknownEvent(type="ui_note", data=ignorable.data, version=2)  # type: ignore[union-attr]
+    with pytest.raises(UnreadableSessionEvent, match="event 6 of session 's' has type 'rewound'") as info:
+        upgrade(6, 2, unknown, "s")
+    assert (info.value.seq, info.value.version, info.value.kind, info.value.session_id) == (
+        6,
+        2,
+        "rewound",
+        "s",
+    )
+    # A newer format is refused, whatever the event.
+    with pytest.raises(UnreadableSessionEvent, match="format version 3, newer than the 2"):
+        upgrade(7, 3, known)
+    assert upgrade(8, 2, known) is known
+    # Many at once: one version for all, or one each.
+    assert upgrade_all("s", [0, 1], 2, [known, ignorable]) == [known, upgrade(1, 2, ignorable)]
+    assert upgrade_all("s", [0, 1], [1, 2], [unknown, known]) == [upgrade(0, 1, unknown), known]
+    with pytest.raises(UnreadableSessionEvent, match="event 1 "):
+        upgrade_all("s", [0, 1], [2, 2], [known, unknown])
+    with pytest.raises(UnreadableSessionEvent, match="event 0 "):
+        upgrade_all("s", [0], 9, [known])

@@ -1,11 +1,19 @@
-"""The stored form of session events: versioned, tolerant JSON.
+"""The stored form of session events: versioned JSON, upgraded on read.
 
-Every backend stores an event as the JSON object `encode_event` returns: the event's
-fields with a snake_case `type` tag and `ts` in RFC 3339 (UTC). This is storage format
-version `FORMAT_VERSION`. Decoding is tolerant: an object this version cannot decode (an
-unknown `type`, or a known one a newer writer changed) becomes an `UnknownEvent` that
-keeps the object verbatim, so no stored event ever makes a session unreadable, and an
-`UnknownEvent` is written back byte-for-byte equivalent.
+Every backend stores an event as the JSON object `encode_event` returns (the event's
+fields with a snake_case `type` tag and `ts` in RFC 3339, UTC) inside an envelope: its
+`seq`, a writer-chosen `id`, `ts`, and the format version `v` (`stored_version`). This
+version writes `FORMAT_VERSION` (2) and reads every earlier one; the storage is never
+rewritten, an old event is upgraded as it is read (`upgrade`, pure):
+
+- Format 1 (before ids): tolerant. An object this version cannot decode (an unknown
+  `type`, or a known one a newer writer changed) becomes an `UnknownEvent` that keeps the
+  object verbatim and is written back unchanged. Its id derives from session id and seq.
+- Format 2: the same payloads, and a writer's id per event. An unknown `type` is kept as
+  an `UnknownEvent` only when the payload says `"ignorable": true`; otherwise, like any
+  event from a format newer than `FORMAT_VERSION`, reading it raises
+  `UnreadableSessionEvent` (naming the seq): an older reader must not silently skip an
+  event that changes what the log means.
 
 Example:
     ```python
@@ -29,6 +37,7 @@ from collections.abc import Callable, Generator, Sequence
 from typing import Any, cast
 
 from ._fast_decode import IRREGULAR, fast_decode, fast_step
+from .exceptions import UnreadableSessionEvent
 from .items import Item
 from .session import (
     SESSION_EVENT_ADAPTER,
@@ -41,8 +50,68 @@ from .session import (
     project,
 )
 
-FORMAT_VERSION = 1
-"""The version of the stored event format `encode_event` writes."""
+FORMAT_VERSION = 2
+"""The newest stored event format: what this version writes, and the newest it reads."""
+
+
+def stored_version(event: SessionEvent) -> int:
+    """The format version `event` is stored in: `FORMAT_VERSION`, or an `UnknownEvent`'s own.
+
+    An `UnknownEvent` read from a format-1 row is written back as format 1, so it keeps
+    format 1's tolerant reading wherever it is copied.
+    """
+    return event.version if type(event) is UnknownEvent else FORMAT_VERSION
+
+
+def upgrade(seq: int, version: int, event: SessionEvent, session_id: str | None = None) -> SessionEvent:
+    """Read `event`, decoded from a row stored in format `version`, as this version's event.
+
+    Pure: the same row always gives the same event. Raises `UnreadableSessionEvent` for a
+    format newer than `FORMAT_VERSION`, and for a format-2 `UnknownEvent` not marked
+    ignorable. An `UnknownEvent` comes back carrying `version`.
+
+    Example:
+        ```python
+        from helikon.core.codec import decode_event, upgrade
+        from helikon.core.session import UnknownEvent
+
+        old = decode_event('{"type": "branch_switched", "branch": "b2"}')
+        assert upgrade(7, 1, old) == UnknownEvent(type="branch_switched", data=old.data, version=1)
+        ```
+    """
+    if version > FORMAT_VERSION:
+        kind = event.type
+        raise UnreadableSessionEvent(seq=seq, version=version, kind=kind, session_id=session_id)
+    if type(event) is UnknownEvent:
+        if version >= 2 and not event.ignorable:
+            raise UnreadableSessionEvent(seq=seq, version=version, kind=event.type, session_id=session_id)
+        if event.version != version:
+            return UnknownEvent(type=event.type, data=event.data, version=version)
+    return event
+
+
+def upgrade_all(
+    session_id: str | None, seqs: Sequence[int], versions: Sequence[int] | int, events: list[SessionEvent]
+) -> list[SessionEvent]:
+    """`upgrade` each of `events` (in place, and returned); `versions` is one per event, or one for all.
+
+    The common case (known events of a known format) costs one scan for `UnknownEvent`s.
+    """
+    if isinstance(versions, int):
+        if versions > FORMAT_VERSION and events:
+            upgrade(seqs[0], versions, events[0], session_id)  # raises
+        if UnknownEvent not in set(map(type, events)):
+            return events
+        for index, event in enumerate(events):
+            if type(event) is UnknownEvent:
+                events[index] = upgrade(seqs[index], versions, event, session_id)
+        return events
+    if max(versions, default=1) <= FORMAT_VERSION and UnknownEvent not in set(map(type, events)):
+        return events
+    for index, (version, event) in enumerate(zip(versions, events, strict=True)):
+        if version > FORMAT_VERSION or type(event) is UnknownEvent:
+            events[index] = upgrade(seqs[index], version, event, session_id)
+    return events
 
 
 def encode_event(event: SessionEvent) -> str:
@@ -219,4 +288,7 @@ __all__ = [
     "encode_event",
     "event_kind",
     "snapshot_from_payloads",
+    "stored_version",
+    "upgrade",
+    "upgrade_all",
 ]

@@ -15,7 +15,9 @@ HelikonError
 │   └── Denied                 the tool refused (not recoverable: the run fails)
 ├── SessionError               a session backend failed
 │   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)
-│   └── SessionBackendError    the backend reported an error (`SessionError.Backend`)
+│   ├── SessionBackendError    the backend reported an error (`SessionError.Backend`)
+│   ├── SessionConflict        `append(..., expected_seq=n)` found the log past `n`; nothing written
+│   └── UnreadableSessionEvent a stored event is from a newer format, or of an unknown, non-ignorable type
 └── RunError                   a run ended in `RunFailed`; `.error` is the `AgentError` carrier
     ├── MaxTurnsExceeded
     ├── MaxAgentDepthExceeded
@@ -177,6 +179,65 @@ class SessionBackendError(SessionError):
     """The session backend reported an error."""
 
 
+class SessionConflict(SessionError):
+    """`append(events, expected_seq=n)` found the log no longer ending at `n`: nothing was written.
+
+    Another writer appended first. Read the new events (`events(since=expected_seq)`),
+    decide again, and retry with `expected_seq=actual_seq`.
+
+    Attributes:
+        session_id: The session, when the backend knows it.
+        expected_seq: The last sequence number the writer had seen (-1: an empty log).
+        actual_seq: The log's actual last sequence number (-1: empty).
+    """
+
+    def __init__(self, *, expected_seq: int, actual_seq: int, session_id: str | None = None) -> None:
+        where = f"session {session_id!r}" if session_id is not None else "the session"
+        super().__init__(
+            f"{where} ends at seq {actual_seq}, not at expected_seq={expected_seq}: another writer "
+            f"appended first and nothing was written; read events(since={expected_seq}) and retry "
+            f"with expected_seq={actual_seq}"
+        )
+        self.session_id = session_id
+        self.expected_seq = expected_seq
+        self.actual_seq = actual_seq
+
+
+class UnreadableSessionEvent(SessionError):
+    """A stored event this version of helikon must not skip and cannot read.
+
+    Either its format version is newer than `helikon.core.codec.FORMAT_VERSION`, or it is
+    a format-2 (or later) event of a type this version does not know that its writer did
+    not mark `"ignorable": true`. Upgrade paigasus-helikon to read the session.
+
+    Attributes:
+        session_id: The session, when known.
+        seq: The event's sequence number.
+        version: The event's stored format version.
+        kind: The event's `type` tag (`None` if it has none).
+    """
+
+    def __init__(self, *, seq: int, version: int, kind: str | None, session_id: str | None = None) -> None:
+        from .codec import FORMAT_VERSION  # the codec imports this module
+
+        where = f"session {session_id!r}" if session_id is not None else "the session"
+        if version > FORMAT_VERSION:
+            why = f"is stored in format version {version}, newer than the {FORMAT_VERSION} this helikon reads"
+        else:
+            why = (
+                f"has type {kind!r}, which this helikon does not know and its writer did not mark "
+                '"ignorable": true'
+            )
+        super().__init__(
+            f"event {seq} of {where} {why}: upgrade paigasus-helikon (pip install -U paigasus-helikon) "
+            "to read this session"
+        )
+        self.session_id = session_id
+        self.seq = seq
+        self.version = version
+        self.kind = kind
+
+
 SessionError.Unavailable = SessionUnavailable
 SessionError.Backend = SessionBackendError
 
@@ -269,10 +330,12 @@ __all__ = [
     "RunError",
     "RunTimeout",
     "SessionBackendError",
+    "SessionConflict",
     "SessionError",
     "SessionUnavailable",
     "ToolError",
     "Transport",
     "Unavailable",
+    "UnreadableSessionEvent",
     "UserError",
 ]

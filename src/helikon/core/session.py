@@ -118,10 +118,29 @@ class UnknownEvent:
 
     It is kept verbatim, so it round-trips unchanged through `events()` and `append`;
     `project` skips it. `data` is the whole stored JSON object, `type` key included.
+
+    `version` is the stored format version it was read in (see `helikon.core.codec`) and
+    is written back with it. Format 1 keeps every unknown event; from format 2 on, a reader
+    keeps one only when its writer marked it `"ignorable": true` in `data`, and refuses the
+    session otherwise (`UnreadableSessionEvent`).
+
+    Example:
+        ```python
+        from helikon.core.session import UnknownEvent
+
+        note = UnknownEvent(type="ui_note", data={"type": "ui_note", "ignorable": True}, version=2)
+        assert note.ignorable
+        ```
     """
 
     type: str
     data: dict[str, JsonValue]
+    version: int = 1
+
+    @property
+    def ignorable(self) -> bool:
+        """Whether its writer marked it `"ignorable": true`: a reader that does not know it may skip it."""
+        return self.data.get("ignorable") is True
 
     @property
     def ts(self) -> datetime | None:
@@ -163,6 +182,37 @@ class SessionEntry(NamedTuple):
     event: SessionEvent
 
 
+class SessionRecord(NamedTuple):
+    """A stored event with its whole envelope, as the durable backends' `records()` return it.
+
+    `id` is the writer's (a UUID unless `append(..., ids=...)` chose it); an event stored
+    before ids existed (format 1) gets a stable one derived from the session id and `seq`.
+    `ts` is the event's timestamp (None if it has none); `version` its stored format version.
+    """
+
+    seq: SequenceId
+    id: str
+    ts: datetime | None
+    version: int
+    event: SessionEvent
+
+
+@carrier
+class SessionInfo:
+    """One session as a store lists it (`list_sessions`), read from a summary kept beside the log.
+
+    `created` and `updated` are the times of the first and last append (or metadata change),
+    `event_count` the number of events, `title` and `metadata` what `set_metadata` stored.
+    """
+
+    session_id: str
+    created: datetime
+    updated: datetime
+    event_count: int
+    title: str | None = None
+    metadata: dict[str, JsonValue] = field(default_factory=lambda: {})
+
+
 @carrier(kw_only=False)
 class ConversationSnapshot:
     """The conversation a model sees: the projection of a session's log."""
@@ -177,8 +227,24 @@ class Session(Protocol):
     `events(since)` is exclusive: `since=SequenceId(n)` returns the events after `n`.
     """
 
-    async def append(self, events: Sequence[SessionEvent]) -> None:
-        """Write `events` to the end of the log, atomically."""
+    async def append(
+        self,
+        events: Sequence[SessionEvent],
+        *,
+        ids: Sequence[str] | None = None,
+        expected_seq: int | None = None,
+    ) -> None:
+        """Write `events` to the end of the log, atomically: all of them or none.
+
+        Args:
+            events: The events, in order. An empty list writes nothing (and checks nothing).
+            ids: One unique id per event, chosen by the writer; default: a fresh UUID each.
+                Appending a batch whose ids are all stored already is a no-op, so retrying
+                a failed or timed-out append with the same ids never duplicates it (a batch
+                where only some are stored is a `UserError`).
+            expected_seq: The seq of the last event the writer saw (-1: an empty log). If
+                the log ends elsewhere, the append raises `SessionConflict` and writes nothing.
+        """
         ...
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
@@ -293,6 +359,8 @@ __all__ = [
     "Session",
     "SessionEntry",
     "SessionEvent",
+    "SessionInfo",
+    "SessionRecord",
     "ToolCalled",
     "ToolReturned",
     "UserMessageEvent",

@@ -14,17 +14,31 @@ CREATE TABLE session_events (
     payload    JSONB NOT NULL,           -- the event as `helikon.core.codec.encode_event` writes it
     ts         TIMESTAMPTZ,              -- the event's `ts`, NULL when it has none
     format     INT NOT NULL,             -- the payload's format version (FORMAT_VERSION)
+    event_id   TEXT,                     -- the id the writer chose, if it chose one (else NULL)
     PRIMARY KEY (session_id, sequence)
+);
+CREATE UNIQUE INDEX session_events_event_id ON session_events (session_id, event_id)
+    WHERE event_id IS NOT NULL;
+CREATE TABLE helikon_sessions (          -- one summary row per session, for list_sessions
+    session_id  TEXT PRIMARY KEY,
+    created     TIMESTAMPTZ NOT NULL,    -- first append (or metadata change)
+    updated     TIMESTAMPTZ NOT NULL,    -- last append (or metadata change)
+    event_count BIGINT NOT NULL,
+    title       TEXT,
+    metadata    JSONB NOT NULL DEFAULT '{}'
 );
 CREATE TABLE helikon_schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ);
 ```
+
+The summary row is written by the same statement as the events of each append.
 
 Requires the `sessions-postgres` extra: `pip install 'paigasus-helikon[sessions-postgres]'`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from types import TracebackType
@@ -37,10 +51,26 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.postgres needs asyncpg: pip install 'paigasus-helikon[sessions-postgres]'"
     ) from exc
 
+from helikon.core._envelope import (
+    check_expected_seq,
+    check_ids,
+    check_page,
+    legacy_event_id,
+    metadata_json,
+    partly_stored,
+)
+from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
-from helikon.core.codec import FORMAT_VERSION, decode_events, encode_event
-from helikon.core.exceptions import SessionError, SessionUnavailable, UserError
-from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry, SessionEvent
+from helikon.core.codec import decode_events, encode_event, stored_version, upgrade_all
+from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
+from helikon.core.session import (
+    ConversationSnapshot,
+    SequenceId,
+    SessionEntry,
+    SessionEvent,
+    SessionInfo,
+    SessionRecord,
+)
 
 Pool = asyncpg.Pool
 """The asyncpg connection pool type sessions run on."""
@@ -51,6 +81,8 @@ class _Connection(Protocol):
 
     async def execute(self, query: str, *args: object) -> str: ...
     async def fetch(self, query: str, *args: object) -> list[Sequence[Any]]: ...
+    async def fetchrow(self, query: str, *args: object) -> Sequence[Any]: ...
+    async def fetchval(self, query: str, *args: object) -> Any: ...
     def transaction(self, *, isolation: str) -> AbstractAsyncContextManager[object]: ...
 
 
@@ -63,7 +95,7 @@ class _Pool(Protocol):
     async def close(self) -> None: ...
 
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 """The newest version of the tables this module creates (a row of `helikon_schema_migrations`)."""
 
 MIGRATION_LOCK_KEY = 0x68656C696B6F6E01
@@ -84,22 +116,76 @@ _MIGRATIONS: tuple[tuple[int, str], ...] = (
         )
         """,
     ),
+    # Format 2: a writer-chosen id per event (NULL in earlier rows, which read with an id
+    # derived from session and seq) and a summary row per session, filled from the existing
+    # rows. No stored event is rewritten.
+    (
+        2,
+        """
+        ALTER TABLE session_events ADD COLUMN IF NOT EXISTS event_id TEXT;
+        CREATE UNIQUE INDEX IF NOT EXISTS session_events_event_id
+            ON session_events (session_id, event_id) WHERE event_id IS NOT NULL;
+        CREATE TABLE IF NOT EXISTS helikon_sessions (
+            session_id TEXT PRIMARY KEY,
+            created TIMESTAMPTZ NOT NULL,
+            updated TIMESTAMPTZ NOT NULL,
+            event_count BIGINT NOT NULL,
+            title TEXT,
+            metadata JSONB NOT NULL DEFAULT '{}'
+        );
+        INSERT INTO helikon_sessions (session_id, created, updated, event_count)
+            SELECT session_id, COALESCE(MIN(ts), now()), COALESCE(MAX(ts), now()), MAX(sequence) + 1
+            FROM session_events GROUP BY session_id
+        ON CONFLICT (session_id) DO NOTHING;
+        """,
+    ),
 )
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
 # MAX(sequence) is read in the INSERT, a statement after the lock's: under READ COMMITTED (set
 # explicitly, whatever the pool's default) it then sees every append committed before this one
 # took the lock. One statement can't do both: its snapshot would predate the lock.
+# One statement inserts the events (unless the log does not end at $7, the expected seq) and
+# updates the summary row; it returns the next seq it found and how many rows it inserted.
 _INSERT = """
-INSERT INTO session_events (session_id, sequence, kind, payload, ts, format)
-SELECT $1, next.first + event.ordinal - 1, event.kind, event.payload::jsonb, event.ts, $5
-FROM (SELECT COALESCE(MAX(sequence), -1) + 1 AS first FROM session_events WHERE session_id = $1) AS next,
-     unnest($2::text[], $3::text[], $4::timestamptz[]) WITH ORDINALITY AS event(kind, payload, ts, ordinal)
+WITH next AS (
+    SELECT COALESCE(MAX(sequence), -1) + 1 AS first FROM session_events WHERE session_id = $1
+), inserted AS (
+    INSERT INTO session_events (session_id, sequence, kind, payload, ts, format, event_id)
+    SELECT $1, next.first + event.ordinal - 1, event.kind, event.payload::jsonb, event.ts, event.format,
+           event.id
+    FROM next, unnest($2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
+        WITH ORDINALITY AS event(kind, payload, ts, format, id, ordinal)
+    WHERE $7::bigint IS NULL OR next.first = $7::bigint + 1
+    RETURNING sequence
+), summary AS (
+    INSERT INTO helikon_sessions (session_id, created, updated, event_count)
+    SELECT $1, now(), now(), MAX(sequence) + 1 FROM inserted HAVING count(*) > 0
+    ON CONFLICT (session_id) DO UPDATE SET updated = excluded.updated, event_count = excluded.event_count
+)
+SELECT (SELECT first FROM next), (SELECT count(*) FROM inserted)
 """
+_STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = $1 AND event_id = ANY($2::text[])"
 # payload::text: jsonb's text form (keys reordered, spaces added), decoded in one pass by decode_events.
 _SELECT = """
-SELECT sequence, payload::text FROM session_events
+SELECT sequence, payload::text, format FROM session_events
 WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
+"""
+_SELECT_RECORDS = """
+SELECT sequence, event_id, ts, format, payload::text FROM session_events
+WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
+"""
+_LIST = """
+SELECT session_id, created, updated, event_count, title, metadata::text FROM helikon_sessions
+ORDER BY updated DESC, session_id LIMIT $1 OFFSET $2
+"""
+_SET_METADATA = """
+INSERT INTO helikon_sessions (session_id, created, updated, event_count, title, metadata)
+VALUES ($1, now(), now(), (SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = $1),
+        $2, COALESCE($4::jsonb, '{}'))
+ON CONFLICT (session_id) DO UPDATE SET updated = excluded.updated,
+    title = CASE WHEN $3 THEN excluded.title ELSE helikon_sessions.title END,
+    metadata = COALESCE($4::jsonb, helikon_sessions.metadata)
 """
 
 
@@ -261,30 +347,133 @@ class PostgresSession:
         """The asyncpg pool this session uses."""
         return self._pool
 
-    async def append(self, events: Sequence[SessionEvent]) -> None:
+    async def append(
+        self,
+        events: Sequence[SessionEvent],
+        *,
+        ids: Sequence[str] | None = None,
+        expected_seq: int | None = None,
+    ) -> None:
         """Write `events` to the end of the log in one transaction; an empty list is a no-op.
 
+        See `Session.append` for `ids` (idempotent retries, also across processes) and
+        `expected_seq`; both are checked inside the append's transaction.
+
         Raises:
+            SessionConflict: The log does not end at `expected_seq`; nothing was written.
             SessionUnavailable: The server cannot be reached.
             SessionBackendError: The server refused, e.g. text holding a NUL character
                 (`jsonb` cannot store U+0000). Nothing was written.
+            UserError: Bad `ids` or `expected_seq`, or only some of the `ids` are stored.
         """
         self._check_open()
+        chosen = check_ids(events, ids)
+        expected = check_expected_seq(expected_seq)
         if not events:
             return
         kinds: list[str] = []
         payloads: list[str] = []
         stamps: list[datetime | None] = []
+        versions: list[int] = []
         for event in events:
             kinds.append(event.type)
             payloads.append(encode_event(event))
             stamps.append(event.ts)
+            versions.append(stored_version(event))
+        sid = self._session_id
         try:
-            async with self._db.acquire() as conn, conn.transaction(isolation="read_committed"):
-                await conn.execute(_LOCK, self._session_id)
-                await conn.execute(_INSERT, self._session_id, kinds, payloads, stamps, FORMAT_VERSION)
+            try:
+                async with self._db.acquire() as conn, conn.transaction(isolation="read_committed"):
+                    await conn.execute(_LOCK, sid)
+                    first, inserted = await conn.fetchrow(
+                        _INSERT, sid, kinds, payloads, stamps, versions, chosen, expected
+                    )
+                    if not inserted:  # only the expected seq stops a non-empty insert
+                        raise SessionConflict(
+                            expected_seq=cast(int, expected), actual_seq=first - 1, session_id=sid
+                        )
+            except (SessionConflict, asyncpg.UniqueViolationError):
+                # A retried append whose first attempt went through (ids are never deleted, so
+                # reading them after the rollback is safe) is a no-op; anything else stands.
+                if chosen is None or await self._stored(chosen) != len(chosen):
+                    raise
         except _ERRORS as exc:
             raise _translate(exc, "append") from exc
+
+    async def _stored(self, ids: list[str]) -> int:
+        """How many of `ids` the log holds; raises `UserError` when some but not all."""
+        stored = int(await self._db.fetchval(_STORED_IDS, self._session_id, ids))
+        if 0 < stored < len(ids):
+            raise partly_stored(self._session_id, stored, len(ids))
+        return stored
+
+    async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
+        """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
+
+        Read straight from the table (not cached): for audits, exports and checks of ids.
+
+        Raises:
+            UnreadableSessionEvent: An event of a newer format, or of an unknown type not
+                marked ignorable (see `helikon.core.codec`).
+        """
+        self._check_open()
+        try:
+            rows = await self._db.fetch(
+                _SELECT_RECORDS, self._session_id, -1 if since is None else int(since)
+            )
+        except _ERRORS as exc:
+            raise _translate(exc, "records") from exc
+        seqs = [int(row[0]) for row in rows]
+        events = upgrade_all(
+            self._session_id, seqs, [row[3] for row in rows], decode_events([r[4] for r in rows])
+        )
+        sid = self._session_id
+        return [
+            SessionRecord(SequenceId(seq), row[1] or legacy_event_id(sid, seq), row[2], row[3], event)
+            for seq, row, event in zip(seqs, rows, events, strict=True)
+        ]
+
+    async def set_metadata(
+        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
+    ) -> None:
+        """Set the title and/or metadata `list_sessions` shows (None: leave it as it is).
+
+        Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
+        """
+        self._check_open()
+        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"title must be a string or None, not {title!r}")
+        text = metadata_json(metadata)
+        try:
+            await self._db.fetch(_SET_METADATA, self._session_id, title, title is not None, text)
+        except _ERRORS as exc:
+            raise _translate(exc, "set_metadata") from exc
+
+    @staticmethod
+    async def list_sessions(pool: Pool, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions in the database, most recently updated first, from their summary rows.
+
+        No log is read. `offset` skips that many first (the next page: `offset + limit`).
+
+        Example:
+            `[info.session_id for info in await PostgresSession.list_sessions(pool, limit=20)]`
+        """
+        limit, offset = check_page(limit, offset)
+        try:
+            rows = await cast(_Pool, pool).fetch(_LIST, limit, offset)
+        except _ERRORS as exc:
+            raise _translate(exc, "list_sessions") from exc
+        return [
+            SessionInfo(
+                session_id=row[0],
+                created=row[1],
+                updated=row[2],
+                event_count=int(row[3]),
+                title=row[4],
+                metadata=json.loads(row[5]),
+            )
+            for row in rows
+        ]
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), in order, each event with its sequence number."""
@@ -303,8 +492,11 @@ class PostgresSession:
             rows = await self._db.fetch(_SELECT, self._session_id, after)
         except _ERRORS as exc:
             raise _translate(exc, action) from exc
-        decoded = decode_events([row[1] for row in rows])
-        return [SessionEntry(SequenceId(row[0]), event) for row, event in zip(rows, decoded, strict=True)]
+        seqs = [row[0] for row in rows]
+        decoded = upgrade_all(
+            self._session_id, seqs, [row[2] for row in rows], decode_events([r[1] for r in rows])
+        )
+        return [SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)]
 
     async def _refresh(self, action: str) -> None:
         """Fetch and decode what was appended after what this object has already read."""

@@ -1,15 +1,21 @@
 """`RedisSession`: a session's event log in a Redis stream (redis-py, asyncio).
 
-Each session is two keys: the stream `helikon:session:<id>:events`, one entry per event,
-and the counter `helikon:session:<id>:seq`, the number of sequence numbers handed out. An
-entry's ID is `<seq>-1` and its fields are
+Each session is four keys: the stream `helikon:session:<id>:events`, one entry per event;
+the counter `helikon:session:<id>:seq`, the number of sequence numbers handed out; the hash
+`helikon:session:<id>:ids`, each writer-chosen event id to its seq (what makes a retried
+append a no-op); and the summary hash `helikon:session:<id>:meta` (`created` and `updated` in
+milliseconds since the Unix epoch, `event_count`, `title`, `metadata` as JSON). The sorted
+set `helikon:sessions` holds every session id scored by its `updated`: what
+`list_sessions` pages through. An entry's ID is `<seq>-1` and its fields are
 
 | field | value |
 | --- | --- |
 | `seq` | the event's `SequenceId`, decimal (0, 1, 2, ...) |
 | `kind` | the event's `type` tag, e.g. `user_message` |
-| `payload` | the event as `helikon.core.codec.encode_event` writes it (JSON, format `FORMAT_VERSION`) |
+| `payload` | the event as `helikon.core.codec.encode_event` writes it (JSON) |
 | `ts` | the event's `ts` in nanoseconds since the Unix epoch, decimal; `0` when it has none |
+| `v` | the payload's format version (`FORMAT_VERSION`); absent in format-1 entries |
+| `id` | the id the writer chose for the event; absent if it chose none (and in format 1) |
 
 `append` is one Lua script, atomic on the server. helikon never trims the stream: run Redis
 with `maxmemory-policy noeviction`, since an evicted key is a lost log.
@@ -19,7 +25,9 @@ Requires the `sessions-redis` extra: `pip install 'paigasus-helikon[sessions-red
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import time
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from types import TracebackType
 from typing import Any, Self, cast
@@ -36,13 +44,32 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.redis needs redis-py: pip install 'paigasus-helikon[sessions-redis]'"
     ) from exc
 
+from helikon.core._envelope import (
+    check_expected_seq,
+    check_ids,
+    check_page,
+    legacy_event_id,
+    metadata_json,
+    partly_stored,
+)
+from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
-from helikon.core.codec import decode_events, decode_joined, encode_event
-from helikon.core.exceptions import SessionError, SessionUnavailable, UserError
-from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry, SessionEvent
+from helikon.core.codec import decode_events, decode_joined, encode_event, stored_version, upgrade_all
+from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
+from helikon.core.session import (
+    ConversationSnapshot,
+    SequenceId,
+    SessionEntry,
+    SessionEvent,
+    SessionInfo,
+    SessionRecord,
+)
 
 KEY_PREFIX = "helikon:session:"
 """Every key of a session starts with this, then the session id."""
+
+SESSIONS_KEY = "helikon:sessions"
+"""The sorted set of every session id, scored by its last update (ms): what `list_sessions` reads."""
 
 PAGE_SIZE = 1000
 """Entries `events()` reads per round trip (one `XRANGE ... COUNT` on the server)."""
@@ -50,12 +77,17 @@ PAGE_SIZE = 1000
 PAGE_BYTES = 8 * 1024 * 1024
 """A page also ends once its payloads pass this many bytes (after at least one entry)."""
 
-# KEYS[1] the stream, KEYS[2] the counter; ARGV[1] the number of events n, then kind, payload
-# and ts of each. Everything that can fail is checked before the first write, and Redis denies
-# an out-of-memory script only at its first write, so the script writes all or nothing.
+# KEYS: the stream, the counter, the ids hash, the summary hash, the sessions index. ARGV: the
+# number of events n, the expected seq ('' for none), whether the caller chose the ids ('1'),
+# the time (ms), the session id, then kind, payload, ts, format and id ('' if the caller chose
+# none: the entry then has no `id` field) of each event. Returns
+# {0, first seq} when written, {1, last seq} on a conflict, {2, last seq} for a retry already
+# stored, {3, how many} when only some of the ids are stored. Everything that can fail is
+# checked before the first write, and Redis denies an out-of-memory script only at its first
+# write, so the script writes all or nothing.
 APPEND_SCRIPT = """
 local n = tonumber(ARGV[1])
-if n == nil or n < 1 or #ARGV ~= 1 + 3 * n then
+if n == nil or n < 1 or #ARGV ~= 5 + 5 * n then
   return redis.error_reply('ERR helikon append: malformed arguments')
 end
 local first = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -70,33 +102,70 @@ if #top > 0 then
       .. ' at or past the counter ' .. KEYS[2] .. ' (' .. first .. '): the counter was lost or changed')
   end
 end
+if ARGV[3] == '1' then
+  local stored = 0
+  for i = 0, n - 1 do
+    stored = stored + redis.call('HEXISTS', KEYS[3], ARGV[10 + 5 * i])
+  end
+  if stored == n then return {2, first - 1} end
+  if stored > 0 then return {3, stored} end
+end
+if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= first - 1 then
+  return {1, first - 1}
+end
 redis.call('INCRBY', KEYS[2], n)
 for i = 0, n - 1 do
   local seq = string.format('%d', first + i)
-  redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[2 + 3 * i],
-    'payload', ARGV[3 + 3 * i], 'ts', ARGV[4 + 3 * i])
+  local id = ARGV[10 + 5 * i]
+  if id == '' then
+    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[6 + 5 * i],
+      'payload', ARGV[7 + 5 * i], 'ts', ARGV[8 + 5 * i], 'v', ARGV[9 + 5 * i])
+  else
+    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[6 + 5 * i],
+      'payload', ARGV[7 + 5 * i], 'ts', ARGV[8 + 5 * i], 'v', ARGV[9 + 5 * i], 'id', id)
+    redis.call('HSET', KEYS[3], id, seq)
+  end
 end
-return first
+redis.call('HSETNX', KEYS[4], 'created', ARGV[4])
+redis.call('HSET', KEYS[4], 'updated', ARGV[4], 'event_count', string.format('%d', first + n))
+redis.call('ZADD', KEYS[5], ARGV[4], ARGV[5])
+return {0, first}
 """
-"""The Lua script `append` runs (by `EVALSHA`): reserve `n` seqs with `INCRBY`, one `XADD` per event."""
+"""The Lua script `append` runs (by `EVALSHA`): check ids and expected seq, then one `XADD` per event."""
+
+# KEYS: the counter, the summary hash, the sessions index. ARGV: the time (ms), the session id,
+# whether to set the title ('1'), the title, the metadata JSON ('' to leave it).
+METADATA_SCRIPT = """
+redis.call('HSETNX', KEYS[2], 'created', ARGV[1])
+redis.call('HSETNX', KEYS[2], 'event_count', redis.call('GET', KEYS[1]) or '0')
+redis.call('HSET', KEYS[2], 'updated', ARGV[1])
+if ARGV[3] == '1' then redis.call('HSET', KEYS[2], 'title', ARGV[4]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], 'metadata', ARGV[5]) end
+redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
+return 1
+"""
+"""The Lua script `set_metadata` runs: update the summary hash and the sessions index together."""
 
 # KEYS[1] the stream; ARGV: the first entry ID, the page size, the byte budget. Returns whether
-# more may follow, the last entry ID read, the entries' seqs and payload lengths (comma
-# separated) and their payloads joined by commas: five values a page, however long it is, so the
+# more may follow, the last entry ID read, the entries' seqs, payload lengths and format versions
+# (comma separated) and their payloads joined by commas: six values a page, however long, so the
 # client parses almost nothing (XRANGE's reply is ~10 values per entry). Entries without a
 # `seq` or `payload` field (not written by helikon) are skipped.
 READ_SCRIPT = """
 local entries = redis.call('XRANGE', KEYS[1], ARGV[1], '+', 'COUNT', tonumber(ARGV[2]))
 local budget = tonumber(ARGV[3])
-local seqs, lengths, payloads = {}, {}, {}
+local seqs, lengths, versions, payloads = {}, {}, {}, {}
 local last, size, more = '', 0, 0
 if #entries == tonumber(ARGV[2]) then more = 1 end
 for _, entry in ipairs(entries) do
   local fields = entry[2]
   local seq, payload
+  local v = '1'
   for j = 1, #fields, 2 do
     local name = fields[j]
-    if name == 'seq' then seq = fields[j + 1] elseif name == 'payload' then payload = fields[j + 1] end
+    if name == 'seq' then seq = fields[j + 1]
+    elseif name == 'payload' then payload = fields[j + 1]
+    elseif name == 'v' then v = fields[j + 1] end
   end
   if seq and payload then
     if size > 0 and size + #payload > budget then
@@ -105,12 +174,14 @@ for _, entry in ipairs(entries) do
     end
     seqs[#seqs + 1] = seq
     lengths[#lengths + 1] = #payload
+    versions[#versions + 1] = v
     payloads[#payloads + 1] = payload
     size = size + #payload
   end
   last = entry[1]
 end
-return {more, last, table.concat(seqs, ','), table.concat(lengths, ','), table.concat(payloads, ',')}
+return {more, last, table.concat(seqs, ','), table.concat(lengths, ','), table.concat(versions, ','),
+  table.concat(payloads, ',')}
 """
 """The read-only Lua script `events()` runs (by `EVALSHA`) for each page of the stream."""
 
@@ -127,6 +198,34 @@ def stream_key(session_id: str) -> str:
 def counter_key(session_id: str) -> str:
     """The key of `session_id`'s sequence counter (how many seqs were handed out)."""
     return f"{KEY_PREFIX}{session_id}:seq"
+
+
+def ids_key(session_id: str) -> str:
+    """The key of the hash from each of `session_id`'s event ids to its seq."""
+    return f"{KEY_PREFIX}{session_id}:ids"
+
+
+def meta_key(session_id: str) -> str:
+    """The key of `session_id`'s summary hash (what `list_sessions` shows)."""
+    return f"{KEY_PREFIX}{session_id}:meta"
+
+
+def _millis() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _from_millis(value: bytes | str | None) -> datetime:
+    return datetime.fromtimestamp(int(value or 0) / 1000, UTC)
+
+
+def _entry_millis(entries: list[tuple[bytes, dict[bytes, bytes]]]) -> int:
+    """The `ts` of the first of `entries` in milliseconds (0: none)."""
+    fields = {_text(k): v for k, v in entries[0][1].items()} if entries else {}
+    return int(fields.get("ts", b"0") or 0) // 1_000_000
+
+
+def _from_nanoseconds(value: int) -> datetime | None:
+    return None if value == 0 else _EPOCH + timedelta(microseconds=value // 1000)
 
 
 def _nanoseconds(ts: datetime | None) -> int:
@@ -202,7 +301,10 @@ class RedisSession:
         "_client",
         "_closed",
         "_counter",
+        "_ids",
         "_log",
+        "_meta",
+        "_metadata",
         "_owns_client",
         "_read",
         "_session_id",
@@ -221,11 +323,14 @@ class RedisSession:
         self._session_id = _check_session_id(session_id)
         self._stream = stream_key(session_id)
         self._counter = counter_key(session_id)
+        self._ids = ids_key(session_id)
+        self._meta = meta_key(session_id)
         self._owns_client = owns_client
         self._closed = False
         self._log = LogCache()  # what this object has read: later reads fetch only the tail
         self._append = client.register_script(APPEND_SCRIPT)
         self._read = client.register_script(READ_SCRIPT)
+        self._metadata = client.register_script(METADATA_SCRIPT)
 
     @classmethod
     async def connect(cls, url: str, session_id: str) -> Self:
@@ -260,23 +365,189 @@ class RedisSession:
         """The Redis client this session uses."""
         return self._client
 
-    async def append(self, events: Sequence[SessionEvent]) -> None:
+    async def append(
+        self,
+        events: Sequence[SessionEvent],
+        *,
+        ids: Sequence[str] | None = None,
+        expected_seq: int | None = None,
+    ) -> None:
         """Write `events` to the end of the log, atomically; an empty list is a no-op.
 
+        See `Session.append` for `ids` (idempotent retries, also across processes) and
+        `expected_seq`; both are checked inside the append's Lua script.
+
         Raises:
+            SessionConflict: The log does not end at `expected_seq`; nothing was written.
             SessionUnavailable: The server cannot be reached.
             SessionBackendError: The server refused (e.g. out of memory). Nothing was written.
+            UserError: Bad `ids` or `expected_seq`, or only some of the `ids` are stored.
         """
         self._check_open()
+        chosen = check_ids(events, ids)
+        expected = check_expected_seq(expected_seq)
         if not events:
             return
-        args: list[str | int] = [len(events)]
-        for event in events:
-            args += (event.type, encode_event(event), _nanoseconds(event.ts))
+        args: list[str | int] = [
+            len(events),
+            "" if expected is None else expected,
+            "0" if chosen is None else "1",
+            _millis(),
+            self._session_id,
+        ]
+        for index, event in enumerate(events):
+            event_id = "" if chosen is None else chosen[index]
+            args += (event.type, encode_event(event), _nanoseconds(event.ts), stored_version(event), event_id)
+        keys = [self._stream, self._counter, self._ids, self._meta, SESSIONS_KEY]
         try:
-            await self._append(keys=[self._stream, self._counter], args=args)
+            status, value = cast("list[int]", await self._append(keys=keys, args=args))
         except _ERRORS as exc:
             raise _translate(exc, "append") from exc
+        if status == 1:
+            raise SessionConflict(
+                expected_seq=cast(int, expected), actual_seq=value, session_id=self._session_id
+            )
+        if status == 3:
+            raise partly_stored(self._session_id, value, len(events))
+
+    async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
+        """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
+
+        Read straight from the stream (not cached): for audits, exports and checks of ids.
+
+        Raises:
+            UnreadableSessionEvent: An event of a newer format, or of an unknown type not
+                marked ignorable (see `helikon.core.codec`).
+        """
+        self._check_open()
+        start = "-" if since is None or since < 0 else f"{int(since) + 1}"
+        found: list[tuple[int, str, datetime | None, int, bytes]] = []
+        try:
+            while True:
+                page = cast(
+                    "list[tuple[bytes, dict[bytes, bytes]]]",
+                    await self._client.xrange(self._stream, start, "+", count=PAGE_SIZE),  # pyright: ignore[reportUnknownMemberType]
+                )
+                for _, raw in page:
+                    fields = {_text(k): v for k, v in raw.items()}
+                    if "seq" not in fields or "payload" not in fields:
+                        continue  # not written by helikon
+                    seq = int(fields["seq"])
+                    event_id = (
+                        _text(fields["id"]) if "id" in fields else legacy_event_id(self._session_id, seq)
+                    )
+                    stamp = _from_nanoseconds(int(fields.get("ts", b"0") or 0))
+                    payload = fields["payload"]
+                    data = payload.encode() if isinstance(payload, str) else payload
+                    found.append((seq, event_id, stamp, int(fields.get("v", b"1")), data))
+                if len(page) < PAGE_SIZE:
+                    break
+                major, _, minor = _text(page[-1][0]).partition("-")
+                start = f"{major}-{int(minor) + 1}"
+        except _ERRORS as exc:
+            raise _translate(exc, "records") from exc
+        seqs = [row[0] for row in found]
+        events = upgrade_all(
+            self._session_id, seqs, [row[3] for row in found], decode_events([r[4] for r in found])
+        )
+        return [
+            SessionRecord(SequenceId(seq), event_id, stamp, version, event)
+            for (seq, event_id, stamp, version, _), event in zip(found, events, strict=True)
+        ]
+
+    async def set_metadata(
+        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
+    ) -> None:
+        """Set the title and/or metadata `list_sessions` shows (None: leave it as it is).
+
+        Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
+        """
+        self._check_open()
+        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"title must be a string or None, not {title!r}")
+        text = metadata_json(metadata) or ""
+        args: list[str | int] = [
+            _millis(),
+            self._session_id,
+            "0" if title is None else "1",
+            title or "",
+            text,
+        ]
+        try:
+            await self._metadata(keys=[self._counter, self._meta, SESSIONS_KEY], args=args)
+        except _ERRORS as exc:
+            raise _translate(exc, "set_metadata") from exc
+
+    @staticmethod
+    async def list_sessions(
+        client: aioredis.Redis, *, limit: int = 100, offset: int = 0
+    ) -> list[SessionInfo]:
+        """The sessions on `client`'s server, most recently updated first, from their summary hashes.
+
+        No log is read: one `ZREVRANGE` on `helikon:sessions` and one `HGETALL` per session,
+        pipelined. `offset` skips that many first (the next page: `offset + limit`). Sessions
+        written before format 2 are listed once `RedisSession.migrate(client)` ran.
+
+        Example:
+            `[info.session_id for info in await RedisSession.list_sessions(client, limit=20)]`
+        """
+        limit, offset = check_page(limit, offset)
+        try:
+            top = client.zrevrange(SESSIONS_KEY, offset, offset + limit - 1)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            names = cast("list[bytes | str]", await top)
+            async with client.pipeline(transaction=False) as pipe:
+                for name in names:
+                    pipe.hgetall(meta_key(_text(name)))  # pyright: ignore[reportUnknownMemberType]
+                hashes = cast("list[dict[bytes | str, bytes | str]]", await pipe.execute())  # pyright: ignore[reportUnknownMemberType]
+        except _ERRORS as exc:
+            raise _translate(exc, "list_sessions") from exc
+        out: list[SessionInfo] = []
+        for name, raw in zip(names, hashes, strict=True):
+            fields = {_text(k): _text(v) for k, v in raw.items()}
+            out.append(
+                SessionInfo(
+                    session_id=_text(name),
+                    created=_from_millis(fields.get("created")),
+                    updated=_from_millis(fields.get("updated")),
+                    event_count=int(fields.get("event_count", "0")),
+                    title=fields.get("title"),
+                    metadata=json.loads(fields["metadata"]) if fields.get("metadata") else {},
+                )
+            )
+        return out
+
+    @staticmethod
+    async def migrate(client: aioredis.Redis) -> int:
+        """Give every session written before format 2 its summary hash, so `list_sessions` shows it.
+
+        Scans for session streams (`SCAN`), and for each without a summary hash reads its
+        counter and its first and last entries; no entry is rewritten. Idempotent; returns
+        how many sessions it added. Run it once after upgrading from format 1.
+        """
+        added = 0
+        suffix = ":events"
+        try:
+            async for key in client.scan_iter(match=f"{KEY_PREFIX}*{suffix}", _type="stream"):  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+                name = _text(cast("bytes | str", key))
+                session_id = name[len(KEY_PREFIX) : -len(suffix)]
+                if await client.exists(meta_key(session_id)):  # pyright: ignore[reportUnknownMemberType]
+                    continue
+                first = cast("list[tuple[bytes, dict[bytes, bytes]]]", await client.xrange(name, count=1))  # pyright: ignore[reportUnknownMemberType]
+                last = cast("list[tuple[bytes, dict[bytes, bytes]]]", await client.xrevrange(name, count=1))  # pyright: ignore[reportUnknownMemberType]
+                stored_count: bytes | str | None = await client.get(counter_key(session_id))  # pyright: ignore[reportUnknownMemberType]
+                count = int(stored_count or 0)
+                now = _millis()
+                created, updated = _entry_millis(first) or now, _entry_millis(last) or now
+                async with client.pipeline(transaction=True) as pipe:
+                    pipe.hsetnx(meta_key(session_id), "created", created)  # pyright: ignore[reportUnknownMemberType]
+                    pipe.hsetnx(meta_key(session_id), "updated", updated)  # pyright: ignore[reportUnknownMemberType]
+                    pipe.hsetnx(meta_key(session_id), "event_count", count)  # pyright: ignore[reportUnknownMemberType]
+                    pipe.zadd(SESSIONS_KEY, {session_id: updated}, nx=True)  # pyright: ignore[reportUnknownMemberType]
+                    await pipe.execute()  # pyright: ignore[reportUnknownMemberType]
+                added += 1
+        except _ERRORS as exc:
+            raise _translate(exc, "migrate") from exc
+        return added
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), in order, each event with its sequence number."""
@@ -290,25 +561,30 @@ class RedisSession:
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         pages = await self._read_pages(after, action)
-        seqs = [seq for page_seqs, _, _ in pages for seq in page_seqs]
+        seqs = [seq for page in pages for seq in page[0]]
+        sid = self._session_id
         if seqs and seqs == list(range(after + 1, after + 1 + len(seqs))):
             # The usual case: the pages hold exactly the next seqs, so their comma-joined
             # payloads decode in one pass.
-            decoded = decode_joined(b",".join(blob for _, _, blob in pages).decode(), len(seqs))
+            decoded = decode_joined(b",".join(page[3] for page in pages).decode(), len(seqs))
             if decoded is not None:
+                versions = [v for page in pages for v in page[2]]
+                decoded = upgrade_all(sid, seqs, versions, decoded)
                 return [
                     SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)
                 ]
         kept: list[int] = []
+        kept_versions: list[int] = []
         payloads: list[bytes] = []
-        for page_seqs, lengths, blob in pages:  # entry by entry: skips, gaps, a damaged payload
+        for page_seqs, lengths, versions, blob in pages:  # entry by entry: skips, gaps, a damaged payload
             offset = 0
-            for seq, length in zip(page_seqs, lengths, strict=True):
+            for seq, length, version in zip(page_seqs, lengths, versions, strict=True):
                 if seq > after:  # the seq field is the truth, the ID only a way to seek
                     kept.append(seq)
+                    kept_versions.append(version)
                     payloads.append(blob[offset : offset + length])
                 offset += length + 1  # and the comma
-        decoded = decode_events(payloads)
+        decoded = upgrade_all(sid, kept, kept_versions, decode_events(payloads))
         return [SessionEntry(SequenceId(seq), event) for seq, event in zip(kept, decoded, strict=True)]
 
     async def _refresh(self, action: str) -> None:
@@ -317,18 +593,20 @@ class RedisSession:
             self._log.clear()  # the stream no longer continues what we read
             self._log.extend(await self._fetch(-1, action))
 
-    async def _read_pages(self, after: int, action: str) -> list[tuple[list[int], list[int], bytes]]:
-        """The entries from seq `after + 1` on: per page, their seqs, payload lengths and joined payloads."""
+    async def _read_pages(
+        self, after: int, action: str
+    ) -> list[tuple[list[int], list[int], list[int], bytes]]:
+        """The entries from seq `after + 1` on: per page, seqs, payload lengths, versions, joined payloads."""
         self._check_open()
         start = "-" if after < 0 else f"{after + 1}"  # entry IDs are `<seq>-1`: seek, don't scan
-        pages: list[tuple[list[int], list[int], bytes]] = []
+        pages: list[tuple[list[int], list[int], list[int], bytes]] = []
         try:
             while True:
                 reply = await self._read(keys=[self._stream], args=[start, PAGE_SIZE, PAGE_BYTES])
-                more, last, page_seqs, lengths, blob = cast("list[Any]", reply)
+                more, last, page_seqs, lengths, versions, blob = cast("list[Any]", reply)
                 if page_seqs:
                     data = blob.encode() if isinstance(blob, str) else blob
-                    pages.append((_ints(page_seqs), _ints(lengths), data))
+                    pages.append((_ints(page_seqs), _ints(lengths), _ints(versions), data))
                 if not int(more):
                     return pages
                 major, _, minor = _text(last).partition("-")
@@ -374,11 +652,15 @@ async def open_session(session_id: str, *, url: str) -> RedisSession:
 __all__ = [
     "APPEND_SCRIPT",
     "KEY_PREFIX",
+    "METADATA_SCRIPT",
     "PAGE_BYTES",
     "PAGE_SIZE",
     "READ_SCRIPT",
+    "SESSIONS_KEY",
     "RedisSession",
     "counter_key",
+    "ids_key",
+    "meta_key",
     "open_session",
     "stream_key",
 ]

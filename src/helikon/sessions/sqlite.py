@@ -4,8 +4,10 @@ Standard library `sqlite3` only. Every blocking call runs on the worker thread o
 `SqliteDatabase` (one connection each), never on the event loop. Appends serialize on
 SQLite's write lock (`BEGIN IMMEDIATE`), so each session's sequence numbers stay
 contiguous whatever the number of writers. The stored format (`docs/sessions-sqlite.md`)
-is stable: table `session_events(session_id, sequence, kind, payload, ts, format)`, one
-row per event, `payload` being `helikon.core.codec.encode_event`'s JSON.
+is stable: table `session_events(session_id, sequence, kind, payload, ts, format,
+event_id)`, one row per event, `payload` being `helikon.core.codec.encode_event`'s JSON,
+and `helikon_sessions`, one row per session (its creation time, title and metadata),
+inserted by the session's first append.
 """
 
 from __future__ import annotations
@@ -13,12 +15,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import json
 import math
 import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from queue import SimpleQueue
 from types import TracebackType
@@ -32,23 +35,36 @@ except ImportError as exc:  # pragma: no cover - a Python built without SQLite
         "library's sqlite3 module, which this Python was built without"
     ) from exc
 
+from helikon.core._envelope import (
+    check_expected_seq,
+    check_ids,
+    check_page,
+    legacy_event_id,
+    metadata_json,
+    partly_stored,
+)
+from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
 from helikon.core.codec import (
     FORMAT_VERSION,
     decode_events,
     decode_joined,
     encode_event,
+    stored_version,
+    upgrade_all,
 )
-from helikon.core.exceptions import SessionBackendError, SessionError, UserError
+from helikon.core.exceptions import SessionBackendError, SessionConflict, SessionError, UserError
 from helikon.core.session import (
     ConversationSnapshot,
     SequenceId,
     SessionEntry,
     SessionEvent,
+    SessionInfo,
+    SessionRecord,
     UnknownEvent,
 )
 
-SCHEMA_VERSION: Final = 1
+SCHEMA_VERSION: Final = 2
 """The newest schema migration this version of helikon knows and applies."""
 
 _MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
@@ -56,6 +72,20 @@ _MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
             session_id TEXT NOT NULL, sequence INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
             ts TEXT NOT NULL, format INTEGER NOT NULL, PRIMARY KEY (session_id, sequence)
         ) WITHOUT ROWID""",)),
+    # Format 2: a writer-chosen id per event (NULL in rows written before, or when the writer
+    # chose none: those read with an id derived from session and seq), and a row per session
+    # for `list_sessions`, filled from the existing rows. No stored event is rewritten.
+    (2, (
+        "ALTER TABLE session_events ADD COLUMN event_id TEXT",
+        """CREATE UNIQUE INDEX IF NOT EXISTS session_events_event_id
+            ON session_events (session_id, event_id) WHERE event_id IS NOT NULL""",
+        """CREATE TABLE IF NOT EXISTS helikon_sessions (
+            session_id TEXT NOT NULL PRIMARY KEY, created TEXT NOT NULL, title TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        ) WITHOUT ROWID""",
+        """INSERT OR IGNORE INTO helikon_sessions (session_id, created)
+            SELECT session_id, COALESCE(MIN(NULLIF(ts, '')), '') FROM session_events GROUP BY session_id""",
+    )),
 )  # fmt: skip
 _CREATE_MIGRATIONS = (
     "CREATE TABLE IF NOT EXISTS helikon_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)"
@@ -64,16 +94,42 @@ _APPLIED = "SELECT version FROM helikon_schema_migrations"
 _RECORD = "INSERT INTO helikon_schema_migrations (version, applied_at) VALUES (?, ?)"
 _NEXT = "SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = ?"
 _INSERT = (
-    "INSERT INTO session_events (session_id, sequence, kind, payload, ts, format) VALUES (?, ?, ?, ?, ?, ?)"
+    "INSERT INTO session_events (session_id, sequence, kind, payload, ts, format, event_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
 )
+# Only a session's first append writes its row: an ignored insert dirties no page, while an
+# update per append would add a page to every commit (measured: a third of the append rate).
+_SUMMARY = "INSERT OR IGNORE INTO helikon_sessions (session_id, created) VALUES (?, ?)"
+_STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = ? AND event_id IN ({})"
 _SELECT = (
-    "SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? ORDER BY sequence "
-    "LIMIT ?"
+    "SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
+    "ORDER BY sequence LIMIT ?"
 )
 _SELECT_JOINED = (
-    "SELECT count(*), min(sequence), max(sequence), group_concat(sequence, ','), group_concat(payload, ',') "
-    "FROM (SELECT sequence, payload FROM session_events WHERE session_id = ? AND sequence > ? "
+    "SELECT count(*), min(sequence), max(sequence), group_concat(sequence, ','), group_concat(payload, ','), "
+    "min(format), max(format) "
+    "FROM (SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
     "ORDER BY sequence)"
+)
+_SELECT_RECORDS = (
+    "SELECT sequence, event_id, ts, format, payload FROM session_events "
+    "WHERE session_id = ? AND sequence > ? ORDER BY sequence"
+)
+# A session's event count and last update come from its last event: one primary-key seek
+# each (the log itself is not read).
+_LIST = """
+SELECT s.session_id, s.created,
+    COALESCE((SELECT NULLIF(e.ts, '') FROM session_events e WHERE e.session_id = s.session_id
+              ORDER BY e.sequence DESC LIMIT 1), s.created) AS updated,
+    (SELECT COALESCE(MAX(e.sequence), -1) + 1 FROM session_events e WHERE e.session_id = s.session_id),
+    s.title, s.metadata
+FROM helikon_sessions s ORDER BY updated DESC, s.session_id LIMIT ? OFFSET ?
+"""
+_SET_METADATA = (
+    "INSERT INTO helikon_sessions (session_id, created, title, metadata) "
+    "VALUES (?1, ?2, ?3, COALESCE(?4, '{}')) "
+    "ON CONFLICT (session_id) DO UPDATE SET "
+    "title = CASE WHEN ?5 THEN excluded.title ELSE title END, metadata = COALESCE(?4, metadata)"
 )
 # What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
 _new_entry: Callable[[tuple[SequenceId, SessionEvent]], SessionEntry] = functools.partial(
@@ -184,7 +240,9 @@ def _connect(path: str, busy_timeout: float, synchronous: str, journal_mode: str
     return conn
 
 
-def _connect_inline(path: str, synchronous: str, journal_mode: str) -> sqlite3.Connection | None:
+def _connect_inline(
+    path: str, synchronous: str, journal_mode: str, busy_timeout: float
+) -> sqlite3.Connection | None:
     """The loop thread's own connection, when committing on it cannot block.
 
     Only in WAL mode with `synchronous` NORMAL or OFF, where a commit appends pages to the
@@ -193,10 +251,13 @@ def _connect_inline(path: str, synchronous: str, journal_mode: str) -> sqlite3.C
     """
     if journal_mode != "WAL" or synchronous not in ("NORMAL", "OFF"):
         return None
-    conn = sqlite3.connect(path, timeout=0.0, isolation_level=None, check_same_thread=False)
+    # Set up while waiting like any connection (another process may be switching the file to
+    # WAL right now), then never wait again.
+    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
     try:
         conn.execute(f"PRAGMA synchronous={synchronous}")
         conn.execute("PRAGMA wal_autocheckpoint=0")
+        conn.execute("PRAGMA busy_timeout=0")
     except BaseException:
         conn.close()
         raise
@@ -219,7 +280,7 @@ def _start(
             ready.get_loop().call_soon_threadsafe(_reject, ready, exc)
         return
     try:
-        second = _connect_inline(settings[0], settings[2], settings[3]) if inline else None
+        second = _connect_inline(settings[0], settings[2], settings[3], settings[1]) if inline else None
     except BaseException as exc:
         conn.close()
         with contextlib.suppress(RuntimeError):
@@ -463,21 +524,67 @@ def _migrate(cur: sqlite3.Cursor) -> None:
         raise
 
 
-def _append(cur: sqlite3.Cursor, session_id: str, rows: list[tuple[str, str, str]]) -> None:
+def _append(
+    cur: sqlite3.Cursor,
+    session_id: str,
+    rows: list[_Row],
+    ids: list[str] | None,
+    expected: int | None,
+    created: str,
+) -> None:
+    """One append's transaction: check `expected`, insert the rows and (the first time) the session's.
+
+    `ids`: the caller's, so they may be stored already (a retried append). The unique index
+    on ids finds that on the insert, without a read on the common path.
+    """
     cur.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for the write lock
     try:
         (seq,) = cur.execute(_NEXT, (session_id,)).fetchone()
-        if len(rows) == 1:
-            kind, payload, ts = rows[0]
-            cur.execute(_INSERT, (session_id, seq, kind, payload, ts, FORMAT_VERSION))
-        else:
-            cur.executemany(
-                _INSERT, [(session_id, seq + i, k, p, t, FORMAT_VERSION) for i, (k, p, t) in enumerate(rows)]
-            )
+        if expected is not None and expected != seq - 1:
+            if ids is not None and _count_stored(cur, session_id, ids) == len(ids):
+                cur.execute("ROLLBACK")
+                return  # the retry of an append that went through
+            raise SessionConflict(expected_seq=expected, actual_seq=seq - 1, session_id=session_id)
+        try:
+            if len(rows) == 1:
+                kind, payload, ts, version = rows[0]
+                cur.execute(_INSERT, (session_id, seq, kind, payload, ts, version, ids and ids[0]))
+            else:
+                cur.executemany(
+                    _INSERT,
+                    [
+                        (session_id, seq + i, k, p, t, v, ids and ids[i])
+                        for i, (k, p, t, v) in enumerate(rows)
+                    ],
+                )
+        except sqlite3.IntegrityError:
+            if ids is None:
+                raise
+            _rollback(cur)  # before counting: the rows inserted so far would count too
+            if _count_stored(cur, session_id, ids) == len(ids):
+                return
+            raise
+        if seq == 0:  # the session's first append (migration 2 added the sessions before it)
+            cur.execute(_SUMMARY, (session_id, created))
         cur.execute("COMMIT")
     except BaseException:
         _rollback(cur)
         raise
+
+
+def _count_stored(cur: sqlite3.Cursor, session_id: str, ids: list[str]) -> int:
+    """How many of `ids` session `session_id` holds; raises if some but not all."""
+    stored = 0
+    for start in range(0, len(ids), 500):  # SQLite caps the parameters of one statement
+        chunk = ids[start : start + 500]
+        (count,) = cur.execute(
+            _STORED_IDS.format(",".join("?" * len(chunk))), (session_id, *chunk)
+        ).fetchone()
+        stored += count
+    if 0 < stored < len(ids):
+        _rollback(cur)
+        raise partly_stored(session_id, stored, len(ids))
+    return stored
 
 
 def _rollback(cur: sqlite3.Cursor) -> None:
@@ -488,28 +595,50 @@ def _rollback(cur: sqlite3.Cursor) -> None:
 
 def _read(
     cur: sqlite3.Cursor, session_id: str, since: int, limit: int = -1
-) -> tuple[tuple[SequenceId, ...], tuple[str, ...]]:
-    rows: list[tuple[SequenceId, str]] = cur.execute(_SELECT, (session_id, since, limit)).fetchall()
+) -> tuple[tuple[SequenceId, ...], tuple[str, ...], tuple[int, ...]]:
+    rows: list[tuple[SequenceId, str, int]] = cur.execute(_SELECT, (session_id, since, limit)).fetchall()
     if not rows:
-        return (), ()
-    seqs, payloads = zip(*rows, strict=True)
-    return seqs, payloads
+        return (), (), ()
+    seqs, payloads, versions = zip(*rows, strict=True)
+    return seqs, payloads, versions
 
 
-def _read_joined(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[int, int, str] | None:
-    """The payloads after `since` as one comma-joined string: (count, first sequence, text).
+def _read_joined(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[int, int, str, int, int] | None:
+    """The payloads after `since` as one comma-joined string: (count, first seq, text, min and max format).
 
     Fetching one aggregate value costs a fraction of fetching one row per event. None when
     the aggregate's order cannot be confirmed to be the sequence order (SQLite before 3.44
     has no ORDER BY inside `group_concat`; the ordered subquery gives it in practice, and
     the joined sequence numbers check it).
     """
-    count, first, last, seqs, text = cur.execute(_SELECT_JOINED, (session_id, since)).fetchone()
+    count, first, last, seqs, text, low, high = cur.execute(_SELECT_JOINED, (session_id, since)).fetchone()
     if not count:
-        return 0, 0, ""
+        return 0, 0, "", FORMAT_VERSION, FORMAT_VERSION
     if last - first + 1 != count or seqs != ",".join(map(str, range(first, last + 1))):
         return None
-    return count, first, text
+    return count, first, text, low, high
+
+
+def _read_records(
+    cur: sqlite3.Cursor, session_id: str, since: int
+) -> list[tuple[int, str | None, str, int, str]]:
+    return cur.execute(_SELECT_RECORDS, (session_id, since)).fetchall()
+
+
+def _list(cur: sqlite3.Cursor, limit: int, offset: int) -> list[tuple[str, str, str, int, str | None, str]]:
+    return cur.execute(_LIST, (limit, offset)).fetchall()
+
+
+def _set_metadata(
+    cur: sqlite3.Cursor, session_id: str, now: str, title: str | None, set_title: bool, metadata: str | None
+) -> None:
+    cur.execute("BEGIN IMMEDIATE")
+    try:
+        cur.execute(_SET_METADATA, (session_id, now, title, metadata, set_title))
+        cur.execute("COMMIT")
+    except BaseException:
+        _rollback(cur)
+        raise
 
 
 def _check_session_id(session_id: object) -> str:
@@ -524,11 +653,40 @@ def _rfc3339(ts: datetime) -> str:
     return ts.isoformat(timespec="microseconds")[:-6] + "Z"
 
 
-def _row(event: SessionEvent) -> tuple[str, str, str]:
+_Row = tuple[str, str, str, int]  # kind, payload, ts, format version
+
+
+def _row(event: SessionEvent) -> _Row:
     if isinstance(event, UnknownEvent):
         ts = event.data.get("ts")
-        return (event.type, encode_event(event), ts if isinstance(ts, str) else "")
-    return (event.type, encode_event(event), _rfc3339(event.ts))
+        return (event.type, encode_event(event), ts if isinstance(ts, str) else "", stored_version(event))
+    return (event.type, encode_event(event), _rfc3339(event.ts), FORMAT_VERSION)
+
+
+def _all_known(events: list[SessionEvent], newest: int) -> bool:
+    return newest <= FORMAT_VERSION and UnknownEvent not in set(map(type, events))
+
+
+def _parse_ts(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def _info(row: tuple[str, str, str, int, str | None, str]) -> SessionInfo:
+    session_id, created, updated, count, title, metadata = row
+    epoch = datetime.fromtimestamp(0, UTC)
+    return SessionInfo(
+        session_id=session_id,
+        created=_parse_ts(created) or epoch,
+        updated=_parse_ts(updated) or epoch,
+        event_count=count,
+        title=title,
+        metadata=json.loads(metadata) if metadata else {},
+    )
 
 
 # --- the session -------------------------------------------------------------------------------
@@ -601,27 +759,96 @@ class SqliteSession:
     def __repr__(self) -> str:
         return f"SqliteSession({self._session_id!r}, {self._db.path!r})"
 
-    async def append(self, events: Sequence[SessionEvent]) -> None:
+    async def append(
+        self,
+        events: Sequence[SessionEvent],
+        *,
+        ids: Sequence[str] | None = None,
+        expected_seq: int | None = None,
+    ) -> None:
         """Write `events` to the end of the log in one transaction: all of them or none.
 
+        See `Session.append` for `ids` (idempotent retries, also across processes) and
+        `expected_seq`; both are checked inside the append's transaction.
+
         Raises:
+            SessionConflict: The log does not end at `expected_seq`; nothing was written.
             SessionBackendError: SQLite failed, e.g. "database is locked" once `busy_timeout`
                 ran out; nothing was written and the session stays usable.
+            UserError: Bad `ids` or `expected_seq`, or only some of the `ids` are stored.
         """
         if self._closed:
             raise UserError(f"{self!r} is closed")
+        chosen = check_ids(events, ids)
+        expected = check_expected_seq(expected_seq)
         if not events:
             return
         rows = [_row(e) for e in events]
+        created = rows[0][2] or _rfc3339(datetime.now(UTC))  # the first event's ts, already formatted
+        args = (self._session_id, rows, chosen, expected, created)
         db = self._db
         if (
             db._can_inline()
-            and sum(len(payload) for _, payload, _ in rows) <= _INLINE_MAX_BYTES
-            and db._inline(_append, self._session_id, rows) is not BUSY
+            and sum(len(row[1]) for row in rows) <= _INLINE_MAX_BYTES
+            and db._inline(_append, *args) is not BUSY
         ):
             db._committed_inline()
             return
-        await db._run(_append, self._session_id, rows)
+        await db._run(_append, *args)
+
+    async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
+        """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
+
+        Read straight from the table (not cached): for audits, exports and checks of ids.
+
+        Raises:
+            UnreadableSessionEvent: An event of a newer format, or of an unknown type not
+                marked ignorable (see `helikon.core.codec`).
+        """
+        if self._closed:
+            raise UserError(f"{self!r} is closed")
+        rows = await self._db._run(_read_records, self._session_id, -1 if since is None else int(since))
+        seqs = [row[0] for row in rows]
+        events = upgrade_all(
+            self._session_id, seqs, [row[3] for row in rows], decode_events([r[4] for r in rows])
+        )
+        sid = self._session_id
+        return [
+            SessionRecord(
+                SequenceId(seq), event_id or legacy_event_id(sid, seq), _parse_ts(ts), version, event
+            )
+            for (seq, event_id, ts, version, _), event in zip(rows, events, strict=True)
+        ]
+
+    async def set_metadata(
+        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
+    ) -> None:
+        """Set the title and/or metadata `list_sessions` shows (None: leave it as it is).
+
+        Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
+        """
+        if self._closed:
+            raise UserError(f"{self!r} is closed")
+        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"title must be a string or None, not {title!r}")
+        text = metadata_json(metadata)
+        now = _rfc3339(datetime.now(UTC))
+        await self._db._run(_set_metadata, self._session_id, now, title, title is not None, text)
+
+    @staticmethod
+    async def list_sessions(db: SqliteDatabase, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions in `db`, most recently updated first, from their summary rows (no log is read).
+
+        Args:
+            db: The database.
+            limit: At most this many.
+            offset: Skip this many first (the next page: `offset + limit`).
+
+        Example:
+            `[info.session_id for info in await SqliteSession.list_sessions(db, limit=20)]`
+        """
+        limit, offset = check_page(limit, offset)
+        return [_info(row) for row in await db._run(_list, limit, offset)]
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), each event with its sequence number.
@@ -655,21 +882,25 @@ class SqliteSession:
         if after >= 0 and db._can_inline():
             got = db._inline(_read, self._session_id, after, _INLINE_READ_ROWS)
             if got is not BUSY:
-                seqs, payloads = got
-                head = list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
+                seqs, payloads, versions = got
+                events = upgrade_all(self._session_id, seqs, versions, decode_events(payloads))
+                head = list(map(_new_entry, zip(seqs, events, strict=True)))
                 if len(seqs) < _INLINE_READ_ROWS:
                     return head
                 after = seqs[-1]  # a long tail: the rest from the worker
         joined = await db._run(_read_joined, self._session_id, after)
         if joined is not None:
-            count, first, text = joined
+            count, first, text, low, high = joined
             events = decode_joined(text, count)
-            if events is not None:
+            # Mixed formats (an old log appended to since) matter only for unknown events.
+            if events is not None and (low == high or _all_known(events, high)):
                 numbers = cast("Sequence[SequenceId]", range(first, first + count))  # plain ints
+                events = upgrade_all(self._session_id, numbers, high, events)
                 return head + list(map(_new_entry, zip(numbers, events, strict=True)))
-        # A damaged payload (or an unexpected order): row by row, which isolates the bad one.
-        seqs, payloads = await db._run(_read, self._session_id, after)
-        return head + list(map(_new_entry, zip(seqs, decode_events(payloads), strict=True)))
+        # A damaged payload, mixed formats or an unexpected order: row by row, each with its version.
+        seqs, payloads, versions = await db._run(_read, self._session_id, after)
+        events = upgrade_all(self._session_id, seqs, versions, decode_events(payloads))
+        return head + list(map(_new_entry, zip(seqs, events, strict=True)))
 
     async def aclose(self) -> None:
         """Stop using the session; closes the database too when `open_session` opened it."""

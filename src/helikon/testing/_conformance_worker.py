@@ -32,6 +32,11 @@ async def main(spec: dict[str, Any]) -> None:
         if action == "append":
             for n in range(int(spec["count"])):
                 await session.append([_user(f"{spec['tag']}:{n}")])
+        elif action == "append_with_ids":
+            # Every process appends the same batches with the same ids, as retries would.
+            for n in range(int(spec["count"])):
+                event_id = f"{spec['session_id']}:{spec['tag']}:{n}"
+                await session.append([_user(f"{spec['tag']}:{n}")], ids=[event_id])
         elif action == "batches_forever":
             size, number = int(spec["size"]), 0
             while True:

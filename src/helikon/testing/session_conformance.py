@@ -18,7 +18,9 @@ async def test_my_backend_conforms(check: conformance.Check) -> None:
 ```
 
 `open(session_id)` opens (creating if needed) a session in the store under test, in this
-process. `opener` names an async function `module:function` that another process calls as
+process. `list_sessions(limit=..., offset=...)`, when the store can list its sessions,
+enables the listing check (a session there is expected to have `set_metadata`). `opener`
+names an async function `module:function` that another process calls as
 `await function(session_id, **opener_kwargs)` to open the same store: with it the suite
 also checks writers in separate processes, resuming a run from another process, and
 (with `crash_safe=True`) that a writer killed mid-append leaves all of the append or none.
@@ -39,6 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from helikon.core.compaction import CompactingSession
+from helikon.core.exceptions import SessionConflict, UnreadableSessionEvent, UserError
 from helikon.core.items import SystemMessage, TextPart
 from helikon.core.session import (
     AssistantMessageEvent,
@@ -46,6 +49,8 @@ from helikon.core.session import (
     SequenceId,
     Session,
     SessionEvent,
+    SessionInfo,
+    SessionRecord,
     ToolCalled,
     ToolReturned,
     UnknownEvent,
@@ -68,6 +73,8 @@ class ConformanceBackend:
     crash_safe: bool = False
     processes: int = 4
     """How many writer processes the multi-process checks start."""
+    list_sessions: Callable[..., Awaitable[list[SessionInfo]]] | None = None
+    """The store's `list_sessions(limit=..., offset=...)`, if it can list its sessions."""
 
 
 Check = Callable[[ConformanceBackend], Awaitable[None]]
@@ -326,6 +333,177 @@ async def check_compaction_over_the_backend(backend: ConformanceBackend) -> None
     )
 
 
+async def _records(session: Session) -> list[SessionRecord] | None:
+    """`session.records()`, for a backend that keeps the envelope readable (all of helikon's do)."""
+    records = getattr(session, "records", None)
+    return None if records is None else await records()
+
+
+async def check_a_retried_append_is_a_no_op(backend: ConformanceBackend) -> None:
+    """The same batch appended twice with the same ids (also by two tasks at once) is stored once."""
+    sid = _new_id("retry")
+    batch = [_user("a"), _user("b")]
+    ids = [f"{sid}-a", f"{sid}-b"]
+    first, second = await backend.open(sid), await backend.open(sid)
+    try:
+        await first.append(batch, ids=ids)
+        await first.append(batch, ids=ids)  # a retry after, say, a timeout whose write went through
+        await second.append(batch, ids=ids, expected_seq=-1)  # a retry wins over a stale expected_seq
+        _check(
+            _texts([e.event for e in await first.events()]) == ["a", "b"], "a retried append was stored twice"
+        )
+        try:
+            await first.append([_user("c"), _user("b again")], ids=[f"{sid}-c", f"{sid}-b"])
+        except UserError:
+            pass
+        else:
+            raise AssertionError("an append reusing one stored id (but not all) must be refused")
+        racing = [_user("x"), _user("y"), _user("z")]
+        racing_ids = [f"{sid}-x", f"{sid}-y", f"{sid}-z"]
+        await asyncio.gather(first.append(racing, ids=racing_ids), second.append(racing, ids=racing_ids))
+        entries = await first.events()
+        records = await _records(first)
+    finally:
+        await _close(first)
+        await _close(second)
+    _assert_contiguous([int(e.seq) for e in entries], 5)
+    _check(
+        _texts([e.event for e in entries]) == ["a", "b", "x", "y", "z"],
+        "concurrent retries duplicated a batch",
+    )
+    if records is not None:
+        _check([r.id for r in records] == [*ids, *racing_ids], f"ids not kept: {[r.id for r in records]}")
+        _check([int(r.seq) for r in records] == [0, 1, 2, 3, 4], "records() seqs")
+        _check(all(r.version == 2 for r in records), "new events are stored in format 2")
+        _check([r.ts for r in records] == [e.event.ts for e in entries], "the envelope's ts is the event's")
+        _check(
+            [r.event for r in records] == [e.event for e in entries], "records() events differ from events()"
+        )
+
+
+async def check_generated_ids_are_unique(backend: ConformanceBackend) -> None:
+    """Without `ids`, each event gets a fresh id, and appending the same objects again appends them again."""
+    sid = _new_id("ids")
+    session = await backend.open(sid)
+    try:
+        batch = [_user("again")]
+        await session.append(batch)
+        await session.append(batch)  # no ids: not a retry, a second copy on purpose
+        entries = await session.events()
+        records = await _records(session)
+    finally:
+        await _close(session)
+    _check(len(entries) == 2, "two appends without ids store two events")
+    if records is not None:
+        _check(
+            len({r.id for r in records}) == 2 and all(r.id for r in records), "generated ids must be unique"
+        )
+
+
+async def check_expected_seq_conflicts_write_nothing(backend: ConformanceBackend) -> None:
+    """`append(..., expected_seq=n)` writes only if the log ends at n; of two racing writers one wins."""
+    sid = _new_id("expected")
+    session, other = await backend.open(sid), await backend.open(sid)
+    try:
+        await session.append([_user("first")], expected_seq=-1)
+        await other.append([_user("second")], expected_seq=0)
+        for stale in (-1, 0, 5):
+            try:
+                await session.append([_user("stale")], expected_seq=stale)
+            except SessionConflict as conflict:
+                _check(
+                    (conflict.expected_seq, conflict.actual_seq) == (stale, 1),
+                    f"the conflict says {(conflict.expected_seq, conflict.actual_seq)}, not {(stale, 1)}",
+                )
+            else:
+                raise AssertionError(f"expected_seq={stale} on a log ending at 1 must raise SessionConflict")
+        results = await asyncio.gather(
+            session.append([_user("race a")], expected_seq=1),
+            other.append([_user("race b")], expected_seq=1),
+            return_exceptions=True,
+        )
+        texts = _texts([e.event for e in await session.events()])
+    finally:
+        await _close(session)
+        await _close(other)
+    conflicts = [r for r in results if isinstance(r, SessionConflict)]
+    _check(len(conflicts) == 1 and results.count(None) == 1, f"exactly one racing writer must win: {results}")
+    _check(texts[:2] == ["first", "second"] and "stale" not in texts, f"a conflict wrote something: {texts}")
+    _check(len(texts) == 3 and texts[2] in ("race a", "race b"), f"the race left {texts}")
+
+
+async def check_format_versions_are_read_by_their_rules(backend: ConformanceBackend) -> None:
+    """Format 1 keeps unknown events; format 2 keeps them only if ignorable; a newer format is refused."""
+    ignorable = UnknownEvent(type="ui_note", data={"type": "ui_note", "ignorable": True, "n": 1}, version=2)
+    old = UnknownEvent(type="branch_switched", data={"type": "branch_switched", "branch": "b"}, version=1)
+    kept = _new_id("v-kept")
+    session = await backend.open(kept)
+    try:
+        await session.append([_user("hi"), old, ignorable])
+        events = [e.event for e in await session.events()]
+        records = await _records(session)
+    finally:
+        await _close(session)
+    _check(events[1:] == [old, ignorable], f"unknown events changed: {events[1:]}")
+    if records is not None:
+        _check([r.version for r in records] == [2, 1, 2], f"stored versions {[r.version for r in records]}")
+    refused = (
+        ("v-strict", UnknownEvent(type="rewound", data={"type": "rewound", "to": 0}, version=2), 2),
+        ("v-newer", UnknownEvent(type="user_message", data={"type": "user_message"}, version=3), 3),
+    )
+    for tag, event, version in refused:
+        sid = _new_id(tag)
+        writer = await backend.open(sid)  # as a newer helikon would write it
+        try:
+            await writer.append([_user("before"), event])
+        finally:
+            await _close(writer)
+        reader = await backend.open(sid)
+        try:
+            for read in (reader.events, reader.snapshot):
+                try:
+                    await read()
+                except UnreadableSessionEvent as exc:
+                    _check((exc.seq, exc.version) == (1, version), f"the error names {exc.seq, exc.version}")
+                    _check("upgrade" in str(exc), "the error must say what to upgrade")
+                else:
+                    raise AssertionError(f"{read.__name__}() must refuse {event!r}")
+        finally:
+            await _close(reader)
+
+
+async def check_sessions_are_listed(backend: ConformanceBackend) -> None:
+    """`list_sessions` shows each session's id, times, event count, title and metadata, newest first."""
+    _check(backend.list_sessions is not None, "backend.list_sessions is not None")
+    assert backend.list_sessions is not None
+    older, newer = _new_id("list-old"), _new_id("list-new")
+    a = await backend.open(older)
+    try:
+        await a.append([_user("1"), _user("2")])
+        await a.append([_user("3")])
+        await a.set_metadata(title="Trip", metadata={"user": "u1", "tags": ["x"]})  # type: ignore[attr-defined]
+    finally:
+        await _close(a)
+    await asyncio.sleep(0.01)  # a later `updated`
+    b = await backend.open(newer)
+    try:
+        await b.append([_user("only")])
+    finally:
+        await _close(b)
+    listed = await backend.list_sessions(limit=100, offset=0)
+    by_id = {info.session_id: info for info in listed}
+    _check({older, newer} <= set(by_id), f"list_sessions missed a session: {sorted(by_id)}")
+    first, second = by_id[older], by_id[newer]
+    _check((first.event_count, second.event_count) == (3, 1), "event counts")
+    _check((first.title, first.metadata) == ("Trip", {"user": "u1", "tags": ["x"]}), f"metadata: {first}")
+    _check((second.title, second.metadata) == (None, {}), f"no metadata set: {second}")
+    _check(first.created <= first.updated <= second.updated, "times")
+    _check(listed.index(second) < listed.index(first), "the most recently updated session comes first")
+    page = await backend.list_sessions(limit=1, offset=0)
+    rest = await backend.list_sessions(limit=100, offset=1)
+    _check(page == listed[:1] and rest == listed[1:], "limit and offset page through the list")
+
+
 # --- multi-process checks (need `opener`) --------------------------------------------------------
 
 
@@ -387,6 +565,17 @@ async def check_a_run_resumes_in_another_process(backend: ConformanceBackend) ->
     _check(_texts(events)[-1] == "resumed", '_texts(events)[-1] == "resumed"')
 
 
+async def check_retries_from_separate_processes_store_one_copy(backend: ConformanceBackend) -> None:
+    """Several processes append the same batch with the same ids at once: it is stored once."""
+    _check(backend.opener is not None, "backend.opener is not None")
+    sid = _new_id("proc-retry")
+    action = {"action": "append_with_ids", "count": 20, "tag": "r"}
+    await asyncio.gather(*(_run(_worker(backend, sid, action)) for _ in range(backend.processes)))
+    seqs, events = await _log(backend, sid)
+    _assert_contiguous(seqs, 20)
+    _check(_texts(events) == [f"r:{n}" for n in range(20)], "retries from other processes duplicated events")
+
+
 async def check_a_killed_writer_leaves_whole_appends(backend: ConformanceBackend) -> None:
     """SIGKILL in the middle of multi-event appends: each append is all there or not at all."""
     _check(backend.opener is not None, "backend.opener is not None")
@@ -436,16 +625,26 @@ IN_PROCESS: tuple[Check, ...] = (
     check_a_failed_append_writes_nothing,
     check_unknown_event_types_survive,
     check_compaction_over_the_backend,
+    check_a_retried_append_is_a_no_op,
+    check_generated_ids_are_unique,
+    check_expected_seq_conflicts_write_nothing,
+    check_format_versions_are_read_by_their_rules,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
     check_concurrent_writers_in_separate_processes,
     check_a_run_resumes_in_another_process,
+    check_retries_from_separate_processes_store_one_copy,
 )
 
 
 def checks_for(backend: ConformanceBackend) -> list[Check]:
-    """The checks that apply to `backend` (process checks need `opener`; crash checks `crash_safe`)."""
+    """The checks that apply to `backend`.
+
+    Process checks need `opener`, the crash check `crash_safe`, the listing check `list_sessions`.
+    """
     checks = list(IN_PROCESS)
+    if backend.list_sessions is not None:
+        checks.append(check_sessions_are_listed)
     if backend.opener is not None:
         checks += MULTI_PROCESS
         if backend.crash_safe:
@@ -467,13 +666,19 @@ __all__ = [
     "check_a_failed_append_writes_nothing",
     "check_a_killed_writer_leaves_whole_appends",
     "check_a_reader_sees_what_others_append",
+    "check_a_retried_append_is_a_no_op",
     "check_a_run_resumes_in_another_process",
     "check_append_order_and_contiguous_sequences",
     "check_compaction_over_the_backend",
     "check_concurrent_writers_in_one_process",
     "check_concurrent_writers_in_separate_processes",
     "check_events_since_is_exclusive",
+    "check_expected_seq_conflicts_write_nothing",
+    "check_format_versions_are_read_by_their_rules",
+    "check_generated_ids_are_unique",
+    "check_retries_from_separate_processes_store_one_copy",
     "check_sessions_are_isolated",
+    "check_sessions_are_listed",
     "check_snapshot_is_the_projection_of_the_log",
     "check_unknown_event_types_survive",
     "checks_for",
