@@ -425,3 +425,37 @@ async def test_a_writer_killed_mid_append_leaves_whole_batches(
     assert texts(entries) == [f"b{s // 200}:{s % 200}" for s in range(len(entries))]
     await session.append([say("after the crash")])
     assert seqs(await session.events(since=SequenceId(len(entries) - 1))) == [len(entries)]
+
+
+# --- listing and the envelope --------------------------------------------------------------------
+
+
+async def test_list_sessions_pages_and_metadata_updates(postgres_pool: asyncpg.Pool) -> None:
+    empty = await PostgresSession.open(postgres_pool, "titled-before-any-event")
+    await empty.set_metadata(title="Draft")
+    for name in ("a", "b", "c"):
+        await PostgresSession.open_without_migrate(postgres_pool, name).append([say(name), say(name)])
+    listed = await PostgresSession.list_sessions(postgres_pool)
+    assert [info.session_id for info in listed] == ["c", "b", "a", "titled-before-any-event"]
+    assert (listed[-1].event_count, listed[-1].title, listed[-1].metadata) == (0, "Draft", {})
+    a = PostgresSession.open_without_migrate(postgres_pool, "a")
+    await a.set_metadata(metadata={"k": [1]})
+    await a.set_metadata(title="A")  # None leaves the other field as it is
+    [info] = [i for i in await PostgresSession.list_sessions(postgres_pool) if i.session_id == "a"]
+    assert (info.title, info.metadata, info.event_count) == ("A", {"k": [1]}, 2)
+    page = await PostgresSession.list_sessions(postgres_pool, limit=2, offset=1)
+    assert [i.session_id for i in page] == ["c", "b"]  # "a" moved to the front
+    with pytest.raises(UserError, match="limit must be a positive int"):
+        await PostgresSession.list_sessions(postgres_pool, limit=0)
+
+
+async def test_chosen_ids_are_stored_and_a_partial_retry_is_refused(postgres_pool: asyncpg.Pool) -> None:
+    session = await PostgresSession.open(postgres_pool, "ids")
+    await session.append([say("a"), say("b")], ids=["id-a", "id-b"])
+    await session.append([say("c")])
+    stored = await postgres_pool.fetch("SELECT event_id FROM session_events ORDER BY sequence")
+    assert [row[0] for row in stored] == ["id-a", "id-b", None]
+    with pytest.raises(UserError, match="1 of the 2 ids"):
+        await session.append([say("x"), say("b")], ids=["id-x", "id-b"])
+    records = await session.records()
+    assert [r.id for r in records][:2] == ["id-a", "id-b"] and len(records) == 3

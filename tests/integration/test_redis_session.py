@@ -423,3 +423,39 @@ async def test_a_damaged_payload_between_good_ones_is_isolated(redis_client: aio
     assert isinstance(damaged, UnknownEvent) and damaged.type == "undecodable"
     assert texts([entries[0], entries[2]]) == ["ünïcödé, {first}", "last"]
     assert isinstance(first, UserMessageEvent) and isinstance(last, UserMessageEvent)
+
+
+# --- listing and the envelope --------------------------------------------------------------------
+
+
+async def test_list_sessions_pages_and_metadata_updates(redis_client: aioredis.Redis) -> None:
+    empty = RedisSession(redis_client, "titled-before-any-event")
+    await empty.set_metadata(title="Draft")
+    for name in ("a", "b", "c"):
+        await RedisSession(redis_client, name).append([say(name), say(name)])
+        await asyncio.sleep(0.002)  # `updated` has millisecond resolution
+    listed = await RedisSession.list_sessions(redis_client)
+    assert [info.session_id for info in listed] == ["c", "b", "a", "titled-before-any-event"]
+    assert (listed[-1].event_count, listed[-1].title, listed[-1].metadata) == (0, "Draft", {})
+    a = RedisSession(redis_client, "a")
+    await a.set_metadata(metadata={"k": [1]})
+    await a.set_metadata(title="A")  # None leaves the other field as it is
+    [info] = [i for i in await RedisSession.list_sessions(redis_client) if i.session_id == "a"]
+    assert (info.title, info.metadata, info.event_count) == ("A", {"k": [1]}, 2)
+    page = await RedisSession.list_sessions(redis_client, limit=2, offset=1)
+    assert [i.session_id for i in page] == ["c", "b"]  # "a" moved to the front
+    with pytest.raises(UserError, match="offset must be an int >= 0"):
+        await RedisSession.list_sessions(redis_client, offset=-1)
+
+
+async def test_chosen_ids_are_stored_and_a_partial_retry_is_refused(redis_client: aioredis.Redis) -> None:
+    session = RedisSession(redis_client, "ids")
+    await session.append([say("a"), say("b")], ids=["id-a", "id-b"])
+    await session.append([say("c")])
+    entries = await redis_client.xrange(stream_key("ids"))
+    assert [fields.get(b"id") for _, fields in entries] == [b"id-a", b"id-b", None]
+    assert await redis_client.hgetall("helikon:session:ids:ids") == {b"id-a": b"0", b"id-b": b"1"}
+    with pytest.raises(UserError, match="1 of the 2 ids"):
+        await session.append([say("x"), say("b")], ids=["id-x", "id-b"])
+    records = await session.records()
+    assert [r.id for r in records][:2] == ["id-a", "id-b"] and len(records) == 3

@@ -771,3 +771,30 @@ async def test_a_killed_writer_leaves_only_whole_batches(tmp_path: Path) -> None
         assert texts(entries) == [f"{b}:{i}" for b in range(len(entries) // 200) for i in range(200)]
         await session.append([say("after the crash")])
         assert texts(await session.events(since=SequenceId(len(entries) - 1))) == ["after the crash"]
+
+
+# --- listing -------------------------------------------------------------------------------------
+
+
+async def test_list_sessions_pages_and_metadata_updates(db: SqliteDatabase) -> None:
+    empty = await SqliteSession.open(db, "titled-before-any-event")
+    await empty.set_metadata(title="Draft")
+    for name in ("a", "b", "c"):
+        await SqliteSession.open_without_migrate(db, name).append([say(name), say(name)])
+    listed = await SqliteSession.list_sessions(db)
+    assert [info.session_id for info in listed[:3]] == ["c", "b", "a"]  # the newest event first
+    draft = next(info for info in listed if info.session_id == "titled-before-any-event")
+    assert (draft.event_count, draft.title, draft.metadata) == (0, "Draft", {})
+    a = SqliteSession.open_without_migrate(db, "a")
+    await a.set_metadata(metadata={"k": [1]})
+    await a.set_metadata(title="A")  # None leaves the other field as it is
+    [info] = [i for i in await SqliteSession.list_sessions(db) if i.session_id == "a"]
+    assert (info.title, info.metadata, info.event_count) == ("A", {"k": [1]}, 2)
+    page = await SqliteSession.list_sessions(db, limit=2, offset=1)
+    assert [i.session_id for i in page] == [i.session_id for i in listed[1:3]]
+    with pytest.raises(UserError, match="limit must be a positive int"):
+        await SqliteSession.list_sessions(db, limit=0)
+    with pytest.raises(UserError, match="offset must be an int >= 0"):
+        await SqliteSession.list_sessions(db, offset=-1)
+    with pytest.raises(UserError, match="metadata must hold JSON values only"):
+        await a.set_metadata(metadata={"x": {1, 2}})  # type: ignore[dict-item]

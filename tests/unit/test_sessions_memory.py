@@ -476,3 +476,54 @@ def test_every_recorded_call_is_answered_after_drain(steps: list[tuple[str, int]
     for call_id, position in call_positions.items():
         assert call_id in answered
         assert answered[call_id] > position
+
+
+# --- the envelope: ids, expected_seq, versions -------------------------------------------------
+
+
+async def test_append_arguments_are_checked_before_anything_is_written() -> None:
+    import pytest
+
+    from helikon import MemorySession, UserError
+
+    session = MemorySession()
+    one = [UserMessageEvent(content=(TextPart(text="x"),))]
+    bad: list[tuple[dict[str, Any], str]] = [
+        ({"ids": "abc"}, "ids must be a sequence of strings"),
+        ({"ids": ["a", "b"]}, "ids has 2 entries for 1 events"),
+        ({"ids": [""]}, "each id must be a non-empty string"),
+        ({"ids": [7]}, "each id must be a non-empty string"),
+        ({"expected_seq": -2}, "expected_seq must be the seq of the last event you read"),
+        ({"expected_seq": True}, "expected_seq must be"),
+        ({"expected_seq": "0"}, "expected_seq must be"),
+    ]
+    for kwargs, message in bad:
+        with pytest.raises(UserError, match=message):
+            await session.append(one, **kwargs)
+    with pytest.raises(UserError, match="ids must be unique within an append"):
+        await session.append(one * 2, ids=["a", "a"])
+    assert len(session) == 0
+    await session.append([], expected_seq=41)  # an empty append checks nothing
+    await session.append(one, ids=["a"], expected_seq=-1)
+    with pytest.raises(UserError, match="1 of the 2 ids of this append are already stored"):
+        await session.append(one * 2, ids=["b", "a"])
+    assert len(session) == 1
+
+
+async def test_records_carry_the_envelope_and_unreadable_events_are_refused_on_read() -> None:
+    import pytest
+
+    from helikon import MemorySession, UnknownEvent, UnreadableSessionEvent
+
+    first = UserMessageEvent(content=(TextPart(text="x"),))
+    session = MemorySession([first])
+    [record] = await session.records()
+    assert (record.seq, record.ts, record.version, record.event) == (0, first.ts, 2, first)
+    assert len(record.id) == 36  # a UUID: a MemorySession has no session id to derive one from
+    newer = UnknownEvent(type="user_message", data={"type": "user_message"}, version=3)
+    await session.append([newer])  # as a newer helikon would have written it
+    for read in (session.events, session.snapshot, session.records):
+        with pytest.raises(
+            UnreadableSessionEvent, match="event 1 of the session is stored in format version 3"
+        ):
+            await read()
