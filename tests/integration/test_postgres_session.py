@@ -444,7 +444,7 @@ async def test_list_sessions_pages_and_metadata_updates(postgres_pool: asyncpg.P
     [info] = [i for i in await PostgresSession.list_sessions(postgres_pool) if i.session_id == "a"]
     assert (info.title, info.metadata, info.event_count) == ("A", {"k": [1]}, 2)
     page = await PostgresSession.list_sessions(postgres_pool, limit=2, offset=1)
-    assert [i.session_id for i in page] == ["c", "b"]  # "a" moved to the front
+    assert [i.session_id for i in page] == ["b", "a"]  # metadata is not activity: the order stays
     with pytest.raises(UserError, match="limit must be a positive int"):
         await PostgresSession.list_sessions(postgres_pool, limit=0)
 

@@ -443,7 +443,7 @@ async def test_list_sessions_pages_and_metadata_updates(redis_client: aioredis.R
     [info] = [i for i in await RedisSession.list_sessions(redis_client) if i.session_id == "a"]
     assert (info.title, info.metadata, info.event_count) == ("A", {"k": [1]}, 2)
     page = await RedisSession.list_sessions(redis_client, limit=2, offset=1)
-    assert [i.session_id for i in page] == ["c", "b"]  # "a" moved to the front
+    assert [i.session_id for i in page] == ["b", "a"]  # metadata is not activity: the order stays
     with pytest.raises(UserError, match="offset must be an int >= 0"):
         await RedisSession.list_sessions(redis_client, offset=-1)
 

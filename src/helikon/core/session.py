@@ -201,7 +201,8 @@ class SessionRecord(NamedTuple):
 class SessionInfo:
     """One session as a store lists it (`list_sessions`), read from a summary kept beside the log.
 
-    `created` and `updated` are the times of the first and last append (or metadata change),
+    `created` is when the session began (its first append, or `set_metadata` if earlier),
+    `updated` the time of its last append (SQLite: the first and last events' own `ts`),
     `event_count` the number of events, `title` and `metadata` what `set_metadata` stored.
     """
 

@@ -21,8 +21,8 @@ CREATE UNIQUE INDEX session_events_event_id ON session_events (session_id, event
     WHERE event_id IS NOT NULL;
 CREATE TABLE helikon_sessions (          -- one summary row per session, for list_sessions
     session_id  TEXT PRIMARY KEY,
-    created     TIMESTAMPTZ NOT NULL,    -- first append (or metadata change)
-    updated     TIMESTAMPTZ NOT NULL,    -- last append (or metadata change)
+    created     TIMESTAMPTZ NOT NULL,    -- first append (or set_metadata, if earlier)
+    updated     TIMESTAMPTZ NOT NULL,    -- last append (created, if none)
     event_count BIGINT NOT NULL,
     title       TEXT,
     metadata    JSONB NOT NULL DEFAULT '{}'
@@ -183,7 +183,7 @@ _SET_METADATA = """
 INSERT INTO helikon_sessions (session_id, created, updated, event_count, title, metadata)
 VALUES ($1, now(), now(), (SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = $1),
         $2, COALESCE($4::jsonb, '{}'))
-ON CONFLICT (session_id) DO UPDATE SET updated = excluded.updated,
+ON CONFLICT (session_id) DO UPDATE SET
     title = CASE WHEN $3 THEN excluded.title ELSE helikon_sessions.title END,
     metadata = COALESCE($4::jsonb, helikon_sessions.metadata)
 """

@@ -3,10 +3,11 @@
 Each session is four keys: the stream `helikon:session:<id>:events`, one entry per event;
 the counter `helikon:session:<id>:seq`, the number of sequence numbers handed out; the hash
 `helikon:session:<id>:ids`, each writer-chosen event id to its seq (what makes a retried
-append a no-op); and the summary hash `helikon:session:<id>:meta` (`created` and `updated` in
-milliseconds since the Unix epoch, `event_count`, `title`, `metadata` as JSON). The sorted
-set `helikon:sessions` holds every session id scored by its `updated`: what
-`list_sessions` pages through. An entry's ID is `<seq>-1` and its fields are
+append a no-op); and the summary hash `helikon:session:<id>:meta` (`created` in
+milliseconds since the Unix epoch, `title`, `metadata` as JSON). The sorted set
+`helikon:sessions` holds every session id scored by the time of its last append (ms): what
+`list_sessions` pages through, taking each one's event count from its counter. An entry's
+ID is `<seq>-1` and its fields are
 
 | field | value |
 | --- | --- |
@@ -37,7 +38,7 @@ try:
     from redis.asyncio.retry import Retry
     from redis.backoff import NoBackoff
     from redis.exceptions import ConnectionError as RedisConnectionError
-    from redis.exceptions import RedisError
+    from redis.exceptions import RedisError, ResponseError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # pragma: no cover - the extra is installed for the test suite
     raise ImportError(
@@ -77,17 +78,25 @@ PAGE_SIZE = 1000
 PAGE_BYTES = 8 * 1024 * 1024
 """A page also ends once its payloads pass this many bytes (after at least one entry)."""
 
-# KEYS: the stream, the counter, the ids hash, the summary hash, the sessions index. ARGV: the
-# number of events n, the expected seq ('' for none), whether the caller chose the ids ('1'),
-# the time (ms), the session id, then kind, payload, ts, format and id ('' if the caller chose
-# none: the entry then has no `id` field) of each event. Returns
-# {0, first seq} when written, {1, last seq} on a conflict, {2, last seq} for a retry already
-# stored, {3, how many} when only some of the ids are stored. Everything that can fail is
-# checked before the first write, and Redis denies an out-of-memory script only at its first
-# write, so the script writes all or nothing.
+# KEYS: the stream, the counter, the ids hash, the summary hash, the sessions index.
+# ARGV: n (the number of events), the expected seq ('' for none), the time (ms), the session
+# id, the events' format ('*': one per event, after the events), whether ids follow ('1'),
+# then kind, payload and ts of each event, then (if '*') each one's format, then (if '1') each
+# one's id: three arguments per event in the common case, since each one costs the client.
+# Returns the first seq written, or -1 for a retry already stored; a conflict and a partly
+# stored batch are error replies `HELIKON_CONFLICT <last seq>` and `HELIKON_PARTLY_STORED
+# <how many>`. Everything that can fail is checked before the first write, and Redis denies
+# an out-of-memory script only at its first write, so the script writes all or nothing.
 APPEND_SCRIPT = """
 local n = tonumber(ARGV[1])
-if n == nil or n < 1 or #ARGV ~= 5 + 5 * n then
+if n == nil or n < 1 then
+  return redis.error_reply('ERR helikon append: malformed arguments')
+end
+local per_event = ARGV[5] == '*'
+local chosen = ARGV[6] == '1'
+local versions, ids = 7 + 3 * n, 7 + 3 * n
+if per_event then ids = ids + n end
+if #ARGV ~= ids - 1 + (chosen and n or 0) then
   return redis.error_reply('ERR helikon append: malformed arguments')
 end
 local first = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -102,46 +111,46 @@ if #top > 0 then
       .. ' at or past the counter ' .. KEYS[2] .. ' (' .. first .. '): the counter was lost or changed')
   end
 end
-if ARGV[3] == '1' then
+if chosen then
   local stored = 0
   for i = 0, n - 1 do
-    stored = stored + redis.call('HEXISTS', KEYS[3], ARGV[10 + 5 * i])
+    stored = stored + redis.call('HEXISTS', KEYS[3], ARGV[ids + i])
   end
-  if stored == n then return {2, first - 1} end
-  if stored > 0 then return {3, stored} end
+  if stored == n then return -1 end
+  if stored > 0 then return redis.error_reply('HELIKON_PARTLY_STORED ' .. stored) end
 end
 if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= first - 1 then
-  return {1, first - 1}
+  return redis.error_reply('HELIKON_CONFLICT ' .. string.format('%d', first - 1))
 end
 redis.call('INCRBY', KEYS[2], n)
 for i = 0, n - 1 do
   local seq = string.format('%d', first + i)
-  local id = ARGV[10 + 5 * i]
-  if id == '' then
-    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[6 + 5 * i],
-      'payload', ARGV[7 + 5 * i], 'ts', ARGV[8 + 5 * i], 'v', ARGV[9 + 5 * i])
-  else
-    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[6 + 5 * i],
-      'payload', ARGV[7 + 5 * i], 'ts', ARGV[8 + 5 * i], 'v', ARGV[9 + 5 * i], 'id', id)
+  local v = ARGV[5]
+  if per_event then v = ARGV[versions + i] end
+  if chosen then
+    local id = ARGV[ids + i]
+    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[7 + 3 * i],
+      'payload', ARGV[8 + 3 * i], 'ts', ARGV[9 + 3 * i], 'v', v, 'id', id)
     redis.call('HSET', KEYS[3], id, seq)
+  else
+    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[7 + 3 * i],
+      'payload', ARGV[8 + 3 * i], 'ts', ARGV[9 + 3 * i], 'v', v)
   end
 end
-redis.call('HSETNX', KEYS[4], 'created', ARGV[4])
-redis.call('HSET', KEYS[4], 'updated', ARGV[4], 'event_count', string.format('%d', first + n))
-redis.call('ZADD', KEYS[5], ARGV[4], ARGV[5])
-return {0, first}
+if first == 0 then redis.call('HSETNX', KEYS[4], 'created', ARGV[3]) end
+redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
+return first
 """
 """The Lua script `append` runs (by `EVALSHA`): check ids and expected seq, then one `XADD` per event."""
 
-# KEYS: the counter, the summary hash, the sessions index. ARGV: the time (ms), the session id,
-# whether to set the title ('1'), the title, the metadata JSON ('' to leave it).
+# KEYS: the summary hash, the sessions index. ARGV: the time (ms), the session id, whether to
+# set the title ('1'), the title, the metadata JSON ('' to leave it). A session new to the
+# index enters it with this time; one already there keeps its last append's.
 METADATA_SCRIPT = """
-redis.call('HSETNX', KEYS[2], 'created', ARGV[1])
-redis.call('HSETNX', KEYS[2], 'event_count', redis.call('GET', KEYS[1]) or '0')
-redis.call('HSET', KEYS[2], 'updated', ARGV[1])
-if ARGV[3] == '1' then redis.call('HSET', KEYS[2], 'title', ARGV[4]) end
-if ARGV[5] ~= '' then redis.call('HSET', KEYS[2], 'metadata', ARGV[5]) end
-redis.call('ZADD', KEYS[3], ARGV[1], ARGV[2])
+redis.call('HSETNX', KEYS[1], 'created', ARGV[1])
+if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'title', ARGV[4]) end
+if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'metadata', ARGV[5]) end
+redis.call('ZADD', KEYS[2], 'NX', ARGV[1], ARGV[2])
 return 1
 """
 """The Lua script `set_metadata` runs: update the summary hash and the sessions index together."""
@@ -214,7 +223,7 @@ def _millis() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _from_millis(value: bytes | str | None) -> datetime:
+def _from_millis(value: bytes | str | int | None) -> datetime:
     return datetime.fromtimestamp(int(value or 0) / 1000, UTC)
 
 
@@ -388,27 +397,37 @@ class RedisSession:
         expected = check_expected_seq(expected_seq)
         if not events:
             return
+        versions = [stored_version(e) for e in events]
+        uniform = versions.count(versions[0]) == len(versions)
         args: list[str | int] = [
             len(events),
             "" if expected is None else expected,
-            "0" if chosen is None else "1",
             _millis(),
             self._session_id,
+            versions[0] if uniform else "*",
+            "0" if chosen is None else "1",
         ]
-        for index, event in enumerate(events):
-            event_id = "" if chosen is None else chosen[index]
-            args += (event.type, encode_event(event), _nanoseconds(event.ts), stored_version(event), event_id)
+        for event in events:
+            args += (event.type, encode_event(event), _nanoseconds(event.ts))
+        if not uniform:
+            args += versions
+        if chosen is not None:
+            args += chosen
         keys = [self._stream, self._counter, self._ids, self._meta, SESSIONS_KEY]
         try:
-            status, value = cast("list[int]", await self._append(keys=keys, args=args))
+            await self._append(keys=keys, args=args)
+        except ResponseError as exc:
+            reason, _, value = str(exc).partition(" ")
+            if reason == "HELIKON_CONFLICT":
+                actual = int(value)
+                raise SessionConflict(
+                    expected_seq=cast(int, expected), actual_seq=actual, session_id=self._session_id
+                ) from None
+            if reason == "HELIKON_PARTLY_STORED":
+                raise partly_stored(self._session_id, int(value), len(events)) from None
+            raise _translate(exc, "append") from exc
         except _ERRORS as exc:
             raise _translate(exc, "append") from exc
-        if status == 1:
-            raise SessionConflict(
-                expected_seq=cast(int, expected), actual_seq=value, session_id=self._session_id
-            )
-        if status == 3:
-            raise partly_stored(self._session_id, value, len(events))
 
     async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
         """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
@@ -474,7 +493,7 @@ class RedisSession:
             text,
         ]
         try:
-            await self._metadata(keys=[self._counter, self._meta, SESSIONS_KEY], args=args)
+            await self._metadata(keys=[self._meta, SESSIONS_KEY], args=args)
         except _ERRORS as exc:
             raise _translate(exc, "set_metadata") from exc
 
@@ -493,23 +512,24 @@ class RedisSession:
         """
         limit, offset = check_page(limit, offset)
         try:
-            top = client.zrevrange(SESSIONS_KEY, offset, offset + limit - 1)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-            names = cast("list[bytes | str]", await top)
+            top = client.zrevrange(SESSIONS_KEY, offset, offset + limit - 1, withscores=True)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+            scored = cast("list[tuple[bytes | str, float]]", await top)
             async with client.pipeline(transaction=False) as pipe:
-                for name in names:
+                for name, _ in scored:
                     pipe.hgetall(meta_key(_text(name)))  # pyright: ignore[reportUnknownMemberType]
-                hashes = cast("list[dict[bytes | str, bytes | str]]", await pipe.execute())  # pyright: ignore[reportUnknownMemberType]
+                    pipe.get(counter_key(_text(name)))  # pyright: ignore[reportUnknownMemberType]
+                replies: list[Any] = await pipe.execute()  # pyright: ignore[reportUnknownMemberType]
         except _ERRORS as exc:
             raise _translate(exc, "list_sessions") from exc
         out: list[SessionInfo] = []
-        for name, raw in zip(names, hashes, strict=True):
-            fields = {_text(k): _text(v) for k, v in raw.items()}
+        for (name, score), raw, count in zip(scored, replies[::2], replies[1::2], strict=True):
+            fields = {_text(k): _text(v) for k, v in cast("dict[bytes | str, bytes | str]", raw).items()}
             out.append(
                 SessionInfo(
                     session_id=_text(name),
                     created=_from_millis(fields.get("created")),
-                    updated=_from_millis(fields.get("updated")),
-                    event_count=int(fields.get("event_count", "0")),
+                    updated=_from_millis(int(score)),
+                    event_count=int(count or 0),
                     title=fields.get("title"),
                     metadata=json.loads(fields["metadata"]) if fields.get("metadata") else {},
                 )
@@ -521,8 +541,9 @@ class RedisSession:
         """Give every session written before format 2 its summary hash, so `list_sessions` shows it.
 
         Scans for session streams (`SCAN`), and for each without a summary hash reads its
-        counter and its first and last entries; no entry is rewritten. Idempotent; returns
-        how many sessions it added. Run it once after upgrading from format 1.
+        first and last entries (their `ts` become `created` and the listing's `updated`); no
+        entry is rewritten. Idempotent; returns how many sessions it added. Run it once after
+        upgrading from format 1.
         """
         added = 0
         suffix = ":events"
@@ -534,14 +555,10 @@ class RedisSession:
                     continue
                 first = cast("list[tuple[bytes, dict[bytes, bytes]]]", await client.xrange(name, count=1))  # pyright: ignore[reportUnknownMemberType]
                 last = cast("list[tuple[bytes, dict[bytes, bytes]]]", await client.xrevrange(name, count=1))  # pyright: ignore[reportUnknownMemberType]
-                stored_count: bytes | str | None = await client.get(counter_key(session_id))  # pyright: ignore[reportUnknownMemberType]
-                count = int(stored_count or 0)
                 now = _millis()
                 created, updated = _entry_millis(first) or now, _entry_millis(last) or now
                 async with client.pipeline(transaction=True) as pipe:
                     pipe.hsetnx(meta_key(session_id), "created", created)  # pyright: ignore[reportUnknownMemberType]
-                    pipe.hsetnx(meta_key(session_id), "updated", updated)  # pyright: ignore[reportUnknownMemberType]
-                    pipe.hsetnx(meta_key(session_id), "event_count", count)  # pyright: ignore[reportUnknownMemberType]
                     pipe.zadd(SESSIONS_KEY, {session_id: updated}, nx=True)  # pyright: ignore[reportUnknownMemberType]
                     await pipe.execute()  # pyright: ignore[reportUnknownMemberType]
                 added += 1
