@@ -379,3 +379,32 @@ async def test_compact_forces_a_compaction_and_extra_append_arguments_are_forwar
         await CompactingSession(MemorySession(), MockModel(), threshold=5, keep_recent_tokens=2).compact()
         is None
     )
+
+
+async def test_a_marker_is_not_written_over_a_log_that_moved_meanwhile() -> None:
+    from helikon.core.model import ModelRequest
+
+    inner = MemorySession()
+
+    class Interrupting:
+        """A summarizer during whose call another writer appends to the log."""
+
+        provider = "mock"
+        model_name = "interrupting"
+
+        def capabilities(self) -> Any:
+            return MockModel.with_scripts([]).capabilities()
+
+        async def invoke(self, request: ModelRequest, cancel: Any) -> Any:
+            await inner.append([user("from another writer")])
+            async for event in MockModel.with_scripts([text_turn("summary")]).invoke(request, cancel):
+                yield event
+
+    session = CompactingSession(inner, Interrupting(), threshold=10)  # type: ignore[arg-type]
+    await session.append([user("x " * 100)])
+    assert [e.type for _, e in await inner.events()] == ["user_message", "user_message"]  # no marker
+    assert session.compactions == 0
+    # Once the log holds still, the next append compacts as usual.
+    quiet = CompactingSession(inner, MockModel.with_scripts([text_turn("summary")]), threshold=10)
+    await quiet.append([user("y " * 100)])
+    assert [e.type for _, e in await inner.events()][-1] == "compacted"

@@ -39,6 +39,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from collections.abc import Sequence
@@ -46,7 +47,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from .cancel import CancellationToken
 from .conversation_check import ensure_provider_valid
-from .exceptions import UserError
+from .exceptions import SessionConflict, UserError
 from .items import (
     AssistantMessage,
     ContentPart,
@@ -234,6 +235,7 @@ class CompactingSession:
         if not isinstance(prompt, str) or not prompt.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError("CompactingSession(prompt=...): give a non-empty instruction")
         self.inner = inner
+        self._guarded_append = _accepts(inner.append, "ids", "expected_seq")
         self.model = model
         self.threshold = threshold
         self.token_counter: TokenCounter = token_counter or HeuristicTokenCounter()
@@ -301,7 +303,19 @@ class CompactingSession:
             tokens_before=tokens,
             summary_role=self.summary_role,
         )
-        await self.inner.append([marker])
+        if self._guarded_append:
+            # The marker describes exactly the log it read: if another writer appended
+            # meanwhile, it would be wrong, so it is written only if the log has not moved
+            # (a later append re-evaluates). Its id makes a retried or racing identical
+            # compaction a no-op instead of a second marker.
+            last = entries[-1].seq if entries else -1
+            marker_id = f"helikon-compacted-{len(entries)}-{first_kept}"
+            try:
+                await self.inner.append([marker], ids=[marker_id], expected_seq=last)
+            except SessionConflict:
+                return None
+        else:  # a Session with the book's plain append(events)
+            await self.inner.append([marker])
         self.compactions += 1
         rendered: Item = (
             UserMessage.from_text(summary) if self.summary_role == "user" else SystemMessage(text=summary)
@@ -372,6 +386,15 @@ class CompactingSession:
             _warn("compaction skipped: the model returned a blank summary")
             return None
         return summary
+
+
+def _accepts(function: Any, *names: str) -> bool:
+    """Whether `function` takes these keyword arguments (the envelope-aware `Session.append`)."""
+    try:
+        parameters = inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
+    return all(name in parameters for name in names)
 
 
 def _call_ids(item: Item) -> list[str]:

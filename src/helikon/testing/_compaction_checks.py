@@ -8,6 +8,7 @@ can list them beside its own.
 from __future__ import annotations
 
 import uuid
+from typing import TYPE_CHECKING
 
 from helikon.core.codec import decode_event, encode_event
 from helikon.core.compaction import DEFAULT_USER_SUMMARY_PREFIX, CompactingSession
@@ -26,7 +27,9 @@ from helikon.core.session import (
 
 from ._mock_model import MockModel
 from ._scripts import text_turn
-from .session_conformance import ConformanceBackend
+
+if TYPE_CHECKING:
+    from .session_conformance import ConformanceBackend
 
 
 def _check(condition: object, message: str) -> None:

@@ -58,6 +58,7 @@ from helikon.core.session import (
     project,
 )
 
+from ._compaction_checks import check_window_compaction_keeps_recent_turns_and_pairs
 from ._mock_model import MockModel
 from ._scripts import text_turn
 
@@ -629,6 +630,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_generated_ids_are_unique,
     check_expected_seq_conflicts_write_nothing,
     check_format_versions_are_read_by_their_rules,
+    check_window_compaction_keeps_recent_turns_and_pairs,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
     check_concurrent_writers_in_separate_processes,
