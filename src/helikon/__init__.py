@@ -159,6 +159,11 @@ _LAZY = {
     "ToolSubject": "helikon.core.rules",
     "PermissionVerdict": "helikon.core.permissions",
     "Redactor": "helikon.core.redaction",
+    "InvalidConversationError": "helikon.core.conversation_check",
+    "Repair": "helikon.core.conversation_check",
+    "ensure_provider_valid": "helikon.core.conversation_check",
+    "is_provider_valid": "helikon.core.conversation_check",
+    "repair_conversation": "helikon.core.conversation_check",
     "GraphAgent": "helikon.core.workflows",
     "GraphBuilder": "helikon.core.workflows",
     "GraphBuildError": "helikon.core.workflows",
@@ -168,6 +173,13 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from helikon.core.conversation_check import (
+        InvalidConversationError,
+        Repair,
+        ensure_provider_valid,
+        is_provider_valid,
+        repair_conversation,
+    )
     from helikon.core.permissions import PermissionVerdict
     from helikon.core.redaction import Redactor
     from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
@@ -193,6 +205,11 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
+    "InvalidConversationError",
+    "Repair",
+    "ensure_provider_valid",
+    "is_provider_valid",
+    "repair_conversation",
     "AgentAsTool",
     "SwarmAgent",
     "SwarmBuildError",
