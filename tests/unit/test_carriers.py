@@ -88,6 +88,7 @@ from helikon.core.loop import (
 )
 from helikon.core.model import MODEL_EVENT_ADAPTER, FinishReason, ModelEvent
 from helikon.core.session import KnownSessionEvent as SessionEvent
+from helikon.core.session import RequestHeader
 
 ROUND_TRIP = settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 
@@ -205,13 +206,34 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
 utc_ts = st.datetimes(timezones=st.just(UTC))
 SESSION_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     UserMessageEvent: st.builds(UserMessageEvent, content=parts, ts=utc_ts),
-    AssistantMessageEvent: st.builds(AssistantMessageEvent, content=parts, agent=opt_text, ts=utc_ts),
+    AssistantMessageEvent: st.builds(
+        AssistantMessageEvent, content=parts, agent=opt_text, ts=utc_ts, usage=st.none() | token_usage
+    ),
     ToolCalled: st.builds(ToolCalled, call_id=text, name=text, args=json_values, ts=utc_ts),
     ToolReturned: st.builds(
         ToolReturned, call_id=text, content=parts, is_error=st.booleans(), name=opt_text, ts=utc_ts
     ),
     HandoffOccurred: st.builds(HandoffOccurred, from_agent=text, to_agent=text, ts=utc_ts),
     Compacted: st.builds(Compacted, summary=text, original_count=small_ints, ts=utc_ts),
+    RequestHeader: st.builds(
+        RequestHeader,
+        provider=text,
+        model=text,
+        settings=st.dictionaries(text, json_values, max_size=3),
+        system=st.lists(text, max_size=2).map(tuple),
+        tools=st.lists(
+            st.builds(
+                ToolDef,
+                name=text,
+                description=text,
+                parameters=st.dictionaries(text, json_values, max_size=3),
+                strict=st.booleans(),
+            ),
+            max_size=2,
+        ).map(tuple),
+        injected=st.lists(text, max_size=2).map(tuple),
+        ts=utc_ts,
+    ),
 }
 
 tool_names = st.lists(text, max_size=3).map(tuple)
@@ -460,6 +482,7 @@ TAGS: dict[type, str] = {
     ToolReturned: "tool_returned",
     HandoffOccurred: "handoff_occurred",
     Compacted: "compacted",
+    RequestHeader: "request_header",
     # loop states and inputs
     CallingModel: "calling_model",
     ExecutingTools: "executing_tools",

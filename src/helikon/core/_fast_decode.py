@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any, cast
 
 from ._carrier import raw_constructor
+from .events import TokenUsage
 from .items import (
     AssistantMessage,
     AudioPart,
@@ -29,11 +30,13 @@ from .items import (
     UrlSource,
     UserMessage,
 )
+from .model import ToolDef
 from .session import (
     AssistantMessageEvent,
     Compacted,
     HandoffOccurred,
     KnownSessionEvent,
+    RequestHeader,
     ToolCalled,
     ToolReturned,
     UserMessageEvent,
@@ -51,6 +54,9 @@ _reasoning_part = raw_constructor(ReasoningPart)
 _tool_use_part = raw_constructor(ToolUsePart)
 _user_event = raw_constructor(UserMessageEvent)
 _assistant_event = raw_constructor(AssistantMessageEvent)
+_header_event = raw_constructor(RequestHeader)
+_tool_def = raw_constructor(ToolDef)
+_usage = raw_constructor(TokenUsage)
 _called_event = raw_constructor(ToolCalled)
 _returned_event = raw_constructor(ToolReturned)
 _user_item = raw_constructor(UserMessage)
@@ -131,7 +137,58 @@ def _user(o: dict[str, Any]) -> KnownSessionEvent:
 
 
 def _assistant(o: dict[str, Any]) -> KnownSessionEvent:
-    return _assistant_event("assistant_message", _content(o), _opt_str(o, "agent"), _ts(o))
+    return _assistant_event("assistant_message", _content(o), _opt_str(o, "agent"), _ts(o), _opt_usage(o))
+
+
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cached_input_tokens", "reasoning_tokens", "requests")
+
+
+def _opt_usage(o: dict[str, Any]) -> TokenUsage | None:
+    """The message's usage; a malformed one reads as unknown (None): it never costs the message."""
+    usage = o.get("usage")
+    if usage is None or type(usage) is not dict:
+        return None
+    counts = [cast("dict[str, Any]", usage).get(key, 0) for key in _USAGE_KEYS]
+    for count in counts:
+        if type(count) is not int:
+            return None
+    return _usage(*counts)
+
+
+def _str_tuple(obj: dict[str, Any], key: str) -> tuple[str, ...]:
+    values: Any = obj.get(key, [])
+    if type(values) is not list:
+        raise _Irregular
+    texts = cast("list[Any]", values)
+    for value in texts:
+        if type(value) is not str:
+            raise _Irregular
+    return tuple(cast("list[str]", texts))
+
+
+def _tool(obj: Any) -> ToolDef:
+    parameters = obj["parameters"]
+    strict = obj.get("strict", False)
+    if type(parameters) is not dict or type(strict) is not bool:
+        raise _Irregular
+    return _tool_def(_str(obj, "name"), _str(obj, "description"), parameters, strict)
+
+
+def _header(o: dict[str, Any]) -> KnownSessionEvent:
+    settings = o.get("settings", {})
+    tools = o.get("tools", [])
+    if type(settings) is not dict or type(tools) is not list:
+        raise _Irregular
+    return _header_event(
+        "request_header",
+        _str(o, "provider"),
+        _str(o, "model"),
+        settings,
+        _str_tuple(o, "system"),
+        tuple([_tool(t) for t in tools]),  # pyright: ignore[reportUnknownVariableType]
+        _str_tuple(o, "injected"),
+        _ts(o),
+    )
 
 
 def _called(o: dict[str, Any]) -> KnownSessionEvent:
@@ -179,6 +236,7 @@ _BUILDERS: dict[str, Callable[[dict[str, Any]], KnownSessionEvent]] = {
     "tool_returned": _returned,
     "handoff_occurred": _handoff,
     "compacted": _compacted,
+    "request_header": _header,
 }
 
 
@@ -226,6 +284,11 @@ def _handoff_step(o: dict[str, Any]) -> Item | Compacted | None:
     return None
 
 
+def _header_step(o: dict[str, Any]) -> Item | Compacted | None:
+    _header(o)
+    return None
+
+
 def _compacted_step(o: dict[str, Any]) -> Item | Compacted | None:
     event = _compacted(o)
     return event if isinstance(event, Compacted) else None
@@ -238,6 +301,7 @@ _STEPS: dict[str, Callable[[dict[str, Any]], Item | Compacted | None]] = {
     "tool_returned": _returned_step,
     "handoff_occurred": _handoff_step,
     "compacted": _compacted_step,
+    "request_header": _header_step,
 }
 
 

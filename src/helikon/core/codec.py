@@ -41,8 +41,10 @@ from .exceptions import UnreadableSessionEvent
 from .items import Item
 from .session import (
     SESSION_EVENT_ADAPTER,
+    AssistantMessageEvent,
     Compacted,
     ConversationSnapshot,
+    RequestHeader,
     SessionEvent,
     UnknownEvent,
     event_step,
@@ -115,10 +117,22 @@ def upgrade_all(
 
 
 def encode_event(event: SessionEvent) -> str:
-    """The stored JSON text of `event` (compact, UTF-8 friendly)."""
+    """The stored JSON text of `event` (compact, UTF-8 friendly).
+
+    An assistant message's `usage` and a request header's `injected` are left out while
+    they are empty: they read back as the same defaults, and most events never set them.
+    """
     if isinstance(event, UnknownEvent):
         return json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
+    if isinstance(event, AssistantMessageEvent) and event.usage is None:
+        return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
+    if isinstance(event, RequestHeader) and not event.injected:
+        return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_INJECTED).decode()
     return SESSION_EVENT_ADAPTER.dump_json(event).decode()
+
+
+_NO_USAGE = {"usage"}
+_NO_INJECTED = {"injected"}
 
 
 def event_kind(event: SessionEvent) -> str:

@@ -22,6 +22,7 @@ from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, runtime_ch
 from ._adapter import LazyAdapter
 from ._carrier import carrier
 from ._json import JsonValue
+from .events import TokenUsage
 from .items import (
     AssistantMessage,
     ContentPart,
@@ -31,6 +32,7 @@ from .items import (
     ToolResult,
     UserMessage,
 )
+from .model import ToolDef
 
 SequenceId = NewType("SequenceId", int)
 """A position in one session's log: 0 for the first event, then +1 per event."""
@@ -51,12 +53,13 @@ class UserMessageEvent:
 
 @carrier
 class AssistantMessageEvent:
-    """An agent answered."""
+    """An agent answered; `usage` is the token count of the model call that produced it, if known."""
 
     type: Literal["assistant_message"] = "assistant_message"
     content: tuple[ContentPart, ...]
     agent: str | None = None
     ts: datetime = field(default_factory=_now)
+    usage: TokenUsage | None = None
 
 
 @carrier
@@ -113,6 +116,26 @@ class Compacted:
 
 
 @carrier
+class RequestHeader:
+    """The part of the model requests from here on that is not conversation (see `helikon.core.request_log`).
+
+    A runner writes one before a model call only when it differs from the last one in the
+    log: `provider`, `model`, `settings` (the `ModelSettings` fields that are set, as JSON),
+    the rendered `system` prompt, the `tools` offered, and the system messages hooks
+    `injected` for that call. Projects to nothing: it is not conversation.
+    """
+
+    type: Literal["request_header"] = "request_header"
+    provider: str
+    model: str
+    settings: dict[str, JsonValue] = field(default_factory=lambda: {})
+    system: tuple[str, ...] = ()
+    tools: tuple[ToolDef, ...] = ()
+    injected: tuple[str, ...] = ()
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
 class UnknownEvent:
     """An event whose `type` this version of helikon does not know (written by a newer one).
 
@@ -155,9 +178,15 @@ class UnknownEvent:
 
 
 KnownSessionEvent: TypeAlias = (
-    UserMessageEvent | AssistantMessageEvent | ToolCalled | ToolReturned | HandoffOccurred | Compacted
+    UserMessageEvent
+    | AssistantMessageEvent
+    | ToolCalled
+    | ToolReturned
+    | HandoffOccurred
+    | Compacted
+    | RequestHeader
 )
-"""The six event variants of the book."""
+"""The six event variants of the book, and `RequestHeader`."""
 
 SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent
 """One entry of a session's log. Every known variant carries `ts` (UTC), stamped at construction."""
@@ -282,7 +311,9 @@ def event_step(event: SessionEvent) -> Item | Compacted | None:
         )
     if isinstance(event, Compacted):
         return event
-    return None  # HandoffOccurred is audit only; an UnknownEvent means nothing to this version
+    # HandoffOccurred is audit only, a RequestHeader describes requests (not conversation),
+    # an UnknownEvent means nothing to this version.
+    return None
 
 
 class Projection:
@@ -352,6 +383,7 @@ __all__ = [
     "SESSION_EVENT_ADAPTER",
     "KnownSessionEvent",
     "UnknownEvent",
+    "RequestHeader",
     "AssistantMessageEvent",
     "Compacted",
     "ConversationSnapshot",
