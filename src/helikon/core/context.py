@@ -45,12 +45,16 @@ class RunConfig:
         parallel_tool_call_limit: Cap on concurrently running tool calls; `None` = unbounded.
         max_agent_depth: Nesting depth across handoffs and agent-as-tool runs (default 8).
         timeout: Wall-clock seconds for the whole run; enforced by a runner, not a bare `agent.run`.
+        record_requests: Emit a `RequestSent` after each model call (what was sent besides the
+            conversation, and the call's usage), for a `SessionRecorder`. Runners set it; off by
+            default, so a plain `agent.run` streams exactly the events it always did.
     """
 
     max_turns: int = 16
     parallel_tool_call_limit: int | None = None
     max_agent_depth: int = 8
     timeout: float | None = None
+    record_requests: bool = False
 
     def __post_init__(self) -> None:
         _positive_int("RunConfig", "max_turns", self.max_turns)
@@ -381,7 +385,7 @@ class RunContext(Generic[Ctx]):
         if self._compiled_rules is None:
             from .permissions import CompiledRules
 
-            self._compiled_rules = CompiledRules(self._deny_rules, self._allow_rules)
+            self._compiled_rules = CompiledRules(self._deny_rules, self._allow_rules, self._guard_rules)
         return self._compiled_rules
 
     @property
@@ -515,6 +519,7 @@ class RunContext(Generic[Ctx]):
 
         new = self._copy()
         new._guard_rules = _checked(rules, GuardRule, "with_guard_rules")
+        new._compiled_rules = None
         return new
 
     def without_default_guards(self) -> RunContext[Ctx]:

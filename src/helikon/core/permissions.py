@@ -33,7 +33,7 @@ from ._json import JsonValue
 from .events import AgentEvent, ApprovalRequested
 from .governance import PermissionMode
 from .path_glob import PathGlob
-from .rules import EDIT_TOOLS, READ_TOOLS, AllowRule, DenyRule, GuardAction, ToolSubject
+from .rules import EDIT_TOOLS, READ_TOOLS, AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
 from .tools import ToolEffect
 
 if TYPE_CHECKING:
@@ -76,9 +76,18 @@ class CompiledRules:
         "deny_paths",
         "deny_programs",
         "deny_tools",
+        "guard_filter",
+        "guards",
     )
 
-    def __init__(self, deny: tuple[DenyRule, ...], allow: tuple[AllowRule, ...]) -> None:
+    def __init__(
+        self, deny: tuple[DenyRule, ...], allow: tuple[AllowRule, ...], guards: tuple[GuardRule, ...] = ()
+    ) -> None:
+        self.guards = guards
+        # The deny rules behind your guards, grouped the same way: a call none of them can
+        # match skips the guards one by one (None: some guard is not rule-based).
+        rules = tuple(g.rule for g in guards if g.rule is not None)
+        self.guard_filter = CompiledRules(rules, ()) if guards and len(rules) == len(guards) else None
         self.deny = deny
         self.allow = allow
         self.deny_tools = frozenset(r.value for r in deny if r.kind == "tool")
@@ -93,6 +102,10 @@ class CompiledRules:
         if self._denies(subject):
             return next(rule for rule in self.deny if rule.matches(subject))
         return None
+
+    def could_deny(self, subject: ToolSubject) -> bool:
+        """Whether some deny rule matches the call (as `denying`, without naming it)."""
+        return self._denies(subject)
 
     def _denies(self, subject: ToolSubject) -> bool:
         if subject.tool in self.deny_tools:
@@ -199,7 +212,12 @@ async def _refusals(
         rule = ctx.compiled_rules.denying(subject)
         if rule is not None:
             return PermissionVerdict(False, args, f"denied by {rule!r}", "deny_rule")
-    for guard in ctx.guards:
+    compiled = ctx.compiled_rules
+    yours = compiled.guards
+    if yours and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
+        yours = ()  # none of your guards can match this call: skip them one by one
+    defaults = GuardRule.destructive_defaults() if ctx.default_guards else ()
+    for guard in (*defaults, *yours) if yours else defaults:
         reason = guard.check(subject)
         if reason is None:
             continue
