@@ -38,6 +38,7 @@ from .core.events import (
     MessageOutput,
     PermissionDenied,
     RepairStarted,
+    RequestSent,
     RunCompleted,
     RunFailed,
     RunStarted,
@@ -125,6 +126,7 @@ from .core.model import (
 )
 from .core.output import OutputType
 from .core.recorder import SessionRecorder
+from .core.request_log import rebuild_request, rebuild_requests
 from .core.result import RunResult, RunStream
 from .core.runner import Runner
 from .core.session import (
@@ -134,6 +136,7 @@ from .core.session import (
     ConversationSnapshot,
     HandoffOccurred,
     KnownSessionEvent,
+    RequestHeader,
     SequenceId,
     Session,
     SessionEntry,
@@ -295,6 +298,7 @@ __all__ = [
     "MessageOutput",
     "PermissionDenied",
     "RepairStarted",
+    "RequestSent",
     "RunCompleted",
     "RunFailed",
     "RunStarted",
@@ -313,6 +317,7 @@ __all__ = [
     "HeuristicTokenCounter",
     "KnownSessionEvent",
     "MemorySession",
+    "RequestHeader",
     "SequenceId",
     "Session",
     "SessionEntry",
@@ -326,6 +331,8 @@ __all__ = [
     "UnknownEvent",
     "UserMessageEvent",
     "project",
+    "rebuild_request",
+    "rebuild_requests",
     # governance
     "ApprovalHandler",
     "ApprovalOutcome",

@@ -79,7 +79,7 @@ async def test_the_caller_gets_the_answer_and_the_sub_run_is_isolated() -> None:
     assert "pre_tool_use:inner" not in hooks.events  # the sub-run fires no hooks of the caller...
     assert "on_subagent_stop:inner" in hooks.events  # ...but its end is reported
     stored = [e.type for _, e in await session.events()]
-    assert stored == ["user_message", "tool_called", "tool_returned", "assistant_message"]
+    assert stored == ["user_message", "request_header", "tool_called", "tool_returned", "assistant_message"]
 
 
 async def test_the_callers_permissions_govern_the_sub_agents_tools() -> None:

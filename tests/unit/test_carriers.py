@@ -59,7 +59,7 @@ from helikon import (
     UserMessage,
     UserMessageEvent,
 )
-from helikon.core.events import AgentErrorKind, AgentEvent, GuardrailKind
+from helikon.core.events import AgentErrorKind, AgentEvent, GuardrailKind, RequestSent
 from helikon.core.items import CONTENT_PART_ADAPTER, ContentPart, Item
 from helikon.core.loop import (
     LOOP_STATE_ADAPTER,
@@ -198,6 +198,21 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     RepairStarted: st.builds(RepairStarted, attempt=small_ints),
     StructuredOutputFailed: st.builds(
         StructuredOutputFailed, schema_errors=st.lists(text, max_size=3).map(tuple), final_text=text
+    ),
+    RequestSent: st.builds(
+        RequestSent,
+        provider=text,
+        model=text,
+        system=st.lists(st.builds(SystemMessage, text=text), max_size=2).map(tuple),
+        injected=st.lists(text, max_size=2).map(tuple),
+        tools=st.lists(
+            st.builds(ToolDef, name=text, description=text, parameters=st.just({"type": "object"})),
+            max_size=2,
+        ).map(tuple),
+        settings=st.builds(
+            ModelSettings, temperature=st.none() | st.just(0.5), max_output_tokens=st.none() | st.just(64)
+        ),
+        usage=st.none() | token_usage,
     ),
     RunCompleted: st.builds(RunCompleted, usage=token_usage),
     RunFailed: st.builds(RunFailed, error=agent_error, usage=token_usage),
@@ -473,6 +488,7 @@ TAGS: dict[type, str] = {
     PermissionDenied: "permission_denied",
     RepairStarted: "repair_started",
     StructuredOutputFailed: "structured_output_failed",
+    RequestSent: "request_sent",
     RunCompleted: "run_completed",
     RunFailed: "run_failed",
     # session events

@@ -137,13 +137,15 @@ async def test_the_session_records_the_handoff_and_every_call_has_a_result() -> 
     stored = [e for _, e in await session.events()]
     assert [e.type for e in stored] == [
         "user_message",
+        "request_header",  # triage's request
         "tool_called",
         "tool_returned",
         "handoff_occurred",
+        "request_header",  # the specialist's: other instructions and tools
         "assistant_message",
     ]
-    assert stored[3] == HandoffOccurred(from_agent="triage", to_agent="investing specialist", ts=stored[3].ts)
-    assert stored[4].agent == "investing specialist"  # type: ignore[union-attr]
+    assert stored[4] == HandoffOccurred(from_agent="triage", to_agent="investing specialist", ts=stored[4].ts)
+    assert stored[6].agent == "investing specialist"  # type: ignore[union-attr]
 
 
 async def test_other_calls_of_the_handoff_turn_are_answered_not_run() -> None:

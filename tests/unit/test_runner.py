@@ -66,6 +66,7 @@ async def test_the_runner_prepends_history_and_appends_the_new_events() -> None:
     ]
     assert [e.type for _, e in await session.events()] == [
         "user_message",
+        "request_header",  # the agent's request record; the second run's is the same, so not repeated
         "assistant_message",
         "user_message",
         "assistant_message",
@@ -113,7 +114,7 @@ async def test_a_failed_append_is_logged_and_the_run_still_succeeds(caplog: pyte
     with caplog.at_level(logging.WARNING, logger="helikon.runtime"):
         result = await AsyncioRunner[None]().run(agent, "hi", session_ctx(BrokenSession(write=False)))
     assert result.final_output == "fine"
-    assert "could not append 2 event(s)" in caplog.text
+    assert "could not append 3 event(s)" in caplog.text
 
 
 async def test_the_timeout_cancels_the_run_and_the_log_stays_provider_valid() -> None:
@@ -124,7 +125,7 @@ async def test_the_timeout_cancels_the_run_and_the_log_stays_provider_valid() ->
     with pytest.raises(RunTimeout):
         await AsyncioRunner[None]().run(agent, "go", session_ctx(session), config)
     log = [e for _, e in await session.events()]
-    assert [e.type for e in log] == ["user_message", "tool_called", "tool_returned"]
+    assert [e.type for e in log] == ["user_message", "request_header", "tool_called", "tool_returned"]
     returned = log[-1]
     assert isinstance(returned, ToolReturned)
     assert returned.is_error
@@ -263,6 +264,7 @@ async def test_an_answer_blocked_by_an_output_guardrail_is_not_persisted() -> No
     runner = AsyncioRunner[None]()
     with pytest.raises(RunError):
         await runner.run(agent, "What's my SSN?", session_ctx(session))
-    assert [e.type for _, e in await session.events()] == ["user_message"]
+    # the request was sent, so its record stays; the answer it got does not
+    assert [e.type for _, e in await session.events()] == ["user_message", "request_header"]
     await runner.run(agent, "Then tell me something else.", session_ctx(session))
     assert all("123-45" not in getattr(m, "text", "") for m in model.requests[1].messages)

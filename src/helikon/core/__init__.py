@@ -25,6 +25,7 @@ from .events import (
     MessageOutput,
     PermissionDenied,
     RepairStarted,
+    RequestSent,
     RunCompleted,
     RunFailed,
     RunStarted,
@@ -112,6 +113,7 @@ from .model import (
 )
 from .output import OutputType
 from .recorder import SessionRecorder
+from .request_log import rebuild_request, rebuild_requests
 from .result import RunResult, RunStream
 from .runner import Runner
 from .session import (
@@ -121,6 +123,7 @@ from .session import (
     ConversationSnapshot,
     HandoffOccurred,
     KnownSessionEvent,
+    RequestHeader,
     SequenceId,
     Session,
     SessionEntry,
@@ -281,6 +284,7 @@ __all__ = [
     "MessageOutput",
     "PermissionDenied",
     "RepairStarted",
+    "RequestSent",
     "RunCompleted",
     "RunFailed",
     "RunStarted",
@@ -299,6 +303,7 @@ __all__ = [
     "HeuristicTokenCounter",
     "KnownSessionEvent",
     "MemorySession",
+    "RequestHeader",
     "SequenceId",
     "Session",
     "SessionEntry",
@@ -312,6 +317,8 @@ __all__ = [
     "UnknownEvent",
     "UserMessageEvent",
     "project",
+    "rebuild_request",
+    "rebuild_requests",
     # governance
     "ApprovalHandler",
     "ApprovalOutcome",

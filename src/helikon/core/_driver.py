@@ -14,6 +14,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from ._carrier import raw_constructor
 from ._json import JsonValue
 from ._tracing import RunTrace, attach, detach, tracing_possible
 from .agent import AgentInput
@@ -24,6 +25,7 @@ from .events import (
     AgentEvent,
     GuardrailTriggered,
     PermissionDenied,
+    RequestSent,
     RunCompleted,
     RunFailed,
     RunStarted,
@@ -71,6 +73,10 @@ if TYPE_CHECKING:
 
     from .agent import LlmAgent
     from .redaction import Redactor
+
+
+# Built once per model call when requests are recorded: every field is the driver's own.
+_request_sent = raw_constructor(RequestSent)
 
 
 class _Settled:
@@ -227,11 +233,15 @@ class _Run:
                         next_input = Cancelled(reason=token.reason)
                     else:
                         next_input = Cancelled(reason=token.reason)
-                        async for item in self.call_model(self.with_injected(action.request)):
+                        injected = tuple(self.injected) if self.injected else ()
+                        request = self.with_injected(action.request)
+                        async for item in self.call_model(request):
                             if type(item) is _Settled:
                                 next_input = item.input
                             else:
                                 yield item  # pyright: ignore[reportReturnType]
+                        if self.config.record_requests:
+                            yield self.request_sent(request, tctx.system, injected, next_input)
                     if guard_task is not None:
                         # Nothing the model asked for happens before the input is cleared.
                         failed = await self.input_verdict(guard_task)
@@ -325,6 +335,27 @@ class _Run:
         return replace(request, messages=[*messages[:lead], *injected, *messages[lead:]])
 
     # --- the model -------------------------------------------------------------------------
+
+    def request_sent(
+        self,
+        request: ModelRequest,
+        system: Sequence[SystemMessage],
+        injected: tuple[str, ...],
+        settled: TransitionInput,
+    ) -> RequestSent:
+        """What `request` held besides the conversation, for a recorder (`RunConfig.record_requests`)."""
+        model: Any = self.agent.model
+        tools = request.tools
+        return _request_sent(
+            "request_sent",
+            getattr(model, "provider", "unknown"),
+            getattr(model, "model_name", ""),
+            system if type(system) is tuple else tuple(system),
+            injected,
+            tools if type(tools) is tuple else tuple(tools),
+            request.model_settings,
+            settled.usage if type(settled) is ModelResponse else None,
+        )
 
     async def call_model(self, request: ModelRequest) -> AsyncIterator[AgentEvent | _Settled]:
         """Stream one model call: yield its deltas, then a `_Settled` with the aggregated response."""

@@ -20,8 +20,8 @@ from typing import Literal, TypeAlias
 from ._adapter import LazyAdapter
 from ._carrier import carrier
 from ._json import JsonValue
-from .items import AssistantMessage, ToolCall, ToolResult
-from .model import ReasoningDelta, TokenDelta, ToolCallDelta
+from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult
+from .model import ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
 
 # --- carriers used by events -----------------------------------------------------------------
 
@@ -211,6 +211,26 @@ class StructuredOutputFailed:
 
 
 @carrier
+class RequestSent:
+    """A model call was made: what it was sent besides the conversation, and its usage.
+
+    Streamed only with `RunConfig.record_requests` (runners set it), after the call and
+    before the events of its answer, for `SessionRecorder` to log a `RequestHeader` when
+    something changed. `system` is the rendered instructions, `injected` the system
+    messages hooks added to this call; `usage` is None when the call failed.
+    """
+
+    type: Literal["request_sent"] = "request_sent"
+    provider: str
+    model: str
+    system: tuple[SystemMessage, ...] = ()
+    injected: tuple[str, ...] = ()
+    tools: tuple[ToolDef, ...] = ()
+    settings: ModelSettings = ModelSettings()
+    usage: TokenUsage | None = None
+
+
+@carrier
 class RunCompleted:
     """Terminal: the run succeeded."""
 
@@ -243,6 +263,7 @@ AgentEvent: TypeAlias = (
     | PermissionDenied
     | RepairStarted
     | StructuredOutputFailed
+    | RequestSent
     | RunCompleted
     | RunFailed
 )
@@ -278,6 +299,7 @@ __all__ = [
     "PermissionDenied",
     "ReasoningDelta",
     "RepairStarted",
+    "RequestSent",
     "RunCompleted",
     "RunFailed",
     "RunStarted",

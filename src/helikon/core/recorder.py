@@ -4,11 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .events import AgentEvent, GuardrailTriggered, HandoffItem, MessageOutput, ToolCallItem, ToolOutputItem
-from .items import AssistantMessage, Item, TextPart, ToolCall, ToolResult, UserMessage
+from .events import (
+    AgentEvent,
+    GuardrailTriggered,
+    HandoffItem,
+    MessageOutput,
+    RequestSent,
+    TokenUsage,
+    ToolCallItem,
+    ToolOutputItem,
+)
+from .items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
 from .session import (
     AssistantMessageEvent,
     HandoffOccurred,
+    RequestHeader,
     SessionEvent,
     ToolCalled,
     ToolReturned,
@@ -25,6 +35,11 @@ class SessionRecorder:
     `drain` it at the end. `drain` answers any tool call left without a result with an
     error `ToolReturned`, so the log always projects to a conversation providers accept.
 
+    With `RunConfig.record_requests` the run streams a `RequestSent` per model call: the
+    recorder then logs a `RequestHeader` whenever the request differs from the last one
+    (`last_header`: the session's latest, so an unchanged agent adds no header), and puts
+    each call's usage on the assistant message it produced.
+
     Example:
         ```python
         from helikon import SessionRecorder, UserMessage
@@ -34,11 +49,14 @@ class SessionRecorder:
         ```
     """
 
-    __slots__ = ("_events", "_open_calls")
+    __slots__ = ("_events", "_header", "_open_calls", "_usage")
 
-    def __init__(self, new_input: Iterable[Item] = ()) -> None:
+    def __init__(self, new_input: Iterable[Item] = (), *, last_header: RequestHeader | None = None) -> None:
         self._events: list[SessionEvent] = []
         self._open_calls: dict[str, str] = {}  # call_id -> tool name
+        # The request fields of the header in force, as a `RequestSent` carries them.
+        self._header: tuple[object, ...] | None = None if last_header is None else _key_of(last_header)
+        self._usage: TokenUsage | None = None  # the last call's, for the message it answered
         for item in new_input:
             self._record_item(item)
 
@@ -46,7 +64,8 @@ class SessionRecorder:
         if isinstance(item, UserMessage):
             self._events.append(UserMessageEvent(content=item.content))
         elif isinstance(item, AssistantMessage):
-            self._events.append(AssistantMessageEvent(content=item.content, agent=item.agent))
+            usage, self._usage = self._usage, None
+            self._events.append(AssistantMessageEvent(content=item.content, agent=item.agent, usage=usage))
         elif isinstance(item, ToolCall):
             self._open_calls[item.call_id] = item.name
             self._events.append(ToolCalled(call_id=item.call_id, name=item.name, args=item.args))
@@ -67,6 +86,19 @@ class SessionRecorder:
             self._events.append(HandoffOccurred(from_agent=event.from_agent, to_agent=event.to_agent))
         elif isinstance(event, GuardrailTriggered):
             self._forget_blocked(event)
+        elif type(event) is RequestSent:
+            self._request_sent(event)
+
+    def _request_sent(self, sent: RequestSent) -> None:
+        self._usage = sent.usage
+        # Within a run these are the very objects of the previous call (the comparison stops
+        # at identity); across runs equal values compare equal element by element.
+        key = (sent.provider, sent.model, sent.system, sent.injected, sent.tools, sent.settings)
+        if key != self._header:
+            from .request_log import header_of  # pydantic, only when something changed
+
+            self._events.append(header_of(sent))
+        self._header = key
 
     def _forget_blocked(self, event: GuardrailTriggered) -> None:
         """What a guardrail stopped is not conversation: keep it out of the log.
@@ -77,6 +109,7 @@ class SessionRecorder:
         if event.stage == "input":
             self._events.clear()
             self._open_calls.clear()
+            self._header = None  # a header recorded in this run went with the rest
             return
         for index in range(len(self._events) - 1, -1, -1):
             if isinstance(self._events[index], AssistantMessageEvent):
@@ -95,3 +128,17 @@ class SessionRecorder:
         self._events = []
         self._open_calls = {}
         return events
+
+
+def _key_of(header: RequestHeader) -> tuple[object, ...]:
+    """The comparison key of a logged header, in the shape `RequestSent` carries it."""
+    from .request_log import settings_from_json
+
+    return (
+        header.provider,
+        header.model,
+        tuple(SystemMessage(text=text) for text in header.system),
+        header.injected,
+        header.tools,
+        settings_from_json(header.settings),
+    )

@@ -5,14 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 from helikon.core.agent import Agent, RunInput, to_agent_input
 from helikon.core.context import RunConfig, RunContext
-from helikon.core.events import AgentError, AgentEvent, RunFailed, RunStarted
+from helikon.core.events import AgentError, AgentEvent, RequestSent, RunFailed, RunStarted
 from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.recorder import SessionRecorder
 from helikon.core.result import RunResult, RunStream
+from helikon.core.session import RequestHeader, SequenceId, Session
 
 Ctx = TypeVar("Ctx")
 
@@ -26,6 +28,13 @@ class AsyncioRunner(Generic[Ctx]):
     the input (a read failure fails the run); during the run it records the events with a
     `SessionRecorder`; after it, it appends them to the session (best effort: a failed
     append is logged, never raised). `RunConfig.timeout` cancels the run when it expires.
+
+    The recorded events include request records: a `RequestHeader` (provider, model,
+    settings, system prompt, tool schemas) ahead of a model call whenever it differs from
+    the session's latest one, and each assistant message's usage (see
+    `helikon.core.request_log`). To find the latest header without reading the whole log
+    every run, the runner remembers, per session, how far it has read, and reads only the
+    events after that (the first run on a session reads its log once).
 
     Example:
         ```python
@@ -43,11 +52,18 @@ class AsyncioRunner(Generic[Ctx]):
             runner = AsyncioRunner()
             await runner.run(agent, "first", ctx)
             await runner.run(agent, "second", ctx)   # the model sees the first exchange too
-            assert len(await session.events()) == 4
+            # two exchanges and one request header (the agent did not change in between)
+            assert len(await session.events()) == 5
 
         asyncio.run(main())
         ```
     """
+
+    __slots__ = ("_configs", "_headers")
+
+    def __init__(self) -> None:
+        self._headers: dict[int, _HeaderState] = {}
+        self._configs: tuple[RunConfig, RunConfig] | None = None  # the last config, and it recording
 
     def run_streamed(
         self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
@@ -71,6 +87,7 @@ class AsyncioRunner(Generic[Ctx]):
         session = context.session
         try:
             snapshot = await session.snapshot()
+            last_header = await self._last_header(session)
         except Exception as exc:
             error = AgentError(
                 kind="session_error",
@@ -79,7 +96,8 @@ class AsyncioRunner(Generic[Ctx]):
             yield RunStarted(agent=agent.name)
             yield RunFailed(error=error)
             return
-        recorder = SessionRecorder(new_input.messages)
+        recorder = SessionRecorder(new_input.messages, last_header=last_header)
+        config = self._recording(config)
         run_ctx: RunContext[Any] = context
         timer: asyncio.TimerHandle | None = None
         if config.timeout is not None:
@@ -91,7 +109,8 @@ class AsyncioRunner(Generic[Ctx]):
                 new_input.prepend(snapshot.messages), context=run_ctx, config=config
             ):
                 recorder.observe(event)
-                yield event
+                if type(event) is not RequestSent:  # the runner asked for it; its caller did not
+                    yield event
         finally:
             if timer is not None:
                 timer.cancel()
@@ -102,3 +121,46 @@ class AsyncioRunner(Generic[Ctx]):
                 logger.warning(
                     "could not append %d event(s) to the session after the run", len(events), exc_info=True
                 )
+
+    def _recording(self, config: RunConfig) -> RunConfig:
+        """`config` with `record_requests` on (the copy is kept: most runs reuse one config)."""
+        if config.record_requests:
+            return config
+        cached = self._configs
+        if cached is not None and cached[0] is config:
+            return cached[1]
+        recording = replace(config, record_requests=True)
+        self._configs = (config, recording)
+        return recording
+
+    async def _last_header(self, session: Session) -> RequestHeader | None:
+        """The session's latest `RequestHeader`, reading only the events after the last look."""
+        key = id(session)
+        state = self._headers.get(key)
+        if state is None or state.session is not session:
+            state = _HeaderState(session)
+            if len(self._headers) >= _MAX_SESSIONS:
+                del self._headers[next(iter(self._headers))]  # the longest-known session
+            self._headers[key] = state
+        entries = await session.events(state.seq)
+        if entries:
+            for entry in entries:
+                if type(entry.event) is RequestHeader:
+                    state.header = entry.event
+            state.seq = entries[-1].seq
+        return state.header
+
+
+_MAX_SESSIONS = 64
+"""How many sessions a runner remembers the latest header of (each costs a reference)."""
+
+
+class _HeaderState:
+    """What a runner knows of one session's request headers: the latest, and up to which seq."""
+
+    __slots__ = ("header", "seq", "session")
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.seq: SequenceId | None = None
+        self.header: RequestHeader | None = None
