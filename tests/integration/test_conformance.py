@@ -20,8 +20,22 @@ CHECKS = conformance.checks_for(
         opener="x:y",
         crash_safe=True,
         list_sessions=sqlite.SqliteSession.list_sessions,
+        damage_checkpoint=lambda sid, how: _no_damage(),
     )
 )
+# How each damage spoils a stored checkpoint (SQL: the SET clause of an UPDATE).
+SQL_DAMAGE = {
+    "beyond_the_log": "as_of_seq = as_of_seq + 1000000",
+    "other_projector": "projector = 'some-other-projector'",
+    "garbage": "state = '{not json'",
+    "other_prefix": "fingerprint = 'ffffffffffffffffffffffffffffffffffffffff'",
+}
+
+
+async def _no_damage() -> bool:
+    return False
+
+
 each_check = pytest.mark.parametrize("check", CHECKS, ids=lambda c: c.__name__)
 
 
@@ -37,8 +51,14 @@ async def test_sqlite_conforms(check: conformance.Check, tmp_path: Path) -> None
             await sqlite.SqliteSession.migrate(db)
             return await sqlite.SqliteSession.list_sessions(db, limit=limit, offset=offset)
 
+    async def damage_sqlite(session_id: str, how: str) -> bool:
+        async with await sqlite.SqliteDatabase.open(path) as db:
+            query = f"UPDATE session_checkpoints SET {SQL_DAMAGE[how]} WHERE session_id = ?"
+            return await db._run(lambda cur: cur.execute(query, (session_id,)).rowcount == 1)  # pyright: ignore[reportPrivateUsage]
+
     backend = conformance.ConformanceBackend(
         name="sqlite",
+        damage_checkpoint=damage_sqlite,
         open=open_sqlite,
         list_sessions=list_sqlite,
         opener="helikon.sessions.sqlite:open_session",

@@ -132,7 +132,7 @@ async def test_sqlite_reads_every_format(tmp_path: Path, version: int) -> None:
         assert {row[6] for row in after[: len(before)]} == {None}
     else:
         assert after[: len(before)] == before
-    assert migrations == [1, 2]
+    assert migrations == [1, 2, 3]  # 3 only added the (empty) checkpoints table
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------

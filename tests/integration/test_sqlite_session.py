@@ -111,7 +111,7 @@ async def test_migrations_are_idempotent_and_create_the_documented_schema(
     await SqliteSession.migrate(db)
     await SqliteSession.open(db, "a")
     with raw(tmp_path / "sessions.db") as conn:
-        assert [v for (v, _) in conn.execute("SELECT * FROM helikon_schema_migrations")] == [1, 2]
+        assert [v for (v, _) in conn.execute("SELECT * FROM helikon_schema_migrations")] == [1, 2, 3]
         (applied_at,) = conn.execute("SELECT applied_at FROM helikon_schema_migrations").fetchone()
         assert datetime.fromisoformat(applied_at).tzinfo is not None
         columns = [(r[1], r[2], r[3], r[5]) for r in conn.execute("PRAGMA table_info(session_events)")]
@@ -131,11 +131,22 @@ async def test_migrations_are_idempotent_and_create_the_documented_schema(
             ("title", "TEXT", 0, 0),
             ("metadata", "TEXT", 1, 0),
         ]
+        checkpoints = [
+            (r[1], r[2], r[3], r[5]) for r in conn.execute("PRAGMA table_info(session_checkpoints)")
+        ]
+        assert checkpoints == [
+            ("session_id", "TEXT", 1, 1),
+            ("as_of_seq", "INTEGER", 1, 0),
+            ("projector", "TEXT", 1, 0),
+            ("fingerprint", "TEXT", 1, 0),
+            ("state", "TEXT", 1, 0),
+            ("written", "TEXT", 1, 0),
+        ]
         (sql,) = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'session_events'").fetchone()
         assert "WITHOUT ROWID" in sql
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
         assert mode == "wal"
-    assert SCHEMA_VERSION == 2
+    assert SCHEMA_VERSION == 3
 
 
 async def test_concurrent_migrations_from_two_databases(tmp_path: Path) -> None:
@@ -148,13 +159,13 @@ async def test_concurrent_migrations_from_two_databases(tmp_path: Path) -> None:
             await asyncio.gather(a.append([say("a")]), b.append([say("b")]))
             assert sorted(texts(await a.events())) == ["a", "b"]
         with raw(path) as conn:
-            assert conn.execute("SELECT version FROM helikon_schema_migrations").fetchall() == [(1,), (2,)]
+            assert conn.execute("SELECT version FROM helikon_schema_migrations").fetchall() == [(1,), (2,), (3,)]
 
 
 async def test_a_newer_schema_version_is_left_alone(db: SqliteDatabase, tmp_path: Path) -> None:
     await SqliteSession.migrate(db)
     with raw(tmp_path / "sessions.db") as conn:
-        conn.execute("INSERT INTO helikon_schema_migrations VALUES (3, '2099-01-01T00:00:00Z')")
+        conn.execute("INSERT INTO helikon_schema_migrations VALUES (4, '2099-01-01T00:00:00Z')")
     session = await SqliteSession.open(db, "s")
     await session.append([say("still works")])
     assert texts(await session.events()) == ["still works"]

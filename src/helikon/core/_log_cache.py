@@ -4,28 +4,60 @@ A log is append-only and a sequence number is never reused, so what was read onc
 true: a durable session keeps the decoded entries and its projection, and each read
 fetches only the entries appended after them (by any writer, in any process). Reads of a
 long session then cost the tail, not the whole log.
+
+A cache may also start from a projection checkpoint (`start_at`, see
+`helikon.core.checkpoint`): it then holds the projection of events 0..`as_of_seq` without
+their entries, and only the entries after them. `snapshot()` needs nothing more; a read
+of `events()` reaching before them fetches the missing prefix once (`fill_prefix`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from .checkpoint import restored_projection
 from .session import ConversationSnapshot, Projection, SequenceId, SessionEntry, event_step
 
 
 class LogCache:
-    """Decoded entries 0..n-1 of one session, and their running projection."""
+    """Decoded entries `base`..n-1 of one session, and the running projection of entries 0..m-1."""
 
-    __slots__ = ("_entries", "_projection")
+    __slots__ = ("_base", "_entries", "_projection", "checkpoint_seq")
 
     def __init__(self) -> None:
+        self._base = 0  # the seq of `_entries[0]`: 0 unless started from a checkpoint
         self._entries: list[SessionEntry] = []
-        self._projection = Projection()
+        self._projection = restored_projection()
+        self.checkpoint_seq = -1
+        """The `as_of_seq` of the newest checkpoint this object loaded or wrote (-1: none)."""
 
     @property
     def last_seq(self) -> int:
         """The sequence number of the last cached entry (-1 when empty): fetch after it."""
-        return len(self._entries) - 1
+        return self._base + len(self._entries) - 1
+
+    @property
+    def base(self) -> int:
+        """The seq of the first cached entry: entries before it are in the projection only."""
+        return self._base
+
+    @property
+    def projection(self) -> Projection:
+        """The running projection (folded up to `folded`): what a checkpoint saves."""
+        return self._projection
+
+    @property
+    def folded(self) -> int:
+        """How many events the projection holds (after a `snapshot()`: all the cached ones)."""
+        return self._projection.count
+
+    def start_at(self, projection: Projection, as_of_seq: int) -> None:
+        """Start an empty cache from a checkpoint's projection of events 0..`as_of_seq`."""
+        if self._entries or self._projection.count:
+            raise ValueError("start_at needs an empty cache")
+        self._projection = projection
+        self._base = as_of_seq + 1
+        self.checkpoint_seq = as_of_seq
 
     def extend(self, fetched: Sequence[SessionEntry]) -> bool:
         """Add freshly fetched entries; False if they do not continue the cache (then `clear`)."""
@@ -33,35 +65,56 @@ class LogCache:
         if not fetched:
             return True
         first, last = int(fetched[0].seq), int(fetched[-1].seq)
-        if first == len(entries) and last - first == len(fetched) - 1:
+        nxt = self._base + len(entries)
+        if first == nxt and last - first == len(fetched) - 1:
             entries.extend(fetched)  # the usual case: the stored order continues ours exactly
             return True
         for entry in fetched:
             seq = int(entry.seq)
-            if seq < len(entries):  # a concurrent read already added it
+            if seq < nxt:  # a concurrent read already added it
                 continue
-            if seq != len(entries):
+            if seq != nxt:
                 return False
             entries.append(entry)
+            nxt += 1
+        return True
+
+    def fill_prefix(self, fetched: Sequence[SessionEntry]) -> bool:
+        """Add the entries before `base` (a read of the log from its start, up to `base - 1`).
+
+        False (and nothing changed) when they are not exactly seqs 0..`base - 1`.
+        """
+        base = self._base
+        if base == 0:
+            return True
+        prefix = [entry for entry in fetched if int(entry.seq) < base]
+        if len(prefix) != base or any(int(entry.seq) != i for i, entry in enumerate(prefix)):
+            return False
+        self._entries[:0] = prefix
+        self._base = 0
         return True
 
     def clear(self) -> None:
         """Forget everything (the store no longer matches what was read)."""
+        self._base = 0
         self._entries = []
-        self._projection = Projection()
+        self._projection = restored_projection()
+        self.checkpoint_seq = -1
 
-    def after(self, since: SequenceId | None) -> list[SessionEntry]:
-        """The cached entries after `since` (exclusive), or all of them."""
-        if since is None or since < 0:
-            return list(self._entries)
-        return self._entries[since + 1 :]
+    def after(self, since: SequenceId | None) -> list[SessionEntry] | None:
+        """The cached entries after `since` (exclusive), or all of them; None if some are not cached."""
+        start = 0 if since is None or since < 0 else since + 1
+        if start < self._base:
+            return None
+        return self._entries[start - self._base :]
 
     def snapshot(self) -> ConversationSnapshot:
         """The projection of the cached log (folding only what was not folded before)."""
-        projection, entries = self._projection, self._entries
-        for index in range(projection.count, len(entries)):  # lazily: a reader of events() never pays
+        projection, entries, base = self._projection, self._entries, self._base
+        for index in range(projection.count - base, len(entries)):  # lazily: a reader of events() never pays
             projection.add(event_step(entries[index].event))
         return projection.snapshot()
 
     def __len__(self) -> int:
-        return len(self._entries)
+        """How many events the cache covers (entries and checkpointed prefix alike)."""
+        return self._base + len(self._entries)

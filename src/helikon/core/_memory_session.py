@@ -10,12 +10,13 @@ from .codec import stored_version, upgrade
 from .exceptions import SessionConflict, UnreadableSessionEvent
 from .session import (
     ConversationSnapshot,
+    Projection,
     SequenceId,
     SessionEntry,
     SessionEvent,
     SessionRecord,
     UnknownEvent,
-    project,
+    event_step,
 )
 
 
@@ -44,13 +45,16 @@ class MemorySession:
         ```
     """
 
-    __slots__ = ("_ids", "_index", "_log", "_unreadable")
+    __slots__ = ("_ids", "_index", "_log", "_projection", "_unreadable")
 
     def __init__(self, events: Sequence[SessionEvent] = ()) -> None:
         self._log: list[SessionEvent] = []
         self._ids: list[str] = []
         self._index: set[str] = set()
         self._unreadable: int | None = None  # the first seq a reader must refuse
+        # The running projection of the log: a snapshot folds only the events appended since
+        # the last one (the log is append-only), like a durable session's checkpoint + tail.
+        self._projection = Projection()
         self._add(list(events), [str(uuid.uuid4()) for _ in events])
 
     def __len__(self) -> int:
@@ -133,4 +137,7 @@ class MemorySession:
     async def snapshot(self) -> ConversationSnapshot:
         """The projection of the whole log."""
         self._check_readable()
-        return project(self._log)
+        projection, log = self._projection, self._log
+        for index in range(projection.count, len(log)):
+            projection.add(event_step(log[index]))
+        return projection.snapshot()

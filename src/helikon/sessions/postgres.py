@@ -479,7 +479,13 @@ class PostgresSession:
         """The log after `since` (exclusive), in order, each event with its sequence number."""
         self._check_open()
         await self._refresh("events")
-        return self._log.after(since)
+        cached = self._log.after(since)
+        if cached is None:  # started from a checkpoint: read the prefix it stands for, once
+            if not self._log.fill_prefix(await self._fetch(-1, "events")):
+                self._log.clear()
+                self._log.extend(await self._fetch(-1, "events"))
+            cached = self._log.after(since) or []
+        return cached
 
     async def snapshot(self) -> ConversationSnapshot:
         """The projection of the whole log (folded incrementally: only new events cost)."""

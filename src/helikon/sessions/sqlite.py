@@ -45,6 +45,14 @@ from helikon.core._envelope import (
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
+from helikon.core.checkpoint import (
+    CHECKPOINT_EVERY,
+    PROJECTOR_VERSION,
+    Checkpoint,
+    encode_state,
+    fingerprint,
+    load,
+)
 from helikon.core.codec import (
     FORMAT_VERSION,
     decode_events,
@@ -64,7 +72,7 @@ from helikon.core.session import (
     UnknownEvent,
 )
 
-SCHEMA_VERSION: Final = 2
+SCHEMA_VERSION: Final = 3
 """The newest schema migration this version of helikon knows and applies."""
 
 _MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
@@ -86,6 +94,13 @@ _MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
         """INSERT OR IGNORE INTO helikon_sessions (session_id, created)
             SELECT session_id, COALESCE(MIN(NULLIF(ts, '')), '') FROM session_events GROUP BY session_id""",
     )),
+    # A projection checkpoint per session (`helikon.core.checkpoint`), so a cold snapshot reads
+    # it and the tail instead of the whole log. Starts empty: readers fill it in. A rowid table,
+    # since a row holds a whole conversation and WITHOUT ROWID suits only small rows.
+    (3, ("""CREATE TABLE IF NOT EXISTS session_checkpoints (
+            session_id TEXT NOT NULL PRIMARY KEY, as_of_seq INTEGER NOT NULL, projector TEXT NOT NULL,
+            fingerprint TEXT NOT NULL, state TEXT NOT NULL, written TEXT NOT NULL
+        )""",)),
 )  # fmt: skip
 _CREATE_MIGRATIONS = (
     "CREATE TABLE IF NOT EXISTS helikon_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)"
@@ -130,6 +145,17 @@ _SET_METADATA = (
     "VALUES (?1, ?2, ?3, COALESCE(?4, '{}')) "
     "ON CONFLICT (session_id) DO UPDATE SET "
     "title = CASE WHEN ?5 THEN excluded.title ELSE title END, metadata = COALESCE(?4, metadata)"
+)
+_CHECKPOINT = "SELECT as_of_seq, projector, fingerprint, state FROM session_checkpoints WHERE session_id = ?"
+_PAYLOAD_AT = "SELECT payload FROM session_events WHERE session_id = ? AND sequence = ?"
+# Compare-and-set on `as_of_seq`: a checkpoint only ever moves forward, unless the one stored
+# was found unusable (`?7`) or another projector wrote it, and then it is replaced.
+_SAVE_CHECKPOINT = (
+    "INSERT INTO session_checkpoints (session_id, as_of_seq, projector, fingerprint, state, written) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session_id) DO UPDATE SET as_of_seq = excluded.as_of_seq, "
+    "projector = excluded.projector, fingerprint = excluded.fingerprint, state = excluded.state, "
+    "written = excluded.written "
+    "WHERE ?7 OR excluded.as_of_seq > as_of_seq OR excluded.projector <> projector"
 )
 # What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
 _new_entry: Callable[[tuple[SequenceId, SessionEvent]], SessionEntry] = functools.partial(
@@ -572,6 +598,47 @@ def _append(
         raise
 
 
+def _missing_table(exc: sqlite3.OperationalError) -> bool:
+    # A schema from before migration 3 (opened without `migrate`): no checkpoints, as if empty.
+    return "no such table" in str(exc)
+
+
+def _read_checkpoint(cur: sqlite3.Cursor, session_id: str) -> tuple[Checkpoint, str | None] | None:
+    """The stored checkpoint and the fingerprint of the payload now at its `as_of_seq` (None: no event)."""
+    try:
+        row = cur.execute(_CHECKPOINT, (session_id,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if _missing_table(exc):
+            return None
+        raise
+    if row is None:
+        return None
+    checkpoint = Checkpoint(*row)
+    found = cur.execute(_PAYLOAD_AT, (session_id, checkpoint.as_of_seq)).fetchone()
+    return checkpoint, (fingerprint(found[0]) if found is not None else None)
+
+
+def _save_checkpoint(
+    cur: sqlite3.Cursor, session_id: str, as_of_seq: int, state: str, replace: bool, now: str
+) -> bool:
+    """Store a checkpoint of events 0..`as_of_seq` (if newer, or `replace`); False if not stored.
+
+    The event at `as_of_seq` is immutable once written, so its fingerprint, read here, is the
+    one any later reader will compare with.
+    """
+    found = cur.execute(_PAYLOAD_AT, (session_id, as_of_seq)).fetchone()
+    if found is None:
+        return False
+    args = (session_id, as_of_seq, PROJECTOR_VERSION, fingerprint(found[0]), state, now, replace)
+    try:
+        cur.execute(_SAVE_CHECKPOINT, args)  # one statement: its own transaction
+    except sqlite3.OperationalError as exc:
+        if _missing_table(exc):
+            return False
+        raise
+    return True
+
+
 def _count_stored(cur: sqlite3.Cursor, session_id: str, ids: list[str]) -> int:
     """How many of `ids` session `session_id` holds; raises if some but not all."""
     stored = 0
@@ -717,7 +784,7 @@ class SqliteSession:
         ```
     """
 
-    __slots__ = ("_closed", "_db", "_log", "_owns_db", "_session_id")
+    __slots__ = ("_closed", "_db", "_log", "_owns_db", "_session_id", "_stale_checkpoint")
 
     def __init__(self, db: SqliteDatabase, session_id: str) -> None:
         """The same as `open_without_migrate`: no IO, the schema must already exist."""
@@ -728,6 +795,7 @@ class SqliteSession:
         self._owns_db = False
         self._closed = False
         self._log = LogCache()  # what this object has read: later reads fetch only the tail
+        self._stale_checkpoint = False  # the stored checkpoint is unusable: replace it
 
     @staticmethod
     async def migrate(db: SqliteDatabase) -> None:
@@ -858,20 +926,69 @@ class SqliteSession:
         if self._closed:
             raise UserError(f"{self!r} is closed")
         await self._refresh()
-        return self._log.after(since)
+        cached = self._log.after(since)
+        if cached is None:  # started from a checkpoint: read the prefix it stands for, once
+            if not self._log.fill_prefix(await self._fetch(-1)):
+                self._log.clear()
+                self._log.extend(await self._fetch(-1))
+            cached = self._log.after(since) or []
+        return cached
 
     async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log (folded incrementally: only new events cost)."""
+        """The projection of the whole log: a checkpoint plus the events after it.
+
+        A session object that has read nothing yet starts from the session's checkpoint (if
+        it is usable, see `helikon.core.checkpoint`); later calls fold only new events. Once
+        `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
+        """
         if self._closed:
             raise UserError(f"{self!r} is closed")
+        log = self._log
+        if not len(log):
+            await self._start_from_checkpoint()
         await self._refresh()
-        return self._log.snapshot()
+        snapshot = log.snapshot()
+        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint:
+            await self._write_checkpoint()
+        return snapshot
+
+    async def _start_from_checkpoint(self) -> None:
+        db = self._db
+        found = BUSY
+        if db._can_inline():
+            found = db._inline(_read_checkpoint, self._session_id)
+        if found is BUSY:
+            found = await db._run(_read_checkpoint, self._session_id)
+        if found is None:
+            return
+        checkpoint, stored = cast("tuple[Checkpoint, str | None]", found)
+        projection = load(checkpoint, stored)
+        if projection is None:
+            self._stale_checkpoint = True  # rebuilt from the whole log and replaced below
+            return
+        self._log.start_at(projection, checkpoint.as_of_seq)
+
+    async def _write_checkpoint(self) -> None:
+        log = self._log
+        as_of_seq = log.folded - 1
+        state = encode_state(log.projection)
+        now = _rfc3339(datetime.now(UTC))
+        try:
+            await self._db._run(
+                _save_checkpoint, self._session_id, as_of_seq, state, self._stale_checkpoint, now
+            )
+        except SessionError:
+            pass  # only an optimization: the snapshot is read already; a later one retries
+        else:
+            self._stale_checkpoint = False
+        log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _refresh(self) -> None:
         """Fetch and decode what was appended after what this object has already read."""
         if not self._log.extend(await self._fetch(self._log.last_seq)):
             self._log.clear()  # the file no longer continues what we read
             self._log.extend(await self._fetch(-1))
+            self._stale_checkpoint = True
 
     async def _fetch(self, after: int) -> list[SessionEntry]:
         # Decoding is CPU work that holds the GIL wherever it runs, and measured faster on the

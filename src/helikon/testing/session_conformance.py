@@ -58,6 +58,11 @@ from helikon.core.session import (
     project,
 )
 
+from ._checkpoint_checks import (
+    DamageCheckpoint,
+    check_a_damaged_checkpoint_is_rebuilt,
+    check_checkpoint_plus_tail_is_the_projection,
+)
 from ._compaction_checks import check_window_compaction_keeps_recent_turns_and_pairs
 from ._mock_model import MockModel
 from ._scripts import text_turn
@@ -76,6 +81,8 @@ class ConformanceBackend:
     """How many writer processes the multi-process checks start."""
     list_sessions: Callable[..., Awaitable[list[SessionInfo]]] | None = None
     """The store's `list_sessions(limit=..., offset=...)`, if it can list its sessions."""
+    damage_checkpoint: DamageCheckpoint | None = None
+    """Spoils a session's stored projection checkpoint (see `DamageCheckpoint`), if the store keeps one."""
 
 
 Check = Callable[[ConformanceBackend], Awaitable[None]]
@@ -631,6 +638,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_expected_seq_conflicts_write_nothing,
     check_format_versions_are_read_by_their_rules,
     check_window_compaction_keeps_recent_turns_and_pairs,
+    check_checkpoint_plus_tail_is_the_projection,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
     check_concurrent_writers_in_separate_processes,
@@ -642,9 +650,12 @@ MULTI_PROCESS: tuple[Check, ...] = (
 def checks_for(backend: ConformanceBackend) -> list[Check]:
     """The checks that apply to `backend`.
 
-    Process checks need `opener`, the crash check `crash_safe`, the listing check `list_sessions`.
+    Process checks need `opener`, the crash check `crash_safe`, the listing check `list_sessions`,
+    the damaged-checkpoint check `damage_checkpoint`.
     """
     checks = list(IN_PROCESS)
+    if backend.damage_checkpoint is not None:
+        checks.append(check_a_damaged_checkpoint_is_rebuilt)
     if backend.list_sessions is not None:
         checks.append(check_sessions_are_listed)
     if backend.opener is not None:
@@ -665,12 +676,15 @@ __all__ = [
     "MULTI_PROCESS",
     "Check",
     "ConformanceBackend",
+    "DamageCheckpoint",
+    "check_a_damaged_checkpoint_is_rebuilt",
     "check_a_failed_append_writes_nothing",
     "check_a_killed_writer_leaves_whole_appends",
     "check_a_reader_sees_what_others_append",
     "check_a_retried_append_is_a_no_op",
     "check_a_run_resumes_in_another_process",
     "check_append_order_and_contiguous_sequences",
+    "check_checkpoint_plus_tail_is_the_projection",
     "check_compaction_over_the_backend",
     "check_concurrent_writers_in_one_process",
     "check_concurrent_writers_in_separate_processes",
