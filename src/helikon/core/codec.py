@@ -121,13 +121,18 @@ def encode_event(event: SessionEvent) -> str:
 
     An assistant message's `usage` and a request header's `injected` are left out while
     they are empty: they read back as the same defaults, and most events never set them.
+    A request header says `"ignorable": true`, for readers that do not know it.
     """
     if isinstance(event, UnknownEvent):
         return json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
         return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
-    if isinstance(event, RequestHeader) and not event.injected:
-        return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_INJECTED).decode()
+    if isinstance(event, RequestHeader):
+        # Marked ignorable: a reader from before request records skips it (it projects to
+        # nothing) instead of refusing the whole session.
+        exclude = None if event.injected else _NO_INJECTED
+        text = SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=exclude).decode()
+        return '{"type":"request_header","ignorable":true,' + text[len('{"type":"request_header",') :]
     return SESSION_EVENT_ADAPTER.dump_json(event).decode()
 
 
