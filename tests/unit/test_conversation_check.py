@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -117,10 +118,17 @@ def test_results_of_two_turns_interleaved_are_regrouped() -> None:
     assert fixed == [user(), call("a"), call("b"), result("a"), result("b"), call("c"), result("c")]
 
 
-def test_a_second_result_and_a_reused_call_id_are_dropped() -> None:
+def test_a_second_result_is_dropped_and_a_reused_call_id_renamed() -> None:
     items: list[Item] = [user(), call("a"), result("a"), result("a", "again"), call("a"), result("a", "3")]
     fixed, repairs = repair_conversation(items)
-    assert kinds(repairs) == ["duplicate_result", "duplicate_call", "duplicate_result"]
+    assert kinds(repairs) == ["duplicate_result", "renamed_call"]
+    assert fixed == [user(), call("a"), result("a"), call("a~2"), result("a~2", "3")]
+
+
+def test_a_call_reusing_the_id_of_a_pending_call_is_dropped() -> None:
+    items: list[Item] = [user(), call("a"), call("a"), result("a")]
+    fixed, repairs = repair_conversation(items)
+    assert kinds(repairs) == ["duplicate_call"]
     assert fixed == [user(), call("a"), result("a")]
 
 
@@ -250,7 +258,13 @@ def test_repair_always_yields_a_valid_conversation_and_is_idempotent(items: list
     assert [i for i in fixed if isinstance(i, SystemMessage)] == [
         i for i in items if isinstance(i, SystemMessage)
     ]
-    assert call_ids(fixed) == list(dict.fromkeys(call_ids(items)))
+    # Calls keep their order; a reused id comes back renamed (`id~n`), a duplicate of a
+    # pending call is dropped, and no id is lost.
+    bases = [c.split("~")[0] for c in call_ids(fixed)]
+    remaining = iter(call_ids(items))
+    assert all(any(b == c for c in remaining) for b in bases)  # a subsequence
+    assert set(bases) == set(call_ids(items))
+    assert len(set(call_ids(fixed))) == len(call_ids(fixed))  # unique, as Anthropic requires
 
 
 def call_ids(items: list[Item]) -> list[str]:
@@ -261,3 +275,65 @@ def call_ids(items: list[Item]) -> list[str]:
         elif isinstance(item, AssistantMessage):
             out += [p.call_id for p in item.content if isinstance(p, ToolUsePart)]
     return out
+
+
+def test_a_call_id_reused_in_a_later_turn_is_renamed_with_its_result() -> None:
+    from helikon.core.conversation_check import repair_conversation
+    from helikon.core.items import ToolCall, ToolResult, UserMessage
+
+    def result(call_id: str, text: str) -> ToolResult:
+        return ToolResult(call_id=call_id, content=(TextPart(text=text),), name="w")
+
+    items = [
+        UserMessage.from_text("one"),
+        ToolCall(call_id="call_1", name="w", args={}),
+        result("call_1", "first"),
+        UserMessage.from_text("two"),
+        ToolCall(call_id="call_1", name="w", args={}),
+        result("call_1", "second"),
+        UserMessage.from_text("three"),
+        ToolCall(call_id="call_1", name="w", args={}),
+        result("call_1", "third"),
+    ]
+    assert not is_provider_valid(items)  # Anthropic and Bedrock refuse reused tool_use ids
+    fixed, repairs = repair_conversation(items)
+    assert [(r.kind, r.index) for r in repairs] == [("renamed_call", 4), ("renamed_call", 7)]
+    ids = [
+        (m.call_id, m.text if isinstance(m, ToolResult) else None)
+        for m in fixed
+        if isinstance(m, ToolCall | ToolResult)
+    ]
+    assert ids == [
+        ("call_1", None),
+        ("call_1", "first"),
+        ("call_1~2", None),
+        ("call_1~2", "second"),
+        ("call_1~3", None),
+        ("call_1~3", "third"),
+    ]
+    assert is_provider_valid(fixed)
+    assert repair_conversation(fixed) == (fixed, [])
+
+
+async def test_a_scripted_model_reusing_ids_across_runs_keeps_working() -> None:
+    from helikon import MemorySession, RunContext, tool
+    from helikon.runtime import AsyncioRunner
+    from helikon.testing import FunctionModel, text_turn, tool_call_turn
+
+    @tool
+    def weather() -> str:
+        """Weather."""
+        return "sunny"
+
+    def script(request: Any) -> Any:
+        if request.messages[-1].type == "tool_result":
+            return text_turn("Sunny.")
+        return tool_call_turn("weather", {}, call_id="call_1")
+
+    agent = LlmAgent(name="a", model=FunctionModel(script), tools=[weather])
+    session = MemorySession()
+    for _ in range(3):
+        result = await AsyncioRunner[None]().run(
+            agent, "Weather?", RunContext.ephemeral(None).with_session(session)
+        )
+        assert result.final_output == "Sunny."

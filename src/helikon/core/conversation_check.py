@@ -21,8 +21,12 @@ Repairs, in the order of the rules (each a `Repair` with its `kind`):
   outcome is unknown (the call may or may not have run: a crash, a cut transcript);
 - `moved_result`: a result written after other items, or before its call, is moved to
   right after its call's turn;
-- `duplicate_result` / `duplicate_call`: second results for one call, and second calls
-  reusing a `call_id`, are dropped;
+- `renamed_call`: a call that reuses the `call_id` of an earlier, answered call (scripted
+  models and some providers number calls per response) gets a fresh id, `<id>~<n>`, and
+  so do the results that follow it: every call keeps its own result, and ids stay unique
+  across the conversation as some providers require;
+- `duplicate_result` / `duplicate_call`: second results for one call, and a call reusing
+  the id of a call still waiting for its result, are dropped;
 - `orphan_result`: a result whose call is nowhere in the conversation becomes a user
   message quoting it. It is not dropped, because its content may be what the model needs
   (its call was summarized or filtered away), and a user note is valid everywhere;
@@ -74,6 +78,7 @@ RepairKind: TypeAlias = Literal[
     "moved_result",
     "duplicate_result",
     "duplicate_call",
+    "renamed_call",
     "orphan_result",
     "orphan_reasoning",
     "empty_message",
@@ -169,7 +174,79 @@ def repair_conversation(items: Sequence[Item]) -> tuple[list[Item], list[Repair]
 
     Pure and O(n): untouched items are the same objects, in the same order.
     """
-    return _Repairer(items).run()
+    distinct, renames = _distinct_ids(items)
+    fixed, repairs = _Repairer(distinct).run()
+    if renames:
+        repairs = sorted([*renames, *repairs], key=lambda r: r.index)
+    return fixed, repairs
+
+
+def _distinct_ids(items: Sequence[Item]) -> tuple[Sequence[Item], list[Repair]]:
+    """Give each later call that reuses an answered call's id a fresh one, with its results.
+
+    A result belongs to the latest call with its id before it, so it follows its call's
+    new id until that id is called again.
+    """
+    calls: dict[str, int] = {}  # id -> how many calls used it so far
+    answered: set[str] = set()  # ids whose latest call has a result
+    current: dict[str, str] = {}  # original id -> the id its latest call was given
+    out: list[Item] | None = None
+    repairs: list[Repair] = []
+    for index, item in enumerate(items):
+        new: Item = item
+        if isinstance(item, ToolCall):
+            new = _renamed_call(item, calls, answered, current, index, repairs)
+        elif isinstance(item, AssistantMessage) and any(isinstance(p, ToolUsePart) for p in item.content):
+            parts = [
+                _renamed_part(p, calls, answered, current, index, repairs)
+                if isinstance(p, ToolUsePart)
+                else p
+                for p in item.content
+            ]
+            if any(a is not b for a, b in zip(parts, item.content, strict=True)):
+                new = replace(item, content=tuple(parts))
+        elif isinstance(item, ToolResult):
+            answered.add(item.call_id)
+            fresh = current.get(item.call_id)
+            if fresh is not None:
+                new = replace(item, call_id=fresh)
+        if new is not item and out is None:
+            out = list(items[:index])
+        if out is not None:
+            out.append(new)
+    return (out if out is not None else items), repairs
+
+
+def _fresh_id(
+    call_id: str, calls: dict[str, int], answered: set[str], current: dict[str, str], index: int,
+    repairs: list[Repair],
+) -> str:  # fmt: skip
+    count = calls.get(call_id, 0)
+    calls[call_id] = count + 1
+    if count == 0 or call_id not in answered:
+        current.pop(call_id, None)
+        return call_id  # first use, or a duplicate of a call still pending: the repair pass decides
+    answered.discard(call_id)
+    fresh = f"{call_id}~{count + 1}"
+    current[call_id] = fresh
+    repairs.append(Repair(kind="renamed_call", index=index, call_id=call_id))
+    return fresh
+
+
+def _renamed_call(
+    call: ToolCall, calls: dict[str, int], answered: set[str], current: dict[str, str], index: int,
+    repairs: list[Repair],
+) -> ToolCall:  # fmt: skip
+    fresh = _fresh_id(call.call_id, calls, answered, current, index, repairs)
+    return call if fresh == call.call_id else replace(call, call_id=fresh)
+
+
+def _renamed_part(
+    part: ToolUsePart, calls: dict[str, int], answered: set[str], current: dict[str, str], index: int,
+    repairs: list[Repair],
+) -> ToolUsePart:  # fmt: skip
+    fresh = _fresh_id(part.call_id, calls, answered, current, index, repairs)
+    return part if fresh == part.call_id else replace(part, call_id=fresh)
 
 
 def ensure_provider_valid(items: Sequence[Item], *, strict: bool = False) -> Sequence[Item]:
@@ -185,7 +262,11 @@ def ensure_provider_valid(items: Sequence[Item], *, strict: bool = False) -> Seq
         return items
     if strict:
         raise InvalidConversationError(repairs)
-    _warn(repairs)
+    # A renamed id loses nothing (a model or provider that numbers calls per response does
+    # it every turn): only the other repairs are worth a warning.
+    lossy = [r for r in repairs if r.kind != "renamed_call"]
+    if lossy:
+        _warn(lossy)
     return fixed
 
 
