@@ -131,10 +131,17 @@ class SessionRecorder:
 
 
 def _key_of(header: RequestHeader) -> tuple[object, ...]:
-    """The comparison key of a logged header, in the shape `RequestSent` carries it."""
+    """The comparison key of a logged header, in the shape `RequestSent` carries it.
+
+    A runner seeds every run with the same header object until it changes: the key of the
+    last one is kept, so its settings are parsed once, not once per run.
+    """
+    global _last_key
+    if _last_key is not None and _last_key[0] is header:
+        return _last_key[1]
     from .request_log import settings_from_json
 
-    return (
+    key = (
         header.provider,
         header.model,
         tuple(SystemMessage(text=text) for text in header.system),
@@ -142,3 +149,8 @@ def _key_of(header: RequestHeader) -> tuple[object, ...]:
         header.tools,
         settings_from_json(header.settings),
     )
+    _last_key = (header, key)
+    return key
+
+
+_last_key: tuple[RequestHeader, tuple[object, ...]] | None = None
