@@ -78,8 +78,17 @@ async def test_postgres_conforms(check: conformance.Check, postgres_dsn: str) ->
             await postgres.PostgresSession.migrate(pool)
             return await postgres.PostgresSession.list_sessions(pool, limit=limit, offset=offset)
 
+    async def damage_postgres(session_id: str, how: str) -> bool:
+        conn = await asyncpg.connect(postgres_dsn)
+        try:
+            query = f"UPDATE session_checkpoints SET {SQL_DAMAGE[how]} WHERE session_id = $1"
+            return await conn.execute(query, session_id) == "UPDATE 1"
+        finally:
+            await conn.close()
+
     backend = conformance.ConformanceBackend(
         name="postgres",
+        damage_checkpoint=damage_postgres,
         open=open_postgres,
         list_sessions=list_postgres,
         opener="helikon.sessions.postgres:open_session",

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import asyncpg
 import pytest
 
+from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
 from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
 from helikon.core.items import TextPart
@@ -164,8 +165,21 @@ async def test_the_stored_format(postgres_pool: asyncpg.Pool) -> None:
         assert row["ts"] == event.ts
     assert [row["sequence"] for row in rows] == list(range(len(logged)))
     migrations = await postgres_pool.fetch("SELECT version, applied_at FROM helikon_schema_migrations")
-    assert [row["version"] for row in migrations] == [1, SCHEMA_VERSION]
+    assert [row["version"] for row in migrations] == [1, 2, SCHEMA_VERSION]
+    assert SCHEMA_VERSION == 3
     assert isinstance(migrations[0]["applied_at"], datetime)
+    checkpoint_columns = await postgres_pool.fetch(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
+        "WHERE table_name = 'session_checkpoints' ORDER BY ordinal_position"
+    )
+    assert [tuple(row) for row in checkpoint_columns] == [
+        ("session_id", "text", "NO"),
+        ("as_of_seq", "bigint", "NO"),
+        ("projector", "text", "NO"),
+        ("fingerprint", "text", "NO"),
+        ("state", "text", "NO"),
+        ("written", "timestamp with time zone", "NO"),
+    ]
 
 
 async def test_sessions_are_isolated(postgres_pool: asyncpg.Pool) -> None:
@@ -363,7 +377,7 @@ async def test_concurrent_migrations_are_serialized_and_idempotent(postgres_pool
     await PostgresSession.migrate(postgres_pool)
     assert [
         tuple(row) for row in await postgres_pool.fetch("SELECT version FROM helikon_schema_migrations")
-    ] == [(1,), (SCHEMA_VERSION,)]
+    ] == [(1,), (2,), (SCHEMA_VERSION,)]
     sessions = await asyncio.gather(*(PostgresSession.open(postgres_pool, f"s{i}") for i in range(4)))
     await asyncio.gather(*(s.append([say(s.session_id)]) for s in sessions))
     assert await postgres_pool.fetchval("SELECT count(*) FROM session_events") == 4
@@ -459,3 +473,74 @@ async def test_chosen_ids_are_stored_and_a_partial_retry_is_refused(postgres_poo
         await session.append([say("x"), say("b")], ids=["id-x", "id-b"])
     records = await session.records()
     assert [r.id for r in records][:2] == ["id-a", "id-b"] and len(records) == 3
+
+
+# --- projection checkpoints ------------------------------------------------------------------
+
+
+async def checkpoint_row(pool: asyncpg.Pool, session_id: str) -> asyncpg.Record | None:
+    return await pool.fetchrow(
+        "SELECT as_of_seq, projector, fingerprint, state FROM session_checkpoints WHERE session_id = $1",
+        session_id,
+    )
+
+
+async def test_a_reader_writes_a_checkpoint_a_new_object_starts_from(postgres_pool: asyncpg.Pool) -> None:
+    writer = await PostgresSession.open(postgres_pool, "cp")
+    logged = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 10)]
+    await writer.append(logged)
+    assert await writer.snapshot() == project(logged)
+    row = await checkpoint_row(postgres_pool, "cp")
+    assert row is not None and row["as_of_seq"] == len(logged) - 1 and row["projector"] == PROJECTOR_VERSION
+    payload = await postgres_pool.fetchval(
+        "SELECT payload::text FROM session_events WHERE session_id = 'cp' AND sequence = $1", row["as_of_seq"]
+    )
+    assert row["fingerprint"] == fingerprint(payload)  # what the docs promise other readers
+
+    # A new object folds only the tail onto the checkpoint's state: an edit of that state
+    # (kept well formed) shows in its snapshot, so the events before it were not folded again.
+    await postgres_pool.execute(
+        "UPDATE session_checkpoints SET state = replace(state, '\"m0\"', '\"M0\"') WHERE session_id = 'cp'"
+    )
+    more = [say("tail")]
+    await writer.append(more)
+    reader = PostgresSession.open_without_migrate(postgres_pool, "cp")
+    snapshot = await reader.snapshot()
+    assert snapshot == project([say("M0"), *logged[1:], *more])
+    assert texts(await reader.events())[:2] == ["m0", "m1"]  # the log itself, read when asked for
+    assert await reader.snapshot() == snapshot
+
+
+async def test_the_checkpoint_only_moves_forward(postgres_pool: asyncpg.Pool) -> None:
+    writer = await PostgresSession.open(postgres_pool, "fwd")
+    await writer.append([say(f"m{i}") for i in range(2 * CHECKPOINT_EVERY)])
+    late = PostgresSession.open_without_migrate(postgres_pool, "fwd")
+    await late.snapshot()
+    await writer.append([say(f"n{i}") for i in range(CHECKPOINT_EVERY)])
+    await PostgresSession.open_without_migrate(postgres_pool, "fwd").snapshot()
+    newest = await checkpoint_row(postgres_pool, "fwd")
+    assert newest is not None and newest["as_of_seq"] == 3 * CHECKPOINT_EVERY - 1
+    # The late reader writes its older checkpoint again: the compare-and-set refuses it.
+    late._log.checkpoint_seq = -1  # pyright: ignore[reportPrivateUsage]
+    await late._write_checkpoint()  # pyright: ignore[reportPrivateUsage]
+    assert await checkpoint_row(postgres_pool, "fwd") == newest
+    cold = PostgresSession.open_without_migrate(postgres_pool, "fwd")
+    assert await cold.snapshot() == project([entry.event for entry in await writer.events()])
+
+
+async def test_a_schema_before_checkpoints_still_reads_and_migrates(postgres_pool: asyncpg.Pool) -> None:
+    session = await PostgresSession.open(postgres_pool, "old")
+    logged = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 3)]
+    await session.append(logged)
+    await postgres_pool.execute("DROP TABLE session_checkpoints")
+    await postgres_pool.execute("DELETE FROM helikon_schema_migrations WHERE version = 3")
+    before = await postgres_pool.fetch("SELECT * FROM session_events ORDER BY sequence")
+    # A version 2 schema (opened without migrate): no checkpoints, read and written, no errors.
+    old = PostgresSession.open_without_migrate(postgres_pool, "old")
+    assert await old.snapshot() == project(logged)
+    await PostgresSession.migrate(postgres_pool)
+    assert await postgres_pool.fetch("SELECT * FROM session_events ORDER BY sequence") == before
+    assert await checkpoint_row(postgres_pool, "old") is None  # migration 3 only adds the table
+    again = PostgresSession.open_without_migrate(postgres_pool, "old")
+    assert await again.snapshot() == project(logged)
+    assert await checkpoint_row(postgres_pool, "old") is not None

@@ -27,10 +27,20 @@ CREATE TABLE helikon_sessions (          -- one summary row per session, for lis
     title       TEXT,
     metadata    JSONB NOT NULL DEFAULT '{}'
 );
+CREATE TABLE session_checkpoints (       -- one projection checkpoint per session (optional)
+    session_id  TEXT PRIMARY KEY,
+    as_of_seq   BIGINT NOT NULL,         -- the last event the state folds
+    projector   TEXT NOT NULL,           -- helikon.core.checkpoint.PROJECTOR_VERSION that built it
+    fingerprint TEXT NOT NULL,           -- SHA-1 (hex) of the UTF-8 of payload::text at as_of_seq
+    state       TEXT NOT NULL,           -- helikon.core.checkpoint.encode_state (JSON)
+    written     TIMESTAMPTZ NOT NULL
+);
 CREATE TABLE helikon_schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ);
 ```
 
-The summary row is written by the same statement as the events of each append.
+The summary row is written by the same statement as the events of each append. A checkpoint
+row is written by readers (see `PostgresSession.snapshot`) and is never the truth: a reader
+trusts one only as `helikon.core.checkpoint` describes, and folds the whole log otherwise.
 
 Requires the `sessions-postgres` extra: `pip install 'paigasus-helikon[sessions-postgres]'`.
 """
@@ -61,6 +71,14 @@ from helikon.core._envelope import (
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
+from helikon.core.checkpoint import (
+    CHECKPOINT_EVERY,
+    PROJECTOR_VERSION,
+    Checkpoint,
+    encode_state,
+    fingerprint,
+    load,
+)
 from helikon.core.codec import decode_events, encode_event, stored_version, upgrade_all
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
@@ -95,7 +113,7 @@ class _Pool(Protocol):
     async def close(self) -> None: ...
 
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 """The newest version of the tables this module creates (a row of `helikon_schema_migrations`)."""
 
 MIGRATION_LOCK_KEY = 0x68656C696B6F6E01
@@ -137,6 +155,23 @@ _MIGRATIONS: tuple[tuple[int, str], ...] = (
             SELECT session_id, COALESCE(MIN(ts), now()), COALESCE(MAX(ts), now()), MAX(sequence) + 1
             FROM session_events GROUP BY session_id
         ON CONFLICT (session_id) DO NOTHING;
+        """,
+    ),
+    # A projection checkpoint per session (`helikon.core.checkpoint`), so a cold snapshot reads
+    # it and the tail instead of the whole log. Starts empty (readers fill it in); no event is
+    # touched. `state` is TEXT, not JSONB: it is only ever read back whole, and JSONB would
+    # parse and re-render a whole conversation on every write.
+    (
+        3,
+        """
+        CREATE TABLE IF NOT EXISTS session_checkpoints (
+            session_id TEXT PRIMARY KEY,
+            as_of_seq BIGINT NOT NULL,
+            projector TEXT NOT NULL,
+            fingerprint TEXT NOT NULL,
+            state TEXT NOT NULL,
+            written TIMESTAMPTZ NOT NULL
+        );
         """,
     ),
 )
@@ -186,6 +221,34 @@ VALUES ($1, now(), now(), (SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_e
 ON CONFLICT (session_id) DO UPDATE SET
     title = CASE WHEN $3 THEN excluded.title ELSE helikon_sessions.title END,
     metadata = COALESCE($4::jsonb, helikon_sessions.metadata)
+"""
+
+# The stored checkpoint and the payload now at its as_of_seq (NULL: no event there), whose
+# `helikon.core.checkpoint.fingerprint` the client computes: PostgreSQL's sha1() is not in
+# every build (nor before version 11), and one event's payload is small.
+_CHECKPOINT = """
+SELECT c.as_of_seq, c.projector, c.fingerprint, c.state, e.payload::text
+FROM session_checkpoints c
+LEFT JOIN session_events e ON e.session_id = c.session_id AND e.sequence = c.as_of_seq
+WHERE c.session_id = $1
+"""
+_PAYLOAD_AT = "SELECT payload::text FROM session_events WHERE session_id = $1 AND sequence = $2"
+# Compare-and-set on as_of_seq: a checkpoint only moves forward, unless the stored one is
+# unusable, and then any good one replaces it: another projector built it, the reader found
+# it unusable ($4: a fingerprint or state that does not check out, which SQL cannot see), or
+# the log holds no event at its as_of_seq. Nothing is written when the log holds no event at
+# $2 (the SELECT finds no row), so a checkpoint never runs ahead of its log.
+_SAVE_CHECKPOINT = """
+INSERT INTO session_checkpoints (session_id, as_of_seq, projector, fingerprint, state, written)
+SELECT $1, $2, $3, $5, $6, now() FROM session_events WHERE session_id = $1 AND sequence = $2
+ON CONFLICT (session_id) DO UPDATE SET
+    as_of_seq = excluded.as_of_seq, projector = excluded.projector, fingerprint = excluded.fingerprint,
+    state = excluded.state, written = excluded.written
+WHERE excluded.as_of_seq > session_checkpoints.as_of_seq
+    OR $4 OR excluded.projector <> session_checkpoints.projector
+    OR NOT EXISTS (
+        SELECT 1 FROM session_events e WHERE e.session_id = $1 AND e.sequence = session_checkpoints.as_of_seq
+    )
 """
 
 
@@ -272,7 +335,7 @@ class PostgresSession:
         ```
     """
 
-    __slots__ = ("_closed", "_db", "_log", "_owns_pool", "_pool", "_session_id")
+    __slots__ = ("_closed", "_db", "_log", "_owns_pool", "_pool", "_session_id", "_stale_checkpoint")
 
     def __init__(self, pool: Pool, session_id: str, *, owns_pool: bool = False) -> None:
         """A session on an already migrated `pool` (what `open_without_migrate` returns).
@@ -288,6 +351,7 @@ class PostgresSession:
         self._owns_pool = owns_pool
         self._closed = False
         self._log = LogCache()  # what this object has read: later reads fetch only the tail
+        self._stale_checkpoint = False  # the stored checkpoint is unusable: replace it
 
     # --- construction ------------------------------------------------------------------------
 
@@ -488,10 +552,56 @@ class PostgresSession:
         return cached
 
     async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log (folded incrementally: only new events cost)."""
+        """The projection of the whole log: a checkpoint plus the events after it.
+
+        A session object that has read nothing yet starts from the session's checkpoint (if
+        it is usable, see `helikon.core.checkpoint`); later calls fold only new events. Once
+        `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
+        """
         self._check_open()
+        log = self._log
+        if not len(log):
+            await self._start_from_checkpoint()
         await self._refresh("snapshot")
-        return self._log.snapshot()
+        snapshot = log.snapshot()
+        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint:
+            await self._write_checkpoint()
+        return snapshot
+
+    async def _start_from_checkpoint(self) -> None:
+        try:
+            row = await self._db.fetch(_CHECKPOINT, self._session_id)
+        except asyncpg.UndefinedTableError:
+            return  # a schema from before migration 3 (opened without `migrate`): no checkpoints
+        except _ERRORS as exc:
+            raise _translate(exc, "snapshot") from exc
+        if not row:
+            return
+        as_of_seq, projector, stored, state, payload = row[0]
+        found = None if payload is None else fingerprint(payload)
+        projection = load(Checkpoint(int(as_of_seq), projector, stored, state), found)
+        if projection is None:
+            self._stale_checkpoint = True  # rebuilt from the whole log and replaced below
+            return
+        self._log.start_at(projection, int(as_of_seq))
+
+    async def _write_checkpoint(self) -> None:
+        log = self._log
+        as_of_seq = log.folded - 1
+        state = encode_state(log.projection)
+        sid = self._session_id
+        try:
+            # The event at as_of_seq is immutable once written, so the fingerprint of its payload,
+            # read here, is the one any later reader compares with.
+            payload = await self._db.fetchval(_PAYLOAD_AT, sid, as_of_seq)
+            if payload is not None:  # else the log was cut back under us: nothing to fingerprint
+                stale, found = self._stale_checkpoint, fingerprint(payload)
+                args = (sid, as_of_seq, PROJECTOR_VERSION, stale, found, state)
+                await self._db.fetch(_SAVE_CHECKPOINT, *args)  # one statement: its own transaction
+                self._stale_checkpoint = False
+        except _ERRORS:
+            pass  # only an optimization: the snapshot is read already; a later one retries
+        log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         try:
@@ -509,6 +619,7 @@ class PostgresSession:
         if not self._log.extend(await self._fetch(self._log.last_seq, action)):
             self._log.clear()  # the table no longer continues what we read
             self._log.extend(await self._fetch(-1, action))
+            self._stale_checkpoint = True
 
     # --- lifecycle -----------------------------------------------------------------------------
 
