@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
+import itertools
 import json
 import math
 import os
@@ -147,10 +148,14 @@ def build_helikon() -> Bench:
         """Get the weather for a city."""
         return _count_tool_call()
 
+    calls = itertools.count(1)
+
     def script(request: Any) -> Any:
         if request.messages[-1].type == "tool_result":
             return text_turn(EXPECTED)
-        return tool_call_turn("get_weather", TOOL_ARGS, call_id="call_1")
+        # A fresh id per call, as every provider gives: a persisted conversation (the
+        # sessions benchmark runs this agent 200 times on one) then holds no reused ids.
+        return tool_call_turn("get_weather", TOOL_ARGS, call_id=f"call_{next(calls)}")
 
     agent = LlmAgent(
         name="bench", model=FunctionModel(script), instructions=INSTRUCTIONS, tools=[get_weather]
