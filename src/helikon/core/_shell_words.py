@@ -9,6 +9,7 @@ through the parser that owns it (`parse_list`, `_reparse`).
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 
 from ._shell_lex import PLAIN, SPECIAL, STOP, new_word
 from .shell import MAX_NESTING, Word, _Unparseable
@@ -48,7 +49,7 @@ class _WordBuilder:
         return Word(text, False, text[: self.first_exp], text[self.last_exp :])
 
 
-class WordReader:
+class WordReader(ABC):
     """The word-level half of the parser; `Parser` supplies the command-level hooks."""
 
     s: str
@@ -56,11 +57,13 @@ class WordReader:
     i: int
     nesting: int
 
-    def parse_list(self, terminators: frozenset[str]) -> str:  # pragma: no cover - `Parser`'s
-        raise NotImplementedError
+    @abstractmethod
+    def parse_list(self, terminators: frozenset[str]) -> str:
+        """Parse commands up to one of `terminators` (the command-level parser's)."""
 
-    def _reparse(self, source: str) -> None:  # pragma: no cover - `Parser`'s
-        raise NotImplementedError
+    @abstractmethod
+    def _reparse(self, source: str) -> None:
+        """Parse `source` as a nested command line (the command-level parser's)."""
 
     def _nest(self) -> None:
         self.nesting += 1
