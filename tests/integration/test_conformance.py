@@ -31,6 +31,14 @@ SQL_DAMAGE = {
     "other_prefix": "fingerprint = 'ffffffffffffffffffffffffffffffffffffffff'",
 }
 
+# The same damages to a Redis checkpoint hash: (field, value); `as_of_seq` is incremented by it.
+REDIS_DAMAGE = {
+    "beyond_the_log": ("as_of_seq", "1000000"),
+    "other_projector": ("projector", "some-other-projector"),
+    "garbage": ("state", "{not json"),
+    "other_prefix": ("fingerprint", "ffffffffffffffffffffffffffffffffffffffff"),
+}
+
 
 async def _no_damage() -> bool:
     return False
@@ -110,8 +118,24 @@ async def test_redis_conforms(check: conformance.Check, redis_url: str) -> None:
         finally:
             await client.aclose()
 
+    async def damage_redis(session_id: str, how: str) -> bool:
+        client = aioredis.Redis.from_url(redis_url)
+        try:
+            key = redis.checkpoint_key(session_id)
+            if not await client.exists(key):
+                return False
+            field, value = REDIS_DAMAGE[how]
+            if field == "as_of_seq":
+                await client.hincrby(key, field, int(value))
+            else:
+                await client.hset(key, field, value)
+            return True
+        finally:
+            await client.aclose()
+
     backend = conformance.ConformanceBackend(
         name="redis",
+        damage_checkpoint=damage_redis,
         open=open_redis,
         list_sessions=list_redis,
         opener="helikon.sessions.redis:open_session",

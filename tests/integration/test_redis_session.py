@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 import pytest
 import redis.asyncio as aioredis
 
+from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
 from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
 from helikon.core.items import TextPart
@@ -31,7 +32,7 @@ from helikon.core.session import (
     project,
 )
 from helikon.sessions import redis as redis_sessions
-from helikon.sessions.redis import RedisSession, counter_key, open_session, stream_key
+from helikon.sessions.redis import RedisSession, checkpoint_key, counter_key, open_session, stream_key
 from helikon.testing import session_conformance as conformance
 from helikon.testing.servers import RedisServer, free_port
 
@@ -459,3 +460,66 @@ async def test_chosen_ids_are_stored_and_a_partial_retry_is_refused(redis_client
         await session.append([say("x"), say("b")], ids=["id-x", "id-b"])
     records = await session.records()
     assert [r.id for r in records][:2] == ["id-a", "id-b"] and len(records) == 3
+
+
+# --- projection checkpoints ------------------------------------------------------------------
+
+
+async def test_a_reader_writes_a_checkpoint_a_new_object_starts_from(redis_client: aioredis.Redis) -> None:
+    writer = RedisSession(redis_client, "cp")
+    logged = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 10)]
+    await writer.append(logged)
+    assert await writer.snapshot() == project(logged)
+    key = checkpoint_key("cp")
+    assert key == "helikon:session:cp:checkpoint" and await redis_client.type(key) == b"hash"
+    stored = await redis_client.hgetall(key)
+    assert sorted(stored) == [b"as_of_seq", b"fingerprint", b"projector", b"state", b"written"]
+    as_of_seq = len(logged) - 1
+    assert stored[b"as_of_seq"] == str(as_of_seq).encode()
+    assert stored[b"projector"] == PROJECTOR_VERSION.encode()
+    [(_, fields)] = await redis_client.xrange(stream_key("cp"), f"{as_of_seq}-1", f"{as_of_seq}-1")
+    assert stored[b"fingerprint"] == fingerprint(fields[b"payload"]).encode()  # what the docs promise
+
+    # A new object folds only the tail onto the checkpoint's state: an edit of that state
+    # (kept well formed) shows in its snapshot, so the events before it were not folded again.
+    await redis_client.hset(key, "state", stored[b"state"].replace(b'"m0"', b'"M0"'))
+    more = [say("tail")]
+    await writer.append(more)
+    reader = RedisSession(redis_client, "cp")
+    snapshot = await reader.snapshot()
+    assert snapshot == project([say("M0"), *logged[1:], *more])
+    assert texts(await reader.events())[:2] == ["m0", "m1"]  # the log itself, read when asked for
+    assert await reader.snapshot() == snapshot
+
+
+async def test_the_checkpoint_only_moves_forward(redis_client: aioredis.Redis) -> None:
+    writer = RedisSession(redis_client, "fwd")
+    await writer.append([say(f"m{i}") for i in range(2 * CHECKPOINT_EVERY)])
+    late = RedisSession(redis_client, "fwd")
+    await late.snapshot()
+    await writer.append([say(f"n{i}") for i in range(CHECKPOINT_EVERY)])
+    await RedisSession(redis_client, "fwd").snapshot()
+    newest = await redis_client.hgetall(checkpoint_key("fwd"))
+    assert newest[b"as_of_seq"] == str(3 * CHECKPOINT_EVERY - 1).encode()
+    # The late reader writes its older checkpoint again: the compare-and-set refuses it.
+    late._log.checkpoint_seq = -1  # pyright: ignore[reportPrivateUsage]
+    await late._write_checkpoint()  # pyright: ignore[reportPrivateUsage]
+    assert await redis_client.hgetall(checkpoint_key("fwd")) == newest
+    cold = RedisSession(redis_client, "fwd")
+    assert await cold.snapshot() == project([entry.event for entry in await writer.events()])
+
+
+async def test_a_checkpoint_that_cannot_be_written_does_not_fail_the_snapshot(
+    redis_client: aioredis.Redis,
+) -> None:
+    session = RedisSession(redis_client, "full")
+    logged = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 1)]
+    await session.append(logged)
+    await redis_client.config_set("maxmemory", 1)  # every write is refused (noeviction)
+    try:
+        assert await RedisSession(redis_client, "full").snapshot() == project(logged)
+    finally:
+        await redis_client.config_set("maxmemory", 0)
+    assert not await redis_client.exists(checkpoint_key("full"))
+    assert await RedisSession(redis_client, "full").snapshot() == project(logged)
+    assert await redis_client.exists(checkpoint_key("full"))

@@ -1,10 +1,13 @@
 """`RedisSession`: a session's event log in a Redis stream (redis-py, asyncio).
 
-Each session is four keys: the stream `helikon:session:<id>:events`, one entry per event;
-the counter `helikon:session:<id>:seq`, the number of sequence numbers handed out; the hash
-`helikon:session:<id>:ids`, each writer-chosen event id to its seq (what makes a retried
-append a no-op); and the summary hash `helikon:session:<id>:meta` (`created` in
-milliseconds since the Unix epoch, `title`, `metadata` as JSON). The sorted set
+Each session is up to five keys: the stream `helikon:session:<id>:events`, one entry per
+event; the counter `helikon:session:<id>:seq`, the number of sequence numbers handed out; the
+hash `helikon:session:<id>:ids`, each writer-chosen event id to its seq (what makes a retried
+append a no-op); the summary hash `helikon:session:<id>:meta` (`created` in milliseconds
+since the Unix epoch, `title`, `metadata` as JSON); and the projection checkpoint hash
+`helikon:session:<id>:checkpoint` (`as_of_seq`, `projector`, `fingerprint`: SHA-1 hex of the
+`payload` at `as_of_seq`, `state`, `written` in ms; see `helikon.core.checkpoint`), which
+readers write and which is never the truth: a reader trusts it only as that module says. The sorted set
 `helikon:sessions` holds every session id scored by the time of its last append (ms): what
 `list_sessions` pages through, taking each one's event count from its counter. An entry's
 ID is `<seq>-1` and its fields are
@@ -55,6 +58,7 @@ from helikon.core._envelope import (
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
+from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, Checkpoint, encode_state, load
 from helikon.core.codec import decode_events, decode_joined, encode_event, stored_version, upgrade_all
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
@@ -194,6 +198,70 @@ return {more, last, table.concat(seqs, ','), table.concat(lengths, ','), table.c
 """
 """The read-only Lua script `events()` runs (by `EVALSHA`) for each page of the stream."""
 
+# The payload of the entry holding seq `id` (found by seeking to `<id>-*` and checking the
+# `seq` field, which is the truth: the ID is only a way to seek), as a Lua function both
+# checkpoint scripts share. A fingerprint is computed here, on the server, with `redis.sha1hex`
+# (the same SHA-1 as `helikon.core.checkpoint.fingerprint`), so no payload travels for it.
+_PAYLOAD_AT = """
+local function payload_at(stream, id)
+  for _, entry in ipairs(redis.call('XRANGE', stream, id, id)) do
+    local fields = entry[2]
+    local seq, payload
+    for j = 1, #fields, 2 do
+      if fields[j] == 'seq' then seq = fields[j + 1]
+      elseif fields[j] == 'payload' then payload = fields[j + 1] end
+    end
+    if seq == id and payload then return payload end
+  end
+  return nil
+end
+local function well_formed(seq)
+  return seq ~= nil and string.match(seq, '^%d+$') ~= nil and #seq < 16
+end
+"""
+
+# KEYS: the checkpoint hash, the stream. Returns {} when there is no checkpoint, else its
+# `as_of_seq`, `projector`, `fingerprint` and `state`, and the fingerprint of the payload the
+# stream holds at `as_of_seq` now ('' if none): what `helikon.core.checkpoint.load` compares.
+CHECKPOINT_READ_SCRIPT = (
+    _PAYLOAD_AT
+    + """
+local cp = redis.call('HMGET', KEYS[1], 'as_of_seq', 'projector', 'fingerprint', 'state')
+if not cp[1] then return {} end
+local found = ''
+if well_formed(cp[1]) then
+  local payload = payload_at(KEYS[2], cp[1])
+  if payload then found = redis.sha1hex(payload) end
+end
+return {cp[1], cp[2] or '', cp[3] or '', cp[4] or '', found}
+"""
+)
+"""The read-only Lua script a new session object's first `snapshot()` runs for the checkpoint."""
+
+# KEYS: the checkpoint hash, the stream. ARGV: as_of_seq, the projector version, the state,
+# whether the reader found the stored checkpoint unusable ('1'), the time (ms). A compare-and-set
+# on as_of_seq: the checkpoint only moves forward, unless the stored one is unusable (another
+# projector's, malformed, its event gone or changed, or found unusable by the reader), and then
+# any good one replaces it. Writes nothing (returns 0) when the stream holds no event at
+# as_of_seq, so a checkpoint never runs ahead of its log.
+CHECKPOINT_WRITE_SCRIPT = (
+    _PAYLOAD_AT
+    + """
+local payload = payload_at(KEYS[2], ARGV[1])
+if not payload then return 0 end
+local cur = redis.call('HMGET', KEYS[1], 'as_of_seq', 'projector', 'fingerprint')
+if cur[1] and ARGV[4] ~= '1' and cur[2] == ARGV[2] and well_formed(cur[1])
+    and tonumber(cur[1]) >= tonumber(ARGV[1]) then
+  local kept = payload_at(KEYS[2], cur[1])
+  if kept and redis.sha1hex(kept) == cur[3] then return 0 end
+end
+redis.call('HSET', KEYS[1], 'as_of_seq', ARGV[1], 'projector', ARGV[2], 'fingerprint',
+  redis.sha1hex(payload), 'state', ARGV[3], 'written', ARGV[5])
+return 1
+"""
+)
+"""The Lua script that stores a checkpoint (compare-and-set on `as_of_seq`)."""
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNAVAILABLE: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
 _ERRORS: tuple[type[BaseException], ...] = (RedisError, OSError)
@@ -217,6 +285,11 @@ def ids_key(session_id: str) -> str:
 def meta_key(session_id: str) -> str:
     """The key of `session_id`'s summary hash (what `list_sessions` shows)."""
     return f"{KEY_PREFIX}{session_id}:meta"
+
+
+def checkpoint_key(session_id: str) -> str:
+    """The key of `session_id`'s projection checkpoint hash (see `helikon.core.checkpoint`)."""
+    return f"{KEY_PREFIX}{session_id}:checkpoint"
 
 
 def _millis() -> int:
@@ -307,6 +380,7 @@ class RedisSession:
 
     __slots__ = (
         "_append",
+        "_checkpoint",
         "_client",
         "_closed",
         "_counter",
@@ -316,8 +390,11 @@ class RedisSession:
         "_metadata",
         "_owns_client",
         "_read",
+        "_read_checkpoint",
         "_session_id",
+        "_stale_checkpoint",
         "_stream",
+        "_write_checkpoint_script",
     )
 
     def __init__(self, client: aioredis.Redis, session_id: str, *, owns_client: bool = False) -> None:
@@ -336,10 +413,14 @@ class RedisSession:
         self._meta = meta_key(session_id)
         self._owns_client = owns_client
         self._closed = False
+        self._checkpoint = checkpoint_key(session_id)
         self._log = LogCache()  # what this object has read: later reads fetch only the tail
+        self._stale_checkpoint = False  # the stored checkpoint is unusable: replace it
         self._append = client.register_script(APPEND_SCRIPT)
         self._read = client.register_script(READ_SCRIPT)
         self._metadata = client.register_script(METADATA_SCRIPT)
+        self._read_checkpoint = client.register_script(CHECKPOINT_READ_SCRIPT)
+        self._write_checkpoint_script = client.register_script(CHECKPOINT_WRITE_SCRIPT)
 
     @classmethod
     async def connect(cls, url: str, session_id: str) -> Self:
@@ -578,9 +659,56 @@ class RedisSession:
         return cached
 
     async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log (folded incrementally: only new events cost)."""
+        """The projection of the whole log: a checkpoint plus the events after it.
+
+        A session object that has read nothing yet starts from the session's checkpoint (if
+        it is usable, see `helikon.core.checkpoint`); later calls fold only new events. Once
+        `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
+        """
+        self._check_open()
+        log = self._log
+        if not len(log):
+            await self._start_from_checkpoint()
         await self._refresh("snapshot")
-        return self._log.snapshot()
+        snapshot = log.snapshot()
+        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint:
+            await self._write_checkpoint()
+        return snapshot
+
+    async def _start_from_checkpoint(self) -> None:
+        try:
+            reply = cast("list[Any]", await self._read_checkpoint(keys=[self._checkpoint, self._stream]))
+        except _ERRORS as exc:
+            raise _translate(exc, "snapshot") from exc
+        if not reply:
+            return
+        raw_seq, projector, stored = (_text(value) for value in reply[:3])
+        projection = None
+        if raw_seq.isdigit():  # anything else is a damaged hash: rebuild it
+            checkpoint = Checkpoint(int(raw_seq), projector, stored, reply[3])
+            projection = load(checkpoint, _text(reply[4]) or None)
+        if projection is None:
+            self._stale_checkpoint = True  # rebuilt from the whole log and replaced below
+            return
+        self._log.start_at(projection, int(raw_seq))
+
+    async def _write_checkpoint(self) -> None:
+        log = self._log
+        as_of_seq = log.folded - 1
+        args: list[str | int] = [
+            as_of_seq,
+            PROJECTOR_VERSION,
+            encode_state(log.projection),
+            "1" if self._stale_checkpoint else "0",
+            _millis(),
+        ]
+        try:
+            await self._write_checkpoint_script(keys=[self._checkpoint, self._stream], args=args)
+        except _ERRORS:
+            pass  # only an optimization (e.g. maxmemory reached): the snapshot is read already
+        else:
+            self._stale_checkpoint = False
+        log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         pages = await self._read_pages(after, action)
@@ -615,6 +743,7 @@ class RedisSession:
         if not self._log.extend(await self._fetch(self._log.last_seq, action)):
             self._log.clear()  # the stream no longer continues what we read
             self._log.extend(await self._fetch(-1, action))
+            self._stale_checkpoint = True
 
     async def _read_pages(
         self, after: int, action: str
@@ -674,6 +803,8 @@ async def open_session(session_id: str, *, url: str) -> RedisSession:
 
 __all__ = [
     "APPEND_SCRIPT",
+    "CHECKPOINT_READ_SCRIPT",
+    "CHECKPOINT_WRITE_SCRIPT",
     "KEY_PREFIX",
     "METADATA_SCRIPT",
     "PAGE_BYTES",
@@ -681,6 +812,7 @@ __all__ = [
     "READ_SCRIPT",
     "SESSIONS_KEY",
     "RedisSession",
+    "checkpoint_key",
     "counter_key",
     "ids_key",
     "meta_key",
