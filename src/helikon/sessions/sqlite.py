@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import functools
-import json
 import math
 import os
 import threading
@@ -41,27 +39,21 @@ from helikon.core._envelope import (
     check_page,
     legacy_event_id,
     metadata_json,
-    partly_stored,
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
 from helikon.core.checkpoint import (
     CHECKPOINT_EVERY,
-    PROJECTOR_VERSION,
     Checkpoint,
     encode_state,
-    fingerprint,
     load,
 )
 from helikon.core.codec import (
-    FORMAT_VERSION,
     decode_events,
     decode_joined,
-    encode_event,
-    stored_version,
     upgrade_all,
 )
-from helikon.core.exceptions import SessionBackendError, SessionConflict, SessionError, UserError
+from helikon.core.exceptions import SessionBackendError, SessionError, UserError
 from helikon.core.session import (
     ConversationSnapshot,
     SequenceId,
@@ -69,98 +61,26 @@ from helikon.core.session import (
     SessionEvent,
     SessionInfo,
     SessionRecord,
-    UnknownEvent,
 )
 
-SCHEMA_VERSION: Final = 3
-"""The newest schema migration this version of helikon knows and applies."""
-
-_MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
-    (1, ("""CREATE TABLE IF NOT EXISTS session_events (
-            session_id TEXT NOT NULL, sequence INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
-            ts TEXT NOT NULL, format INTEGER NOT NULL, PRIMARY KEY (session_id, sequence)
-        ) WITHOUT ROWID""",)),
-    # Format 2: a writer-chosen id per event (NULL in rows written before, or when the writer
-    # chose none: those read with an id derived from session and seq), and a row per session
-    # for `list_sessions`, filled from the existing rows. No stored event is rewritten.
-    (2, (
-        "ALTER TABLE session_events ADD COLUMN event_id TEXT",
-        """CREATE UNIQUE INDEX IF NOT EXISTS session_events_event_id
-            ON session_events (session_id, event_id) WHERE event_id IS NOT NULL""",
-        """CREATE TABLE IF NOT EXISTS helikon_sessions (
-            session_id TEXT NOT NULL PRIMARY KEY, created TEXT NOT NULL, title TEXT,
-            metadata TEXT NOT NULL DEFAULT '{}'
-        ) WITHOUT ROWID""",
-        """INSERT OR IGNORE INTO helikon_sessions (session_id, created)
-            SELECT session_id, COALESCE(MIN(NULLIF(ts, '')), '') FROM session_events GROUP BY session_id""",
-    )),
-    # A projection checkpoint per session (`helikon.core.checkpoint`), so a cold snapshot reads
-    # it and the tail instead of the whole log. Starts empty: readers fill it in. A rowid table,
-    # since a row holds a whole conversation and WITHOUT ROWID suits only small rows.
-    (3, ("""CREATE TABLE IF NOT EXISTS session_checkpoints (
-            session_id TEXT NOT NULL PRIMARY KEY, as_of_seq INTEGER NOT NULL, projector TEXT NOT NULL,
-            fingerprint TEXT NOT NULL, state TEXT NOT NULL, written TEXT NOT NULL
-        )""",)),
-)  # fmt: skip
-_CREATE_MIGRATIONS = (
-    "CREATE TABLE IF NOT EXISTS helikon_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)"
-)
-_APPLIED = "SELECT version FROM helikon_schema_migrations"
-_RECORD = "INSERT INTO helikon_schema_migrations (version, applied_at) VALUES (?, ?)"
-_NEXT = "SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = ?"
-_INSERT = (
-    "INSERT INTO session_events (session_id, sequence, kind, payload, ts, format, event_id) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?)"
-)
-# Only a session's first append writes its row: an ignored insert dirties no page, while an
-# update per append would add a page to every commit (measured: a third of the append rate).
-_SUMMARY = "INSERT OR IGNORE INTO helikon_sessions (session_id, created) VALUES (?, ?)"
-_STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = ? AND event_id IN ({})"
-_SELECT = (
-    "SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
-    "ORDER BY sequence LIMIT ?"
-)
-_SELECT_JOINED = (
-    "SELECT count(*), min(sequence), max(sequence), group_concat(sequence, ','), group_concat(payload, ','), "
-    "min(format), max(format) "
-    "FROM (SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
-    "ORDER BY sequence)"
-)
-_SELECT_RECORDS = (
-    "SELECT sequence, event_id, ts, format, payload FROM session_events "
-    "WHERE session_id = ? AND sequence > ? ORDER BY sequence"
-)
-# A session's event count and last update come from its last event: one primary-key seek
-# each (the log itself is not read).
-_LIST = """
-SELECT s.session_id, s.created,
-    COALESCE((SELECT NULLIF(e.ts, '') FROM session_events e WHERE e.session_id = s.session_id
-              ORDER BY e.sequence DESC LIMIT 1), s.created) AS updated,
-    (SELECT COALESCE(MAX(e.sequence), -1) + 1 FROM session_events e WHERE e.session_id = s.session_id),
-    s.title, s.metadata
-FROM helikon_sessions s ORDER BY updated DESC, s.session_id LIMIT ? OFFSET ?
-"""
-_SET_METADATA = (
-    "INSERT INTO helikon_sessions (session_id, created, title, metadata) "
-    "VALUES (?1, ?2, ?3, COALESCE(?4, '{}')) "
-    "ON CONFLICT (session_id) DO UPDATE SET "
-    "title = CASE WHEN ?5 THEN excluded.title ELSE title END, metadata = COALESCE(?4, metadata)"
-)
-_CHECKPOINT = "SELECT as_of_seq, projector, fingerprint, state FROM session_checkpoints WHERE session_id = ?"
-_PAYLOAD_AT = "SELECT payload FROM session_events WHERE session_id = ? AND sequence = ?"
-# Compare-and-set on `as_of_seq`: a checkpoint only ever moves forward, unless the one stored
-# was found unusable (`?7`) or another projector wrote it, and then it is replaced.
-_SAVE_CHECKPOINT = (
-    "INSERT INTO session_checkpoints (session_id, as_of_seq, projector, fingerprint, state, written) "
-    "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session_id) DO UPDATE SET as_of_seq = excluded.as_of_seq, "
-    "projector = excluded.projector, fingerprint = excluded.fingerprint, state = excluded.state, "
-    "written = excluded.written "
-    "WHERE ?7 OR excluded.as_of_seq > as_of_seq OR excluded.projector <> projector"
-)
-# What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
-_new_entry: Callable[[tuple[SequenceId, SessionEvent]], SessionEntry] = functools.partial(
-    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
-    SessionEntry,
+from ._sqlite_jobs import (
+    SCHEMA_VERSION,
+    all_known,
+    append_rows,
+    check_session_id,
+    event_row,
+    list_rows,
+    migrate_schema,
+    new_entry,
+    parse_ts,
+    read_checkpoint,
+    read_joined,
+    read_records,
+    read_rows,
+    rfc3339,
+    save_checkpoint,
+    session_info,
+    set_metadata_row,
 )
 
 _SYNCHRONOUS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
@@ -525,237 +445,6 @@ def _check_open_args(
     return text, seconds, sync, mode
 
 
-# --- jobs (run on the worker thread) -------------------------------------------------------------
-
-
-def _migrate(cur: sqlite3.Cursor) -> None:
-    try:
-        if max((v for (v,) in cur.execute(_APPLIED).fetchall()), default=0) >= SCHEMA_VERSION:
-            return  # the common case: already migrated, and no write lock taken
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-    cur.execute("BEGIN IMMEDIATE")  # one migrator at a time, across threads and processes
-    try:
-        cur.execute(_CREATE_MIGRATIONS)
-        applied = {v for (v,) in cur.execute(_APPLIED).fetchall()}
-        for version, statements in _MIGRATIONS:
-            if version not in applied:
-                for statement in statements:
-                    cur.execute(statement)
-                cur.execute(_RECORD, (version, _rfc3339(datetime.now(UTC))))
-        cur.execute("COMMIT")
-    except BaseException:
-        _rollback(cur)
-        raise
-
-
-def _append(
-    cur: sqlite3.Cursor,
-    session_id: str,
-    rows: list[_Row],
-    ids: list[str] | None,
-    expected: int | None,
-    created: str,
-) -> None:
-    """One append's transaction: check `expected`, insert the rows and (the first time) the session's.
-
-    `ids`: the caller's, so they may be stored already (a retried append). The unique index
-    on ids finds that on the insert, without a read on the common path.
-    """
-    cur.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for the write lock
-    try:
-        (seq,) = cur.execute(_NEXT, (session_id,)).fetchone()
-        if expected is not None and expected != seq - 1:
-            if ids is not None and _count_stored(cur, session_id, ids) == len(ids):
-                cur.execute("ROLLBACK")
-                return  # the retry of an append that went through
-            raise SessionConflict(expected_seq=expected, actual_seq=seq - 1, session_id=session_id)
-        try:
-            if len(rows) == 1:
-                kind, payload, ts, version = rows[0]
-                cur.execute(_INSERT, (session_id, seq, kind, payload, ts, version, ids and ids[0]))
-            else:
-                cur.executemany(
-                    _INSERT,
-                    [
-                        (session_id, seq + i, k, p, t, v, ids and ids[i])
-                        for i, (k, p, t, v) in enumerate(rows)
-                    ],
-                )
-        except sqlite3.IntegrityError:
-            if ids is None:
-                raise
-            _rollback(cur)  # before counting: the rows inserted so far would count too
-            if _count_stored(cur, session_id, ids) == len(ids):
-                return
-            raise
-        if seq == 0:  # the session's first append (migration 2 added the sessions before it)
-            cur.execute(_SUMMARY, (session_id, created))
-        cur.execute("COMMIT")
-    except BaseException:
-        _rollback(cur)
-        raise
-
-
-def _missing_table(exc: sqlite3.OperationalError) -> bool:
-    # A schema from before migration 3 (opened without `migrate`): no checkpoints, as if empty.
-    return "no such table" in str(exc)
-
-
-def _read_checkpoint(cur: sqlite3.Cursor, session_id: str) -> tuple[Checkpoint, str | None] | None:
-    """The stored checkpoint and the fingerprint of the payload now at its `as_of_seq` (None: no event)."""
-    try:
-        row = cur.execute(_CHECKPOINT, (session_id,)).fetchone()
-    except sqlite3.OperationalError as exc:
-        if _missing_table(exc):
-            return None
-        raise
-    if row is None:
-        return None
-    checkpoint = Checkpoint(*row)
-    found = cur.execute(_PAYLOAD_AT, (session_id, checkpoint.as_of_seq)).fetchone()
-    return checkpoint, (fingerprint(found[0]) if found is not None else None)
-
-
-def _save_checkpoint(
-    cur: sqlite3.Cursor, session_id: str, as_of_seq: int, state: str, replace: bool, now: str
-) -> bool:
-    """Store a checkpoint of events 0..`as_of_seq` (if newer, or `replace`); False if not stored.
-
-    The event at `as_of_seq` is immutable once written, so its fingerprint, read here, is the
-    one any later reader will compare with.
-    """
-    found = cur.execute(_PAYLOAD_AT, (session_id, as_of_seq)).fetchone()
-    if found is None:
-        return False
-    args = (session_id, as_of_seq, PROJECTOR_VERSION, fingerprint(found[0]), state, now, replace)
-    try:
-        cur.execute(_SAVE_CHECKPOINT, args)  # one statement: its own transaction
-    except sqlite3.OperationalError as exc:
-        if _missing_table(exc):
-            return False
-        raise
-    return True
-
-
-def _count_stored(cur: sqlite3.Cursor, session_id: str, ids: list[str]) -> int:
-    """How many of `ids` session `session_id` holds; raises if some but not all."""
-    stored = 0
-    for start in range(0, len(ids), 500):  # SQLite caps the parameters of one statement
-        chunk = ids[start : start + 500]
-        (count,) = cur.execute(
-            _STORED_IDS.format(",".join("?" * len(chunk))), (session_id, *chunk)
-        ).fetchone()
-        stored += count
-    if 0 < stored < len(ids):
-        _rollback(cur)
-        raise partly_stored(session_id, stored, len(ids))
-    return stored
-
-
-def _rollback(cur: sqlite3.Cursor) -> None:
-    if cur.connection.in_transaction:
-        with contextlib.suppress(sqlite3.Error):  # the original error is the one to report
-            cur.execute("ROLLBACK")
-
-
-def _read(
-    cur: sqlite3.Cursor, session_id: str, since: int, limit: int = -1
-) -> tuple[tuple[SequenceId, ...], tuple[str, ...], tuple[int, ...]]:
-    rows: list[tuple[SequenceId, str, int]] = cur.execute(_SELECT, (session_id, since, limit)).fetchall()
-    if not rows:
-        return (), (), ()
-    seqs, payloads, versions = zip(*rows, strict=True)
-    return seqs, payloads, versions
-
-
-def _read_joined(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[int, int, str, int, int] | None:
-    """The payloads after `since` as one comma-joined string: (count, first seq, text, min and max format).
-
-    Fetching one aggregate value costs a fraction of fetching one row per event. None when
-    the aggregate's order cannot be confirmed to be the sequence order (SQLite before 3.44
-    has no ORDER BY inside `group_concat`; the ordered subquery gives it in practice, and
-    the joined sequence numbers check it).
-    """
-    count, first, last, seqs, text, low, high = cur.execute(_SELECT_JOINED, (session_id, since)).fetchone()
-    if not count:
-        return 0, 0, "", FORMAT_VERSION, FORMAT_VERSION
-    if last - first + 1 != count or seqs != ",".join(map(str, range(first, last + 1))):
-        return None
-    return count, first, text, low, high
-
-
-def _read_records(
-    cur: sqlite3.Cursor, session_id: str, since: int
-) -> list[tuple[int, str | None, str, int, str]]:
-    return cur.execute(_SELECT_RECORDS, (session_id, since)).fetchall()
-
-
-def _list(cur: sqlite3.Cursor, limit: int, offset: int) -> list[tuple[str, str, str, int, str | None, str]]:
-    return cur.execute(_LIST, (limit, offset)).fetchall()
-
-
-def _set_metadata(
-    cur: sqlite3.Cursor, session_id: str, now: str, title: str | None, set_title: bool, metadata: str | None
-) -> None:
-    cur.execute("BEGIN IMMEDIATE")
-    try:
-        cur.execute(_SET_METADATA, (session_id, now, title, metadata, set_title))
-        cur.execute("COMMIT")
-    except BaseException:
-        _rollback(cur)
-        raise
-
-
-def _check_session_id(session_id: object) -> str:
-    if not isinstance(session_id, str) or not session_id:
-        raise UserError(f"session_id must be a non-empty string, not {session_id!r}")
-    return session_id
-
-
-def _rfc3339(ts: datetime) -> str:
-    if ts.tzinfo is not UTC:
-        ts = ts.astimezone(UTC) if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-    return ts.isoformat(timespec="microseconds")[:-6] + "Z"
-
-
-_Row = tuple[str, str, str, int]  # kind, payload, ts, format version
-
-
-def _row(event: SessionEvent) -> _Row:
-    if isinstance(event, UnknownEvent):
-        ts = event.data.get("ts")
-        return (event.type, encode_event(event), ts if isinstance(ts, str) else "", stored_version(event))
-    return (event.type, encode_event(event), _rfc3339(event.ts), FORMAT_VERSION)
-
-
-def _all_known(events: list[SessionEvent], newest: int) -> bool:
-    return newest <= FORMAT_VERSION and UnknownEvent not in set(map(type, events))
-
-
-def _parse_ts(text: str | None) -> datetime | None:
-    if not text:
-        return None
-    try:
-        return datetime.fromisoformat(text)
-    except ValueError:
-        return None
-
-
-def _info(row: tuple[str, str, str, int, str | None, str]) -> SessionInfo:
-    session_id, created, updated, count, title, metadata = row
-    epoch = datetime.fromtimestamp(0, UTC)
-    return SessionInfo(
-        session_id=session_id,
-        created=_parse_ts(created) or epoch,
-        updated=_parse_ts(updated) or epoch,
-        event_count=count,
-        title=title,
-        metadata=json.loads(metadata) if metadata else {},
-    )
-
-
 # --- the session -------------------------------------------------------------------------------
 
 
@@ -791,7 +480,7 @@ class SqliteSession:
         if not isinstance(db, SqliteDatabase):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"db must be a SqliteDatabase, not {type(db).__name__}")
         self._db = db
-        self._session_id = _check_session_id(session_id)
+        self._session_id = check_session_id(session_id)
         self._owns_db = False
         self._closed = False
         self._log = LogCache()  # what this object has read: later reads fetch only the tail
@@ -800,13 +489,13 @@ class SqliteSession:
     @staticmethod
     async def migrate(db: SqliteDatabase) -> None:
         """Create or upgrade the schema. Idempotent, and safe from many processes at once."""
-        await db._run(_migrate)
+        await db._run(migrate_schema)
 
     @classmethod
     async def open(cls, db: SqliteDatabase, session_id: str) -> SqliteSession:
         """Run the migrations (one round trip when already applied), then open `session_id`."""
         session = cls(db, session_id)
-        await db._run(_migrate)
+        await db._run(migrate_schema)
         return session
 
     @classmethod
@@ -851,18 +540,18 @@ class SqliteSession:
         expected = check_expected_seq(expected_seq)
         if not events:
             return
-        rows = [_row(e) for e in events]
-        created = rows[0][2] or _rfc3339(datetime.now(UTC))  # the first event's ts, already formatted
+        rows = [event_row(e) for e in events]
+        created = rows[0][2] or rfc3339(datetime.now(UTC))  # the first event's ts, already formatted
         args = (self._session_id, rows, chosen, expected, created)
         db = self._db
         if (
             db._can_inline()
             and sum(len(row[1]) for row in rows) <= _INLINE_MAX_BYTES
-            and db._inline(_append, *args) is not BUSY
+            and db._inline(append_rows, *args) is not BUSY
         ):
             db._committed_inline()
             return
-        await db._run(_append, *args)
+        await db._run(append_rows, *args)
 
     async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
         """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
@@ -875,7 +564,7 @@ class SqliteSession:
         """
         if self._closed:
             raise UserError(f"{self!r} is closed")
-        rows = await self._db._run(_read_records, self._session_id, -1 if since is None else int(since))
+        rows = await self._db._run(read_records, self._session_id, -1 if since is None else int(since))
         seqs = [row[0] for row in rows]
         events = upgrade_all(
             self._session_id, seqs, [row[3] for row in rows], decode_events([r[4] for r in rows])
@@ -883,7 +572,7 @@ class SqliteSession:
         sid = self._session_id
         return [
             SessionRecord(
-                SequenceId(seq), event_id or legacy_event_id(sid, seq), _parse_ts(ts), version, event
+                SequenceId(seq), event_id or legacy_event_id(sid, seq), parse_ts(ts), version, event
             )
             for (seq, event_id, ts, version, _), event in zip(rows, events, strict=True)
         ]
@@ -900,8 +589,8 @@ class SqliteSession:
         if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"title must be a string or None, not {title!r}")
         text = metadata_json(metadata)
-        now = _rfc3339(datetime.now(UTC))
-        await self._db._run(_set_metadata, self._session_id, now, title, title is not None, text)
+        now = rfc3339(datetime.now(UTC))
+        await self._db._run(set_metadata_row, self._session_id, now, title, title is not None, text)
 
     @staticmethod
     async def list_sessions(db: SqliteDatabase, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
@@ -916,7 +605,7 @@ class SqliteSession:
             `[info.session_id for info in await SqliteSession.list_sessions(db, limit=20)]`
         """
         limit, offset = check_page(limit, offset)
-        return [_info(row) for row in await db._run(_list, limit, offset)]
+        return [session_info(row) for row in await db._run(list_rows, limit, offset)]
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), each event with its sequence number.
@@ -956,9 +645,9 @@ class SqliteSession:
         db = self._db
         found = BUSY
         if db._can_inline():
-            found = db._inline(_read_checkpoint, self._session_id)
+            found = db._inline(read_checkpoint, self._session_id)
         if found is BUSY:
-            found = await db._run(_read_checkpoint, self._session_id)
+            found = await db._run(read_checkpoint, self._session_id)
         if found is None:
             return
         checkpoint, stored = cast("tuple[Checkpoint, str | None]", found)
@@ -972,10 +661,10 @@ class SqliteSession:
         log = self._log
         as_of_seq = log.folded - 1
         state = encode_state(log.projection)
-        now = _rfc3339(datetime.now(UTC))
+        now = rfc3339(datetime.now(UTC))
         try:
             await self._db._run(
-                _save_checkpoint, self._session_id, as_of_seq, state, self._stale_checkpoint, now
+                save_checkpoint, self._session_id, as_of_seq, state, self._stale_checkpoint, now
             )
         except SessionError:
             pass  # only an optimization: the snapshot is read already; a later one retries
@@ -997,27 +686,27 @@ class SqliteSession:
         db = self._db
         head: list[SessionEntry] = []
         if after >= 0 and db._can_inline():
-            got = db._inline(_read, self._session_id, after, _INLINE_READ_ROWS)
+            got = db._inline(read_rows, self._session_id, after, _INLINE_READ_ROWS)
             if got is not BUSY:
                 seqs, payloads, versions = got
                 events = upgrade_all(self._session_id, seqs, versions, decode_events(payloads))
-                head = list(map(_new_entry, zip(seqs, events, strict=True)))
+                head = list(map(new_entry, zip(seqs, events, strict=True)))
                 if len(seqs) < _INLINE_READ_ROWS:
                     return head
                 after = seqs[-1]  # a long tail: the rest from the worker
-        joined = await db._run(_read_joined, self._session_id, after)
+        joined = await db._run(read_joined, self._session_id, after)
         if joined is not None:
             count, first, text, low, high = joined
             events = decode_joined(text, count)
             # Mixed formats (an old log appended to since) matter only for unknown events.
-            if events is not None and (low == high or _all_known(events, high)):
+            if events is not None and (low == high or all_known(events, high)):
                 numbers = cast("Sequence[SequenceId]", range(first, first + count))  # plain ints
                 events = upgrade_all(self._session_id, numbers, high, events)
-                return head + list(map(_new_entry, zip(numbers, events, strict=True)))
+                return head + list(map(new_entry, zip(numbers, events, strict=True)))
         # A damaged payload, mixed formats or an unexpected order: row by row, each with its version.
-        seqs, payloads, versions = await db._run(_read, self._session_id, after)
+        seqs, payloads, versions = await db._run(read_rows, self._session_id, after)
         events = upgrade_all(self._session_id, seqs, versions, decode_events(payloads))
-        return head + list(map(_new_entry, zip(seqs, events, strict=True)))
+        return head + list(map(new_entry, zip(seqs, events, strict=True)))
 
     async def aclose(self) -> None:
         """Stop using the session; closes the database too when `open_session` opened it."""
@@ -1041,7 +730,7 @@ async def open_session(
 
     The session owns that database: `await session.aclose()` (or `async with`) closes it.
     """
-    _check_session_id(session_id)
+    check_session_id(session_id)
     db = await SqliteDatabase.open(path, busy_timeout=busy_timeout)
     try:
         session = await SqliteSession.open(db, session_id)

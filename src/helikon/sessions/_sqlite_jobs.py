@@ -1,0 +1,343 @@
+"""The SQL of `SqliteSession`: the schema and its migrations, and the jobs run on a connection.
+
+Each job is a plain function of a `sqlite3.Cursor`: `SqliteDatabase` runs it on its worker
+thread, or inline on the event loop's own connection when that cannot wait. Kept apart from
+`sqlite.py`, which holds the database (threads, connections) and the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import sqlite3
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Final
+
+from helikon.core._envelope import partly_stored
+from helikon.core.checkpoint import PROJECTOR_VERSION, Checkpoint, fingerprint
+from helikon.core.codec import FORMAT_VERSION, encode_event, stored_version
+from helikon.core.exceptions import SessionConflict, UserError
+from helikon.core.session import SequenceId, SessionEntry, SessionEvent, SessionInfo, UnknownEvent
+
+SCHEMA_VERSION: Final = 3
+"""The newest schema migration this version of helikon knows and applies."""
+
+MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
+    (1, ("""CREATE TABLE IF NOT EXISTS session_events (
+            session_id TEXT NOT NULL, sequence INTEGER NOT NULL, kind TEXT NOT NULL, payload TEXT NOT NULL,
+            ts TEXT NOT NULL, format INTEGER NOT NULL, PRIMARY KEY (session_id, sequence)
+        ) WITHOUT ROWID""",)),
+    # Format 2: a writer-chosen id per event (NULL in rows written before, or when the writer
+    # chose none: those read with an id derived from session and seq), and a row per session
+    # for `list_sessions`, filled from the existing rows. No stored event is rewritten.
+    (2, (
+        "ALTER TABLE session_events ADD COLUMN event_id TEXT",
+        """CREATE UNIQUE INDEX IF NOT EXISTS session_events_event_id
+            ON session_events (session_id, event_id) WHERE event_id IS NOT NULL""",
+        """CREATE TABLE IF NOT EXISTS helikon_sessions (
+            session_id TEXT NOT NULL PRIMARY KEY, created TEXT NOT NULL, title TEXT,
+            metadata TEXT NOT NULL DEFAULT '{}'
+        ) WITHOUT ROWID""",
+        """INSERT OR IGNORE INTO helikon_sessions (session_id, created)
+            SELECT session_id, COALESCE(MIN(NULLIF(ts, '')), '') FROM session_events GROUP BY session_id""",
+    )),
+    # A projection checkpoint per session (`helikon.core.checkpoint`), so a cold snapshot reads
+    # it and the tail instead of the whole log. Starts empty: readers fill it in. A rowid table,
+    # since a row holds a whole conversation and WITHOUT ROWID suits only small rows.
+    (3, ("""CREATE TABLE IF NOT EXISTS session_checkpoints (
+            session_id TEXT NOT NULL PRIMARY KEY, as_of_seq INTEGER NOT NULL, projector TEXT NOT NULL,
+            fingerprint TEXT NOT NULL, state TEXT NOT NULL, written TEXT NOT NULL
+        )""",)),
+)  # fmt: skip
+CREATE_MIGRATIONS = (
+    "CREATE TABLE IF NOT EXISTS helikon_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)"
+)
+APPLIED = "SELECT version FROM helikon_schema_migrations"
+RECORD = "INSERT INTO helikon_schema_migrations (version, applied_at) VALUES (?, ?)"
+NEXT = "SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = ?"
+INSERT = (
+    "INSERT INTO session_events (session_id, sequence, kind, payload, ts, format, event_id) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?)"
+)
+# Only a session's first append writes its row: an ignored insert dirties no page, while an
+# update per append would add a page to every commit (measured: a third of the append rate).
+SUMMARY = "INSERT OR IGNORE INTO helikon_sessions (session_id, created) VALUES (?, ?)"
+STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = ? AND event_id IN ({})"
+SELECT = (
+    "SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
+    "ORDER BY sequence LIMIT ?"
+)
+SELECT_JOINED = (
+    "SELECT count(*), min(sequence), max(sequence), group_concat(sequence, ','), group_concat(payload, ','), "
+    "min(format), max(format) "
+    "FROM (SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
+    "ORDER BY sequence)"
+)
+SELECT_RECORDS = (
+    "SELECT sequence, event_id, ts, format, payload FROM session_events "
+    "WHERE session_id = ? AND sequence > ? ORDER BY sequence"
+)
+# A session's event count and last update come from its last event: one primary-key seek
+# each (the log itself is not read).
+LIST = """
+SELECT s.session_id, s.created,
+    COALESCE((SELECT NULLIF(e.ts, '') FROM session_events e WHERE e.session_id = s.session_id
+              ORDER BY e.sequence DESC LIMIT 1), s.created) AS updated,
+    (SELECT COALESCE(MAX(e.sequence), -1) + 1 FROM session_events e WHERE e.session_id = s.session_id),
+    s.title, s.metadata
+FROM helikon_sessions s ORDER BY updated DESC, s.session_id LIMIT ? OFFSET ?
+"""
+SET_METADATA = (
+    "INSERT INTO helikon_sessions (session_id, created, title, metadata) "
+    "VALUES (?1, ?2, ?3, COALESCE(?4, '{}')) "
+    "ON CONFLICT (session_id) DO UPDATE SET "
+    "title = CASE WHEN ?5 THEN excluded.title ELSE title END, metadata = COALESCE(?4, metadata)"
+)
+SELECT_CHECKPOINT = (
+    "SELECT as_of_seq, projector, fingerprint, state FROM session_checkpoints WHERE session_id = ?"
+)
+PAYLOAD_AT = "SELECT payload FROM session_events WHERE session_id = ? AND sequence = ?"
+# Compare-and-set on `as_of_seq`: a checkpoint only ever moves forward, unless the one stored
+# was found unusable (`?7`) or another projector wrote it, and then it is replaced.
+SAVE_CHECKPOINT = (
+    "INSERT INTO session_checkpoints (session_id, as_of_seq, projector, fingerprint, state, written) "
+    "VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (session_id) DO UPDATE SET as_of_seq = excluded.as_of_seq, "
+    "projector = excluded.projector, fingerprint = excluded.fingerprint, state = excluded.state, "
+    "written = excluded.written "
+    "WHERE ?7 OR excluded.as_of_seq > as_of_seq OR excluded.projector <> projector"
+)
+# What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
+new_entry: Callable[[tuple[SequenceId, SessionEvent]], SessionEntry] = functools.partial(
+    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
+    SessionEntry,
+)
+
+
+def migrate_schema(cur: sqlite3.Cursor) -> None:
+    try:
+        if max((v for (v,) in cur.execute(APPLIED).fetchall()), default=0) >= SCHEMA_VERSION:
+            return  # the common case: already migrated, and no write lock taken
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+    cur.execute("BEGIN IMMEDIATE")  # one migrator at a time, across threads and processes
+    try:
+        cur.execute(CREATE_MIGRATIONS)
+        applied = {v for (v,) in cur.execute(APPLIED).fetchall()}
+        for version, statements in MIGRATIONS:
+            if version not in applied:
+                for statement in statements:
+                    cur.execute(statement)
+                cur.execute(RECORD, (version, rfc3339(datetime.now(UTC))))
+        cur.execute("COMMIT")
+    except BaseException:
+        rollback(cur)
+        raise
+
+
+def append_rows(
+    cur: sqlite3.Cursor,
+    session_id: str,
+    rows: list[EventRow],
+    ids: list[str] | None,
+    expected: int | None,
+    created: str,
+) -> None:
+    """One append's transaction: check `expected`, insert the rows and (the first time) the session's.
+
+    `ids`: the caller's, so they may be stored already (a retried append). The unique index
+    on ids finds that on the insert, without a read on the common path.
+    """
+    cur.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for the write lock
+    try:
+        (seq,) = cur.execute(NEXT, (session_id,)).fetchone()
+        if expected is not None and expected != seq - 1:
+            if ids is not None and count_stored(cur, session_id, ids) == len(ids):
+                cur.execute("ROLLBACK")
+                return  # the retry of an append that went through
+            raise SessionConflict(expected_seq=expected, actual_seq=seq - 1, session_id=session_id)
+        try:
+            if len(rows) == 1:
+                kind, payload, ts, version = rows[0]
+                cur.execute(INSERT, (session_id, seq, kind, payload, ts, version, ids and ids[0]))
+            else:
+                cur.executemany(
+                    INSERT,
+                    [
+                        (session_id, seq + i, k, p, t, v, ids and ids[i])
+                        for i, (k, p, t, v) in enumerate(rows)
+                    ],
+                )
+        except sqlite3.IntegrityError:
+            if ids is None:
+                raise
+            rollback(cur)  # before counting: the rows inserted so far would count too
+            if count_stored(cur, session_id, ids) == len(ids):
+                return
+            raise
+        if seq == 0:  # the session's first append (migration 2 added the sessions before it)
+            cur.execute(SUMMARY, (session_id, created))
+        cur.execute("COMMIT")
+    except BaseException:
+        rollback(cur)
+        raise
+
+
+def missing_table(exc: sqlite3.OperationalError) -> bool:
+    # A schema from before migration 3 (opened without `migrate`): no checkpoints, as if empty.
+    return "no such table" in str(exc)
+
+
+def read_checkpoint(cur: sqlite3.Cursor, session_id: str) -> tuple[Checkpoint, str | None] | None:
+    """The stored checkpoint and the fingerprint of the payload now at its `as_of_seq` (None: no event)."""
+    try:
+        row = cur.execute(SELECT_CHECKPOINT, (session_id,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if missing_table(exc):
+            return None
+        raise
+    if row is None:
+        return None
+    checkpoint = Checkpoint(*row)
+    found = cur.execute(PAYLOAD_AT, (session_id, checkpoint.as_of_seq)).fetchone()
+    return checkpoint, (fingerprint(found[0]) if found is not None else None)
+
+
+def save_checkpoint(
+    cur: sqlite3.Cursor, session_id: str, as_of_seq: int, state: str, replace: bool, now: str
+) -> bool:
+    """Store a checkpoint of events 0..`as_of_seq` (if newer, or `replace`); False if not stored.
+
+    The event at `as_of_seq` is immutable once written, so its fingerprint, read here, is the
+    one any later reader will compare with.
+    """
+    found = cur.execute(PAYLOAD_AT, (session_id, as_of_seq)).fetchone()
+    if found is None:
+        return False
+    args = (session_id, as_of_seq, PROJECTOR_VERSION, fingerprint(found[0]), state, now, replace)
+    try:
+        cur.execute(SAVE_CHECKPOINT, args)  # one statement: its own transaction
+    except sqlite3.OperationalError as exc:
+        if missing_table(exc):
+            return False
+        raise
+    return True
+
+
+def count_stored(cur: sqlite3.Cursor, session_id: str, ids: list[str]) -> int:
+    """How many of `ids` session `session_id` holds; raises if some but not all."""
+    stored = 0
+    for start in range(0, len(ids), 500):  # SQLite caps the parameters of one statement
+        chunk = ids[start : start + 500]
+        (count,) = cur.execute(STORED_IDS.format(",".join("?" * len(chunk))), (session_id, *chunk)).fetchone()
+        stored += count
+    if 0 < stored < len(ids):
+        rollback(cur)
+        raise partly_stored(session_id, stored, len(ids))
+    return stored
+
+
+def rollback(cur: sqlite3.Cursor) -> None:
+    if cur.connection.in_transaction:
+        with contextlib.suppress(sqlite3.Error):  # the original error is the one to report
+            cur.execute("ROLLBACK")
+
+
+def read_rows(
+    cur: sqlite3.Cursor, session_id: str, since: int, limit: int = -1
+) -> tuple[tuple[SequenceId, ...], tuple[str, ...], tuple[int, ...]]:
+    rows: list[tuple[SequenceId, str, int]] = cur.execute(SELECT, (session_id, since, limit)).fetchall()
+    if not rows:
+        return (), (), ()
+    seqs, payloads, versions = zip(*rows, strict=True)
+    return seqs, payloads, versions
+
+
+def read_joined(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[int, int, str, int, int] | None:
+    """The payloads after `since` as one comma-joined string: (count, first seq, text, min and max format).
+
+    Fetching one aggregate value costs a fraction of fetching one row per event. None when
+    the aggregate's order cannot be confirmed to be the sequence order (SQLite before 3.44
+    has no ORDER BY inside `group_concat`; the ordered subquery gives it in practice, and
+    the joined sequence numbers check it).
+    """
+    count, first, last, seqs, text, low, high = cur.execute(SELECT_JOINED, (session_id, since)).fetchone()
+    if not count:
+        return 0, 0, "", FORMAT_VERSION, FORMAT_VERSION
+    if last - first + 1 != count or seqs != ",".join(map(str, range(first, last + 1))):
+        return None
+    return count, first, text, low, high
+
+
+def read_records(
+    cur: sqlite3.Cursor, session_id: str, since: int
+) -> list[tuple[int, str | None, str, int, str]]:
+    return cur.execute(SELECT_RECORDS, (session_id, since)).fetchall()
+
+
+def list_rows(
+    cur: sqlite3.Cursor, limit: int, offset: int
+) -> list[tuple[str, str, str, int, str | None, str]]:
+    return cur.execute(LIST, (limit, offset)).fetchall()
+
+
+def set_metadata_row(
+    cur: sqlite3.Cursor, session_id: str, now: str, title: str | None, set_title: bool, metadata: str | None
+) -> None:
+    cur.execute("BEGIN IMMEDIATE")
+    try:
+        cur.execute(SET_METADATA, (session_id, now, title, metadata, set_title))
+        cur.execute("COMMIT")
+    except BaseException:
+        rollback(cur)
+        raise
+
+
+def check_session_id(session_id: object) -> str:
+    if not isinstance(session_id, str) or not session_id:
+        raise UserError(f"session_id must be a non-empty string, not {session_id!r}")
+    return session_id
+
+
+def rfc3339(ts: datetime) -> str:
+    if ts.tzinfo is not UTC:
+        ts = ts.astimezone(UTC) if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
+    return ts.isoformat(timespec="microseconds")[:-6] + "Z"
+
+
+EventRow = tuple[str, str, str, int]  # kind, payload, ts, format version
+
+
+def event_row(event: SessionEvent) -> EventRow:
+    if isinstance(event, UnknownEvent):
+        ts = event.data.get("ts")
+        return (event.type, encode_event(event), ts if isinstance(ts, str) else "", stored_version(event))
+    return (event.type, encode_event(event), rfc3339(event.ts), FORMAT_VERSION)
+
+
+def all_known(events: list[SessionEvent], newest: int) -> bool:
+    return newest <= FORMAT_VERSION and UnknownEvent not in set(map(type, events))
+
+
+def parse_ts(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        return datetime.fromisoformat(text)
+    except ValueError:
+        return None
+
+
+def session_info(row: tuple[str, str, str, int, str | None, str]) -> SessionInfo:
+    session_id, created, updated, count, title, metadata = row
+    epoch = datetime.fromtimestamp(0, UTC)
+    return SessionInfo(
+        session_id=session_id,
+        created=parse_ts(created) or epoch,
+        updated=parse_ts(updated) or epoch,
+        event_count=count,
+        title=title,
+        metadata=json.loads(metadata) if metadata else {},
+    )
