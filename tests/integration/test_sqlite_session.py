@@ -159,7 +159,11 @@ async def test_concurrent_migrations_from_two_databases(tmp_path: Path) -> None:
             await asyncio.gather(a.append([say("a")]), b.append([say("b")]))
             assert sorted(texts(await a.events())) == ["a", "b"]
         with raw(path) as conn:
-            assert conn.execute("SELECT version FROM helikon_schema_migrations").fetchall() == [(1,), (2,), (3,)]
+            assert conn.execute("SELECT version FROM helikon_schema_migrations").fetchall() == [
+                (1,),
+                (2,),
+                (3,),
+            ]
 
 
 async def test_a_newer_schema_version_is_left_alone(db: SqliteDatabase, tmp_path: Path) -> None:
