@@ -8,7 +8,9 @@ openai-agents: ``{"role": "user", "content": ...}`` items; google-adk: user ``Ev
 2. latency of a full read (``events()`` / ``get_items()`` / ``get_session()``) and of
    ``snapshot()`` at 1k, 10k and 100k events in one session (median of a few reads);
    helikon's session objects cache what they read, so its reads are measured cold (a new
-   object per read: the main numbers) and warm (the same object again);
+   object per read: the main numbers) and warm (the same object again); helikon also: the
+   cold ``snapshot()`` of a log compacted with a keep-recent window (a marker every ~500
+   events), read through the session's projection checkpoint plus the tail;
 3. end to end: loop_overhead.py's agent (one tool, a fake model that calls it once, then
    answers) run N times on ONE persisted conversation, vs. the same agent unpersisted:
    mean per-run time, persisted/unpersisted, and last-quarter/first-quarter growth.
@@ -49,6 +51,13 @@ WRITERS = (1, 4, 16)
 LEVELS = (1_000, 10_000, 100_000)
 BATCH = 1_000  # events per bulk append when pre-populating
 POPULATE_LIMIT_S = 60.0  # populating to 100k taking longer than this: "n/a (populate too slow)"
+# The compacted log (helikon only): events appended in batches of COMPACT_EVERY through a
+# keep-recent-window `CompactingSession`, whose threshold each batch passes, so it writes a
+# `Compacted` marker every ~COMPACT_EVERY events and the projection stays about the window's
+# size however long the log grows: the case a checkpoint makes O(tail).
+COMPACT_EVERY = 500
+COMPACT_THRESHOLD = 1_000  # tokens: a batch of 500 "message N" events is ~1,700
+COMPACT_KEEP = 200  # tokens kept verbatim after each summary (~60 messages)
 APP, USER = "bench", "u"
 
 RunFn = Callable[[], Awaitable[str]]
@@ -457,6 +466,52 @@ async def read_latency(store: Store, args: argparse.Namespace, result: dict[str,
         _note(f"{level:,} events: read {result['read_s'][str(level)] * 1000:.1f} ms")
 
 
+async def compacted_snapshots(store: Store, args: argparse.Namespace, result: dict[str, Any]) -> None:
+    """Cold snapshots (a NEW session object each) of a long log compacted with a keep-recent window.
+
+    The writer snapshots after each batch, as a runner does before each run, so the
+    session's checkpoint is kept as current as in use; the cold reads then load the
+    checkpoint and fold the tail after it.
+    """
+    from helikon.core.compaction import CompactingSession
+    from helikon.core.items import TextPart
+    from helikon.core.session import UserMessageEvent
+    from helikon.testing import FunctionModel, text_turn
+
+    log = await store.log("compacted")
+    model = FunctionModel(lambda request: text_turn(f"summary of {len(request.messages)} messages"))
+    writer = CompactingSession(
+        log.session, model, threshold=COMPACT_THRESHOLD, keep_recent_tokens=COMPACT_KEEP, summary_role="user"
+    )
+    have = 0
+
+    async def cold() -> int:
+        return await (await store.log("compacted")).snapshot()
+
+    for level in args.levels:
+        t0 = time.perf_counter()
+        limit = POPULATE_LIMIT_S if level == LEVELS[-1] else float("inf")
+        while have < level and time.perf_counter() - t0 <= limit:
+            n = min(COMPACT_EVERY, level - have)
+            await writer.append(
+                [UserMessageEvent(content=(TextPart(text=f"message {i}"),)) for i in range(have, have + n)]
+            )
+            have = len(await log.session.events())  # the batch and the marker, if one was written
+            await log.snapshot()  # what a runner does before each run: keeps the checkpoint current
+        if have < level:
+            _note(f"compacted populate to {level:,} too slow (> {limit:.0f} s): n/a")
+            result["snapshot_compacted_s"][str(level)] = None
+            break
+        expect = await log.snapshot()
+        result["snapshot_compacted_s"][str(level)] = await median_s(cold, args.reads, expect)
+        result["compacted_messages"][str(level)] = expect
+        result["compactions"][str(level)] = writer.compactions
+        _note(
+            f"compacted {have:,} events ({writer.compactions} markers, {expect} messages): cold snapshot "
+            f"{result['snapshot_compacted_s'][str(level)] * 1000:.2f} ms"
+        )
+
+
 async def end_to_end(store: Store, args: argparse.Namespace) -> dict[str, Any]:
     warm_persisted, _ = await store.e2e("e2e-warmup")
     persisted, unpersisted = await store.e2e("e2e")
@@ -496,6 +551,7 @@ async def measure(c: Contender, env: Env, args: argparse.Namespace) -> dict[str,
     """All three phases; a phase that fails is recorded in ``errors`` and the others still run."""
     result: dict[str, Any] = {"append": {}, "populate_s": {}, "errors": []}
     result |= {k: {} for k in ("read_s", "snapshot_s", "read_warm_s", "snapshot_warm_s")}
+    result |= {k: {} for k in ("snapshot_compacted_s", "compacted_messages", "compactions")}
 
     async def appends(store: Store) -> None:
         total = result["appends_per_point"] = await calibrate_total(store, args)
@@ -508,7 +564,10 @@ async def measure(c: Contender, env: Env, args: argparse.Namespace) -> dict[str,
         _note(f"e2e: {result['e2e']['persisted_s'] * 1000:.2f} ms/run persisted")
 
     async with c.open(env) as store:
-        for phase in (appends, lambda s: read_latency(s, args, result), e2e):
+        phases: list[Callable[[Store], Awaitable[None]]] = [appends, lambda s: read_latency(s, args, result)]
+        if store.caches:
+            phases.append(lambda s: compacted_snapshots(s, args, result))
+        for phase in [*phases, e2e]:
             try:
                 await phase(store)
             except Exception as exc:
@@ -620,6 +679,24 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
                 "\nhelikon, the SAME session object read again (warm: its cache fetches only the tail):"
             ]
             lines.append(_read_table(warm, levels, "_warm_s"))
+        compacted = [r for r in done if r.get("snapshot_compacted_s")]
+        if compacted:
+            lines += [
+                "\nhelikon, cold snapshot (a NEW session object) of a log compacted with a keep-recent"
+                f" window (a marker every ~{COMPACT_EVERY} events): the checkpoint plus the tail:"
+            ]
+            headers = [
+                "contender",
+                *(f"snapshot {_k(n)}" for n in levels),
+                f"{_k(levels[-1])}/1k",
+                "messages",
+            ]
+            rows = []
+            for r in compacted:
+                times = [_get(r, "snapshot_compacted_s", n) for n in levels]
+                counts = "/".join(str(_get(r, "compacted_messages", n)) for n in levels)
+                rows.append([r["name"], *(_ms(t) for t in times), _x(_ratio(times[-1], times[0])), counts])
+            lines.append(lo._table(headers, rows))
         headers = ["contender", "unpersisted", "persisted", "pers/unpers", "first 1/4", "last 1/4", "growth"]
         headers += ["new obj/run", "growth"]
         rows = []
@@ -677,6 +754,17 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
                     lines.append(
                         f"  {h} vs {p}: persisted run ({what}) <= 1/5 of peer's: {_x(got)} {_ok(got, 5.0)}"
                     )
+    helikon = [r for r in done if r["name"].startswith("helikon")]
+    if helikon:
+        lines.append("\nTargets (O(tail) snapshots, helikon alone):")
+        top = levels[-1]
+        for r in helikon:
+            got = _ratio(_get(r, "snapshot_compacted_s", top), _get(r, "snapshot_compacted_s", "1000"))
+            ok = "(n/a)" if got is None else ("MET" if got <= 2.0 else "NOT MET")
+            lines.append(f"  {r['name']}: compacted cold snapshot {_k(top)} / 1k <= 2x: {_x(got)} {ok}")
+            got = _ratio(_get(r, "e2e", "fresh_last_q_s"), _get(r, "e2e", "fresh_first_q_s"))
+            ok = "(n/a)" if got is None else ("MET" if got <= 1.2 else "NOT MET")
+            lines.append(f"  {r['name']}: new obj/run growth (last 1/4 / first 1/4) <= 1.2x: {_x(got)} {ok}")
     lines += [f"\nskipped {r['name']}: {r['skipped']}" for r in results if "skipped" in r]
     lines += [f"\n{r['name']} errors: {'; '.join(r['errors'])}" for r in done if r.get("errors")]
     versions = {k: v for r in results for k, v in r.get("versions", {}).items()}
