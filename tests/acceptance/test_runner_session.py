@@ -15,7 +15,13 @@ from helikon import (
     UserMessage,
     tool,
 )
-from helikon.core.session import AssistantMessageEvent, ToolCalled, ToolReturned, UserMessageEvent
+from helikon.core.session import (
+    AssistantMessageEvent,
+    RequestHeader,
+    ToolCalled,
+    ToolReturned,
+    UserMessageEvent,
+)
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
@@ -65,8 +71,12 @@ async def test_two_turns_record_the_exact_events_and_log() -> None:
     assert second.final_output == "About $400 a month."
 
     entries = await session.events()
-    assert [seq for seq, _ in entries] == [0, 1, 2, 3, 4, 5]
-    log = [event for _, event in entries]
+    assert [seq for seq, _ in entries] == [0, 1, 2, 3, 4, 5, 6]
+    # The request header is recorded once: the second run sent the same system prompt,
+    # tools and settings, so it adds none.
+    headers = [event for _, event in entries if isinstance(event, RequestHeader)]
+    assert len(headers) == 1 and [t.name for t in headers[0].tools] == ["balance"]
+    log = [event for _, event in entries if not isinstance(event, RequestHeader)]
     expected_types = [
         UserMessageEvent,
         ToolCalled,
