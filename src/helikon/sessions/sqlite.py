@@ -86,7 +86,8 @@ from ._sqlite_jobs import (
 _SYNCHRONOUS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
 _JOURNAL_MODES: Final = ("WAL", "DELETE", "TRUNCATE", "PERSIST")  # MEMORY and OFF forfeit crash safety
 
-Job = tuple["asyncio.Future[Any] | None", Callable[..., Any], tuple[Any, ...]]
+Job = tuple["asyncio.Future[Any] | None", Callable[..., Any], tuple[Any, ...], "str | None"]
+"""A future (None: nobody waits), the function, its arguments, and the session it concerns (None: all)."""
 
 BUSY: Final = object()
 """What an inline attempt returns when another connection holds the lock: use the worker."""
@@ -125,12 +126,18 @@ def _checkpoint(cur: sqlite3.Cursor) -> None:
 
 
 class _Progress:
-    """How many awaited jobs the worker has finished: the loop compares it with what it queued."""
+    """How many awaited jobs the worker has finished: the loop compares it with what it queued.
 
-    __slots__ = ("finished",)
+    Per session, and for the jobs that concern no one session (checkpoints, migrations):
+    an inline call only has to wait for earlier work on its own session, so concurrent
+    writers of other sessions never keep it on the worker.
+    """
+
+    __slots__ = ("by_session", "finished")
 
     def __init__(self) -> None:
-        self.finished = 0
+        self.finished = 0  # jobs that concern no one session
+        self.by_session: dict[str, int] = {}
 
 
 def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> None:
@@ -140,7 +147,7 @@ def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> 
     """
     get = jobs.get
     while True:
-        fut, fn, args = get()
+        fut, fn, args, key = get()
         if fut is None:  # background work (a checkpoint, the finalizer's stop): nobody waits
             with contextlib.suppress(sqlite3.Error):
                 fn(cur, *args)
@@ -156,7 +163,11 @@ def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> 
                     fut.get_loop().call_soon_threadsafe(callback, fut, result)
                 except RuntimeError:  # the caller's loop is closed: nobody waits any more
                     pass
-            progress.finished += 1  # after the job's effects: the loop may now write inline
+            # After the job's effects: the loop may now write inline again.
+            if key is None:
+                progress.finished += 1
+            else:
+                progress.by_session[key] = progress.by_session.get(key, 0) + 1
         if fn is _stop:
             return
 
@@ -262,6 +273,7 @@ class SqliteDatabase:
         "_path",
         "_progress",
         "_queued",
+        "_queued_by",
         "_thread",
     )
 
@@ -274,11 +286,12 @@ class SqliteDatabase:
         self._closed = False
         self._cur = inline.cursor() if inline is not None else None
         self._progress = progress
-        self._queued = 0  # awaited jobs put on the queue; the worker counts those it finished
+        self._queued = 0  # awaited jobs of no one session put on the queue (see _Progress)
+        self._queued_by: dict[str, int] = {}  # the same, per session
         self._commits = 0
         self._thread = threading.get_ident()  # the inline connection is this thread's only
         # A database dropped without `aclose` still stops its thread and closes the file.
-        self._finalizer = weakref.finalize(self, jobs.put, (None, _stop, (inline,)))
+        self._finalizer = weakref.finalize(self, jobs.put, (None, _stop, (inline,), None))
 
     @classmethod
     async def open(
@@ -324,7 +337,7 @@ class SqliteDatabase:
         try:
             second, progress = await ready
         except BaseException as exc:
-            jobs.put((None, _stop, ()))  # cancelled: stop the thread if it did connect
+            jobs.put((None, _stop, (), None))  # cancelled: stop the thread if it did connect
             if isinstance(exc, sqlite3.Error):
                 raise SessionBackendError(f"cannot open SQLite database {settings[0]!r}: {exc}") from exc
             raise
@@ -343,27 +356,37 @@ class SqliteDatabase:
     def __repr__(self) -> str:
         return f"SqliteDatabase({self._path!r}{', closed' if self._closed else ''})"
 
-    async def _run(self, fn: Callable[..., Any], *args: Any) -> Any:
+    async def _run(self, fn: Callable[..., Any], *args: Any, key: str | None = None) -> Any:
         """Run `fn(cursor, *args)` on the worker thread; sqlite3 errors become `SessionBackendError`.
 
-        Jobs run one at a time, in submission order. A job cancelled before it starts is skipped.
+        Jobs run one at a time, in submission order. A job cancelled before it starts is
+        skipped. `key`: the session the job concerns (None: none in particular).
         """
         if self._closed:
             raise UserError(f"{self!r} is closed: open a new one with SqliteDatabase.open(...)")
         fut = asyncio.get_running_loop().create_future()
-        self._queued += 1
-        self._jobs.put((fut, fn, args))
+        if key is None:
+            self._queued += 1
+        else:
+            self._queued_by[key] = self._queued_by.get(key, 0) + 1
+        self._jobs.put((fut, fn, args, key))
         try:
             return await fut
         except sqlite3.Error as exc:
             raise SessionError.backend(exc) from exc
 
-    def _can_inline(self) -> bool:
-        """Whether the loop may use its own connection now without overtaking queued jobs."""
+    def _can_inline(self, key: str) -> bool:
+        """Whether the loop may use its own connection now for session `key`.
+
+        Not while a job of that session, or of no one session (a checkpoint, a migration),
+        is queued or running on the worker: inline work never overtakes it.
+        """
+        progress = self._progress
         return (
             self._cur is not None
             and not self._closed
-            and self._queued == self._progress.finished
+            and self._queued == progress.finished
+            and self._queued_by.get(key, 0) == progress.by_session.get(key, 0)
             and threading.get_ident() == self._thread
         )
 
@@ -390,7 +413,7 @@ class SqliteDatabase:
         self._commits += 1
         if self._commits % _CHECKPOINT_EVERY == 0:
             self._queued += 1
-            self._jobs.put((asyncio.get_running_loop().create_future(), _checkpoint, ()))
+            self._jobs.put((asyncio.get_running_loop().create_future(), _checkpoint, (), None))
 
     async def aclose(self) -> None:
         """Finish the queued jobs, close the connection and stop the thread. Idempotent."""
@@ -400,7 +423,7 @@ class SqliteDatabase:
         self._finalizer.detach()
         fut = asyncio.get_running_loop().create_future()
         self._queued += 1
-        self._jobs.put((fut, _stop, (self._cur.connection if self._cur is not None else None,)))
+        self._jobs.put((fut, _stop, (self._cur.connection if self._cur is not None else None,), None))
         await asyncio.shield(fut)
 
     async def __aenter__(self) -> Self:
@@ -545,13 +568,13 @@ class SqliteSession:
         args = (self._session_id, rows, chosen, expected, created)
         db = self._db
         if (
-            db._can_inline()
+            db._can_inline(self._session_id)
             and sum(len(row[1]) for row in rows) <= _INLINE_MAX_BYTES
             and db._inline(append_rows, *args) is not BUSY
         ):
             db._committed_inline()
             return
-        await db._run(append_rows, *args)
+        await db._run(append_rows, *args, key=self._session_id)
 
     async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
         """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
@@ -564,7 +587,8 @@ class SqliteSession:
         """
         if self._closed:
             raise UserError(f"{self!r} is closed")
-        rows = await self._db._run(read_records, self._session_id, -1 if since is None else int(since))
+        since_seq = -1 if since is None else int(since)
+        rows = await self._db._run(read_records, self._session_id, since_seq, key=self._session_id)
         seqs = [row[0] for row in rows]
         events = upgrade_all(
             self._session_id, seqs, [row[3] for row in rows], decode_events([r[4] for r in rows])
@@ -590,7 +614,9 @@ class SqliteSession:
             raise UserError(f"title must be a string or None, not {title!r}")
         text = metadata_json(metadata)
         now = rfc3339(datetime.now(UTC))
-        await self._db._run(set_metadata_row, self._session_id, now, title, title is not None, text)
+        await self._db._run(
+            set_metadata_row, self._session_id, now, title, title is not None, text, key=self._session_id
+        )
 
     @staticmethod
     async def list_sessions(db: SqliteDatabase, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
@@ -644,10 +670,10 @@ class SqliteSession:
     async def _start_from_checkpoint(self) -> None:
         db = self._db
         found = BUSY
-        if db._can_inline():
+        if db._can_inline(self._session_id):
             found = db._inline(read_checkpoint, self._session_id)
         if found is BUSY:
-            found = await db._run(read_checkpoint, self._session_id)
+            found = await db._run(read_checkpoint, self._session_id, key=self._session_id)
         if found is None:
             return
         checkpoint, stored = cast("tuple[Checkpoint, str | None]", found)
@@ -664,7 +690,13 @@ class SqliteSession:
         now = rfc3339(datetime.now(UTC))
         try:
             await self._db._run(
-                save_checkpoint, self._session_id, as_of_seq, state, self._stale_checkpoint, now
+                save_checkpoint,
+                self._session_id,
+                as_of_seq,
+                state,
+                self._stale_checkpoint,
+                now,
+                key=self._session_id,
             )
         except SessionError:
             pass  # only an optimization: the snapshot is read already; a later one retries
@@ -685,7 +717,7 @@ class SqliteSession:
         # is tried inline first; a first read is a full one and goes to the worker.
         db = self._db
         head: list[SessionEntry] = []
-        if after >= 0 and db._can_inline():
+        if after >= 0 and db._can_inline(self._session_id):
             got = db._inline(read_rows, self._session_id, after, _INLINE_READ_ROWS)
             if got is not BUSY:
                 seqs, payloads, versions = got
@@ -694,7 +726,7 @@ class SqliteSession:
                 if len(seqs) < _INLINE_READ_ROWS:
                     return head
                 after = seqs[-1]  # a long tail: the rest from the worker
-        joined = await db._run(read_joined, self._session_id, after)
+        joined = await db._run(read_joined, self._session_id, after, key=self._session_id)
         if joined is not None:
             count, first, text, low, high = joined
             events = decode_joined(text, count)
@@ -704,7 +736,7 @@ class SqliteSession:
                 events = upgrade_all(self._session_id, numbers, high, events)
                 return head + list(map(new_entry, zip(numbers, events, strict=True)))
         # A damaged payload, mixed formats or an unexpected order: row by row, each with its version.
-        seqs, payloads, versions = await db._run(read_rows, self._session_id, after)
+        seqs, payloads, versions = await db._run(read_rows, self._session_id, after, key=self._session_id)
         events = upgrade_all(self._session_id, seqs, versions, decode_events(payloads))
         return head + list(map(new_entry, zip(seqs, events, strict=True)))
 
