@@ -218,3 +218,10 @@ def test_upgrade_reads_each_format_by_its_own_rules() -> None:
         upgrade_all("s", [0, 1], [2, 2], [known, unknown])
     with pytest.raises(UnreadableSessionEvent, match="event 0 "):
         upgrade_all("s", [0], 9, [known])
+
+
+def test_integers_past_64_bits_stay_exact_in_batch_decoding() -> None:
+    for value in (-9223372036854775809, 2**64, 10**30):
+        event = ToolCalled(call_id="c", name="t", args={"n": value})
+        stored = encode_event(event)
+        assert decode_events([stored, stored]) == [event, event]

@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import re
 from collections.abc import Callable, Generator, Sequence
 from typing import Any, cast
 
@@ -260,8 +261,9 @@ def snapshot_from_payloads(payloads: Sequence[str | bytes]) -> ConversationSnaps
 def _parse_array(text: str) -> list[Any] | None:
     """Parse a long JSON array: orjson when installed (about twice as fast), else `json`.
 
-    orjson refuses some JSON that `json` takes (NaN, integers past 64 bits); such text is
-    parsed again by `json`, so the result never depends on which parser is installed.
+    orjson refuses some JSON that `json` takes (NaN) and reads integers past 64 bits as
+    floats; such text is parsed by `json`, so the result never depends on which parser is
+    installed.
     """
     global _fast_loads
     if _fast_loads is None:
@@ -272,7 +274,9 @@ def _parse_array(text: str) -> list[Any] | None:
         else:
             _fast_loads = orjson_loads
     try:
-        parsed: Any = _fast_loads(text)
+        # orjson reads an integer past 64 bits as a float (silently inexact): a text with
+        # such a long run of digits goes to `json` (a digit run inside a string too: safe).
+        parsed: Any = json.loads(text) if _LONG_DIGITS.search(text) else _fast_loads(text)
     except ValueError:
         try:
             parsed = json.loads(text)
@@ -282,6 +286,7 @@ def _parse_array(text: str) -> list[Any] | None:
 
 
 _fast_loads: Callable[[str], Any] | None = None
+_LONG_DIGITS = re.compile(r"[0-9]{19}")
 
 
 def _unknown(payload: str | bytes | dict[str, Any]) -> UnknownEvent:
