@@ -62,7 +62,7 @@ class AsyncioRunner(Generic[Ctx]):
     __slots__ = ("_configs", "_headers")
 
     def __init__(self) -> None:
-        self._headers: dict[int, _HeaderState] = {}
+        self._headers: dict[object, _HeaderState] = {}
         self._configs: tuple[RunConfig, RunConfig] | None = None  # the last config, and it recording
 
     def run_streamed(
@@ -135,10 +135,16 @@ class AsyncioRunner(Generic[Ctx]):
 
     async def _last_header(self, session: Session) -> RequestHeader | None:
         """The session's latest `RequestHeader`, reading only the events after the last look."""
-        key = id(session)
+        # A server opens a new session object per request: known by its store and id, the
+        # session is read from where the last look stopped (`events(since)` on a fresh object
+        # fetches only that tail), not from the start.
+        store = _store_of(session)
+        session_id = getattr(session, "session_id", None)
+        key: object = (id(store), session_id) if store is not None and session_id is not None else id(session)
         state = self._headers.get(key)
-        if state is None or state.session is not session:
-            state = _HeaderState(session)
+        owner = store if store is not None and session_id is not None else session
+        if state is None or state.session is not owner:
+            state = _HeaderState(owner)
             if len(self._headers) >= _MAX_SESSIONS:
                 del self._headers[next(iter(self._headers))]  # the longest-known session
             self._headers[key] = state
@@ -151,6 +157,15 @@ class AsyncioRunner(Generic[Ctx]):
         return state.header
 
 
+def _store_of(session: Session) -> object | None:
+    """The shared store behind a durable session object (its database, pool or client), if any."""
+    for name in ("database", "pool", "client"):
+        store = getattr(session, name, None)
+        if store is not None:
+            return store
+    return None
+
+
 _MAX_SESSIONS = 64
 """How many sessions a runner remembers the latest header of (each costs a reference)."""
 
@@ -160,7 +175,7 @@ class _HeaderState:
 
     __slots__ = ("header", "seq", "session")
 
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, session: object) -> None:
+        self.session = session  # the session object, or the store its objects share
         self.seq: SequenceId | None = None
         self.header: RequestHeader | None = None

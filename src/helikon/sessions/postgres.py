@@ -542,6 +542,11 @@ class PostgresSession:
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), in order, each event with its sequence number."""
         self._check_open()
+        if since is not None and since >= 0 and len(self._log) == 0:
+            # An object that has read nothing fetches only what is asked for (the cache holds
+            # a prefix from seq 0, so these entries stay out of it): O(tail) for a server
+            # that opens a session object per request.
+            return await self._fetch(int(since), "events")
         await self._refresh("events")
         cached = self._log.after(since)
         if cached is None:  # started from a checkpoint: read the prefix it stands for, once

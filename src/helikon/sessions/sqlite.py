@@ -640,6 +640,11 @@ class SqliteSession:
         """
         if self._closed:
             raise UserError(f"{self!r} is closed")
+        if since is not None and since >= 0 and len(self._log) == 0:
+            # An object that has read nothing fetches only what is asked for (the cache holds
+            # a prefix from seq 0, so these entries stay out of it): O(tail) for a server
+            # that opens a session object per request.
+            return await self._fetch(int(since))
         await self._refresh()
         cached = self._log.after(since)
         if cached is None:  # started from a checkpoint: read the prefix it stands for, once

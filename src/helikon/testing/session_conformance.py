@@ -177,6 +177,30 @@ async def check_events_since_is_exclusive(backend: ConformanceBackend) -> None:
     _check(beyond == [], "since beyond the end returns nothing")
 
 
+async def check_events_since_on_a_new_object(backend: ConformanceBackend) -> None:
+    """A fresh session object answers `events(since)` right, then reads and projects the whole log."""
+    sid = _new_id("since-new")
+    writer = await backend.open(sid)
+    try:
+        await writer.append([_user(str(i)) for i in range(6)])
+    finally:
+        await _close(writer)
+    for since in (-1, 0, 3, 5, 9):
+        fresh = await backend.open(sid)
+        try:
+            got = [(int(e.seq), e.event) for e in await fresh.events(SequenceId(since))]
+            whole = await fresh.events()
+            snapshot = await fresh.snapshot()
+        finally:
+            await _close(fresh)
+        _check(
+            _texts([event for _, event in got]) == [str(i) for i in range(since + 1, 6)],
+            f"events({since}) on a new object",
+        )
+        _check([int(e.seq) for e in whole] == list(range(6)), "the whole log after a since read")
+        _check(len(snapshot.messages) == 6, "the snapshot after a since read")
+
+
 async def check_sessions_are_isolated(backend: ConformanceBackend) -> None:
     """Two session ids in one store never see each other's events."""
     a, b = _new_id("iso-a"), _new_id("iso-b")
@@ -627,6 +651,7 @@ async def check_a_killed_writer_leaves_whole_appends(backend: ConformanceBackend
 IN_PROCESS: tuple[Check, ...] = (
     check_append_order_and_contiguous_sequences,
     check_events_since_is_exclusive,
+    check_events_since_on_a_new_object,
     check_sessions_are_isolated,
     check_snapshot_is_the_projection_of_the_log,
     check_a_reader_sees_what_others_append,
