@@ -72,7 +72,6 @@ from helikon.core._envelope import (
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
 from helikon.core.checkpoint import (
-    CHECKPOINT_EVERY,
     PROJECTOR_VERSION,
     Checkpoint,
     encode_state,
@@ -82,13 +81,14 @@ from helikon.core.checkpoint import (
 from helikon.core.codec import decode_events, encode_event, stored_version, upgrade_all
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
-    ConversationSnapshot,
     SequenceId,
     SessionEntry,
     SessionEvent,
     SessionInfo,
     SessionRecord,
 )
+
+from ._cached_log import CachedLogSession
 
 Pool = asyncpg.Pool
 """The asyncpg connection pool type sessions run on."""
@@ -297,7 +297,7 @@ def _check_session_id(session_id: object) -> str:
     return session_id
 
 
-class PostgresSession:
+class PostgresSession(CachedLogSession):
     """A session stored in PostgreSQL: one row per event in the shared `session_events` table.
 
     Many sessions share one asyncpg pool (bring your own, configured as you like, TLS
@@ -539,40 +539,6 @@ class PostgresSession:
             for row in rows
         ]
 
-    async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
-        """The log after `since` (exclusive), in order, each event with its sequence number."""
-        self._check_open()
-        if since is not None and since >= 0 and len(self._log) == 0:
-            # An object that has read nothing fetches only what is asked for (the cache holds
-            # a prefix from seq 0, so these entries stay out of it): O(tail) for a server
-            # that opens a session object per request.
-            return await self._fetch(int(since), "events")
-        await self._refresh("events")
-        cached = self._log.after(since)
-        if cached is None:  # started from a checkpoint: read the prefix it stands for, once
-            if not self._log.fill_prefix(await self._fetch(-1, "events")):
-                self._log.clear()
-                self._log.extend(await self._fetch(-1, "events"))
-            cached = self._log.after(since) or []
-        return cached
-
-    async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log: a checkpoint plus the events after it.
-
-        A session object that has read nothing yet starts from the session's checkpoint (if
-        it is usable, see `helikon.core.checkpoint`); later calls fold only new events. Once
-        `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
-        """
-        self._check_open()
-        log = self._log
-        if not len(log):
-            await self._start_from_checkpoint()
-        await self._refresh("snapshot")
-        snapshot = log.snapshot()
-        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint:
-            await self._write_checkpoint()
-        return snapshot
-
     async def _start_from_checkpoint(self) -> None:
         try:
             row = await self._db.fetch(_CHECKPOINT, self._session_id)
@@ -619,13 +585,6 @@ class PostgresSession:
         )
         return [SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)]
 
-    async def _refresh(self, action: str) -> None:
-        """Fetch and decode what was appended after what this object has already read."""
-        if not self._log.extend(await self._fetch(self._log.last_seq, action)):
-            self._log.clear()  # the table no longer continues what we read
-            self._log.extend(await self._fetch(-1, action))
-            self._stale_checkpoint = True
-
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def aclose(self) -> None:
@@ -646,10 +605,6 @@ class PostgresSession:
 
     def __repr__(self) -> str:
         return f"PostgresSession(session_id={self._session_id!r})"
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise UserError(f"{self!r} is closed: open a new session")
 
 
 async def _schema_version(db: _Pool) -> int:

@@ -58,11 +58,10 @@ from helikon.core._envelope import (
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
-from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, Checkpoint, encode_state, load
+from helikon.core.checkpoint import PROJECTOR_VERSION, Checkpoint, encode_state, load
 from helikon.core.codec import decode_events, decode_joined, encode_event, stored_version, upgrade_all
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
-    ConversationSnapshot,
     SequenceId,
     SessionEntry,
     SessionEvent,
@@ -70,6 +69,7 @@ from helikon.core.session import (
     SessionRecord,
 )
 
+from ._cached_log import CachedLogSession
 from ._redis_scripts import (
     APPEND_SCRIPT,
     CHECKPOINT_READ_SCRIPT,
@@ -171,7 +171,7 @@ def _ints(csv: bytes | str) -> list[int]:
     return [int(part) for part in _text(csv).split(",")]
 
 
-class RedisSession:
+class RedisSession(CachedLogSession):
     """A session stored in a Redis stream, one entry per event (see the module for the keys).
 
     Build it on your own `redis.asyncio.Redis` client (TLS, Sentinel, pooling as you like)
@@ -475,39 +475,6 @@ class RedisSession:
             raise _translate(exc, "migrate") from exc
         return added
 
-    async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
-        """The log after `since` (exclusive), in order, each event with its sequence number."""
-        if since is not None and since >= 0 and len(self._log) == 0:
-            # An object that has read nothing fetches only what is asked for (the cache holds
-            # a prefix from seq 0, so these entries stay out of it): O(tail) for a server
-            # that opens a session object per request.
-            return await self._fetch(int(since), "events")
-        await self._refresh("events")
-        cached = self._log.after(since)
-        if cached is None:  # started from a checkpoint: read the prefix it stands for, once
-            if not self._log.fill_prefix(await self._fetch(-1, "events")):
-                self._log.clear()
-                self._log.extend(await self._fetch(-1, "events"))
-            cached = self._log.after(since) or []
-        return cached
-
-    async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log: a checkpoint plus the events after it.
-
-        A session object that has read nothing yet starts from the session's checkpoint (if
-        it is usable, see `helikon.core.checkpoint`); later calls fold only new events. Once
-        `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
-        """
-        self._check_open()
-        log = self._log
-        if not len(log):
-            await self._start_from_checkpoint()
-        await self._refresh("snapshot")
-        snapshot = log.snapshot()
-        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint:
-            await self._write_checkpoint()
-        return snapshot
-
     async def _start_from_checkpoint(self) -> None:
         try:
             reply = cast("list[Any]", await self._read_checkpoint(keys=[self._checkpoint, self._stream]))
@@ -571,13 +538,6 @@ class RedisSession:
         decoded = upgrade_all(sid, kept, kept_versions, decode_events(payloads))
         return [SessionEntry(SequenceId(seq), event) for seq, event in zip(kept, decoded, strict=True)]
 
-    async def _refresh(self, action: str) -> None:
-        """Fetch and decode what was appended after what this object has already read."""
-        if not self._log.extend(await self._fetch(self._log.last_seq, action)):
-            self._log.clear()  # the stream no longer continues what we read
-            self._log.extend(await self._fetch(-1, action))
-            self._stale_checkpoint = True
-
     async def _read_pages(
         self, after: int, action: str
     ) -> list[tuple[list[int], list[int], list[int], bytes]]:
@@ -619,10 +579,6 @@ class RedisSession:
 
     def __repr__(self) -> str:
         return f"RedisSession(session_id={self._session_id!r})"
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise UserError(f"{self!r} is closed: open a new session")
 
 
 async def open_session(session_id: str, *, url: str) -> RedisSession:
