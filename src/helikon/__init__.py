@@ -152,29 +152,7 @@ from .core.session import (
 from .core.swarm import SwarmAgent, SwarmBuildError
 from .core.tools import Tool, ToolEffect, ToolOutput
 
-# Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
-# which a run pays only when a tool call reaches the permission pipeline.
-_LAZY = {
-    "AllowRule": "helikon.core.rules",
-    "DenyRule": "helikon.core.rules",
-    "GuardAction": "helikon.core.rules",
-    "GuardRule": "helikon.core.rules",
-    "ToolSubject": "helikon.core.rules",
-    "PermissionVerdict": "helikon.core.permissions",
-    "Redactor": "helikon.core.redaction",
-    "InvalidConversationError": "helikon.core.conversation_check",
-    "Repair": "helikon.core.conversation_check",
-    "ensure_provider_valid": "helikon.core.conversation_check",
-    "is_provider_valid": "helikon.core.conversation_check",
-    "repair_conversation": "helikon.core.conversation_check",
-    "GraphAgent": "helikon.core.workflows",
-    "GraphBuilder": "helikon.core.workflows",
-    "GraphBuildError": "helikon.core.workflows",
-    "LoopAgent": "helikon.core.workflows",
-    "ParallelAgent": "helikon.core.workflows",
-    "SequentialAgent": "helikon.core.workflows",
-}
-
+# Loaded on first access, as in `helikon.core` (see its LAZY_EXPORTS).
 if TYPE_CHECKING:
     from helikon.core.conversation_check import (
         InvalidConversationError,
@@ -197,12 +175,11 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
+    from . import core
 
-    value = getattr(importlib.import_module(module), name)
+    if name not in core.LAZY_EXPORTS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(core, name)
     globals()[name] = value
     return value
 

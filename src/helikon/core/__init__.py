@@ -141,7 +141,7 @@ from .tools import Tool, ToolEffect, ToolOutput
 
 # Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
 # which a run pays only when a tool call reaches the permission pipeline.
-_LAZY = {
+LAZY_EXPORTS = {
     "AllowRule": "helikon.core.rules",
     "DenyRule": "helikon.core.rules",
     "GuardAction": "helikon.core.rules",
@@ -184,7 +184,7 @@ if TYPE_CHECKING:
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = LAZY_EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     import importlib
