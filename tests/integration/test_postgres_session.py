@@ -7,28 +7,19 @@ import json
 import signal
 import subprocess
 import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import asyncpg
 import pytest
+from session_helpers import every_kind, say, seqs, texts
 
 from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
 from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
-from helikon.core.items import TextPart
 from helikon.core.session import (
-    AssistantMessageEvent,
-    Compacted,
-    HandoffOccurred,
     SequenceId,
     Session,
-    SessionEntry,
-    SessionEvent,
-    ToolCalled,
-    ToolReturned,
     UnknownEvent,
-    UserMessageEvent,
     project,
 )
 from helikon.sessions.postgres import MIGRATION_LOCK_KEY, SCHEMA_VERSION, PostgresSession, open_session
@@ -36,35 +27,6 @@ from helikon.testing import session_conformance as conformance
 from helikon.testing.servers import PostgresServer, free_port
 
 pytestmark = pytest.mark.integration
-
-
-def say(text: str) -> UserMessageEvent:
-    return UserMessageEvent(content=(TextPart(text=text),))
-
-
-def texts(entries: Sequence[SessionEntry]) -> list[str]:
-    out: list[str] = []
-    for entry in entries:
-        assert isinstance(entry.event, UserMessageEvent), entry
-        part = entry.event.content[0]
-        assert isinstance(part, TextPart)
-        out.append(part.text)
-    return out
-
-
-def seqs(entries: Sequence[SessionEntry]) -> list[int]:
-    return [int(entry.seq) for entry in entries]
-
-
-def every_kind() -> list[SessionEvent]:
-    return [
-        say("How am I doing on dining?"),
-        ToolCalled(call_id="c1", name="budget_status", args={"category": "Dining", "n": [1, 2.5, None]}),
-        ToolReturned(call_id="c1", content=(TextPart(text='{"remaining":-62.4}'),), name="budget_status"),
-        AssistantMessageEvent(content=(TextPart(text="Over by $62.40 — ünïcödé ✓"),), agent="budget"),
-        HandoffOccurred(from_agent="budget", to_agent="advisor"),
-        Compacted(summary="dining is over budget", original_count=4),
-    ]
 
 
 async def run_writer(script: str, *args: str) -> str:

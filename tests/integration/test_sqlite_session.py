@@ -9,27 +9,22 @@ import sqlite3
 import sys
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from session_helpers import every_kind, say, texts
 
 from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, UnreadableSessionEvent, UserError
 from helikon.core.items import TextPart
 from helikon.core.session import (
-    AssistantMessageEvent,
-    Compacted,
-    HandoffOccurred,
     SequenceId,
     Session,
     SessionEntry,
-    SessionEvent,
-    ToolCalled,
-    ToolReturned,
     UnknownEvent,
     UserMessageEvent,
     project,
@@ -39,34 +34,9 @@ from helikon.sessions.sqlite import SCHEMA_VERSION, SqliteDatabase, SqliteSessio
 pytestmark = pytest.mark.integration
 
 
-def say(text: str) -> UserMessageEvent:
-    return UserMessageEvent(content=(TextPart(text=text),))
-
-
-def texts(entries: Sequence[SessionEntry]) -> list[str]:
-    out: list[str] = []
-    for entry in entries:
-        assert isinstance(entry.event, UserMessageEvent), entry
-        part = entry.event.content[0]
-        assert isinstance(part, TextPart)
-        out.append(part.text)
-    return out
-
-
 def raw(path: Path) -> closing[sqlite3.Connection]:
     """A plain sqlite3 connection, as another program would open the file."""
     return closing(sqlite3.connect(path, isolation_level=None, timeout=10))
-
-
-def every_kind() -> list[SessionEvent]:
-    return [
-        say("How am I doing on dining?"),
-        ToolCalled(call_id="c1", name="budget_status", args={"category": "Dining", "n": [1, 2.5, None]}),
-        ToolReturned(call_id="c1", content=(TextPart(text='{"remaining":-62.4}'),), name="budget_status"),
-        AssistantMessageEvent(content=(TextPart(text="Over by 62.40 — ünïcödé ✓"),), agent="coach"),
-        HandoffOccurred(from_agent="coach", to_agent="planner"),
-        Compacted(summary="the user is over budget", original_count=4),
-    ]
 
 
 @pytest.fixture

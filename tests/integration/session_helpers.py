@@ -1,0 +1,50 @@
+"""What the backend test files share: small events, and reading them back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from helikon.core.items import TextPart
+from helikon.core.session import (
+    AssistantMessageEvent,
+    Compacted,
+    HandoffOccurred,
+    SessionEntry,
+    SessionEvent,
+    ToolCalled,
+    ToolReturned,
+    UserMessageEvent,
+)
+
+
+def say(text: str) -> UserMessageEvent:
+    """A user message with `text`."""
+    return UserMessageEvent(content=(TextPart(text=text),))
+
+
+def texts(entries: Sequence[SessionEntry]) -> list[str]:
+    """The texts of entries that must all be `say` messages."""
+    out: list[str] = []
+    for entry in entries:
+        assert isinstance(entry.event, UserMessageEvent), entry
+        part = entry.event.content[0]
+        assert isinstance(part, TextPart)
+        out.append(part.text)
+    return out
+
+
+def seqs(entries: Sequence[SessionEntry]) -> list[int]:
+    """The entries' sequence numbers."""
+    return [int(entry.seq) for entry in entries]
+
+
+def every_kind() -> list[SessionEvent]:
+    """One event of each of the book's six types, with awkward content."""
+    return [
+        say("How am I doing on dining?"),
+        ToolCalled(call_id="c1", name="budget_status", args={"category": "Dining", "n": [1, 2.5, None]}),
+        ToolReturned(call_id="c1", content=(TextPart(text='{"remaining":-62.4}'),), name="budget_status"),
+        AssistantMessageEvent(content=(TextPart(text="Over by $62.40 — ünïcödé ✓"),), agent="budget"),
+        HandoffOccurred(from_agent="budget", to_agent="advisor"),
+        Compacted(summary="dining is over budget", original_count=4),
+    ]
