@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._carrier import raw_constructor
 from ._json import JsonValue
-from ._tracing import RunTrace, attach, detach, tracing_possible
+from ._tracing import RunTrace, attach, detach, tracing_possible, within
 from .agent import AgentInput
 from .context import RunConfig, RunContext, ToolContext
 from .conversation_check import valid_request
@@ -175,18 +175,8 @@ class _Run:
                 yield event
             return
         self.trace = trace
-        usage: TokenUsage | None = None
-        error: AgentError | None = None
-        try:
-            async for event in events:
-                if isinstance(event, RunCompleted):
-                    usage = event.usage
-                elif isinstance(event, RunFailed):
-                    usage, error = event.usage, event.error
-                yield event
-        finally:
-            await events.aclose()
-            trace.end(usage=usage, error=error)
+        async for event in within(trace, events):
+            yield event
 
     async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
         agent, ctx, token = self.agent, self.ctx, self.ctx.cancel

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -29,7 +29,7 @@ from .items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, To
 
 if TYPE_CHECKING:
     from .context import RunContext, TracerHandle
-    from .events import AgentError, TokenUsage
+    from .events import AgentError, AgentEvent, TokenUsage
     from .model import ModelRequest
 
 _DEFAULT_TRACER = trace.get_tracer("helikon")  # a proxy: follows a provider set later
@@ -258,6 +258,26 @@ def _messages(items: Sequence[Item]) -> list[dict[str, Any]]:
     return out
 
 
+async def within(trace: RunTrace, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    """`events`, passed through; the run span ends with the run's usage or error (or when abandoned)."""
+    from .events import RunCompleted, RunFailed
+
+    usage: TokenUsage | None = None
+    error: AgentError | None = None
+    try:
+        async for event in events:
+            if isinstance(event, RunCompleted):
+                usage = event.usage
+            elif isinstance(event, RunFailed):
+                usage, error = event.usage, event.error
+            yield event
+    finally:
+        close = getattr(events, "aclose", None)
+        if close is not None:
+            await close()
+        trace.end(usage=usage, error=error)
+
+
 def attach(span: Span) -> object:
     """Make `span` current while user code runs (a tool), so its own spans nest under it."""
     return otel_context.attach(trace.set_span_in_context(span))
@@ -268,4 +288,4 @@ def detach(token: object) -> None:
     otel_context.detach(token)  # pyright: ignore[reportArgumentType]
 
 
-__all__ = ["CAPTURE_ENV", "RunTrace", "attach", "detach", "tracing_possible", "use_tracer_provider"]
+__all__ = ["CAPTURE_ENV", "RunTrace", "attach", "detach", "tracing_possible", "use_tracer_provider", "within"]

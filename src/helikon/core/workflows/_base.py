@@ -6,13 +6,13 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Generic, TypeVar
 
-from .._tracing import RunTrace, tracing_possible
+from .._tracing import RunTrace, tracing_possible, within
 from ..agent import AgentInput, RunInput, to_agent_input
 from ..context import RunConfig, RunContext
-from ..events import AgentError, AgentEvent, RunCompleted, RunFailed, TokenUsage
+from ..events import AgentEvent
 from ..exceptions import UserError
 from ..result import RunResult, RunStream
-from ._merge import aclose, check_description, check_name
+from ._merge import check_description, check_name
 
 Ctx = TypeVar("Ctx")
 
@@ -56,19 +56,8 @@ class WorkflowAgent(ABC, Generic[Ctx]):
             async for event in self._events(input, ctx, config):
                 yield event
             return
-        events = self._events(input, ctx.with_trace_parent(trace.run_span), config)
-        usage: TokenUsage | None = None
-        error: AgentError | None = None
-        try:
-            async for event in events:
-                if isinstance(event, RunCompleted):
-                    usage = event.usage
-                elif isinstance(event, RunFailed):
-                    usage, error = event.usage, event.error
-                yield event
-        finally:
-            await aclose(events)
-            trace.end(usage=usage, error=error)
+        async for event in within(trace, self._events(input, ctx.with_trace_parent(trace.run_span), config)):
+            yield event
 
     def run_sync(
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
