@@ -516,13 +516,13 @@ async def test_format_2_keeps_unknown_events_only_when_ignorable(db: SqliteDatab
     [_, (seq, note)] = await session.events()
     assert seq == 1 and note == UnknownEvent(type="ui_note", data=json.loads(kept), version=2)
     with raw(tmp_path / "sessions.db") as conn:
-        conn.execute(ROW, ("v2", 2, "rewound", '{"type":"rewound","to_seq":0}', "", 2))
+        conn.execute(ROW, ("v2", 2, "merged", '{"type":"merged","to_seq":0}', "", 2))
     for read in (session.events, session.snapshot, SqliteSession.open_without_migrate(db, "v2").events):
         with pytest.raises(
-            UnreadableSessionEvent, match=r"event 2 of session 'v2' has type 'rewound'"
+            UnreadableSessionEvent, match=r"event 2 of session 'v2' has type 'merged'"
         ) as info:
             await read()
-        assert (info.value.seq, info.value.version, info.value.kind) == (2, 2, "rewound")
+        assert (info.value.seq, info.value.version, info.value.kind) == (2, 2, "merged")
 
 
 async def test_a_newer_format_is_refused_naming_the_event(db: SqliteDatabase, tmp_path: Path) -> None:

@@ -190,21 +190,21 @@ def test_upgrade_reads_each_format_by_its_own_rules() -> None:
     from helikon.core.codec import stored_version, upgrade, upgrade_all
     from helikon.core.exceptions import UnreadableSessionEvent
 
-    unknown = decode_event('{"type":"rewound","to_seq":3}')
+    unknown = decode_event('{"type":"merged","to_seq":3}')
     ignorable = decode_event('{"type":"ui_note","ignorable":true}')
     known = UserMessageEvent(content=(TextPart(text="hi"),))
     # Format 1: tolerant; the unknown event keeps its format, so it is written back as format 1.
     old = upgrade(4, 1, unknown)
-    assert old == UnknownEvent(type="rewound", data={"type": "rewound", "to_seq": 3}, version=1)
+    assert old == UnknownEvent(type="merged", data={"type": "merged", "to_seq": 3}, version=1)
     assert stored_version(old) == 1 and stored_version(known) == FORMAT_VERSION
     # Format 2: only an ignorable unknown event is kept.
     assert upgrade(5, 2, ignorable) == UnknownEvent(type="ui_note", data=ignorable.data, version=2)  # type: ignore[union-attr]
-    with pytest.raises(UnreadableSessionEvent, match="event 6 of session 's' has type 'rewound'") as info:
+    with pytest.raises(UnreadableSessionEvent, match="event 6 of session 's' has type 'merged'") as info:
         upgrade(6, 2, unknown, "s")
     assert (info.value.seq, info.value.version, info.value.kind, info.value.session_id) == (
         6,
         2,
-        "rewound",
+        "merged",
         "s",
     )
     # A newer format is refused, whatever the event.

@@ -294,6 +294,11 @@ def _compacted_step(o: dict[str, Any]) -> Item | Compacted | None:
     return event if isinstance(event, Compacted) else None
 
 
+def _careful_step(o: dict[str, Any]) -> Item | Compacted | None:
+    # A branch marker changes the projection: it is rare, so the careful path decodes it.
+    raise _Irregular
+
+
 _STEPS: dict[str, Callable[[dict[str, Any]], Item | Compacted | None]] = {
     "user_message": _user_step,
     "assistant_message": _assistant_step,
@@ -302,6 +307,7 @@ _STEPS: dict[str, Callable[[dict[str, Any]], Item | Compacted | None]] = {
     "handoff_occurred": _handoff_step,
     "compacted": _compacted_step,
     "request_header": _header_step,
+    "rewound": _careful_step,
 }
 
 

@@ -22,7 +22,7 @@ from .session import ConversationSnapshot, Projection, SequenceId, SessionEntry,
 class LogCache:
     """Decoded entries `base`..n-1 of one session, and the running projection of entries 0..m-1."""
 
-    __slots__ = ("_base", "_entries", "_projection", "checkpoint_seq")
+    __slots__ = ("_base", "_entries", "_projection", "checkpoint_seq", "refolded")
 
     def __init__(self) -> None:
         self._base = 0  # the seq of `_entries[0]`: 0 unless started from a checkpoint
@@ -30,6 +30,8 @@ class LogCache:
         self._projection = restored_projection()
         self.checkpoint_seq = -1
         """The `as_of_seq` of the newest checkpoint this object loaded or wrote (-1: none)."""
+        self.refolded = False
+        """Set when a rewind made `snapshot` refold the whole log: a new checkpoint saves redoing it."""
 
     @property
     def last_seq(self) -> int:
@@ -108,11 +110,20 @@ class LogCache:
             return None
         return self._entries[start - self._base :]
 
-    def snapshot(self) -> ConversationSnapshot:
-        """The projection of the cached log (folding only what was not folded before)."""
+    def snapshot(self) -> ConversationSnapshot | None:
+        """The projection of the cached log (folding only what was not folded before).
+
+        None when a rewind reached behind the checkpoint this cache started from: the
+        caller reads the prefix (`fill_prefix`) and asks again.
+        """
         projection, entries, base = self._projection, self._entries, self._base
         for index in range(projection.count - base, len(entries)):  # lazily: a reader of events() never pays
             projection.add(event_step(entries[index].event))
+        if projection.stale:
+            if base:
+                return None
+            projection.refold([event_step(entry.event) for entry in entries])
+            self.refolded = True
         return projection.snapshot()
 
     def __len__(self) -> int:

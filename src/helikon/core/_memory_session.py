@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 
 from ._envelope import check_expected_seq, check_ids, partly_stored
+from .branches import Branching
 from .codec import stored_version, upgrade
 from .exceptions import SessionConflict, UnreadableSessionEvent
 from .session import (
@@ -20,7 +21,7 @@ from .session import (
 )
 
 
-class MemorySession:
+class MemorySession(Branching):
     """An in-memory session: one instance is one conversation's log.
 
     It keeps the same envelope as the durable backends (an id per event, idempotent
@@ -45,9 +46,10 @@ class MemorySession:
         ```
     """
 
-    __slots__ = ("_ids", "_index", "_log", "_projection", "_unreadable")
+    __slots__ = ("_ids", "_index", "_log", "_projection", "_session_id", "_unreadable")
 
-    def __init__(self, events: Sequence[SessionEvent] = ()) -> None:
+    def __init__(self, events: Sequence[SessionEvent] = (), *, session_id: str | None = None) -> None:
+        self._session_id = session_id if session_id is not None else uuid.uuid4().hex
         self._log: list[SessionEvent] = []
         self._ids: list[str] = []
         self._index: set[str] = set()
@@ -62,6 +64,14 @@ class MemorySession:
 
     def __repr__(self) -> str:
         return f"MemorySession({len(self._log)} events)"
+
+    @property
+    def session_id(self) -> str:
+        """The session's id (a fresh one unless given): what a fork's lineage names."""
+        return self._session_id
+
+    async def _sibling(self, session_id: str) -> MemorySession:
+        return MemorySession(session_id=session_id)
 
     async def append(
         self,
@@ -140,4 +150,6 @@ class MemorySession:
         projection, log = self._projection, self._log
         for index in range(projection.count, len(log)):
             projection.add(event_step(log[index]))
+        if projection.stale:  # a rewind reached behind the last compaction: fold the whole log
+            projection.refold([event_step(event) for event in log])
         return projection.snapshot()

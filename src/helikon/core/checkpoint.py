@@ -69,7 +69,7 @@ write of the encoded conversation per that many events (amortized: a fraction of
 event's append).
 """
 
-_STATE_FORMAT: Final = 1  # the layout `encode_state` writes; bump on any change to it
+_STATE_FORMAT: Final = 2  # the layout `encode_state` writes; bump on any change to it
 
 
 def _projector_version() -> str:
@@ -101,11 +101,13 @@ class _Projection(Projection):
 
     __slots__ = ()
 
-    def parts(self) -> tuple[int, list[Item], list[int]]:
-        return self._count, self._messages, self._origins
+    def parts(self) -> tuple[int, list[Item], list[int], int]:
+        if self._stale:
+            raise ValueError("a stale projection has no state to save: refold it first")
+        return self._count, self._messages, self._origins, self._barrier
 
-    def restore(self, count: int, messages: list[Item], origins: list[int]) -> None:
-        self._count, self._messages, self._origins = count, messages, origins
+    def restore(self, count: int, messages: list[Item], origins: list[int], barrier: int) -> None:
+        self._count, self._messages, self._origins, self._barrier = count, messages, origins, barrier
 
 
 def restored_projection() -> Projection:
@@ -127,14 +129,16 @@ _ITEMS_ADAPTER: LazyAdapter[list[Item]] = LazyAdapter(_items_type)
 def encode_state(projection: Projection) -> str:
     """The stored state of `projection` (from `restored_projection`): JSON text.
 
-    `{"count": events folded, "origins": [seq of each item's event], "items": [...]}`, the
-    items as `helikon.core.items.ITEM_ADAPTER` writes each.
+    `{"count": events folded, "barrier": seq of the last marker folded, "origins": [seq of
+    each item's event], "items": [...]}`, the items as `helikon.core.items.ITEM_ADAPTER`
+    writes each.
     """
     if not isinstance(projection, _Projection):
         raise TypeError("encode_state needs a projection built by restored_projection()")
-    count, messages, origins = projection.parts()
+    count, messages, origins, barrier = projection.parts()
     items = _ITEMS_ADAPTER.dump_json(messages).decode()
-    return f'{{"count":{count},"origins":{json.dumps(origins, separators=(",", ":"))},"items":{items}}}'
+    origins_json = json.dumps(origins, separators=(",", ":"))
+    return f'{{"count":{count},"barrier":{barrier},"origins":{origins_json},"items":{items}}}'
 
 
 def decode_state(state: str | bytes, as_of_seq: int) -> Projection | None:
@@ -162,7 +166,11 @@ def decode_state(state: str | bytes, as_of_seq: int) -> Projection | None:
     except ValidationError:
         return None
     projection = _Projection()
-    projection.restore(count, items, cast("list[int]", origins))
+    # The last marker folded (a rewind cannot be undone in place behind it); unknown: all of it.
+    barrier = obj.get("barrier", count - 1)
+    if type(barrier) is not int or not -1 <= barrier < count:
+        return None
+    projection.restore(count, items, cast("list[int]", origins), barrier)
     return projection
 
 

@@ -39,14 +39,14 @@ from typing import Any, cast
 
 from ._fast_decode import IRREGULAR, fast_decode, fast_step
 from .exceptions import UnreadableSessionEvent
-from .items import Item
 from .session import (
     SESSION_EVENT_ADAPTER,
     AssistantMessageEvent,
-    Compacted,
     ConversationSnapshot,
+    Forked,
     RequestHeader,
     SessionEvent,
+    Step,
     UnknownEvent,
     event_step,
     fold,
@@ -122,18 +122,20 @@ def encode_event(event: SessionEvent) -> str:
 
     An assistant message's `usage` and a request header's `injected` are left out while
     they are empty: they read back as the same defaults, and most events never set them.
-    A request header says `"ignorable": true`, for readers that do not know it.
+    A request header and a fork's lineage marker say `"ignorable": true`, for readers
+    that do not know them.
     """
     if isinstance(event, UnknownEvent):
         return json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
         return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
-    if isinstance(event, RequestHeader):
-        # Marked ignorable: a reader from before request records skips it (it projects to
-        # nothing) instead of refusing the whole session.
-        exclude = None if event.injected else _NO_INJECTED
+    if isinstance(event, RequestHeader | Forked):
+        # Marked ignorable: a reader from before request records (or fork lineage) skips it
+        # (it projects to nothing) instead of refusing the whole session.
+        exclude = _NO_INJECTED if isinstance(event, RequestHeader) and not event.injected else None
         text = SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=exclude).decode()
-        return '{"type":"request_header","ignorable":true,' + text[len('{"type":"request_header",') :]
+        head = f'{{"type":"{event.type}",'
+        return head + '"ignorable":true,' + text[len(head) :]
     return SESSION_EVENT_ADAPTER.dump_json(event).decode()
 
 
@@ -251,7 +253,7 @@ def snapshot_from_payloads(payloads: Sequence[str | bytes]) -> ConversationSnaps
         return project(decode_events(payloads))
     if len(objects) != len(payloads):  # a payload held no value, or several
         return project(decode_events(payloads))
-    steps: list[Item | Compacted | None] = []
+    steps: list[Step] = []
     for obj, payload in zip(objects, payloads, strict=True):
         step = fast_step(obj)
         steps.append(event_step(decode_event(payload)) if step is IRREGULAR else step)  # pyright: ignore[reportArgumentType]

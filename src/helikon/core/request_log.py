@@ -44,8 +44,10 @@ from .session import (
     RequestHeader,
     SessionEntry,
     SessionEvent,
+    Step,
     ToolCalled,
     event_step,
+    project,
 )
 
 _SETTINGS_ADAPTER: LazyAdapter[ModelSettings] = LazyAdapter(lambda: ModelSettings)
@@ -122,6 +124,7 @@ def rebuild_requests(entries: Sequence[SessionEntry] | Sequence[SessionEvent]) -
     """
     requests: list[ModelRequest] = []
     projection = Projection()
+    steps: list[Step] = []  # kept for a rewind that reaches behind a marker (a refold)
     header: RequestHeader | None = None
     answering = False
     for index, event in enumerate(_events(entries)):
@@ -135,7 +138,11 @@ def rebuild_requests(entries: Sequence[SessionEntry] | Sequence[SessionEvent]) -
             answering = False
             if isinstance(event, RequestHeader):
                 header = event
-        projection.add(event_step(event))
+        step = event_step(event)
+        steps.append(step)
+        projection.add(step)
+        if projection.stale:
+            projection.refold(steps)
     return requests
 
 
@@ -151,10 +158,7 @@ def rebuild_request(entries: Sequence[SessionEntry] | Sequence[SessionEvent], tu
     header = next((e for e in reversed(events[:start]) if isinstance(e, RequestHeader)), None)
     if header is None:
         raise UserError(f"turn {turn} has no request header before it")
-    projection = Projection()
-    for event in events[:start]:
-        projection.add(event_step(event))
-    return request_of(header, projection.snapshot().messages)
+    return request_of(header, project(events[:start]).messages)
 
 
 def _events(entries: Sequence[Any]) -> Iterator[SessionEvent]:

@@ -136,6 +136,35 @@ class RequestHeader:
 
 
 @carrier
+class Rewound:
+    """The session's head moved back to `to_seq` (-1: before the first event); nothing is deleted.
+
+    The events after `to_seq` up to this marker leave the conversation (`project`) but stay
+    in the log (`events()`): a branch abandoned, to which a later `Rewound` can switch back
+    by naming its last event. Appended by `rewind` (see `helikon.core.branches`).
+    """
+
+    type: Literal["rewound"] = "rewound"
+    to_seq: int
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class Forked:
+    """This session was forked from `from_session` at its `at_seq` (see `helikon.core.branches`).
+
+    `fork` copies the parent's events 0..`at_seq` (same seqs, same ids) and appends this
+    marker after them; a fork of a fork so keeps its whole ancestry in its log. Projects to
+    nothing.
+    """
+
+    type: Literal["forked"] = "forked"
+    from_session: str
+    at_seq: int
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
 class UnknownEvent:
     """An event whose `type` this version of helikon does not know (written by a newer one).
 
@@ -185,8 +214,10 @@ KnownSessionEvent: TypeAlias = (
     | HandoffOccurred
     | Compacted
     | RequestHeader
+    | Rewound
+    | Forked
 )
-"""The six event variants of the book, and `RequestHeader`."""
+"""The six event variants of the book, `RequestHeader`, and the branch markers `Rewound` and `Forked`."""
 
 SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent
 """One entry of a session's log. Every known variant carries `ts` (UTC), stamped at construction."""
@@ -291,13 +322,18 @@ def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
 
     Each message variant maps to one `Item`; `HandoffOccurred` yields nothing; `Compacted`
     drops the messages of the `original_count` events before it and stands in their
-    place as a `SystemMessage` holding the summary. Deterministic: the same log always
-    projects to the same conversation.
+    place as a `SystemMessage` holding the summary; `Rewound` takes the conversation back
+    to what it was at its `to_seq` (the events in between stay in the log, on an abandoned
+    branch). Deterministic: the same log always projects to the same conversation.
     """
     return fold(event_step(event) for event in events)
 
 
-def event_step(event: SessionEvent) -> Item | Compacted | None:
+Step: TypeAlias = "Item | Compacted | Rewound | None"
+"""What one event contributes to the projection: an item, a marker to apply, or nothing."""
+
+
+def event_step(event: SessionEvent) -> Item | Compacted | Rewound | None:
     """The projection step of one event."""
     if isinstance(event, UserMessageEvent):
         return UserMessage(content=event.content)
@@ -309,7 +345,7 @@ def event_step(event: SessionEvent) -> Item | Compacted | None:
         return ToolResult(
             call_id=event.call_id, content=event.content, is_error=event.is_error, name=event.name
         )
-    if isinstance(event, Compacted):
+    if isinstance(event, Compacted | Rewound):
         return event
     # HandoffOccurred is audit only, a RequestHeader describes requests (not conversation),
     # an UnknownEvent means nothing to this version.
@@ -320,28 +356,51 @@ class Projection:
     """`project`, one event at a time: feed it the log in order, read the conversation any time.
 
     Lets a reader that already holds the first n events fold only the ones after them.
+
+    A `Rewound` marker is applied in place when it goes back no further than the last
+    marker folded (the usual "undo the last turns"); one that reaches behind a compaction
+    or an earlier rewind needs events this projection no longer holds: it then turns
+    `stale`, and its holder refolds the whole log (`refold`).
     """
 
-    __slots__ = ("_count", "_messages", "_origins")
+    __slots__ = ("_barrier", "_count", "_messages", "_origins", "_stale")
 
     def __init__(self) -> None:
         self._messages: list[Item] = []
         self._origins: list[int] = []  # index of the event each message came from
         self._count = 0
+        self._barrier = -1  # the last marker folded: a rewind before it cannot be undone in place
+        self._stale = False
 
     @property
     def count(self) -> int:
         """How many events have been folded."""
         return self._count
 
-    def add(self, step: Item | Compacted | None) -> None:
+    @property
+    def stale(self) -> bool:
+        """Whether a rewind reached behind what this projection holds: `refold` it from the log."""
+        return self._stale
+
+    def add(self, step: Step) -> None:
         """Fold the next event's projection step (see `event_step`)."""
         index = self._count
         self._count += 1
-        if step is None:
+        if step is None or self._stale:
             return
         messages, origins = self._messages, self._origins
+        if isinstance(step, Rewound):
+            target = min(max(step.to_seq, -1), index - 1)
+            if target < self._barrier:
+                self._stale = True
+                return
+            while origins and origins[-1] > target:  # origins ascend: the branch left is a suffix
+                origins.pop()
+                messages.pop()
+            self._barrier = index
+            return
         if isinstance(step, Compacted):
+            self._barrier = index
             summary = UserMessage.from_text(step.summary) if step.summary_role == "user" else None
             first_kept = step.first_kept_seq
             if first_kept is not None:
@@ -366,16 +425,44 @@ class Projection:
             messages.append(step)
         origins.append(index)
 
+    def refold(self, steps: Sequence[Step]) -> None:
+        """Start over from the whole log's steps (one per event, in order), along its current branch."""
+        self._messages, self._origins = [], []
+        self._barrier, self._stale = -1, False
+        for index in active_path(steps):
+            self._count = index
+            self.add(steps[index])
+        self._count = len(steps)
+
     def snapshot(self) -> ConversationSnapshot:
         """The conversation so far."""
         return ConversationSnapshot(tuple(self._messages))
 
 
-def fold(steps: Iterable[Item | Compacted | None]) -> ConversationSnapshot:
+def active_path(steps: Sequence[Step | SessionEvent]) -> list[int]:
+    """The indexes of the events on the log's current branch, in order (markers included).
+
+    Walks back from the last event; a `Rewound` marker jumps to its `to_seq`, skipping the
+    branch it abandoned.
+    """
+    path: list[int] = []
+    index = len(steps) - 1
+    while index >= 0:
+        path.append(index)
+        step = steps[index]
+        index = min(step.to_seq, index - 1) if isinstance(step, Rewound) else index - 1
+    path.reverse()
+    return path
+
+
+def fold(steps: Iterable[Step]) -> ConversationSnapshot:
     """Fold one projection step per event (in log order) into the conversation."""
+    steps = list(steps)
     projection = Projection()
     for step in steps:
         projection.add(step)
+    if projection.stale:
+        projection.refold(steps)
     return projection.snapshot()
 
 
@@ -387,6 +474,10 @@ __all__ = [
     "AssistantMessageEvent",
     "Compacted",
     "ConversationSnapshot",
+    "Forked",
+    "Rewound",
+    "Step",
+    "active_path",
     "HandoffOccurred",
     "SequenceId",
     "Session",

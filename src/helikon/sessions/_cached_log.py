@@ -51,11 +51,15 @@ class CachedLogSession(ABC):
         await self._refresh("events")
         cached = self._log.after(since)
         if cached is None:  # started from a checkpoint: read the prefix it stands for, once
-            if not self._log.fill_prefix(await self._fetch(-1, "events")):
-                self._log.clear()
-                self._log.extend(await self._fetch(-1, "events"))
+            await self._read_prefix("events")
             cached = self._log.after(since) or []
         return cached
+
+    async def _read_prefix(self, action: str) -> None:
+        """Fetch the entries a checkpoint stood for (the cache then holds the whole log)."""
+        if not self._log.fill_prefix(await self._fetch(-1, action)):
+            self._log.clear()
+            self._log.extend(await self._fetch(-1, action))
 
     async def snapshot(self) -> ConversationSnapshot:
         """The projection of the whole log: a checkpoint plus the events after it.
@@ -70,7 +74,11 @@ class CachedLogSession(ABC):
             await self._start_from_checkpoint()
         await self._refresh("snapshot")
         snapshot = log.snapshot()
-        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint:
+        if snapshot is None:  # a rewind reached behind the checkpoint: fold the whole log
+            await self._read_prefix("snapshot")
+            snapshot = log.snapshot() or ConversationSnapshot()
+        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint or log.refolded:
+            log.refolded = False
             await self._write_checkpoint()
         return snapshot
 

@@ -71,6 +71,7 @@ from helikon.core._envelope import (
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
+from helikon.core.branches import Branching
 from helikon.core.checkpoint import (
     PROJECTOR_VERSION,
     Checkpoint,
@@ -297,7 +298,7 @@ def _check_session_id(session_id: object) -> str:
     return session_id
 
 
-class PostgresSession(CachedLogSession):
+class PostgresSession(CachedLogSession, Branching):
     """A session stored in PostgreSQL: one row per event in the shared `session_events` table.
 
     Many sessions share one asyncpg pool (bring your own, configured as you like, TLS
@@ -602,6 +603,9 @@ class PostgresSession(CachedLogSession):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+    async def _sibling(self, session_id: str) -> Self:
+        return type(self).open_without_migrate(self._pool, session_id)
 
     def __repr__(self) -> str:
         return f"PostgresSession(session_id={self._session_id!r})"

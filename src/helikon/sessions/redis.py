@@ -58,6 +58,7 @@ from helikon.core._envelope import (
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
+from helikon.core.branches import Branching
 from helikon.core.checkpoint import PROJECTOR_VERSION, Checkpoint, encode_state, load
 from helikon.core.codec import decode_events, decode_joined, encode_event, stored_version, upgrade_all
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
@@ -171,7 +172,7 @@ def _ints(csv: bytes | str) -> list[int]:
     return [int(part) for part in _text(csv).split(",")]
 
 
-class RedisSession(CachedLogSession):
+class RedisSession(CachedLogSession, Branching):
     """A session stored in a Redis stream, one entry per event (see the module for the keys).
 
     Build it on your own `redis.asyncio.Redis` client (TLS, Sentinel, pooling as you like)
@@ -576,6 +577,9 @@ class RedisSession(CachedLogSession):
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.aclose()
+
+    async def _sibling(self, session_id: str) -> Self:
+        return type(self)(self._client, session_id)
 
     def __repr__(self) -> str:
         return f"RedisSession(session_id={self._session_id!r})"

@@ -42,6 +42,7 @@ from helikon.core._envelope import (
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
+from helikon.core.branches import Branching
 from helikon.core.checkpoint import (
     CHECKPOINT_EVERY,
     Checkpoint,
@@ -471,7 +472,7 @@ def _check_open_args(
 # --- the session -------------------------------------------------------------------------------
 
 
-class SqliteSession:
+class SqliteSession(Branching):
     """One session's event log in a shared `SqliteDatabase`, isolated by `session_id`.
 
     Example:
@@ -535,6 +536,9 @@ class SqliteSession:
     def database(self) -> SqliteDatabase:
         """The database the log lives in."""
         return self._db
+
+    async def _sibling(self, session_id: str) -> Self:
+        return type(self)(self._db, session_id)
 
     def __repr__(self) -> str:
         return f"SqliteSession({self._session_id!r}, {self._db.path!r})"
@@ -648,11 +652,15 @@ class SqliteSession:
         await self._refresh()
         cached = self._log.after(since)
         if cached is None:  # started from a checkpoint: read the prefix it stands for, once
-            if not self._log.fill_prefix(await self._fetch(-1)):
-                self._log.clear()
-                self._log.extend(await self._fetch(-1))
+            await self._read_prefix()
             cached = self._log.after(since) or []
         return cached
+
+    async def _read_prefix(self) -> None:
+        """Fetch the entries a checkpoint stood for (the cache then holds the whole log)."""
+        if not self._log.fill_prefix(await self._fetch(-1)):
+            self._log.clear()
+            self._log.extend(await self._fetch(-1))
 
     async def snapshot(self) -> ConversationSnapshot:
         """The projection of the whole log: a checkpoint plus the events after it.
@@ -668,7 +676,11 @@ class SqliteSession:
             await self._start_from_checkpoint()
         await self._refresh()
         snapshot = log.snapshot()
-        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint:
+        if snapshot is None:  # a rewind reached behind the checkpoint: fold the whole log
+            await self._read_prefix()
+            snapshot = log.snapshot() or ConversationSnapshot()
+        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint or log.refolded:
+            log.refolded = False
             await self._write_checkpoint()
         return snapshot
 

@@ -1,0 +1,287 @@
+"""Branches: rewind a session, switch between its branches, fork it into a new session.
+
+A session's log is append-only, so going back never deletes anything. `rewind(to_seq)`
+appends a `Rewound` marker: the conversation (`snapshot()`) is again what it was at
+`to_seq`, and the events after it stay in `events()` as an abandoned branch. New events
+grow a new branch from `to_seq`. `branches()` lists every branch with its last event, and
+rewinding to a branch's `head_seq` switches to it. `fork(at_seq)` copies events
+`0..at_seq` (same seqs, same ids) into a new session and appends a `Forked` marker naming
+the parent: the two then grow independently.
+
+Both refuse a cut inside an open turn (after a tool call, before its result): the
+conversation there is not one a provider accepts.
+
+Every backend (`MemorySession`, SQLite, PostgreSQL, Redis) has these methods, from
+`Branching`; they are built on `append`, `events` and `records` alone.
+
+Example:
+    ```python
+    import asyncio
+
+    from helikon import MemorySession, TextPart, UserMessageEvent
+
+    def say(text: str) -> UserMessageEvent:
+        return UserMessageEvent(content=(TextPart(text=text),))
+
+    async def main() -> None:
+        session = MemorySession()
+        await session.append([say("plan a trip"), say("to Oslo")])
+        await session.rewind(0)                       # take "to Oslo" back
+        await session.append([say("to Lisbon")])
+        assert [m.text for m in (await session.snapshot()).messages] == ["plan a trip", "to Lisbon"]
+        assert len(await session.events()) == 4       # nothing deleted: 3 events and the marker
+        old = next(b for b in await session.branches() if not b.active)
+        await session.rewind(old.head_seq)            # switch back to the Oslo branch
+        fork = await session.fork(1)                  # a new session from "to Oslo"
+        assert [m.text for m in (await fork.snapshot()).messages] == ["plan a trip", "to Oslo"]
+
+    asyncio.run(main())
+    ```
+"""
+
+from __future__ import annotations
+
+import uuid
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any, Self
+
+from ._carrier import carrier
+from .exceptions import SessionConflict, UserError
+from .items import ToolUsePart
+from .session import (
+    AssistantMessageEvent,
+    Forked,
+    Rewound,
+    SequenceId,
+    SessionEntry,
+    SessionEvent,
+    SessionRecord,
+    ToolCalled,
+    ToolReturned,
+    active_path,
+)
+
+
+@carrier
+class Branch:
+    """One branch of a session's log, as `branches()` lists it.
+
+    `head_seq` is its last event (rewind to it to switch to this branch; -1: an empty
+    branch before the first event), `base_seq` the event it grew from (where it leaves
+    the branch it shares history with; -1: from the start), `length` the number of
+    events on it from the start of the log, markers included. `active` is the branch
+    `snapshot()` projects; `updated` its last event's timestamp.
+    """
+
+    head_seq: int
+    base_seq: int
+    length: int
+    active: bool
+    updated: datetime | None = None
+
+
+@carrier
+class Lineage:
+    """Where a forked session came from: the parent session and the seq it was forked at."""
+
+    from_session: str
+    at_seq: int
+
+
+def head_of(events: Sequence[SessionEvent]) -> int:
+    """The seq of the last event on the current branch (-1: the branch is empty)."""
+    index = len(events) - 1
+    while index >= 0:
+        event = events[index]
+        if not isinstance(event, Rewound):
+            break
+        index = min(event.to_seq, index - 1)
+    return max(index, -1)
+
+
+def _parents(events: Sequence[SessionEvent]) -> tuple[dict[int, int], int]:
+    """Each event's parent (the head when it was appended; markers excluded) and the head now."""
+    parents: dict[int, int] = {}
+    heads: list[int] = []  # the head after each event
+    head = -1
+    for index, event in enumerate(events):
+        if isinstance(event, Rewound):
+            target = min(max(event.to_seq, -1), index - 1)
+            head = heads[target] if target >= 0 else -1
+        else:
+            parents[index] = head
+            head = index
+        heads.append(head)
+    return parents, head
+
+
+def list_branches(events: Sequence[SessionEvent]) -> list[Branch]:
+    """The branches of a log (see `Branch`), the active one first, then the newest first."""
+    parents, head = _parents(events)
+    children: dict[int, int] = {}
+    for parent in parents.values():
+        children[parent] = children.get(parent, 0) + 1
+    has_children = set(children)
+    heads = [index for index in parents if index not in has_children]
+    if head not in heads:  # rewound, nothing appended since: an empty new branch grows from `head`
+        heads.append(head)
+        children[head] = children.get(head, 0) + 1
+    branches: list[Branch] = []
+    for leaf in heads:
+        length, node = 0, leaf
+        while node >= 0:
+            length += 1
+            node = parents[node]
+        # A leaf's own events go back to the nearest fork point; the empty branch grows from the head.
+        base = parents[leaf] if leaf in parents and leaf not in has_children else leaf
+        while base >= 0 and children.get(base, 0) < 2:
+            base = parents[base]
+        updated = events[leaf].ts if leaf >= 0 else None
+        branches.append(
+            Branch(head_seq=leaf, base_seq=base, length=length, active=leaf == head, updated=updated)
+        )
+    branches.sort(key=lambda b: (not b.active, -b.head_seq))
+    return branches
+
+
+def open_calls_at(events: Sequence[SessionEvent], seq: int) -> list[str]:
+    """The tool calls without a result on the branch ending at `seq` (a cut there is inside a turn)."""
+    prefix = events[: seq + 1]
+    pending: dict[str, None] = {}
+    for index in active_path(prefix):
+        event = prefix[index]
+        if isinstance(event, ToolCalled):
+            pending[event.call_id] = None
+        elif isinstance(event, AssistantMessageEvent):
+            for part in event.content:
+                if isinstance(part, ToolUsePart):
+                    pending[part.call_id] = None
+        elif isinstance(event, ToolReturned):
+            pending.pop(event.call_id, None)
+    return list(pending)
+
+
+def _check_cut(what: str, events: Sequence[SessionEvent], seq: object, lowest: int) -> int:
+    last = len(events) - 1
+    if isinstance(seq, bool) or not isinstance(seq, int) or not lowest <= seq <= last:
+        raise UserError(f"{what}({seq!r}): give the seq of an event in the log, {lowest}..{last}")
+    if seq >= 0 and isinstance(events[seq], Rewound):
+        raise UserError(
+            f"{what}({seq}): seq {seq} is a rewind marker, not a point in the conversation; "
+            f"use the seq it rewound to ({head_of(events[: seq + 1])})"
+        )
+    dangling = open_calls_at(events, seq)
+    if dangling:
+        raise UserError(
+            f"{what}({seq}) would cut inside an open turn: tool call {dangling[0]!r} has no result "
+            "by then. Pick a seq before the call or after its result."
+        )
+    return seq
+
+
+class Branching(ABC):
+    """`rewind`, `branches`, `fork` and `lineage` for a session, built on its own reads and writes."""
+
+    __slots__ = ()
+
+    @property
+    @abstractmethod
+    def session_id(self) -> str:
+        """The session's id."""
+
+    @abstractmethod
+    async def append(
+        self,
+        events: Sequence[SessionEvent],
+        *,
+        ids: Sequence[str] | None = None,
+        expected_seq: int | None = None,
+    ) -> None:
+        """See `Session.append`."""
+
+    @abstractmethod
+    async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
+        """See `Session.events`."""
+
+    @abstractmethod
+    async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
+        """The log with its whole envelope (see `SessionRecord`)."""
+
+    @abstractmethod
+    async def _sibling(self, session_id: str) -> Self:
+        """A session with id `session_id` in the same store as this one."""
+
+    async def rewind(self, to_seq: int) -> None:
+        """Move the head back to `to_seq` (-1: to before the first event), deleting nothing.
+
+        Also switches branches: rewind to another branch's `head_seq` (see `branches`).
+        Written with `expected_seq`, so it applies to the log it checked.
+
+        Raises:
+            UserError: `to_seq` is not in the log, is a rewind marker, or cuts between a
+                tool call and its result.
+            SessionConflict: Another writer appended meanwhile; nothing was written.
+        """
+        events = [entry.event for entry in await self.events()]
+        _check_cut("rewind", events, to_seq, -1)
+        await self.append([Rewound(to_seq=to_seq)], expected_seq=len(events) - 1)
+
+    async def branches(self) -> list[Branch]:
+        """Every branch of the log, the active one first (reads the whole log)."""
+        return list_branches([entry.event for entry in await self.events()])
+
+    async def fork(self, at_seq: int, *, session_id: str | None = None) -> Self:
+        """A new session holding this one's events `0..at_seq`, then a `Forked` marker.
+
+        The copy keeps seqs and ids, so the two share that history; each grows on its own
+        afterwards. Retrying a fork with the same `session_id` is a no-op.
+
+        Args:
+            at_seq: The last event to share (its branch is the fork's conversation).
+            session_id: The new session's id; default: a fresh one.
+
+        Raises:
+            UserError: `at_seq` is not in the log or cuts inside a turn, or `session_id`
+                already holds another log.
+        """
+        records = await self.records()
+        events = [record.event for record in records]
+        _check_cut("fork", events, at_seq, 0)
+        new_id = session_id if session_id is not None else f"{self.session_id}~{uuid.uuid4().hex[:12]}"
+        if not isinstance(new_id, str) or not new_id or new_id == self.session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"fork(session_id={session_id!r}): give a new, non-empty session id")
+        shared = records[: at_seq + 1]
+        marker = Forked(from_session=self.session_id, at_seq=at_seq)
+        child = await self._sibling(new_id)
+        try:
+            await child.append(
+                [*(r.event for r in shared), marker],
+                ids=[*(r.id for r in shared), f"helikon-forked-{self.session_id}-{at_seq}"],
+                expected_seq=-1,
+            )
+        except SessionConflict:
+            await _close(child)
+            raise UserError(f"fork: session {new_id!r} exists already; choose another session_id") from None
+        set_metadata = getattr(child, "set_metadata", None)
+        if set_metadata is not None:  # lineage where a listing shows it (the log has it anyway)
+            await set_metadata(metadata={"forked_from": self.session_id, "forked_at_seq": at_seq})
+        return child
+
+    async def lineage(self) -> list[Lineage]:
+        """The forks this session descends from, oldest first (empty for an original session)."""
+        return [
+            Lineage(from_session=entry.event.from_session, at_seq=entry.event.at_seq)
+            for entry in await self.events()
+            if isinstance(entry.event, Forked)
+        ]
+
+
+async def _close(session: Any) -> None:
+    aclose = getattr(session, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+__all__ = ["Branch", "Branching", "Lineage", "head_of", "list_branches", "open_calls_at"]
