@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 try:
@@ -27,6 +28,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "helikon.providers.anthropic needs the Anthropic SDK: pip install 'paigasus-helikon[anthropic]'"
     ) from exc
 
+from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import (
     ContextLengthExceeded,
     ModelError,
@@ -75,6 +77,11 @@ _FINISH: dict[str, FinishReason] = {
 
 
 _EXTRA_BODY = ("temperature", "top_p")
+_NONE: dict[str, Any] = {}  # an absent object in an event (read only)
+
+# The per-delta events, built without the keyword `__init__` (every field given, already checked).
+_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
+_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
 
 
 class AnthropicModel(Model):
@@ -180,46 +187,54 @@ class AnthropicModel(Model):
             stream = await self._client.messages.create(**params, stream=True, extra_body=extra or None)
         except anthropic.APIError as exc:
             raise _model_error(exc) from exc
+        # The events are read as the SDK's decoded JSON (its own `AsyncStream` over the same
+        # response, with `cast_to=object`): the SDK still decodes the SSE, skips pings and
+        # raises in-stream `error` events, but does not build a pydantic model per event, which
+        # is most of the per-event cost and which helikon would only map to its own events.
         # The event loop is inline (one async-generator layer, not two): on a long stream
         # this adapter's own per-event cost is the dispatch below and the yield.
-        # Dispatch on the `type` strings, never on SDK classes: block types this SDK version
-        # does not know (e.g. `mcp_tool_use`) arrive as some other class with the right `type`.
+        # Dispatch on the `type` strings: block types this SDK version does not know
+        # (e.g. `mcp_tool_use`) arrive like any other.
+        events = cast(
+            "AsyncIterator[dict[str, Any]]",
+            anthropic.AsyncStream(cast_to=object, response=stream.response, client=self._client),
+        )
         calls: dict[int, str] = {}  # tool_use block index -> its id
         input_tokens = cached = output_tokens = 0
         finished = False
         is_cancelled = cancel.is_cancelled
         try:
-            async for event in cast("AsyncIterator[Any]", stream):
+            async for event in events:
                 if is_cancelled():
                     return
-                kind = event.type
+                kind = event["type"]
                 if kind == "content_block_delta":
-                    delta = event.delta
-                    delta_type = delta.type
+                    delta = event["delta"]
+                    delta_type = delta["type"]
                     if delta_type == "input_json_delta":
-                        call_id = calls.get(event.index)
+                        call_id = calls.get(event["index"])
                         if call_id is not None:
-                            yield ToolCallDelta(call_id=call_id, args_delta=delta.partial_json)
+                            yield _tool_call_delta(call_id, "", delta["partial_json"])
                     elif delta_type == "text_delta":
-                        yield TokenDelta(text=delta.text)
+                        yield _token_delta(delta["text"])
                     elif delta_type == "thinking_delta":
-                        yield ReasoningDelta(text=delta.thinking)
+                        yield ReasoningDelta(text=delta["thinking"])
                     elif delta_type == "signature_delta":
-                        yield ReasoningDelta(text="", signature=delta.signature)
+                        yield ReasoningDelta(text="", signature=delta["signature"])
                     # citations_delta and the deltas of skipped (server/MCP) blocks carry
                     # nothing helikon models.
                 elif kind == "content_block_start":
-                    block = event.content_block
-                    block_type: str = block.type
+                    block = event["content_block"]
+                    block_type: str = block["type"]
                     if block_type == "tool_use":
-                        calls[event.index] = block.id
-                        yield ToolCallDelta(call_id=block.id, name=block.name, args_delta="")
+                        calls[event["index"]] = block["id"]
+                        yield ToolCallDelta(call_id=block["id"], name=block["name"], args_delta="")
                     elif block_type == "redacted_thinking":
                         # Encrypted reasoning: no text, the data travels as the signature so
                         # it round-trips as a `redacted_thinking` block on the next turn.
-                        yield ReasoningDelta(text="", signature=block.data)
+                        yield ReasoningDelta(text="", signature=block["data"])
                     elif block_type in ("text", "thinking"):
-                        initial = getattr(block, block_type, "")
+                        initial = block.get(block_type)
                         if initial:
                             yield (
                                 TokenDelta(text=initial)
@@ -229,21 +244,22 @@ class AnthropicModel(Model):
                     # Other blocks (server_tool_use, mcp_tool_use, *_tool_result, container_upload,
                     # ...) ran at the provider; helikon skips them and their deltas.
                 elif kind == "message_start":
-                    usage = event.message.usage
-                    input_tokens = usage.input_tokens or 0
-                    cached = usage.cache_read_input_tokens or 0
-                    input_tokens += cached + (usage.cache_creation_input_tokens or 0)
-                    output_tokens = usage.output_tokens or 0
+                    usage: dict[str, Any] = event["message"].get("usage") or _NONE
+                    input_tokens = usage.get("input_tokens") or 0
+                    cached = usage.get("cache_read_input_tokens") or 0
+                    input_tokens += cached + (usage.get("cache_creation_input_tokens") or 0)
+                    output_tokens = usage.get("output_tokens") or 0
                 elif kind == "message_delta":
-                    usage = event.usage
-                    if usage.input_tokens is not None:
-                        cached = usage.cache_read_input_tokens or 0
-                        input_tokens = usage.input_tokens + cached + (usage.cache_creation_input_tokens or 0)
-                    output_tokens = usage.output_tokens or output_tokens
+                    usage = event.get("usage") or _NONE
+                    reported = usage.get("input_tokens")
+                    if reported is not None:
+                        cached = usage.get("cache_read_input_tokens") or 0
+                        input_tokens = reported + cached + (usage.get("cache_creation_input_tokens") or 0)
+                    output_tokens = usage.get("output_tokens") or output_tokens
                     yield Usage(
                         input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached
                     )
-                    reason = event.delta.stop_reason
+                    reason: str | None = (event.get("delta") or _NONE).get("stop_reason")
                     yield Finish(reason=_FINISH.get(reason, "other") if reason else "other")
                     finished = True
         except anthropic.APIError as exc:
