@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._carrier import raw_constructor
 from ._json import JsonValue
-from ._tracing import RunTrace, attach, detach, tracing_possible, within
+from ._tracing import RunTrace, attach, detach, traced, tracing_possible
 from .agent import AgentInput
 from .context import RunConfig, RunContext, ToolContext
 from .conversation_check import valid_request
@@ -132,7 +132,7 @@ class _Run:
         # Input guardrails running beside the first model call, and whether one tripped.
         self.guard_task: asyncio.Future[GuardrailVerdict] | None = None
         self.guard_tripped = False
-        self.trace: RunTrace | None = None  # set by `traced_events` when spans are recorded
+        self.trace: RunTrace | None = None  # set by `open_trace` when spans are recorded
 
     # --- cancellation ----------------------------------------------------------------------
 
@@ -159,24 +159,17 @@ class _Run:
 
     # --- the loop --------------------------------------------------------------------------
 
-    async def traced_events(self, input: AgentInput) -> AsyncIterator[AgentEvent]:
-        """`events`, inside an `invoke_agent` span that ends with the run's usage or error."""
+    def open_trace(self) -> RunTrace | None:
+        """Open the run's `invoke_agent` span (as the stream starts); None when nothing records it."""
         agent = self.agent
         model: Any = agent.model
-        trace = RunTrace.start(
+        self.trace = RunTrace.start(
             self.ctx,
             agent.name,
             getattr(model, "provider", "unknown"),
             getattr(model, "model_name", "unknown"),
         )
-        events = self.events(input)
-        if trace is None:  # sampled out
-            async for event in events:
-                yield event
-            return
-        self.trace = trace
-        async for event in within(trace, events):
-            yield event
+        return self.trace
 
     async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
         agent, ctx, token = self.agent, self.ctx, self.ctx.cancel
@@ -500,7 +493,7 @@ class _Run:
             if content is not outcome.content:
                 outcome = replace(outcome, content=content)
         if trace is not None and span is not None:
-            trace.end_tool(span, outcome.to_result(), outcome.status)
+            trace.end_tool(span, outcome)
         return outcome
 
     async def run_tool_layers(self, call: ToolCall, span: Span | None = None) -> ToolCallOutcome:
@@ -692,4 +685,5 @@ def drive(
 ) -> AsyncIterator[AgentEvent]:
     """Run `agent` on `input` to a terminal event, streaming every event."""
     run = _Run(agent, ctx, config)
-    return run.traced_events(input) if tracing_possible() else run.events(input)
+    # Traced, the run's one extra layer is `traced`, which opens the span as the stream starts.
+    return traced(run.open_trace, run.events(input)) if tracing_possible() else run.events(input)

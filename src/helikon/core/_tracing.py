@@ -18,18 +18,20 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
+from .events import RunCompleted, RunFailed
 from .items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:
     from .context import RunContext, TracerHandle
     from .events import AgentError, AgentEvent, TokenUsage
+    from .loop import ToolCallOutcome
     from .model import ModelRequest
 
 _DEFAULT_TRACER = trace.get_tracer("helikon")  # a proxy: follows a provider set later
@@ -76,11 +78,17 @@ def _trace_attributes(tracer: TracerHandle) -> dict[str, Any]:
 
 
 class RunTrace:
-    """The spans of one run; built only when the run span records."""
+    """The spans of one run; built only when the run span records.
+
+    Everything that is the same for every span of the run (the chat spans' name and
+    opening attributes, the TracerHandle's stamp) is built once here, not per span.
+    """
 
     __slots__ = (
         "agent",
         "capture",
+        "chat_attributes",
+        "chat_name",
         "context",
         "model",
         "provider",
@@ -90,13 +98,28 @@ class RunTrace:
         "turn_span",
     )
 
-    def __init__(self, run_span: Span, agent: str, provider: str, model: str, tracer: TracerHandle) -> None:
+    def __init__(
+        self,
+        run_span: Span,
+        agent: str,
+        provider: str,
+        model: str,
+        tracer: TracerHandle,
+        stamp: dict[str, Any] | None = None,
+    ) -> None:
         self.run_span = run_span
         self.agent = agent
         self.provider = provider
         self.model = model
         self.capture = _capture(tracer)
-        self.stamp = _trace_attributes(tracer)
+        self.stamp = _trace_attributes(tracer) if stamp is None else stamp
+        self.chat_name = f"chat {model}"
+        # Shared by every chat span of the run: the SDK copies attributes, never keeps this dict.
+        self.chat_attributes: dict[str, Any] = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.provider.name": provider,
+            "gen_ai.request.model": model,
+        }
         self.turn_span: Span | None = None
         self.context = trace.set_span_in_context(run_span)
         self.turn_context = self.context  # where chat and tool spans start: the current turn
@@ -112,18 +135,20 @@ class RunTrace:
         parent: Any = ctx.trace_parent
         parent_context = trace.set_span_in_context(parent) if parent is not None else None
         tracer = ctx.tracer
+        stamp = _trace_attributes(tracer)
         attributes: dict[str, Any] = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}
         if provider is not None:
             attributes["gen_ai.provider.name"] = provider
         if model is not None:
             attributes["gen_ai.request.model"] = model
-        attributes.update(_trace_attributes(tracer))
+        if stamp:
+            attributes.update(stamp)
         span = _tracer.start_span(
             f"invoke_agent {agent}", context=parent_context, kind=SpanKind.INTERNAL, attributes=attributes
         )
         if not span.is_recording():
             return None
-        return RunTrace(span, agent, provider or "", model or "", tracer)
+        return RunTrace(span, agent, provider or "", model or "", tracer, stamp)
 
     # --- turns -------------------------------------------------------------------------------
 
@@ -136,7 +161,7 @@ class RunTrace:
             attributes={"gen_ai.agent.name": self.agent, "helikon.turn": turn, **self.stamp},
         )
         self.turn_span = span
-        self.turn_context = trace.set_span_in_context(span)
+        self.turn_context = trace.set_span_in_context(span, self.context)
 
     def end_turn(self) -> None:
         """Close the current turn's span, if any."""
@@ -149,12 +174,9 @@ class RunTrace:
 
     def start_chat(self, request: ModelRequest) -> Span:
         """The span of one model call."""
-        attributes: dict[str, Any] = {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": self.provider,
-            "gen_ai.request.model": self.model,
-        }
+        attributes = self.chat_attributes
         if self.capture:
+            attributes = dict(attributes)
             system = [m.text for m in request.messages if isinstance(m, SystemMessage)]
             if system:
                 attributes["gen_ai.system_instructions"] = json.dumps(
@@ -162,7 +184,7 @@ class RunTrace:
                 )
             attributes["gen_ai.input.messages"] = json.dumps(_messages(request.messages), ensure_ascii=False)
         return _tracer.start_span(
-            f"chat {self.model}", context=self.turn_context, kind=SpanKind.CLIENT, attributes=attributes
+            self.chat_name, context=self.turn_context, kind=SpanKind.CLIENT, attributes=attributes
         )
 
     def end_chat(
@@ -180,7 +202,7 @@ class RunTrace:
             attributes["gen_ai.usage.input_tokens"] = usage.input_tokens
             attributes["gen_ai.usage.output_tokens"] = usage.output_tokens
         if finish is not None:
-            attributes["gen_ai.response.finish_reasons"] = [finish]
+            attributes["gen_ai.response.finish_reasons"] = (finish,)
         if self.capture and items:
             attributes["gen_ai.output.messages"] = json.dumps(_messages(items), ensure_ascii=False)
         if error is not None:
@@ -205,13 +227,22 @@ class RunTrace:
             f"execute_tool {call.name}", context=self.turn_context, attributes=attributes
         )
 
-    def end_tool(self, span: Span, result: ToolResult, status: str) -> None:
-        """Close a tool call's span with its (redacted) result."""
-        if self.capture:
-            span.set_attribute("gen_ai.tool.call.result", result.text)
-        if status != "ok":
-            span.set_attribute("error.type", status)
-            span.set_status(Status(StatusCode.ERROR, result.text[:200]))
+    def end_tool(self, span: Span, outcome: ToolCallOutcome) -> None:
+        """Close a tool call's span with its (redacted) result.
+
+        The result's text is built only when it is recorded: captured, or on failure.
+        """
+        status = outcome.status
+        if status == "ok":
+            if self.capture:
+                span.set_attribute("gen_ai.tool.call.result", outcome.to_result().text)
+        else:
+            text = outcome.to_result().text
+            attributes: dict[str, Any] = {"error.type": status}
+            if self.capture:
+                attributes["gen_ai.tool.call.result"] = text
+            span.set_attributes(attributes)
+            span.set_status(Status(StatusCode.ERROR, text[:200]))
         span.end()
 
     # --- the end -----------------------------------------------------------------------------
@@ -258,24 +289,39 @@ def _messages(items: Sequence[Item]) -> list[dict[str, Any]]:
     return out
 
 
-async def within(trace: RunTrace, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
-    """`events`, passed through; the run span ends with the run's usage or error (or when abandoned)."""
-    from .events import RunCompleted, RunFailed
+async def traced(
+    start: Callable[[], RunTrace | None], events: AsyncIterator[AgentEvent]
+) -> AsyncIterator[AgentEvent]:
+    """`events`, passed through, inside the run span that `start()` opens as iteration begins.
 
-    usage: TokenUsage | None = None
-    error: AgentError | None = None
+    The span ends with the run's usage or error, or when the stream is abandoned. A stream
+    never iterated opens no span; with `start()` None (sampled out) events just pass.
+    This is the run's only wrapping layer: every event of a traced run goes through it.
+    """
+    run = start()
+    final: Any = None
     try:
         async for event in events:
-            if isinstance(event, RunCompleted):
-                usage = event.usage
-            elif isinstance(event, RunFailed):
-                usage, error = event.usage, event.error
+            cls = event.__class__
+            if cls is RunCompleted or cls is RunFailed:
+                final = event
             yield event
     finally:
         close = getattr(events, "aclose", None)
         if close is not None:
             await close()
-        trace.end(usage=usage, error=error)
+        if run is not None:
+            if final is None:
+                run.end(usage=None, error=None)
+            elif final.__class__ is RunFailed:
+                run.end(usage=final.usage, error=final.error)
+            else:
+                run.end(usage=final.usage, error=None)
+
+
+def within(trace: RunTrace, events: AsyncIterator[AgentEvent]) -> AsyncIterator[AgentEvent]:
+    """`events`, passed through; `trace`'s run span ends with the run's usage or error (or when abandoned)."""
+    return traced(lambda: trace, events)
 
 
 def attach(span: Span) -> object:
@@ -288,4 +334,13 @@ def detach(token: object) -> None:
     otel_context.detach(token)  # pyright: ignore[reportArgumentType]
 
 
-__all__ = ["CAPTURE_ENV", "RunTrace", "attach", "detach", "tracing_possible", "use_tracer_provider", "within"]
+__all__ = [
+    "CAPTURE_ENV",
+    "RunTrace",
+    "attach",
+    "detach",
+    "traced",
+    "tracing_possible",
+    "use_tracer_provider",
+    "within",
+]
