@@ -21,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from .core._function_tool import FunctionTool, tool
 from .core._json import JsonObject, JsonValue
-from .core._memory_session import MemorySession
+from .core._memory_session import MemorySession, MemoryStore
 from .core.agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
 from .core.agent_tool import AgentAsTool
+from .core.branches import Branch, Lineage
 from .core.cancel import CancellationToken
 from .core.compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .core.context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
@@ -134,9 +135,11 @@ from .core.session import (
     AssistantMessageEvent,
     Compacted,
     ConversationSnapshot,
+    Forked,
     HandoffOccurred,
     KnownSessionEvent,
     RequestHeader,
+    Rewound,
     SequenceId,
     Session,
     SessionEntry,
@@ -294,6 +297,11 @@ __all__ = [
     "HeuristicTokenCounter",
     "KnownSessionEvent",
     "MemorySession",
+    "MemoryStore",
+    "Branch",
+    "Lineage",
+    "Rewound",
+    "Forked",
     "RequestHeader",
     "SequenceId",
     "Session",

@@ -1,21 +1,21 @@
-"""MemorySession passes the conformance suite (the in-process checks: it has no cross-process store)."""
+"""MemorySession (in a MemoryStore) passes the conformance suite: the in-process checks, listing
+included (it has no cross-process store)."""
 
 from __future__ import annotations
 
 import pytest
 
-from helikon import MemorySession, Session
+from helikon import MemoryStore, Session
 from helikon.testing import session_conformance as conformance
 
-_STORE: dict[str, MemorySession] = {}
+_STORE = MemoryStore()  # one MemorySession per id, shared by every "connection" in this process
 
 
 async def _open(session_id: str) -> Session:
-    # One MemorySession per id, shared by every "connection" in this process.
-    return _STORE.setdefault(session_id, MemorySession())
+    return await _STORE.open(session_id)
 
 
-MEMORY = conformance.ConformanceBackend(name="memory", open=_open)
+MEMORY = conformance.ConformanceBackend(name="memory", open=_open, list_sessions=_STORE.list_sessions)
 
 
 @pytest.mark.parametrize("check", conformance.checks_for(MEMORY), ids=lambda c: c.__name__)
@@ -24,6 +24,8 @@ async def test_memory_session_conforms(check: conformance.Check) -> None:
 
 
 def test_process_checks_need_an_opener() -> None:
-    assert conformance.checks_for(MEMORY) == list(conformance.IN_PROCESS)
+    assert conformance.checks_for(MEMORY) == [*conformance.IN_PROCESS, conformance.check_sessions_are_listed]
+    plain = conformance.ConformanceBackend(name="plain", open=_open, branching=False)
+    assert conformance.check_fork_is_isolated not in conformance.checks_for(plain)
     durable = conformance.ConformanceBackend(name="x", open=_open, opener="m:f", crash_safe=True)
     assert conformance.checks_for(durable)[-1] is conformance.check_a_killed_writer_leaves_whole_appends

@@ -8,9 +8,10 @@ from typing import TYPE_CHECKING, Any
 
 from ._function_tool import FunctionTool, tool
 from ._json import JsonObject, JsonValue
-from ._memory_session import MemorySession
+from ._memory_session import MemorySession, MemoryStore
 from .agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
 from .agent_tool import AgentAsTool
+from .branches import Branch, Lineage
 from .cancel import CancellationToken
 from .compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
@@ -121,9 +122,11 @@ from .session import (
     AssistantMessageEvent,
     Compacted,
     ConversationSnapshot,
+    Forked,
     HandoffOccurred,
     KnownSessionEvent,
     RequestHeader,
+    Rewound,
     SequenceId,
     Session,
     SessionEntry,
@@ -303,6 +306,11 @@ __all__ = [
     "HeuristicTokenCounter",
     "KnownSessionEvent",
     "MemorySession",
+    "MemoryStore",
+    "Branch",
+    "Lineage",
+    "Rewound",
+    "Forked",
     "RequestHeader",
     "SequenceId",
     "Session",

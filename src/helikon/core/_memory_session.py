@@ -1,20 +1,24 @@
-"""`MemorySession`: the in-memory `Session`, for tests and ephemeral runs."""
+"""`MemorySession`: the in-memory `Session`, for tests and ephemeral runs; `MemoryStore`: many by id."""
 
 from __future__ import annotations
 
+import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 
-from ._envelope import check_expected_seq, check_ids, partly_stored
+from ._envelope import check_expected_seq, check_ids, check_page, metadata_json, partly_stored
+from ._json import JsonValue
 from .branches import Branching
 from .codec import stored_version, upgrade
-from .exceptions import SessionConflict, UnreadableSessionEvent
+from .exceptions import SessionConflict, UnreadableSessionEvent, UserError
 from .session import (
     ConversationSnapshot,
     Projection,
     SequenceId,
     SessionEntry,
     SessionEvent,
+    SessionInfo,
     SessionRecord,
     UnknownEvent,
     event_step,
@@ -46,10 +50,33 @@ class MemorySession(Branching):
         ```
     """
 
-    __slots__ = ("_ids", "_index", "_log", "_projection", "_session_id", "_unreadable")
+    __slots__ = (
+        "_created",
+        "_ids",
+        "_index",
+        "_log",
+        "_metadata",
+        "_projection",
+        "_session_id",
+        "_store",
+        "_title",
+        "_unreadable",
+        "_updated",
+    )
 
-    def __init__(self, events: Sequence[SessionEvent] = (), *, session_id: str | None = None) -> None:
+    def __init__(
+        self,
+        events: Sequence[SessionEvent] = (),
+        *,
+        session_id: str | None = None,
+        store: MemoryStore | None = None,
+    ) -> None:
         self._session_id = session_id if session_id is not None else uuid.uuid4().hex
+        self._store = store
+        self._title: str | None = None
+        self._metadata: dict[str, JsonValue] = {}
+        self._created: datetime | None = None
+        self._updated: datetime | None = None
         self._log: list[SessionEvent] = []
         self._ids: list[str] = []
         self._index: set[str] = set()
@@ -71,7 +98,35 @@ class MemorySession(Branching):
         return self._session_id
 
     async def _sibling(self, session_id: str) -> MemorySession:
+        if self._store is not None:
+            return await self._store.open(session_id)
         return MemorySession(session_id=session_id)
+
+    async def set_metadata(
+        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
+    ) -> None:
+        """Set the title and/or metadata `MemoryStore.list_sessions` shows (None: leave it as it is)."""
+        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"title must be a string or None, not {title!r}")
+        text = metadata_json(metadata)  # the same checks as the durable stores
+        if title is not None:
+            self._title = title
+        if text is not None:
+            self._metadata = json.loads(text)
+        self._created = self._created or datetime.now(UTC)
+
+    def info(self) -> SessionInfo | None:
+        """How a store lists this session (None until it has events or metadata)."""
+        if self._created is None:
+            return None
+        return SessionInfo(
+            session_id=self._session_id,
+            created=self._created,
+            updated=self._updated or self._created,
+            event_count=len(self._log),
+            title=self._title,
+            metadata=dict(self._metadata),
+        )
 
     async def append(
         self,
@@ -119,6 +174,9 @@ class MemorySession(Branching):
         self._log.extend(events)
         self._ids.extend(ids)
         self._index.update(ids)
+        if events:
+            self._updated = datetime.now(UTC)
+            self._created = self._created or self._updated
 
     def _check_readable(self) -> None:
         if self._unreadable is not None:
@@ -153,3 +211,54 @@ class MemorySession(Branching):
         if projection.stale:  # a rewind reached behind the last compaction: fold the whole log
             projection.refold([event_step(event) for event in log])
         return projection.snapshot()
+
+
+class MemoryStore:
+    """Many `MemorySession`s by id, in this process: a durable store's shape without the durability.
+
+    `open(session_id)` returns the same session object for the same id; `list_sessions`
+    lists them as the durable stores do (most recently updated first); a fork of one of its
+    sessions lands in it.
+
+    Example:
+        ```python
+        import asyncio
+
+        from helikon import MemoryStore, TextPart, UserMessageEvent
+
+        async def main() -> None:
+            store = MemoryStore()
+            session = await store.open("trip")
+            await session.append([UserMessageEvent(content=(TextPart(text="hi"),))])
+            await session.set_metadata(title="Trip")
+            assert await store.open("trip") is session
+            [info] = await store.list_sessions()
+            assert (info.session_id, info.event_count, info.title) == ("trip", 1, "Trip")
+
+        asyncio.run(main())
+        ```
+    """
+
+    __slots__ = ("_sessions",)
+
+    def __init__(self) -> None:
+        self._sessions: dict[str, MemorySession] = {}
+
+    def __repr__(self) -> str:
+        return f"MemoryStore({len(self._sessions)} sessions)"
+
+    async def open(self, session_id: str) -> MemorySession:
+        """The session `session_id` (created empty the first time)."""
+        if not isinstance(session_id, str) or not session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"session_id must be a non-empty string, not {session_id!r}")
+        session = self._sessions.get(session_id)
+        if session is None:
+            session = self._sessions[session_id] = MemorySession(session_id=session_id, store=self)
+        return session
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions with events or metadata, most recently updated first (see `SessionInfo`)."""
+        limit, offset = check_page(limit, offset)
+        infos = [info for session in self._sessions.values() if (info := session.info()) is not None]
+        infos.sort(key=lambda info: (info.updated, info.session_id), reverse=True)
+        return infos[offset : offset + limit]

@@ -58,6 +58,14 @@ from helikon.core.session import (
     project,
 )
 
+from ._branch_checks import (
+    BRANCH_CHECKS,
+    check_a_rewind_behind_a_compaction_and_a_checkpoint,
+    check_branches_are_listed_and_switched,
+    check_cuts_inside_a_turn_are_refused,
+    check_fork_is_isolated,
+    check_rewind_survives_reopening,
+)
 from ._checkpoint_checks import (
     DamageCheckpoint,
     check_a_damaged_checkpoint_is_rebuilt,
@@ -83,6 +91,8 @@ class ConformanceBackend:
     """The store's `list_sessions(limit=..., offset=...)`, if it can list its sessions."""
     damage_checkpoint: DamageCheckpoint | None = None
     """Spoils a session's stored projection checkpoint (see `DamageCheckpoint`), if the store keeps one."""
+    branching: bool = True
+    """Whether its sessions have `rewind`, `branches` and `fork` (`helikon.core.branches.Branching`)."""
 
 
 Check = Callable[[ConformanceBackend], Awaitable[None]]
@@ -665,6 +675,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_format_versions_are_read_by_their_rules,
     check_window_compaction_keeps_recent_turns_and_pairs,
     check_checkpoint_plus_tail_is_the_projection,
+    *BRANCH_CHECKS,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
     check_concurrent_writers_in_separate_processes,
@@ -677,9 +688,9 @@ def checks_for(backend: ConformanceBackend) -> list[Check]:
     """The checks that apply to `backend`.
 
     Process checks need `opener`, the crash check `crash_safe`, the listing check `list_sessions`,
-    the damaged-checkpoint check `damage_checkpoint`.
+    the damaged-checkpoint check `damage_checkpoint`; `branching=False` leaves out the branch checks.
     """
-    checks = list(IN_PROCESS)
+    checks = [c for c in IN_PROCESS if backend.branching or c not in BRANCH_CHECKS]
     if backend.damage_checkpoint is not None:
         checks.append(check_a_damaged_checkpoint_is_rebuilt)
     if backend.list_sessions is not None:
@@ -721,6 +732,12 @@ __all__ = [
     "check_retries_from_separate_processes_store_one_copy",
     "check_sessions_are_isolated",
     "check_sessions_are_listed",
+    "check_a_rewind_behind_a_compaction_and_a_checkpoint",
+    "check_branches_are_listed_and_switched",
+    "check_cuts_inside_a_turn_are_refused",
+    "check_fork_is_isolated",
+    "check_rewind_survives_reopening",
+    "BRANCH_CHECKS",
     "check_snapshot_is_the_projection_of_the_log",
     "check_unknown_event_types_survive",
     "checks_for",

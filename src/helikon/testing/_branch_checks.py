@@ -1,0 +1,235 @@
+"""Conformance checks for branches: rewind, listing and switching branches, fork (`helikon.core.branches`)."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, cast
+
+from helikon.core.branches import Branching
+from helikon.core.checkpoint import CHECKPOINT_EVERY
+from helikon.core.exceptions import UserError
+from helikon.core.items import TextPart
+from helikon.core.session import (
+    AssistantMessageEvent,
+    Compacted,
+    Forked,
+    Rewound,
+    Session,
+    ToolCalled,
+    ToolReturned,
+    UserMessageEvent,
+    project,
+)
+
+if TYPE_CHECKING:
+    from .session_conformance import ConformanceBackend
+
+
+def _check(condition: object, message: str) -> None:
+    if not condition:
+        raise AssertionError(message)
+
+
+def _user(text: str) -> UserMessageEvent:
+    return UserMessageEvent(content=(TextPart(text=text),))
+
+
+def _reply(text: str) -> AssistantMessageEvent:
+    return AssistantMessageEvent(content=(TextPart(text=text),), agent="a")
+
+
+def _said(snapshot_messages: Any) -> list[str]:
+    return [getattr(m, "text", "") or m.type for m in snapshot_messages]
+
+
+async def _close(session: object) -> None:
+    aclose = getattr(session, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+async def _branching(open_: Callable[[str], Awaitable[Session]], session_id: str) -> Branching:
+    session = await open_(session_id)
+    if not isinstance(session, Branching):
+        await _close(session)
+        raise AssertionError(
+            f"{session!r} has no rewind/branches/fork: subclass helikon.core.branches.Branching"
+        )
+    return session
+
+
+async def _conversation(open_: Callable[[str], Awaitable[Session]], session_id: str) -> list[str]:
+    """What a new session object for `session_id` projects (and that it equals `project(events())`)."""
+    session = await open_(session_id)
+    try:
+        said = _said((await session.snapshot()).messages)
+        full = _said(project([e.event for e in await session.events()]).messages)
+    finally:
+        await _close(session)
+    _check(said == full, f"snapshot() {said} differs from project(events()) {full}")
+    return said
+
+
+async def check_rewind_survives_reopening(backend: ConformanceBackend) -> None:
+    """`rewind` moves the head back without deleting; a new object (and `project`) sees the same."""
+    sid = f"conformance-rewind-{uuid.uuid4().hex[:12]}"
+    session = await _branching(backend.open, sid)
+    try:
+        await session.append([_user("u0"), _reply("a0"), _user("u1"), _reply("a1")])
+        await session.rewind(1)
+        await session.append([_user("u2")])
+        said = _said((await cast("Session", session).snapshot()).messages)
+        _check(said == ["u0", "a0", "u2"], f"after rewind(1) the conversation is {said}")
+        kinds = [e.event.type for e in await session.events()]
+        _check(len(kinds) == 6 and kinds[4] == "rewound", f"the log must keep everything: {kinds}")
+        try:
+            await session.rewind(99)
+        except UserError:
+            pass
+        else:
+            raise AssertionError("rewind past the end of the log must be refused")
+    finally:
+        await _close(session)
+    _check(await _conversation(backend.open, sid) == ["u0", "a0", "u2"], "a reopened session lost the rewind")
+
+
+async def check_branches_are_listed_and_switched(backend: ConformanceBackend) -> None:
+    """`branches()` lists every branch; rewinding to a branch's head switches to it, also after reopening."""
+    sid = f"conformance-branches-{uuid.uuid4().hex[:12]}"
+    session = await _branching(backend.open, sid)
+    try:
+        await session.append([_user("q"), _reply("first answer")])
+        await session.rewind(0)
+        await session.append([_reply("second answer")])
+        branches = await session.branches()
+        listed = [(b.head_seq, b.base_seq, b.active) for b in branches]
+        _check(listed == [(3, 0, True), (1, 0, False)], f"branches() listed {listed}")
+        await session.rewind(branches[1].head_seq)
+    finally:
+        await _close(session)
+    _check(await _conversation(backend.open, sid) == ["q", "first answer"], "switching to the first branch")
+    again = await _branching(backend.open, sid)
+    try:
+        listed = [(b.head_seq, b.active) for b in await again.branches()]
+        _check(listed == [(1, True), (3, False)], f"after switching, a new object lists {listed}")
+        await again.rewind(-1)  # an empty branch before the first event
+        _check(
+            _said((await cast("Session", again).snapshot()).messages) == [],
+            "rewind(-1) empties the conversation",
+        )
+        _check((await again.branches())[0].head_seq == -1, "the empty branch is the active one")
+    finally:
+        await _close(again)
+
+
+async def check_a_rewind_behind_a_compaction_and_a_checkpoint(backend: ConformanceBackend) -> None:
+    """A rewind to before a compaction marker and a stored checkpoint still projects the branch, fully."""
+    sid = f"conformance-rewind-far-{uuid.uuid4().hex[:12]}"
+    count = CHECKPOINT_EVERY + 20
+    session = await _branching(backend.open, sid)
+    try:
+        await session.append([_user(f"m{i}") for i in range(count)])
+        await session.append([Compacted(summary="all of it", original_count=count)])
+        await cast("Session", session).snapshot()  # a reader writes a checkpoint past the marker
+        await session.append([_user("after")])
+    finally:
+        await _close(session)
+    _check(await _conversation(backend.open, sid) == ["all of it", "after"], "the compaction")
+    session = await _branching(backend.open, sid)
+    try:
+        await session.rewind(4)
+    finally:
+        await _close(session)
+    said = await _conversation(backend.open, sid)  # a new object: checkpoint, then the marker behind it
+    _check(said == [f"m{i}" for i in range(5)], f"rewind(4) behind the compaction projects {said[:8]}")
+
+
+async def check_fork_is_isolated(backend: ConformanceBackend) -> None:
+    """`fork` shares history up to `at_seq` (same seqs and ids), records lineage; then each grows alone."""
+    sid = f"conformance-fork-{uuid.uuid4().hex[:12]}"
+    parent = await _branching(backend.open, sid)
+    try:
+        await parent.append([_user("u0"), _reply("a0"), _user("u1"), _reply("a1")])
+        child = await parent.fork(1, session_id=f"{sid}-child")
+        try:
+            _check(child.session_id == f"{sid}-child", "the fork has the id asked for")
+            shared, copied = (await parent.records())[:2], (await child.records())[:2]
+            _check(
+                [(r.seq, r.id, r.event) for r in shared] == [(r.seq, r.id, r.event) for r in copied],
+                "the fork's events 0..at_seq must be the parent's, with the same seqs and ids",
+            )
+            marker = (await child.events())[-1].event
+            _check(
+                isinstance(marker, Forked) and (marker.from_session, marker.at_seq) == (sid, 1),
+                f"the fork's last event must be its lineage marker, not {marker!r}",
+            )
+            _check([(x.from_session, x.at_seq) for x in await child.lineage()] == [(sid, 1)], "lineage")
+            await child.append([_user("only in the fork")])
+            await parent.append([_user("only in the parent")])
+            again = await parent.fork(1, session_id=f"{sid}-child")  # a retry: a no-op
+            await _close(again)
+        finally:
+            await _close(child)
+        try:
+            await parent.fork(2, session_id=f"{sid}-child")
+        except UserError:
+            pass
+        else:
+            raise AssertionError("forking into a session id that holds another log must be refused")
+    finally:
+        await _close(parent)
+    _check(
+        await _conversation(backend.open, f"{sid}-child") == ["u0", "a0", "only in the fork"],
+        "the reopened fork",
+    )
+    _check(
+        await _conversation(backend.open, sid) == ["u0", "a0", "u1", "a1", "only in the parent"],
+        "the parent after the fork",
+    )
+
+
+async def check_cuts_inside_a_turn_are_refused(backend: ConformanceBackend) -> None:
+    """Neither `fork` nor `rewind` may cut between a tool call and its result; nothing is written."""
+    sid = f"conformance-cut-{uuid.uuid4().hex[:12]}"
+    session = await _branching(backend.open, sid)
+    try:
+        await session.append(
+            [
+                _user("weather?"),
+                ToolCalled(call_id="c1", name="weather", args={}),
+                ToolReturned(call_id="c1", content=(TextPart(text="sunny"),), name="weather"),
+                _reply("sunny"),
+            ]
+        )
+        for attempt in (session.rewind, session.fork):
+            try:
+                await attempt(1)
+            except UserError as exc:
+                _check("open turn" in str(exc), f"the error must say why: {exc}")
+            else:
+                raise AssertionError(f"{attempt.__name__}(1) cuts inside a turn and must be refused")
+        _check(len(await session.events()) == 4, "a refused cut must write nothing")
+        await session.rewind(2)  # right after the result: a valid cut
+        kinds = [e.event for e in await session.events()]
+        _check(isinstance(kinds[-1], Rewound), "rewind(2) is written")
+    finally:
+        await _close(session)
+
+
+BRANCH_CHECKS = (
+    check_rewind_survives_reopening,
+    check_branches_are_listed_and_switched,
+    check_a_rewind_behind_a_compaction_and_a_checkpoint,
+    check_fork_is_isolated,
+    check_cuts_inside_a_turn_are_refused,
+)
+
+__all__ = [
+    "BRANCH_CHECKS",
+    "check_a_rewind_behind_a_compaction_and_a_checkpoint",
+    "check_branches_are_listed_and_switched",
+    "check_cuts_inside_a_turn_are_refused",
+    "check_fork_is_isolated",
+    "check_rewind_survives_reopening",
+]
