@@ -247,6 +247,69 @@ def test_without_the_sdk_nothing_is_recorded_and_nothing_breaks() -> None:
     assert done.stdout.strip() == "ok"
 
 
+def test_a_global_tracer_provider_records_runs_through_its_own_tracer() -> None:
+    # set_tracer_provider works once per process: a fresh interpreter.
+    code = textwrap.dedent(
+        """
+        from opentelemetry import trace
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+        from helikon import LlmAgent, tool
+        from helikon.core import _tracing
+        from helikon.testing import MockModel, text_turn, tool_call_turn
+
+        @tool
+        def ping() -> str:
+            '''Ping.'''
+            return "pong"
+
+        exporter = InMemorySpanExporter()
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        trace.set_tracer_provider(provider)
+        for _ in range(2):
+            model = MockModel.with_scripts([tool_call_turn("ping", {}), text_turn("done")])
+            LlmAgent(name="a", model=model, tools=[ping]).run_sync("go")
+        finished = exporter.get_finished_spans()
+        assert len(finished) == 12, [s.name for s in finished]
+        assert {s.instrumentation_scope.name for s in finished} == {"helikon"}
+        # runs call the provider's own tracer, not the proxy that re-dispatches every call
+        assert not isinstance(_tracing._current_tracer(), trace.ProxyTracer)
+        print("ok")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"
+
+
+async def test_the_run_span_opens_as_the_stream_starts_and_ends_when_it_is_abandoned(
+    spans: InMemorySpanExporter,
+) -> None:
+    from opentelemetry.sdk.trace import SpanProcessor
+
+    started: list[str] = []
+
+    class Started(SpanProcessor):
+        def on_start(self, span: object, parent_context: object = None) -> None:
+            started.append(span.name)  # type: ignore[attr-defined]
+
+    provider = TracerProvider()
+    provider.add_span_processor(Started())
+    provider.add_span_processor(SimpleSpanProcessor(spans))
+    _tracing.use_tracer_provider(provider)
+    stream = weather_agent(two_turns()).run("Weather?")
+    assert started == []  # a stream never iterated opens no span
+    events = stream.__aiter__()
+    await events.__anext__()
+    assert started == ["invoke_agent forecaster"]
+    await events.aclose()  # type: ignore[attr-defined]
+    assert [s.name for s in spans.get_finished_spans()] == ["invoke_agent forecaster"]
+
+
 def test_tracer_handle_builder() -> None:
     built = (
         TracerHandle.builder()

@@ -49,6 +49,23 @@ def tracing_possible() -> bool:
     return not isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider)
 
 
+_global_tracer: tuple[trace.TracerProvider, trace.Tracer] | None = None
+"""The global provider's own tracer, and that provider: `_DEFAULT_TRACER` is a proxy that
+re-dispatches every call (`*args, **kwargs`), so runs use the tracer behind it."""
+
+
+def _current_tracer() -> trace.Tracer:
+    """The tracer runs use now: the one given, else the global provider's (looked up once)."""
+    global _global_tracer
+    if _tracer is not _DEFAULT_TRACER:
+        return _tracer
+    provider = trace.get_tracer_provider()
+    cached = _global_tracer
+    if cached is None or cached[0] is not provider:
+        cached = _global_tracer = (provider, provider.get_tracer("helikon"))
+    return cached[1]
+
+
 def use_tracer_provider(provider: trace.TracerProvider | None) -> None:
     """Trace runs with `provider` instead of the global one (None: back to the global).
 
@@ -94,6 +111,7 @@ class RunTrace:
         "provider",
         "run_span",
         "stamp",
+        "tracer",
         "turn_context",
         "turn_span",
     )
@@ -106,7 +124,9 @@ class RunTrace:
         model: str,
         tracer: TracerHandle,
         stamp: dict[str, Any] | None = None,
+        otel_tracer: trace.Tracer | None = None,
     ) -> None:
+        self.tracer = _current_tracer() if otel_tracer is None else otel_tracer
         self.run_span = run_span
         self.agent = agent
         self.provider = provider
@@ -143,19 +163,20 @@ class RunTrace:
             attributes["gen_ai.request.model"] = model
         if stamp:
             attributes.update(stamp)
-        span = _tracer.start_span(
+        otel_tracer = _current_tracer()
+        span = otel_tracer.start_span(
             f"invoke_agent {agent}", context=parent_context, kind=SpanKind.INTERNAL, attributes=attributes
         )
         if not span.is_recording():
             return None
-        return RunTrace(span, agent, provider or "", model or "", tracer, stamp)
+        return RunTrace(span, agent, provider or "", model or "", tracer, stamp, otel_tracer)
 
     # --- turns -------------------------------------------------------------------------------
 
     def start_turn(self, turn: int) -> None:
         """A new model turn: close the previous turn's span, open this one's."""
         self.end_turn()
-        span = _tracer.start_span(
+        span = self.tracer.start_span(
             "agent.turn",
             context=self.context,
             attributes={"gen_ai.agent.name": self.agent, "helikon.turn": turn, **self.stamp},
@@ -183,7 +204,7 @@ class RunTrace:
                     [{"type": "text", "content": t} for t in system], ensure_ascii=False
                 )
             attributes["gen_ai.input.messages"] = json.dumps(_messages(request.messages), ensure_ascii=False)
-        return _tracer.start_span(
+        return self.tracer.start_span(
             self.chat_name, context=self.turn_context, kind=SpanKind.CLIENT, attributes=attributes
         )
 
@@ -223,7 +244,7 @@ class RunTrace:
         }
         if self.capture:
             attributes["gen_ai.tool.call.arguments"] = json.dumps(call.args, ensure_ascii=False, default=str)
-        return _tracer.start_span(
+        return self.tracer.start_span(
             f"execute_tool {call.name}", context=self.turn_context, attributes=attributes
         )
 
