@@ -1,6 +1,6 @@
 """Every projection of a session, after the validator, is provider-valid: whatever was appended,
-compacted (both modes, both summary roles) or lost in a crash. Also runs the window-compaction
-conformance check on MemorySession.
+compacted (both modes, both summary roles), rewound, forked or lost in a crash. Also runs the
+window-compaction conformance check on MemorySession.
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helikon import MemorySession, ModelRequest
+from helikon.core.branches import cut_problem
 from helikon.core.compaction import CompactingSession
 from helikon.core.conversation_check import ensure_provider_valid, is_provider_valid
 from helikon.core.items import (
@@ -26,10 +27,12 @@ from helikon.core.items import (
 from helikon.core.session import (
     AssistantMessageEvent,
     HandoffOccurred,
+    Rewound,
     SessionEvent,
     ToolCalled,
     ToolReturned,
     UserMessageEvent,
+    project,
 )
 from helikon.testing import FunctionModel, text_turn
 from helikon.testing._compaction_checks import check_window_compaction_keeps_recent_turns_and_pairs
@@ -72,7 +75,17 @@ class Compact:
     mode: int  # index into the wrappers
 
 
-Action = UserTurn | ToolTurn | Handoff | Compact
+@dataclass(frozen=True)
+class Rewind:
+    back: int  # how many valid cut points back from the head
+
+
+@dataclass(frozen=True)
+class Fork:
+    back: int  # as for Rewind; the walk goes on in the fork
+
+
+Action = UserTurn | ToolTurn | Handoff | Compact | Rewind | Fork
 
 actions = st.lists(
     st.one_of(
@@ -86,6 +99,8 @@ actions = st.lists(
         ),
         st.builds(Handoff, cut=st.booleans()),
         st.builds(Compact, mode=st.integers(0, 3)),
+        st.builds(Rewind, back=st.integers(0, 8)),
+        st.builds(Fork, back=st.integers(0, 8)),
     ),
     max_size=25,
 )
@@ -162,27 +177,57 @@ def assert_provider_valid(items: list[Item], *, system_first: bool) -> None:
         assert systems == list(range(len(systems)))
 
 
+async def valid_cut(session: MemorySession, back: int) -> int | None:
+    """The seq of the `back`-th valid cut point before the end (None: the log has none)."""
+    events = [entry.event for entry in await session.events()]
+    cuts = [
+        seq
+        for seq in range(len(events))
+        if not isinstance(events[seq], Rewound) and cut_problem(events, seq) is None
+    ]
+    return cuts[-1 - back % len(cuts)] if cuts else None
+
+
+MARKERS = ("compacted", "rewound", "forked")
+
+
 @settings(max_examples=150, deadline=None)
 @given(actions)
 async def test_every_projection_is_provider_valid_after_the_validator(walk: list[Action]) -> None:
     inner = MemorySession()
     sessions = wrappers(inner)
     broken = False  # a crash or a cut handoff: only then may the raw projection need repair
+    expected = 0  # events appended to `inner` (or copied into it), markers aside
     for n, action in enumerate(walk):
         if isinstance(action, Compact):
             await sessions[action.mode].compact()
+        elif isinstance(action, Rewind | Fork):
+            seq = await valid_cut(inner, action.back)
+            if seq is None:
+                continue
+            if isinstance(action, Rewind):
+                await inner.rewind(seq)
+            else:
+                copied = [e.event for e in (await inner.events())[: seq + 1]]
+                inner = await inner.fork(seq)
+                sessions = wrappers(inner)
+                expected = sum(1 for e in copied if e.type not in MARKERS)
         else:
-            await sessions[n % 4].append(events_of(action, n))  # any wrapper may compact on its way
+            batch = events_of(action, n)
+            await sessions[n % 4].append(batch)  # any wrapper may compact on its way
+            expected += len(batch)
             broken = broken or (isinstance(action, ToolTurn) and action.crash_after is not None)
             broken = broken or (isinstance(action, Handoff) and action.cut)
         messages = list((await inner.snapshot()).messages)
+        log = [entry.event for entry in await inner.events()]
+        # The running projection (rewinds undone in place or refolded) is the log's projection.
+        assert messages == list(project(log).messages)
         if not broken:
-            # Compaction alone never splits a pair nor strands reasoning.
+            # Compaction and cuts at valid points never split a pair nor strand reasoning.
             assert is_provider_valid(messages), messages
         repaired = list(ensure_provider_valid(messages))
         assert_provider_valid(repaired, system_first=True)
         assert ensure_provider_valid(repaired) is repaired
     # History is never deleted: every appended event is still in the log.
-    expected = sum(len(events_of(a, n)) for n, a in enumerate(walk) if not isinstance(a, Compact))
     log = await inner.events()
-    assert sum(1 for e in log if e.event.type != "compacted") == expected
+    assert sum(1 for e in log if e.event.type not in MARKERS) == expected

@@ -49,7 +49,7 @@ from typing import Any, Self
 
 from ._carrier import carrier
 from .exceptions import SessionConflict, UserError
-from .items import ToolUsePart
+from .items import ReasoningPart, ToolUsePart
 from .session import (
     AssistantMessageEvent,
     Forked,
@@ -172,13 +172,31 @@ def _check_cut(what: str, events: Sequence[SessionEvent], seq: object, lowest: i
             f"{what}({seq}): seq {seq} is a rewind marker, not a point in the conversation; "
             f"use the seq it rewound to ({head_of(events[: seq + 1])})"
         )
+    problem = cut_problem(events, seq)
+    if problem:
+        raise UserError(f"{what}({seq}) would cut inside an open turn: {problem}")
+    return seq
+
+
+def cut_problem(events: Sequence[SessionEvent], seq: int) -> str | None:
+    """Why the conversation cannot end at `seq` (inside a turn), or None when it can."""
     dangling = open_calls_at(events, seq)
     if dangling:
-        raise UserError(
-            f"{what}({seq}) would cut inside an open turn: tool call {dangling[0]!r} has no result "
-            "by then. Pick a seq before the call or after its result."
+        return (
+            f"tool call {dangling[0]!r} has no result by then. "
+            "Pick a seq before the call or after its result."
         )
-    return seq
+    last = events[seq] if seq >= 0 else None
+    if (
+        isinstance(last, AssistantMessageEvent)
+        and last.content
+        and all(isinstance(part, ReasoningPart) for part in last.content)
+    ):
+        return (
+            f"seq {seq} is the model's reasoning, which travels with the call or answer after it. "
+            "Pick the seq before it or after that answer."
+        )
+    return None
 
 
 class Branching(ABC):
@@ -284,4 +302,4 @@ async def _close(session: Any) -> None:
         await aclose()
 
 
-__all__ = ["Branch", "Branching", "Lineage", "head_of", "list_branches", "open_calls_at"]
+__all__ = ["Branch", "Branching", "Lineage", "cut_problem", "head_of", "list_branches", "open_calls_at"]
