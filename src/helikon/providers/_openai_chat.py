@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
-from openai.types.chat import ChatCompletionChunk
-from openai.types.chat.chat_completion_chunk import ChoiceDelta
-
+from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import Refused
 from helikon.core.items import (
     AssistantMessage,
@@ -134,11 +133,19 @@ def chat_body(model_id: str, request: ModelRequest) -> dict[str, Any]:
     return body
 
 
-_DECLARED_REASONING = any(name in ChoiceDelta.model_fields for name in ("reasoning_content", "reasoning"))
+_NONE: dict[str, Any] = {}  # an absent object in a chunk (read only)
+
+# The per-delta events, built without the keyword `__init__` (every field given, already checked).
+_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
+_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
 
 
 class ChatStreamState:
-    """Turns a stream of `ChatCompletionChunk`s into `ModelEvent`s.
+    """Turns a stream of chat completion chunks into `ModelEvent`s.
+
+    The chunks are the SDK's decoded JSON (`dict`s in the `ChatCompletionChunk` shape), not
+    its pydantic models: see `OpenAIModel.invoke`. Compatible servers' reasoning fields
+    (`reasoning_content`, `reasoning`), which the SDK does not declare, are read the same way.
 
     Usage and the finish reason are held back and emitted last (`Usage`, then `Finish`),
     since the usage chunk arrives after the finishing one.
@@ -150,51 +157,51 @@ class ChatStreamState:
         self._usage: Usage | None = None
         self._refusal: list[str] = []
 
-    def feed(self, chunk: ChatCompletionChunk) -> Iterator[ModelEvent]:
+    def feed(self, chunk: dict[str, Any]) -> Iterator[ModelEvent]:
         """The events one chunk carries."""
-        if chunk.usage is not None:
-            usage = chunk.usage
-            prompt_details = usage.prompt_tokens_details
-            completion_details = usage.completion_tokens_details
+        usage: dict[str, Any] | None = chunk.get("usage")
+        if usage is not None:
+            prompt_details: dict[str, Any] = usage.get("prompt_tokens_details") or _NONE
+            completion_details: dict[str, Any] = usage.get("completion_tokens_details") or _NONE
             self._usage = Usage(
-                input_tokens=usage.prompt_tokens or 0,
-                output_tokens=usage.completion_tokens or 0,
-                cached_input_tokens=(prompt_details.cached_tokens or 0) if prompt_details else 0,
-                reasoning_tokens=(completion_details.reasoning_tokens or 0) if completion_details else 0,
+                input_tokens=usage.get("prompt_tokens") or 0,
+                output_tokens=usage.get("completion_tokens") or 0,
+                cached_input_tokens=prompt_details.get("cached_tokens") or 0,
+                reasoning_tokens=completion_details.get("reasoning_tokens") or 0,
             )
-        for choice in chunk.choices:
-            if choice.index != 0:
+        choices: list[dict[str, Any]] = chunk.get("choices") or []
+        for choice in choices:
+            if choice.get("index", 0) != 0:
                 continue  # only `n=1` is requested
-            delta = choice.delta
-            # Compatible servers' reasoning fields are not declared by the SDK: they are pydantic
-            # extras (read from `model_extra`, not by a `getattr` that fails for every chunk).
-            if _DECLARED_REASONING:
-                reasoning: object = getattr(delta, "reasoning_content", None) or getattr(
-                    delta, "reasoning", None
-                )
-            else:
-                extra = delta.model_extra
-                reasoning = (extra.get("reasoning_content") or extra.get("reasoning")) if extra else None
-            if isinstance(reasoning, str) and reasoning:
+            delta: dict[str, Any] = choice.get("delta") or _NONE
+            reasoning: object = delta.get("reasoning_content") or delta.get("reasoning")
+            if reasoning and isinstance(reasoning, str):
                 yield ReasoningDelta(text=reasoning)
-            if delta.content:
-                yield TokenDelta(text=delta.content)
-            if delta.refusal:
-                self._refusal.append(delta.refusal)
-            for call in delta.tool_calls or ():
-                known = self._call_ids.get(call.index)
-                function = call.function
-                name = (function.name if function else None) or ""
-                args = (function.arguments if function else None) or ""
-                if known is None or (call.id and call.id != known):
-                    # A new call: some servers (Gemini's compatible endpoint) omit the id.
-                    call_id = call.id or f"call_{secrets.token_hex(12)}"
-                    self._call_ids[call.index] = call_id
-                    yield ToolCallDelta(call_id=call_id, name=name, args_delta=args)
-                elif args:
-                    yield ToolCallDelta(call_id=known, args_delta=args)
-            if choice.finish_reason is not None:
-                self._finish = _FINISH.get(choice.finish_reason, "other")
+            content: str | None = delta.get("content")
+            if content:
+                yield _token_delta(content)
+            refusal: str | None = delta.get("refusal")
+            if refusal:
+                self._refusal.append(refusal)
+            calls: list[dict[str, Any]] | None = delta.get("tool_calls")
+            if calls:
+                call_ids = self._call_ids
+                for call in calls:
+                    index: int = call.get("index", 0)
+                    known = call_ids.get(index)
+                    function: dict[str, Any] = call.get("function") or _NONE
+                    args: str = function.get("arguments") or ""
+                    new_id: str | None = call.get("id")
+                    if known is None or (new_id and new_id != known):
+                        # A new call: some servers (Gemini's compatible endpoint) omit the id.
+                        call_id = new_id or f"call_{secrets.token_hex(12)}"
+                        call_ids[index] = call_id
+                        yield ToolCallDelta(call_id=call_id, name=function.get("name") or "", args_delta=args)
+                    elif args:
+                        yield _tool_call_delta(known, "", args)
+            finish: str | None = choice.get("finish_reason")
+            if finish is not None:
+                self._finish = _FINISH.get(finish, "other")
 
     def finish(self) -> Iterator[ModelEvent]:
         """The closing events, once the stream ended."""

@@ -4,17 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from typing import Any, cast
 
-from openai.types.responses import (
-    ResponseCompletedEvent,
-    ResponseIncompleteEvent,
-    ResponseReasoningSummaryTextDeltaEvent,
-    ResponseReasoningTextDeltaEvent,
-    ResponseStreamEvent,
-)
-from openai.types.responses.response_usage import ResponseUsage
-
+from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import Refused
 from helikon.core.items import (
     AssistantMessage,
@@ -220,23 +213,31 @@ def responses_body(model_id: str, request: ModelRequest, *, reasoning: bool = Fa
     return body
 
 
-def _usage(usage: ResponseUsage) -> Usage:
+def _usage(usage: dict[str, Any]) -> Usage:
     return Usage(
-        input_tokens=usage.input_tokens,
-        output_tokens=usage.output_tokens,
-        cached_input_tokens=usage.input_tokens_details.cached_tokens or 0,
-        reasoning_tokens=usage.output_tokens_details.reasoning_tokens or 0,
+        input_tokens=usage.get("input_tokens") or 0,
+        output_tokens=usage.get("output_tokens") or 0,
+        cached_input_tokens=(usage.get("input_tokens_details") or _NONE).get("cached_tokens") or 0,
+        reasoning_tokens=(usage.get("output_tokens_details") or _NONE).get("reasoning_tokens") or 0,
     )
 
 
 _INCOMPLETE: dict[str, FinishReason] = {"max_output_tokens": "length", "content_filter": "content_filter"}
+_NONE: dict[str, Any] = {}  # an absent object in an event (read only)
+_REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
+
+# The per-delta events, built without the keyword `__init__` (every field given, already checked).
+_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
+_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
 
 
 class ResponsesStreamState:
     """Turns Responses stream events into `ModelEvent`s.
 
-    Server-side tool items (MCP, web search, ...) run on OpenAI's side and are not
-    client tool calls: they are skipped; the model's text about them streams as usual.
+    The events are the SDK's decoded JSON (`dict`s in the `ResponseStreamEvent` shapes), not
+    its pydantic models: see `OpenAIModel.invoke`. Server-side tool items (MCP, web search,
+    ...) run on OpenAI's side and are not client tool calls: they are skipped; the model's
+    text about them streams as usual.
     """
 
     def __init__(self) -> None:
@@ -247,59 +248,65 @@ class ResponsesStreamState:
         self._done = False
         self.response_id: str | None = None
 
-    def feed(self, event: ResponseStreamEvent) -> Iterator[ModelEvent]:
+    def feed(self, event: dict[str, Any]) -> Iterator[ModelEvent]:
         """The events one stream event carries."""
-        if event.type == "response.created":
-            self.response_id = event.response.id
-        elif event.type == "response.output_text.delta":
-            yield TokenDelta(text=event.delta)
-        elif isinstance(event, ResponseReasoningSummaryTextDeltaEvent | ResponseReasoningTextDeltaEvent):
-            yield ReasoningDelta(text=event.delta)
-        elif event.type == "response.refusal.delta":
-            self._refusal.append(event.delta)
-        elif event.type == "response.output_item.added":
-            item = event.item
-            if self._unsent and item.type != "reasoning":
+        kind: str = event["type"]
+        if kind == "response.output_text.delta":
+            yield _token_delta(event["delta"])
+        elif kind == "response.function_call_arguments.delta":
+            item_id: str = event["item_id"]
+            yield _tool_call_delta(self._call_ids.get(item_id, item_id), "", event["delta"])
+        elif kind in _REASONING_DELTAS:
+            yield ReasoningDelta(text=event["delta"])
+        elif kind == "response.created":
+            self.response_id = event["response"]["id"]
+        elif kind == "response.refusal.delta":
+            self._refusal.append(event["delta"])
+        elif kind == "response.output_item.added":
+            item: dict[str, Any] = event["item"]
+            item_type: str = item["type"]
+            if self._unsent and item_type != "reasoning":
                 # The item that follows the turn's latest reasoning items: they go back before it.
-                follower = item.call_id if item.type == "function_call" else None
+                follower = item["call_id"] if item_type == "function_call" else None
                 for entry in self._reasoning[-self._unsent :]:
                     entry["before"] = follower
                 yield from self._signature()
-            if item.type == "function_call":
-                self._call_ids[item.id or item.call_id] = item.call_id
-                yield ToolCallDelta(call_id=item.call_id, name=item.name, args_delta=item.arguments)
-        elif event.type == "response.function_call_arguments.delta":
-            call_id = self._call_ids.get(event.item_id, event.item_id)
-            yield ToolCallDelta(call_id=call_id, args_delta=event.delta)
-        elif event.type == "response.output_item.done":
-            item = event.item
-            if item.type == "reasoning":
-                entry: dict[str, Any] = {"id": item.id, "summary": [part.text for part in item.summary]}
-                if item.encrypted_content:
-                    entry["encrypted_content"] = item.encrypted_content
+            if item_type == "function_call":
+                call_id: str = item["call_id"]
+                self._call_ids[item.get("id") or call_id] = call_id
+                yield ToolCallDelta(call_id=call_id, name=item["name"], args_delta=item["arguments"])
+        elif kind == "response.output_item.done":
+            item = event["item"]
+            if item["type"] == "reasoning":
+                summary: list[dict[str, Any]] = item.get("summary") or []
+                entry: dict[str, Any] = {"id": item["id"], "summary": [part["text"] for part in summary]}
+                if item.get("encrypted_content"):
+                    entry["encrypted_content"] = item["encrypted_content"]
                 entry["before"] = None
                 self._reasoning.append(entry)
                 self._unsent += 1
-        elif isinstance(event, ResponseCompletedEvent | ResponseIncompleteEvent):
+        elif kind == "response.completed" or kind == "response.incomplete":
             yield from self._signature()
-            response = event.response
+            response: dict[str, Any] = event["response"]
             if self._refusal:
                 raise Refused("".join(self._refusal))
-            if response.usage is not None:
-                yield _usage(response.usage)
+            usage: dict[str, Any] | None = response.get("usage")
+            if usage is not None:
+                yield _usage(usage)
             reason: FinishReason = "tool_calls" if self._call_ids else "stop"
-            if isinstance(event, ResponseIncompleteEvent):
-                details = response.incomplete_details
-                reason = _INCOMPLETE.get((details.reason if details else None) or "", "other")
+            if kind == "response.incomplete":
+                details: dict[str, Any] = response.get("incomplete_details") or _NONE
+                reason = _INCOMPLETE.get(details.get("reason") or "", "other")
             self._done = True
             yield Finish(reason=reason)
-        elif event.type == "response.failed":
-            error = event.response.error
+        elif kind == "response.failed":
+            error: dict[str, Any] | None = event["response"].get("error")
             raise error_from_code(
-                error.code if error else None, error.message if error else "the response failed"
+                error.get("code") if error else None,
+                error.get("message") or "" if error else "the response failed",
             )
-        elif event.type == "error":
-            raise error_from_code(event.code, event.message)
+        elif kind == "error":
+            raise error_from_code(event.get("code"), event.get("message") or "")
 
     def _signature(self) -> Iterator[ModelEvent]:
         """The turn's reasoning items so far, as the signature of an empty `ReasoningDelta`.

@@ -18,14 +18,12 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator
 from typing import Any, Literal, cast
 
 try:
     import openai
     from openai import AsyncOpenAI, AsyncStream
-    from openai.types.chat import ChatCompletionChunk
-    from openai.types.responses import ResponseStreamEvent
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         "helikon.providers.openai needs the OpenAI SDK: pip install 'paigasus-helikon[openai]'"
@@ -151,19 +149,22 @@ class OpenAIModel(Model):
         state: ChatStreamState | ResponsesStreamState
         try:
             if self._api == "chat":
-                stream: AsyncStream[Any] = cast(
-                    "AsyncStream[ChatCompletionChunk]", await self._client.chat.completions.create(**body)
-                )
+                stream = cast("AsyncStream[Any]", await self._client.chat.completions.create(**body))
                 state = ChatStreamState()
             else:
-                stream = cast("AsyncStream[ResponseStreamEvent]", await self._client.responses.create(**body))
+                stream = cast("AsyncStream[Any]", await self._client.responses.create(**body))
                 state = ResponsesStreamState()
         except MAPPED_ERRORS as exc:
             raise map_error(exc) from exc
-        feed = _feeder(state)
+        # The chunks are read as the SDK's decoded JSON: the SDK's own `AsyncStream` over the
+        # same response, with `cast_to=object`. The SDK still decodes the SSE, stops at
+        # `[DONE]` and raises in-stream errors, but does not build a pydantic model per chunk,
+        # which is most of the per-chunk cost and which helikon would only map to its events.
+        chunks: AsyncStream[Any] = AsyncStream(cast_to=object, response=stream.response, client=self._client)
+        feed = state.feed
         is_cancelled = cancel.is_cancelled
         try:
-            iterator = aiter(stream)
+            iterator = aiter(chunks)
             while not is_cancelled():
                 try:
                     chunk = await anext(iterator)
@@ -179,11 +180,6 @@ class OpenAIModel(Model):
                 yield event
         finally:
             await stream.close()
-
-
-def _feeder(state: ChatStreamState | ResponsesStreamState) -> Callable[[Any], Iterator[ModelEvent]]:
-    """The state's `feed`, bound once per stream (chunks are typed by the API that sent them)."""
-    return cast("Callable[[Any], Iterator[ModelEvent]]", state.feed)
 
 
 def _build_client(api_key: str | None, base_url: str | None, organization: str | None) -> AsyncOpenAI:
