@@ -29,6 +29,7 @@ from helikon.core.session import (
     UserMessageEvent,
     project,
 )
+from helikon.sessions import sqlite as sqlite_module
 from helikon.sessions.sqlite import SCHEMA_VERSION, SqliteDatabase, SqliteSession, open_session
 
 pytestmark = pytest.mark.integration
@@ -414,9 +415,14 @@ def json_text(payload: str) -> str:
     return json.dumps(obj, sort_keys=True)
 
 
-async def test_inline_appends_keep_the_wal_file_bounded(tmp_path: Path) -> None:
-    # Inline commits never checkpoint; the worker does, every few hundred commits. Without
-    # that the WAL grows by a page or more per commit (about 20 MB for these 3,000).
+async def test_inline_appends_keep_the_wal_file_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Inline commits never checkpoint; the worker does, every few hundred commits, beside the
+    # writer, so a burst grows the WAL until it passes the cap and one checkpoint holds the
+    # writer to start it over. Without checkpoints the WAL grows by a page or more per commit
+    # (about 20 MB for these 3,000). A small cap (256 frames, ~1 MB) here: the default is 16 MB.
+    monkeypatch.setattr(sqlite_module, "_WAL_CAP_FRAMES", 256)
     path = tmp_path / "wal.db"
     async with await SqliteDatabase.open(path) as db:
         session = await SqliteSession.open(db, "s")
@@ -430,7 +436,34 @@ async def test_inline_appends_keep_the_wal_file_bounded(tmp_path: Path) -> None:
         for i in range(3000):
             await session.append([say(str(i))])
         size = (tmp_path / "wal.db-wal").stat().st_size
+        assert texts(await session.events())[3000:] == [str(i) for i in range(3000)]
     assert size < 8_000_000, size
+
+
+async def test_a_single_writer_does_not_wait_for_background_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkpoint fsyncs (milliseconds): below the WAL cap it runs beside the inline writer,
+    # which never goes to the worker for it; past the cap one holds the writer, then the WAL
+    # starts over.
+    worker_jobs: list[str] = []
+    run = SqliteDatabase._run  # pyright: ignore[reportPrivateUsage]
+
+    async def counting(self: SqliteDatabase, fn: Any, *args: Any, **kwargs: Any) -> Any:
+        worker_jobs.append(fn.__name__)
+        return await run(self, fn, *args, **kwargs)
+
+    monkeypatch.setattr(SqliteDatabase, "_run", counting)
+    async with await SqliteDatabase.open(tmp_path / "burst.db") as db:
+        session = await SqliteSession.open(db, "s")
+        for i in range(1024):  # 4 checkpoints, far below the cap
+            await session.append([say(str(i))])
+        assert worker_jobs.count("append_rows") == 0, worker_jobs
+        monkeypatch.setattr(sqlite_module, "_WAL_CAP_FRAMES", 1)
+        for i in range(1024, 1600):
+            await session.append([say(str(i))])
+        assert worker_jobs.count("append_rows") >= 1, worker_jobs  # the holding checkpoint's
+        assert texts(await session.events()) == [str(i) for i in range(1600)]
 
 
 async def test_an_append_queued_behind_a_waiting_one_never_overtakes_it(tmp_path: Path) -> None:

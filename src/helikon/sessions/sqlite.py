@@ -1,13 +1,11 @@
 """`SqliteSession`: session logs in one SQLite file, shared by many sessions and processes.
 
-Standard library `sqlite3` only. Every blocking call runs on the worker thread of a
-`SqliteDatabase` (one connection each), never on the event loop. Appends serialize on
-SQLite's write lock (`BEGIN IMMEDIATE`), so each session's sequence numbers stay
-contiguous whatever the number of writers. The stored format (`docs/sessions-sqlite.md`)
-is stable: table `session_events(session_id, sequence, kind, payload, ts, format,
-event_id)`, one row per event, `payload` being `helikon.core.codec.encode_event`'s JSON,
-and `helikon_sessions`, one row per session (its creation time, title and metadata),
-inserted by the session's first append.
+Standard library `sqlite3` only. Every call that can block runs on the worker thread of a
+`SqliteDatabase`, never on the event loop. Appends serialize on SQLite's write lock (`BEGIN
+IMMEDIATE`), so each session's sequence numbers stay contiguous whatever the number of
+writers. The stored format (`docs/sessions-sqlite.md`) is stable: table `session_events(
+session_id, sequence, kind, payload, ts, format, event_id)`, one row per event (`payload`:
+`helikon.core.codec.encode_event`'s JSON), and `helikon_sessions`, one row per session.
 """
 
 from __future__ import annotations
@@ -93,7 +91,8 @@ Job = tuple["asyncio.Future[Any] | None", Callable[..., Any], tuple[Any, ...], "
 BUSY: Final = object()
 """What an inline attempt returns when another connection holds the lock: use the worker."""
 _LOCKED_CODES: Final = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
-_CHECKPOINT_EVERY: Final = 256  # inline commits between background checkpoints (~1,000 WAL pages)
+_CHECKPOINT_EVERY: Final = 256  # inline commits between background checkpoints (~500 WAL pages)
+_WAL_CAP_FRAMES: Final = 4096  # a WAL this long (~16 MiB): the next checkpoint holds inline writers
 _INLINE_MAX_BYTES: Final = 64 * 1024  # larger appends write enough pages to go to the worker
 _INLINE_READ_ROWS: Final = 256  # a tail read inline fetches at most this many rows
 
@@ -116,29 +115,30 @@ def _stop(cur: sqlite3.Cursor, inline: sqlite3.Connection | None = None) -> None
     cur.connection.close()
 
 
-def _checkpoint(cur: sqlite3.Cursor) -> None:
+def _checkpoint(cur: sqlite3.Cursor, progress: _Progress, holding: bool) -> None:
     """Copy the WAL back into the database (inline commits never do), without waiting for anyone.
 
-    Best effort: a reader or another process may keep part of the WAL in use; a later
-    checkpoint (or any connection's auto-checkpoint) finishes the job.
+    Best effort (a later one finishes what readers kept in use). `holding`: inline writers
+    wait for this one, so when it copied everything the next commit starts the WAL over.
     """
     with contextlib.suppress(sqlite3.Error):
-        cur.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        busy, frames, copied = cur.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+        progress.wal_frames = 0 if holding and not busy and frames == copied else frames
 
 
 class _Progress:
     """How many awaited jobs the worker has finished: the loop compares it with what it queued.
 
-    Per session, and for the jobs that concern no one session (checkpoints, migrations):
-    an inline call only has to wait for earlier work on its own session, so concurrent
-    writers of other sessions never keep it on the worker.
+    Per session, and for the jobs that concern no one session (checkpoints, migrations): an
+    inline call waits only for earlier work on its own session, not for other sessions' writers.
     """
 
-    __slots__ = ("by_session", "finished")
+    __slots__ = ("by_session", "finished", "wal_frames")
 
     def __init__(self) -> None:
         self.finished = 0  # jobs that concern no one session
         self.by_session: dict[str, int] = {}
+        self.wal_frames = 0  # the WAL's length at the last background checkpoint
 
 
 def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> None:
@@ -153,6 +153,8 @@ def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> 
             with contextlib.suppress(sqlite3.Error):
                 fn(cur, *args)
         else:
+            result: Any = None
+            callback = None
             if not fut.cancelled() or fn is _stop:  # a job cancelled while queued is skipped
                 try:
                     result = fn(cur, *args)
@@ -160,15 +162,17 @@ def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> 
                 except BaseException as exc:
                     result = exc
                     callback = _reject
-                try:  # noqa: SIM105 - the hot path: cheaper than contextlib.suppress
-                    fut.get_loop().call_soon_threadsafe(callback, fut, result)
-                except RuntimeError:  # the caller's loop is closed: nobody waits any more
-                    pass
-            # After the job's effects: the loop may now write inline again.
+            # The job's effects are done: the loop may work inline again. Counted before the caller
+            # wakes, or its next call may find the count behind and go to the worker too, and so on.
             if key is None:
                 progress.finished += 1
             else:
                 progress.by_session[key] = progress.by_session.get(key, 0) + 1
+            if callback is not None:
+                try:  # noqa: SIM105 - the hot path: cheaper than contextlib.suppress
+                    fut.get_loop().call_soon_threadsafe(callback, fut, result)
+                except RuntimeError:  # the caller's loop is closed: nobody waits any more
+                    pass
         if fn is _stop:
             return
 
@@ -231,17 +235,14 @@ def _start(
     ready: asyncio.Future[_Opened],
     jobs: SimpleQueue[Job],
 ) -> None:
+    conn = None
     try:
         conn = _connect(*settings)
-    except BaseException as exc:
-        with contextlib.suppress(RuntimeError):  # the caller's loop is already closed
-            ready.get_loop().call_soon_threadsafe(_reject, ready, exc)
-        return
-    try:
         second = _connect_inline(settings[0], settings[2], settings[3], settings[1]) if inline else None
     except BaseException as exc:
-        conn.close()
-        with contextlib.suppress(RuntimeError):
+        if conn is not None:
+            conn.close()
+        with contextlib.suppress(RuntimeError):  # the caller's loop is already closed
             ready.get_loop().call_soon_threadsafe(_reject, ready, exc)
         return
     progress = _Progress()
@@ -407,14 +408,20 @@ class SqliteDatabase:
     def _committed_inline(self) -> None:
         """Count an inline commit; every so often, have the worker checkpoint the WAL.
 
-        The checkpoint is queued like any job, so this process's next appends wait behind
-        it on the worker: with no commit landing meanwhile it can copy the whole WAL, and
-        the next writer then starts the WAL file over instead of growing it.
+        A checkpoint fsyncs twice (milliseconds), so it runs beside the inline writers. As
+        their commits land meanwhile, the WAL cannot start over and grows during a burst of
+        appends; past `_WAL_CAP_FRAMES` the next checkpoint holds this process's appends
+        behind it on the worker, copies the whole WAL, and the next commit starts it over.
         """
         self._commits += 1
         if self._commits % _CHECKPOINT_EVERY == 0:
-            self._queued += 1
-            self._jobs.put((asyncio.get_running_loop().create_future(), _checkpoint, (), None))
+            progress = self._progress
+            if progress.wal_frames < _WAL_CAP_FRAMES:
+                self._jobs.put((None, _checkpoint, (progress, False), None))
+            else:
+                self._queued += 1
+                fut = asyncio.get_running_loop().create_future()
+                self._jobs.put((fut, _checkpoint, (progress, True), None))
 
     async def aclose(self) -> None:
         """Finish the queued jobs, close the connection and stop the thread. Idempotent."""
