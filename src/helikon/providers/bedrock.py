@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import json
 from collections.abc import AsyncIterator
+from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 # aiobotocore ships no type information: its modules are held as `Any` rather than
@@ -32,6 +34,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "helikon.providers.bedrock needs aiobotocore: pip install 'paigasus-helikon[bedrock]'"
     ) from exc
 
+from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import (
     ContextLengthExceeded,
     ModelError,
@@ -222,7 +225,8 @@ class BedrockModel(Model):
         # Closing the HTTP stream on cancellation also wakes a read that is waiting for bytes.
         remove = cancel.add_callback(stream.close)
         # The event loop is inline (one async-generator layer, not two): on a long stream this
-        # adapter's own per-event cost is the dispatch below and the yield.
+        # adapter's own per-event cost is the decoding and dispatch below and the yield.
+        messages, parse, known = _raw_messages(stream)
         kinds: dict[int, str] = {}  # block index -> "tool" | "output" | "skip"
         calls: dict[int, str] = {}  # block index -> toolUseId
         held: list[str] = []  # text held back while a structured answer may still come as the tool
@@ -230,31 +234,43 @@ class BedrockModel(Model):
         stop_reason: str | None = None
         usage: Usage | None = None
         is_cancelled = cancel.is_cancelled
+        loads = json.loads
         try:
-            async for raw in stream:
+            async for message in messages:
                 if is_cancelled():
                     return
-                event = cast(dict[str, Any], raw)
-                body = event.get("contentBlockDelta")
-                if body is not None:
-                    delta: dict[str, Any] = body.get("delta") or {}
+                kind: str | None
+                body: dict[str, Any]
+                if parse is None:  # the SDK's parsed events (`{event type: members}`)
+                    kind, body = next(iter(cast(dict[str, Any], message).items()), (None, _NONE))
+                else:
+                    headers: dict[str, Any] = message.headers
+                    kind = headers.get(":event-type")
+                    if kind in known and headers.get(":message-type") not in _NOT_EVENTS:
+                        payload: bytes = message.payload
+                        body = loads(payload) if payload else {}
+                    else:  # exceptions (raised here), and event types the SDK does not model
+                        parsed: dict[str, Any] = await parse(message)
+                        if not parsed:
+                            continue
+                        kind, body = next(iter(parsed.items()))
+                if kind == "contentBlockDelta":
+                    delta: dict[str, Any] = body.get("delta") or _NONE
                     text: str | None = delta.get("text")
                     if text is not None:
                         if structured:
                             held.append(text)
                         elif text:
-                            yield TokenDelta(text=text)
+                            yield _token_delta(text)
                     elif "toolUse" in delta:
                         index: int = body.get("contentBlockIndex", 0)
-                        kind = kinds.get(index)
-                        if kind == "tool":
-                            yield ToolCallDelta(
-                                call_id=calls[index], args_delta=delta["toolUse"].get("input") or ""
-                            )
-                        elif kind == "output":
+                        block_kind = kinds.get(index)
+                        if block_kind == "tool":
+                            yield _tool_call_delta(calls[index], "", delta["toolUse"].get("input") or "")
+                        elif block_kind == "output":
                             fragment: str = delta["toolUse"].get("input") or ""
                             if fragment:
-                                yield TokenDelta(text=fragment)
+                                yield _token_delta(fragment)
                     elif "reasoningContent" in delta:
                         reasoning: dict[str, Any] = delta["reasoningContent"]
                         if reasoning.get("text"):
@@ -263,10 +279,9 @@ class BedrockModel(Model):
                             yield ReasoningDelta(text="", signature=reasoning["signature"])
                     # toolResult deltas (server-side tools) and skipped blocks carry nothing
                     # helikon models.
-                elif "contentBlockStart" in event:
-                    body = event["contentBlockStart"]
+                elif kind == "contentBlockStart":
                     index = body.get("contentBlockIndex", 0)
-                    start: dict[str, Any] = body.get("start") or {}
+                    start: dict[str, Any] = body.get("start") or _NONE
                     tool_use: dict[str, Any] | None = start.get("toolUse")
                     if tool_use is None or tool_use.get("type") == "server_tool_use":
                         kinds[index] = "skip"  # a server-side tool ran by the provider, or its result
@@ -280,10 +295,10 @@ class BedrockModel(Model):
                         yield ToolCallDelta(
                             call_id=tool_use["toolUseId"], name=tool_use["name"], args_delta=""
                         )
-                elif "messageStop" in event:
-                    stop_reason = event["messageStop"].get("stopReason") or ""
-                elif "metadata" in event:
-                    counts: dict[str, Any] = event["metadata"].get("usage") or {}
+                elif kind == "messageStop":
+                    stop_reason = body.get("stopReason") or ""
+                elif kind == "metadata":
+                    counts: dict[str, Any] = body.get("usage") or _NONE
                     usage = Usage(
                         input_tokens=counts.get("inputTokens", 0) or 0,
                         output_tokens=counts.get("outputTokens", 0) or 0,
@@ -311,6 +326,36 @@ class BedrockModel(Model):
         finally:
             remove()
             stream.close()
+
+
+_NONE: dict[str, Any] = {}  # an absent object in an event (read only)
+_NOT_EVENTS = frozenset({"error", "exception"})  # the message types botocore raises for
+
+# The per-delta events, built without the keyword `__init__` (every field given, already checked).
+_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
+_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
+
+
+def _raw_messages(stream: Any) -> tuple[Any, Any, frozenset[str]]:
+    """Where `invoke` reads the stream's events from: `(messages, parse, known event types)`.
+
+    aiobotocore's `EventStream` frames the binary messages (checking their CRCs), then runs
+    each through botocore's shape parser to build `{event type: members}`. For the event types
+    of the ConverseStream shape, whose members this adapter reads are all JSON strings, numbers
+    and objects, that parse is the `json.loads` of the payload with extra steps, and it is most
+    of the per-event cost: helikon reads the framed messages (`_event_generator`) and decodes
+    those payloads itself. Any other message (exceptions, event types the shape does not model)
+    still goes through the SDK's `_parse_event`, which raises `EventStreamError` for exceptions
+    and skips unmodeled events. A stream without these internals (another aiobotocore) is read
+    as the SDK's parsed events: `(stream, None, ...)`.
+    """
+    messages: Any = getattr(stream, "_event_generator", None)
+    parse: Any = getattr(stream, "_parse_event", None)
+    shape: Any = getattr(stream, "_output_shape", None)
+    members: Any = getattr(shape, "members", None)
+    if messages is None or parse is None or not hasattr(members, "keys"):
+        return stream, None, frozenset()
+    return messages, parse, frozenset(cast(dict[str, Any], members).keys())
 
 
 _THROTTLED = {"throttling", "toomanyrequests"}
