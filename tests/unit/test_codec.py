@@ -225,3 +225,36 @@ def test_integers_past_64_bits_stay_exact_in_batch_decoding() -> None:
         event = ToolCalled(call_id="c", name="t", args={"n": value})
         stored = encode_event(event)
         assert decode_events([stored, stored]) == [event, event]
+
+
+@settings(max_examples=200)
+@given(st.lists(events.map(encode_event) | irregular, max_size=12))
+def test_the_batch_path_decodes_each_payload_as_decode_event_does(payloads: list[str]) -> None:
+    from helikon.core.codec import decode_joined
+
+    assert decode_joined(",".join(payloads), len(payloads)) == [decode_event(p) for p in payloads]
+
+
+def test_fast_built_carriers_are_ordinary_frozen_instances() -> None:
+    import dataclasses
+    import pickle
+
+    from helikon.core.codec import decode_joined
+
+    original = AssistantMessageEvent(content=(TextPart(text="hi"), ReasoningPart(text="r")), agent="a")
+    [event] = decode_joined(encode_event(original), 1) or []
+    assert type(event) is AssistantMessageEvent and type(event.content[0]) is TextPart
+    assert event == original and hash(event) == hash(original) and repr(event) == repr(original)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        event.agent = "b"  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(event)) == original
+    assert dataclasses.replace(event, agent="b").agent == "b"
+
+
+def test_long_digit_runs_are_found_anywhere_in_any_text() -> None:
+    from helikon.core.codec import _long_digits  # pyright: ignore[reportPrivateUsage]
+
+    assert _long_digits('{"n":1234567890123456789}')
+    assert _long_digits('é"' + "9" * 19 + "\udc80")
+    assert not _long_digits('{"n":123456789012345678,"m":"١٢٣٤٥٦٧٨٩٠١٢٣٤٥٦٧٨٩٠"}')
+    assert not _long_digits("12345678901234567-89")
