@@ -52,6 +52,7 @@ from helikon.core.model import (
 )
 
 from ._anthropic_request import CacheStrategy, ExtendedThinking, build_params
+from ._sdk_json import as_json
 
 if TYPE_CHECKING:
     from helikon.core.cancel import CancellationToken
@@ -195,10 +196,15 @@ class AnthropicModel(Model):
         # this adapter's own per-event cost is the dispatch below and the yield.
         # Dispatch on the `type` strings: block types this SDK version does not know
         # (e.g. `mcp_tool_use`) arrive like any other.
-        events = cast(
-            "AsyncIterator[dict[str, Any]]",
-            anthropic.AsyncStream(cast_to=object, response=stream.response, client=self._client),
-        )
+        returned = cast(object, stream)
+        events: AsyncIterator[dict[str, Any]]
+        if isinstance(returned, anthropic.AsyncStream):
+            events = cast(
+                "AsyncIterator[dict[str, Any]]",
+                anthropic.AsyncStream(cast_to=object, response=stream.response, client=self._client),
+            )
+        else:  # not the SDK's stream (a test double, a wrapper): its events' models as JSON
+            events = as_json(stream)
         calls: dict[int, str] = {}  # tool_use block index -> its id
         input_tokens = cached = output_tokens = 0
         finished = False

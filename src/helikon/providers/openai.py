@@ -36,6 +36,7 @@ from helikon.core.model import Model, ModelCapabilities, ModelEvent, ModelReques
 from ._openai_chat import ChatStreamState, chat_body
 from ._openai_common import MAPPED_ERRORS, map_error
 from ._openai_responses import ResponsesStreamState, responses_body
+from ._sdk_json import as_json
 
 __all__ = ["OpenAIModel"]
 
@@ -160,7 +161,15 @@ class OpenAIModel(Model):
         # same response, with `cast_to=object`. The SDK still decodes the SSE, stops at
         # `[DONE]` and raises in-stream errors, but does not build a pydantic model per chunk,
         # which is most of the per-chunk cost and which helikon would only map to its events.
-        chunks: AsyncStream[Any] = AsyncStream(cast_to=object, response=stream.response, client=self._client)
+        returned = cast(object, stream)
+        chunks: AsyncIterator[dict[str, Any]]
+        if isinstance(returned, AsyncStream):
+            chunks = cast(
+                "AsyncIterator[dict[str, Any]]",
+                AsyncStream(cast_to=object, response=stream.response, client=self._client),
+            )
+        else:  # not the SDK's stream (a test double, a wrapper): its chunks' models as JSON
+            chunks = as_json(stream)
         feed = state.feed
         is_cancelled = cancel.is_cancelled
         try:
