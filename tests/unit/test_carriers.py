@@ -59,7 +59,7 @@ from helikon import (
     UserMessage,
     UserMessageEvent,
 )
-from helikon.core.events import AgentErrorKind, AgentEvent, GuardrailKind, RequestSent
+from helikon.core.events import AgentErrorKind, AgentEvent, GuardrailKind, RequestSent, ToolsStarting
 from helikon.core.items import CONTENT_PART_ADAPTER, ContentPart, Item
 from helikon.core.loop import (
     LOOP_STATE_ADAPTER,
@@ -87,8 +87,8 @@ from helikon.core.loop import (
     TransitionInput,
 )
 from helikon.core.model import MODEL_EVENT_ADAPTER, FinishReason, ModelEvent
+from helikon.core.session import Forked, RequestHeader, Rewound, ToolsStarted, TurnClosed, TurnOpened
 from helikon.core.session import KnownSessionEvent as SessionEvent
-from helikon.core.session import RequestHeader
 
 ROUND_TRIP = settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
 
@@ -214,6 +214,7 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
         ),
         usage=st.none() | token_usage,
     ),
+    ToolsStarting: st.builds(ToolsStarting, call_ids=st.lists(text, max_size=3).map(tuple)),
     RunCompleted: st.builds(RunCompleted, usage=token_usage),
     RunFailed: st.builds(RunFailed, error=agent_error, usage=token_usage),
 }
@@ -230,6 +231,16 @@ SESSION_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ),
     HandoffOccurred: st.builds(HandoffOccurred, from_agent=text, to_agent=text, ts=utc_ts),
     Compacted: st.builds(Compacted, summary=text, original_count=small_ints, ts=utc_ts),
+    Rewound: st.builds(Rewound, to_seq=small_ints, ts=utc_ts),
+    Forked: st.builds(Forked, from_session=text, at_seq=small_ints, ts=utc_ts),
+    TurnOpened: st.builds(TurnOpened, run_id=text, agent=opt_text, ts=utc_ts),
+    TurnClosed: st.builds(
+        TurnClosed,
+        run_id=text,
+        outcome=st.sampled_from(["completed", "failed", "cancelled", "refused", "interrupted"]),
+        ts=utc_ts,
+    ),
+    ToolsStarted: st.builds(ToolsStarted, call_ids=st.lists(text, max_size=3).map(tuple), ts=utc_ts),
     RequestHeader: st.builds(
         RequestHeader,
         provider=text,
@@ -489,6 +500,7 @@ TAGS: dict[type, str] = {
     RepairStarted: "repair_started",
     StructuredOutputFailed: "structured_output_failed",
     RequestSent: "request_sent",
+    ToolsStarting: "tools_starting",
     RunCompleted: "run_completed",
     RunFailed: "run_failed",
     # session events
@@ -499,6 +511,11 @@ TAGS: dict[type, str] = {
     HandoffOccurred: "handoff_occurred",
     Compacted: "compacted",
     RequestHeader: "request_header",
+    Rewound: "rewound",
+    Forked: "forked",
+    TurnOpened: "turn_opened",
+    TurnClosed: "turn_closed",
+    ToolsStarted: "tools_started",
     # loop states and inputs
     CallingModel: "calling_model",
     ExecutingTools: "executing_tools",

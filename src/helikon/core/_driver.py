@@ -30,6 +30,7 @@ from .events import (
     RunFailed,
     RunStarted,
     TokenUsage,
+    ToolsStarting,
 )
 from .exceptions import Denied, InvalidArgs, ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent, PermissionMode
@@ -234,6 +235,9 @@ class _Run:
                                 yield event
                             return
                 elif isinstance(action, ExecuteTools):
+                    if self.config.record_tool_starts and not token.is_cancelled():
+                        # The runner logs the calls as started while this generator waits.
+                        yield ToolsStarting(call_ids=tuple(call.call_id for call in action.calls))
                     if token.is_cancelled():
                         next_input = Cancelled(reason=token.reason)
                     elif ctx.approval_handler is None:

@@ -235,7 +235,7 @@ class CompactingSession:
         if not isinstance(prompt, str) or not prompt.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError("CompactingSession(prompt=...): give a non-empty instruction")
         self.inner = inner
-        self._guarded_append = _accepts(inner.append, "ids", "expected_seq")
+        self._guarded_append = accepts_ids(inner)
         self.model = model
         self.threshold = threshold
         self.token_counter: TokenCounter = token_counter or HeuristicTokenCounter()
@@ -388,12 +388,25 @@ class CompactingSession:
         return summary
 
 
+def accepts_ids(session: Session) -> bool:
+    """Whether `session.append` takes the envelope's `ids` and `expected_seq` (not only the book's events).
+
+    A wrapper (with an `inner` session, like `CompactingSession`) takes what its inner one takes.
+    """
+    inner = getattr(session, "inner", None)
+    if inner is not None and inner is not session:
+        return accepts_ids(inner)
+    return _accepts(session.append, "ids", "expected_seq")
+
+
 def _accepts(function: Any, *names: str) -> bool:
     """Whether `function` takes these keyword arguments (the envelope-aware `Session.append`)."""
     try:
         parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):
         return False
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
+        return True
     return all(name in parameters for name in names)
 
 

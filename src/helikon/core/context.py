@@ -48,6 +48,12 @@ class RunConfig:
         record_requests: Emit a `RequestSent` after each model call (what was sent besides the
             conversation, and the call's usage), for a `SessionRecorder`. Runners set it; off by
             default, so a plain `agent.run` streams exactly the events it always did.
+        record_tool_starts: Emit a `ToolsStarting` before each batch of tool calls runs. Runners
+            set it when they persist a run as it goes; off by default, like `record_requests`.
+        durable: Persist the run's events as they settle — before every model call and before
+            tools start — with turn markers for crash repair, instead of only after the run.
+            None (the default): on for durable sessions (SQLite, PostgreSQL, Redis, or any
+            session whose `durable` attribute is true), off for `MemorySession`.
     """
 
     max_turns: int = 16
@@ -55,6 +61,8 @@ class RunConfig:
     max_agent_depth: int = 8
     timeout: float | None = None
     record_requests: bool = False
+    record_tool_starts: bool = False
+    durable: bool | None = None
 
     def __post_init__(self) -> None:
         _positive_int("RunConfig", "max_turns", self.max_turns)

@@ -231,6 +231,19 @@ class RequestSent:
 
 
 @carrier
+class ToolsStarting:
+    """The tool calls `call_ids` of this turn are about to run.
+
+    Streamed only with `RunConfig.record_tool_starts` (a runner persisting the run as it
+    goes sets it), right before the calls go through the permission pipeline and run: the
+    runner logs the calls, then a `ToolsStarted` marker, before the stream goes on.
+    """
+
+    type: Literal["tools_starting"] = "tools_starting"
+    call_ids: tuple[str, ...]
+
+
+@carrier
 class RunCompleted:
     """Terminal: the run succeeded."""
 
@@ -264,6 +277,7 @@ AgentEvent: TypeAlias = (
     | RepairStarted
     | StructuredOutputFailed
     | RequestSent
+    | ToolsStarting
     | RunCompleted
     | RunFailed
 )
@@ -300,6 +314,7 @@ __all__ = [
     "ReasoningDelta",
     "RepairStarted",
     "RequestSent",
+    "ToolsStarting",
     "RunCompleted",
     "RunFailed",
     "RunStarted",

@@ -22,6 +22,7 @@ from .session import (
     SessionEvent,
     ToolCalled,
     ToolReturned,
+    TurnOpened,
     UserMessageEvent,
 )
 
@@ -49,10 +50,18 @@ class SessionRecorder:
         ```
     """
 
-    __slots__ = ("_events", "_header", "_open_calls", "_usage")
+    __slots__ = ("_events", "_header", "_open_calls", "_usage", "refused")
 
-    def __init__(self, new_input: Iterable[Item] = (), *, last_header: RequestHeader | None = None) -> None:
-        self._events: list[SessionEvent] = []
+    def __init__(
+        self,
+        new_input: Iterable[Item] = (),
+        *,
+        last_header: RequestHeader | None = None,
+        turn: TurnOpened | None = None,
+    ) -> None:
+        self._events: list[SessionEvent] = [] if turn is None else [turn]
+        self.refused = False
+        """Whether an input guardrail refused the run's input (its events were dropped)."""
         self._open_calls: dict[str, str] = {}  # call_id -> tool name
         # The request fields of the header in force, as a `RequestSent` carries them.
         self._header: tuple[object, ...] | None = None if last_header is None else _key_of(last_header)
@@ -107,6 +116,7 @@ class SessionRecorder:
         blocked answer would be shown to the model as something it said.
         """
         if event.stage == "input":
+            self.refused = True
             self._events.clear()
             self._open_calls.clear()
             self._header = None  # a header recorded in this run went with the rest
@@ -115,6 +125,11 @@ class SessionRecorder:
             if isinstance(self._events[index], AssistantMessageEvent):
                 del self._events[index]
                 return
+
+    def take(self) -> list[SessionEvent]:
+        """Return the events recorded since the last `take` (a durable run's flush); calls stay open."""
+        events, self._events = self._events, []
+        return events
 
     def drain(self) -> list[SessionEvent]:
         """Return the recorded events and reset; interrupted tool calls get an error result."""

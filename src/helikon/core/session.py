@@ -165,6 +165,43 @@ class Forked:
 
 
 @carrier
+class TurnOpened:
+    """A run began writing this session as it goes (a durable run, see `helikon.core.crash_repair`).
+
+    Its `TurnClosed` (same `run_id`) follows when the run ends; a turn still open when the
+    session is next used was cut short by a crash. Projects to nothing.
+    """
+
+    type: Literal["turn_opened"] = "turn_opened"
+    run_id: str
+    agent: str | None = None
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class TurnClosed:
+    """The run `run_id` ended, and how (`interrupted`: closed by crash repair). Projects to nothing."""
+
+    type: Literal["turn_closed"] = "turn_closed"
+    run_id: str
+    outcome: Literal["completed", "failed", "cancelled", "refused", "interrupted"] = "completed"
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class ToolsStarted:
+    """The tool calls `call_ids` (logged before it) are about to run.
+
+    Written by a durable run: a call without a result before this marker never started;
+    after it, its outcome is unknown until its result is logged. Projects to nothing.
+    """
+
+    type: Literal["tools_started"] = "tools_started"
+    call_ids: tuple[str, ...]
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
 class UnknownEvent:
     """An event whose `type` this version of helikon does not know (written by a newer one).
 
@@ -216,8 +253,12 @@ KnownSessionEvent: TypeAlias = (
     | RequestHeader
     | Rewound
     | Forked
+    | TurnOpened
+    | TurnClosed
+    | ToolsStarted
 )
-"""The six event variants of the book, `RequestHeader`, and the branch markers `Rewound` and `Forked`."""
+"""The book's six event variants and helikon's markers: `RequestHeader`, `Rewound`, `Forked`,
+`TurnOpened`, `TurnClosed`, `ToolsStarted`."""
 
 SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent
 """One entry of a session's log. Every known variant carries `ts` (UTC), stamped at construction."""
@@ -487,6 +528,9 @@ __all__ = [
     "SessionRecord",
     "ToolCalled",
     "ToolReturned",
+    "ToolsStarted",
+    "TurnClosed",
+    "TurnOpened",
     "UserMessageEvent",
     "project",
 ]

@@ -29,6 +29,8 @@ from helikon.core.session import (
     project,
 )
 
+from ._conformance_util import new_id
+
 if TYPE_CHECKING:
     from .session_conformance import ConformanceBackend
 
@@ -104,9 +106,7 @@ async def _cold_snapshot_matches(backend: ConformanceBackend, sid: str, when: st
 
 async def check_checkpoint_plus_tail_is_the_projection(backend: ConformanceBackend) -> None:
     """New session objects read long, compacted logs exactly: checkpoint + tail == project(all events)."""
-    from .session_conformance import _new_id  # pyright: ignore[reportPrivateUsage]
-
-    sid = _new_id("checkpoint")
+    sid = new_id("checkpoint")
     writer = await backend.open(sid)
     reader = await backend.open(sid)  # one long-lived reader too: it may write checkpoints
     try:
@@ -125,13 +125,11 @@ async def check_checkpoint_plus_tail_is_the_projection(backend: ConformanceBacke
 
 async def check_a_damaged_checkpoint_is_rebuilt(backend: ConformanceBackend) -> None:
     """A stale, foreign or corrupt checkpoint is ignored (never trusted), and replaced by a good one."""
-    from .session_conformance import _new_id  # pyright: ignore[reportPrivateUsage]
-
     damage = backend.damage_checkpoint
     if damage is None:
         return
     for how in DAMAGES:
-        sid = _new_id(f"checkpoint-{how}")
+        sid = new_id(f"checkpoint-{how}")
         writer = await backend.open(sid)
         try:
             await _fill(writer, range(CHECKPOINT_EVERY))  # several events a turn: past one interval

@@ -56,6 +56,26 @@ async def main(spec: dict[str, Any]) -> None:
             )
             seen = [f"{m.type}:{getattr(m, 'text', '')}" for m in model.requests[0].messages]
             print(json.dumps(seen))
+        elif action == "run_until_killed":
+            # A durable run whose tool never returns: the parent kills us while it runs.
+            from helikon.core._function_tool import tool
+            from helikon.core.agent import LlmAgent
+            from helikon.core.context import RunContext
+            from helikon.runtime import AsyncioRunner
+            from helikon.testing import MockModel, tool_call_turn
+
+            @tool
+            async def pay(invoice: int) -> str:
+                """Pay an invoice."""
+                print("started", flush=True)
+                await asyncio.Event().wait()  # until SIGKILL
+                return "paid"
+
+            model = MockModel.with_scripts([tool_call_turn("pay", {"invoice": 7}, call_id="pay-1")])
+            agent = LlmAgent[None](name="payer", model=model, tools=[pay])
+            await AsyncioRunner[None]().run(
+                agent, "pay invoice 7", RunContext.ephemeral(None).with_session(session)
+            )
         else:
             raise SystemExit(f"unknown action {action!r}")
     finally:

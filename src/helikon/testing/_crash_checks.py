@@ -1,0 +1,128 @@
+"""Conformance checks that kill a writer process with SIGKILL (they need `crash_safe` and `opener`)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+from typing import TYPE_CHECKING
+
+from helikon.core.items import TextPart
+from helikon.core.session import ToolReturned
+
+from ._conformance_util import (
+    assert_contiguous,
+    close_session,
+    new_id,
+    read_log,
+    require,
+    said,
+    user_event,
+    worker_argv,
+)
+from ._mock_model import MockModel
+from ._scripts import text_turn
+
+if TYPE_CHECKING:
+    from .session_conformance import ConformanceBackend
+
+
+async def check_a_killed_writer_leaves_whole_appends(backend: ConformanceBackend) -> None:
+    """SIGKILL in the middle of multi-event appends: each append is all there or not at all."""
+    require(backend.opener is not None, "backend.opener is not None")
+    sid = new_id("crash")
+    batch = 200
+    argv = worker_argv(backend, sid, {"action": "batches_forever", "size": batch})
+    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout = process.stdout
+    if stdout is None:
+        raise AssertionError("the writer has no stdout")
+    try:
+        # Wait until the writer has committed a few batches, then kill it mid-flight.
+        for _ in range(3):
+            async with asyncio.timeout(120):
+                line = await stdout.readline()
+            require(line, "the writer died before committing a batch")
+        await asyncio.sleep(0.05)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    seqs, events = await read_log(backend, sid)
+    assert_contiguous(seqs)
+    require(len(seqs) % batch == 0, f"{len(seqs)} events: a batch of {batch} was cut")
+    texts = said(events)
+    for start in range(0, len(texts), batch):
+        number = start // batch
+        require(
+            texts[start : start + batch] == [f"b{number}:{i}" for i in range(batch)],
+            (f"batch {number} is torn"),
+        )
+    session = await backend.open(sid)
+    try:
+        await session.append([user_event("after the crash")])
+        after = await session.events()
+    finally:
+        await close_session(session)
+    assert_contiguous([int(e.seq) for e in after], len(seqs) + 1)
+
+
+async def check_a_killed_run_is_repaired(backend: ConformanceBackend) -> None:
+    """A durable run killed while its tool runs: the next run repairs the turn, then sends a valid request."""
+    require(backend.opener is not None, "backend.opener is not None")
+    from helikon.core.agent import LlmAgent
+    from helikon.core.context import RunContext
+    from helikon.core.conversation_check import is_provider_valid
+    from helikon.core.crash_repair import OUTCOME_UNKNOWN_TEXT
+    from helikon.runtime import AsyncioRunner
+
+    sid = new_id("killed-run")
+    argv = worker_argv(backend, sid, {"action": "run_until_killed"})
+    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout = process.stdout
+    if stdout is None:
+        raise AssertionError("the worker has no stdout")
+    try:
+        async with asyncio.timeout(120):
+            line = await stdout.readline()
+        if not line:
+            err = b"" if process.stderr is None else await process.stderr.read()
+            raise AssertionError(f"the run died before its tool started: {err.decode()[-2000:]}")
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    seqs, events = await read_log(backend, sid)
+    kinds = [e.type for e in events]
+    require(
+        kinds[:1] == ["turn_opened"] and "tools_started" in kinds and "turn_closed" not in kinds,
+        f"a durable run logs as it goes (the turn, the call, the start marker): {kinds}",
+    )
+    session = await backend.open(sid)
+    try:
+        model = MockModel.with_scripts([text_turn("It may have been paid: let me check first.")])
+        agent = LlmAgent[None](name="payer", model=model)
+        await AsyncioRunner[None]().run(
+            agent, "did it go through?", RunContext.ephemeral(None).with_session(session)
+        )
+    finally:
+        await close_session(session)
+    sent = list(model.requests[0].messages)
+    require(is_provider_valid(sent), f"the resumed run sent a conversation providers refuse: {sent}")
+    seqs, events = await read_log(backend, sid)
+    assert_contiguous(seqs)
+    repaired = [e for e in events if isinstance(e, ToolReturned) and e.call_id == "pay-1"]
+    require(
+        len(repaired) == 1 and repaired[0].is_error and OUTCOME_UNKNOWN_TEXT in _part_text(repaired[0]),
+        f"the dangling call must get one 'outcome unknown' result: {repaired}",
+    )
+    closed = [e for e in events if e.type == "turn_closed"]
+    require(
+        [getattr(e, "outcome", None) for e in closed] == ["interrupted", "completed"],
+        f"the killed turn is closed as interrupted, the new one as completed: {closed}",
+    )
+
+
+def _part_text(event: ToolReturned) -> str:
+    return "".join(p.text for p in event.content if isinstance(p, TextPart))
+
+
+__all__ = ["check_a_killed_run_is_repaired", "check_a_killed_writer_leaves_whole_appends"]
