@@ -51,7 +51,8 @@ def usage(n: int) -> Usage:
     return Usage(input_tokens=10 * n, output_tokens=n)
 
 
-async def test_every_turn_of_a_multi_turn_tool_run_is_rebuilt_exactly() -> None:
+@pytest.mark.parametrize("durable", [False, True], ids=["after-the-run", "durable"])
+async def test_every_turn_of_a_multi_turn_tool_run_is_rebuilt_exactly(durable: bool) -> None:
     model = MockModel.with_scripts(
         [
             tool_call_turn("lookup", {"city": "Oslo"}, usage=usage(1)),
@@ -72,10 +73,12 @@ async def test_every_turn_of_a_multi_turn_tool_run_is_rebuilt_exactly() -> None:
     session = MemorySession()
     ctx = RunContext.ephemeral(None).with_session(session)
     runner = AsyncioRunner[None]()
-    await runner.run(agent, "Weather in Oslo and Rome?", ctx)
-    await runner.run(agent, "And 5C?", ctx)
+    config = RunConfig(durable=durable)  # durable: turn and tool-start markers in between
+    await runner.run(agent, "Weather in Oslo and Rome?", ctx, config)
+    await runner.run(agent, "And 5C?", ctx, config)
 
     entries = await session.events()
+    assert ("turn_opened" in [e.event.type for e in entries]) is durable
     assert [e.event.type for e in entries].count("request_header") == 1
     assert len(model.requests) == 5
     assert len(turn_starts(entries)) == 5
