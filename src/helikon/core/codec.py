@@ -34,10 +34,13 @@ import contextlib
 import gc
 import json
 from collections.abc import Callable, Generator, Sequence
+from datetime import UTC
+from json.encoder import encode_basestring as _encode_string  # pyright: ignore[reportUnknownVariableType]
 from typing import Any, cast
 
 from ._fast_decode import IRREGULAR, decode_objects, fast_decode, fast_step
 from .exceptions import UnreadableSessionEvent
+from .items import TextPart
 from .session import (
     SESSION_EVENT_ADAPTER,
     AssistantMessageEvent,
@@ -47,6 +50,7 @@ from .session import (
     SessionEvent,
     Step,
     UnknownEvent,
+    UserMessageEvent,
     event_step,
     fold,
     project,
@@ -124,6 +128,10 @@ def encode_event(event: SessionEvent) -> str:
     A request header and a fork's lineage marker say `"ignorable": true`, for readers
     that do not know them.
     """
+    if type(event) is UserMessageEvent:
+        text = _user_message_json(event)
+        if text is not None:
+            return text
     if isinstance(event, UnknownEvent):
         return json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
@@ -136,6 +144,32 @@ def encode_event(event: SessionEvent) -> str:
         head = f'{{"type":"{event.type}",'
         return head + '"ignorable":true,' + text[len(head) :]
     return SESSION_EVENT_ADAPTER.dump_json(event).decode()
+
+
+def _user_message_json(event: UserMessageEvent) -> str | None:
+    """Pydantic's JSON for a user message of text parts with a UTC `ts`, or None for others.
+
+    A fifth of the cost (every append encodes its events), the same text byte for byte:
+    `encode_basestring` escapes exactly what pydantic's serializer does (quote, backslash,
+    control characters, as u-escapes in lowercase hex), and pydantic writes a UTC time with
+    `Z` and six fraction digits unless they are all zero, as `isoformat` does.
+    """
+    stamp = event.ts
+    if stamp.tzinfo is not UTC or not 1000 <= stamp.year <= 9999:
+        return None
+    parts: list[str] = []
+    for part in event.content:
+        if type(part) is not TextPart:
+            return None
+        text = part.text
+        if not text.isascii():
+            try:
+                text.encode()
+            except UnicodeEncodeError:  # a lone surrogate: pydantic decides
+                return None
+        parts.append('{"type":"text","text":' + _encode_string(text) + "}")
+    iso = stamp.isoformat()
+    return '{"type":"user_message","content":[' + ",".join(parts) + '],"ts":"' + iso[:-6] + 'Z"}'
 
 
 _NO_USAGE = {"usage"}
