@@ -27,6 +27,7 @@ from .test_bedrock import (  # aws_env: the autouse fixture with test credential
     drain,
     event_frame,
     exception_frame,
+    frame,
     replay,
 )
 
@@ -107,3 +108,14 @@ async def test_exceptions_still_raise_through_the_sdk() -> None:
         await drain(model, ModelRequest(messages=[UserMessage.from_text("hi")]), seen)
     await model.aclose()
     assert seen == [TokenDelta(text="Hel")]
+
+
+async def test_payloads_that_are_not_json_go_to_the_sdk_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    headers = {":event-type": "contentBlockDelta", ":message-type": "event"}
+    body = frame(headers, b"not json")
+    body += event_frame("contentBlockDelta", {"contentBlockIndex": 0, "delta": {"text": "Hi"}})
+    body += event_frame("messageStop", {"stopReason": "end_turn"})
+    interaction = Interaction("POST", "/x", None, 200, dict(_EVENT_STREAM), body)
+    request = ModelRequest(messages=[UserMessage.from_text("hi")])
+    own, sdk = await _both(monkeypatch, [interaction], "amazon.nova-micro-v1:0", request)
+    assert own == sdk == [TokenDelta(text="Hi"), Finish(reason="stop")]

@@ -246,10 +246,16 @@ class BedrockModel(Model):
                 else:
                     headers: dict[str, Any] = message.headers
                     kind = headers.get(":event-type")
+                    decoded: object = None
                     if kind in known and headers.get(":message-type") not in _NOT_EVENTS:
                         payload: bytes = message.payload
-                        body = loads(payload) if payload else {}
-                    else:  # exceptions (raised here), and event types the SDK does not model
+                        try:
+                            decoded = loads(payload) if payload else {}
+                        except ValueError:  # not JSON: left to the SDK's parser, as any odd message
+                            decoded = None
+                    if decoded.__class__ is dict:
+                        body = cast(dict[str, Any], decoded)
+                    else:  # exceptions (raised here), event types the SDK does not model, odd payloads
                         parsed: dict[str, Any] = await parse(message)
                         if not parsed:
                             continue
