@@ -337,3 +337,28 @@ async def test_a_scripted_model_reusing_ids_across_runs_keeps_working() -> None:
             agent, "Weather?", RunContext.ephemeral(None).with_session(session)
         )
         assert result.final_output == "Sunny."
+
+
+def test_a_growing_conversation_is_checked_from_where_the_last_valid_one_ended() -> None:
+    call = ToolCall(call_id="c1", name="t", args={})
+    result = ToolResult(call_id="c1", content=(TextPart(text="r"),))
+    first = (user("a"), call, result, AssistantMessage.from_text("done"))
+    assert is_provider_valid(first)
+    # The next turn: the same items, then new ones. A new call reusing an old id is still caught
+    # (the prefix's call ids carry over), and so is a new dangling call.
+    assert not is_provider_valid([*first, user("b"), ToolCall(call_id="c1", name="t", args={})])
+    assert is_provider_valid(first)
+    assert not is_provider_valid((*first, user("b"), ToolCall(call_id="c2", name="t", args={})))
+    assert is_provider_valid((*first, user("b"), AssistantMessage.from_text("ok")))
+    # Equal but not identical items count as the same prefix; a changed one means a full scan.
+    copies = (
+        user("a"),
+        ToolCall(call_id="c1", name="t", args={}),
+        ToolResult(call_id="c1", content=(TextPart(text="r"),)),
+        AssistantMessage.from_text("done"),
+    )
+    assert copies == first and all(a is not b for a, b in zip(copies, first, strict=True))
+    assert is_provider_valid((*copies, user("c")))
+    assert not is_provider_valid((*copies, ToolCall(call_id="c1", name="t", args={})))
+    assert not is_provider_valid((user("a"), call, AssistantMessage.from_text("done")))
+    assert not is_provider_valid((user("a"), result, *first[3:]))

@@ -396,7 +396,14 @@ def accepts_ids(session: Session) -> bool:
     inner = getattr(session, "inner", None)
     if inner is not None and inner is not session:
         return accepts_ids(inner)
-    return _accepts(session.append, "ids", "expected_seq")
+    kind = type(session)
+    known = _ACCEPTS_IDS.get(kind)
+    if known is None:  # the signature is the class's: read it once (it is slow to read)
+        known = _ACCEPTS_IDS[kind] = _accepts(session.append, "ids", "expected_seq")
+    return known
+
+
+_ACCEPTS_IDS: dict[type, bool] = {}
 
 
 def _accepts(function: Any, *names: str) -> bool:

@@ -121,10 +121,46 @@ class InvalidConversationError(HelikonError):
         super().__init__(f"the conversation is not provider-valid: {kinds}")
 
 
+class _ValidPrefix:
+    """The last conversation found valid, and the call ids it used (all its calls are answered)."""
+
+    __slots__ = ("items", "seen")
+
+    def __init__(self, items: tuple[Item, ...], seen: set[str]) -> None:
+        self.items = items
+        self.seen = seen
+
+
+_last_valid: _ValidPrefix | None = None
+"""One conversation, so that the next check of it (one turn longer) scans only the new items."""
+
+
 def is_provider_valid(items: Sequence[Item]) -> bool:
-    """Whether `items` is provider-valid (no repair needed). O(n), allocation-light."""
+    """Whether `items` is provider-valid (no repair needed). O(n), allocation-light.
+
+    A conversation checked before every model call grows by a turn at a time: when `items`
+    begins with the last conversation found valid (the same items, compared by identity
+    first), only what follows is scanned, so a long conversation costs its new turn.
+    """
+    global _last_valid
+    # Taken out while in use: a concurrent check (another thread) scans from the start.
+    cached, _last_valid = _last_valid, None
+    start = 0
+    if cached is not None:
+        known = cached.items
+        size = len(known)
+        if len(items) >= size and size and tuple(items[:size]) == known:
+            start = size
+    seen: set[str] = cached.seen if cached is not None and start else set()
+    if _scan(items[start:] if start else items, seen):
+        _last_valid = _ValidPrefix(tuple(items), seen)
+        return True
+    return False
+
+
+def _scan(items: Sequence[Item], seen: set[str]) -> bool:
+    """Check `items`, after a valid prefix whose call ids are `seen` (extended in place)."""
     pending: set[str] = set()
-    seen: set[str] = set()
     answering = False  # a result of the current turn's calls has been seen
     need_call = False  # the previous item was a reasoning-only assistant message
     # Exact-type tests on untyped values: the cheapest checks CPython has (this runs per model call).
