@@ -272,7 +272,10 @@ _PLAIN_PIECES = st.sampled_from(
      "xargs", "find", ".", "-delete", "bash", "-c", "eval", "echo", "/etc/x", "1", ";;", "'a b'", '"x y"',
      "'rm -rf /'", '"*.pyc"', "{}", "+", "*", "a{b,c}", "{x}", "#c", "\n", "\r", "''", "'", '"', "!", "{",
      "}", "[[", "a[1]=x", "[", "-exec", "\\;", "X='a b'", "\uff52\uff4d", "2>&1", ">&2", "<<<", "<<", "$x",
-     "(", ")", "{fd}>", "if\rx", "a=(", "sh", "-lc", "'ls; rm x'", "su", "watch", ";&", "é"]
+     "(", ")", "{fd}>", "if\rx", "a=(", "sh", "-lc", "'ls; rm x'", "su", "watch", ";&", "é",
+     # quoting the fast path masks: quotes inside words, quoted operators and blanks, the
+     # other quote character inside a quoted string, whitespace str.split would cut at
+     "a'b c'd", "\"it's\"", "'a;b|c'", "\"x>y\"z", "''x", "'\"'", "\xa0", "'\r'", "2'>'", "'é x'"]
 )  # fmt: skip
 
 

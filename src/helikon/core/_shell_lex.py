@@ -1,9 +1,10 @@
 """The lexical tables of the shell reader, and its one-pass fast path.
 
 Most commands an agent runs hold nothing but words, simple quoting, operators and
-redirections. `read_fast` tokenizes such a command with a single `re.findall` and hands
-each simple command to `_shell_resolve.resolve`, exactly as the character-level reader
-in `_shell_parse` would; at the first construct it does not cover (an expansion, an
+redirections. `read_fast` splits such a command at its operators with one `re.split`
+(its quoted strings masked first, see `_QUOTED_STRING`), cuts the pieces into words with
+`str.split`, and hands each simple command to `_shell_resolve.resolve`, exactly as the
+character-level reader in `_shell_parse` would; at the first construct it does not cover (an expansion, an
 escape, a parenthesis, a here-doc, a comment, a reserved word, a brace list, ...) it
 declines before touching the parser's state, and the full reader runs instead. A
 property test over the adversarial corpus and generated commands holds the two to the
@@ -55,17 +56,21 @@ _DECLINE = re.compile(r"[$\\`()]")  # and `<<`
 # Any character that is not read by `str.split` and `_SPLIT` alone (one scan for the
 # common case; a plain character class is several times faster than an alternation).
 _UNUSUAL = re.compile(r"[$\\`()'\"\x0b\x0c\r\x1c-\x1f]")
-# A command is split at its operators by one regex, then each piece into words: by
-# `str.split` when the command has no quotes (far cheaper than a regex match per word),
-# else by `_QUOTED_WORDS`. `str.split` also splits at whitespace Bash keeps inside a word
-# (a carriage return, a no-break space...), so a command holding any takes the regexes.
-_SPLIT = re.compile(r"(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|[;&|<>\n])")
-# (text, operator) pairs, operators inside quotes kept in the text; an unbalanced quote
-# is an "operator" that declines; the last pair's operator is "".
-_QUOTED_SPLIT = re.compile(
-    r"""((?:[^'";&|<>\n]+|'[^']*'|"[^"]*")*)(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|[;&|<>\n'"]|\Z)"""
-)
-_QUOTED_WORDS = re.compile(r"""(?:[^ \t'"]+|'[^']*'|"[^"]*")+""")
+# A command is split at its operators by one regex, then each piece into words by
+# `str.split` (far cheaper than a regex match per word). Every alternative starts with a
+# literal character, so `re` finds the next operator with a C scan over a character set;
+# a class such as `[;&|<>\n]` as the last alternative would disable that (about twice
+# the cost). `str.split` also splits at whitespace Bash keeps inside a word (a carriage
+# return, a no-break space...), so a command holding any splits at blanks by `_BLANKS`.
+_SPLIT = re.compile(r"(&>>|&>|>>|>\||>&|<&|<>|&&|\|\||;;&|;;|;&|\|&|;|&|\||<|>|\n)")
+_BLANKS = re.compile(r"[^ \t]+")
+# A quoted string, where the reader finds one: the first quote character opens it, the
+# next one of the same kind closes it (the fast path declines on `$`, `\` and backticks).
+# A command with quotes is read with each quoted string *masked* as one backslash (which
+# the command cannot hold), so quoted operators and blanks stay in their word; the words
+# get their quoted strings back, in order, before anything reads them.
+_QUOTED_STRING = re.compile(r"""('[^']*'|"[^"]*")""")
+_UNUSUAL_BLANK = re.compile(r"[\x0b\x0c\r\x1c-\x1f]")
 # As the full reader: a descriptor starts with an ASCII digit, then `IO_NUMBER` takes any.
 _FD = re.compile(r"[0-9]\d*|\{[A-Za-z_][A-Za-z0-9_]*\}")
 _ASCII_DIGITS = frozenset("0123456789")
@@ -73,7 +78,7 @@ _SEPARATOR, _REDIRECTION, _DECLINED, _ASSIGNED, _WORD = 1, 2, 3, 4, 5
 _KINDS = {
     **dict.fromkeys(("&&", "||", "|&", ";", "&", "|", "\n"), _SEPARATOR),
     **dict.fromkeys(("&>>", "&>", ">>", ">|", ">&", "<&", "<>", "<", ">"), _REDIRECTION),
-    **dict.fromkeys((";;", ";&", ";;&", "'", '"'), _DECLINED),
+    **dict.fromkeys((";;", ";&", ";;&"), _DECLINED),
 }
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _QUOTED = re.compile(r"'([^']*)'|\"([^\"]*)\"|([^'\"]+)")
@@ -127,14 +132,23 @@ def read_fast(p: Parser) -> bool:
     src = p.s
     if "<<" in src:
         return False
+    split: Callable[[str], list[str]] = str.split
+    masked = src
+    quoted: list[str] = []
     if _UNUSUAL.search(src) is not None or not src.isascii():
         if _DECLINE.search(src) is not None:
             return False
-        commands = _read_pieces(_QUOTED_SPLIT.findall(src), _QUOTED_WORDS.findall)
-    else:
-        pieces = _SPLIT.split(src)  # text, operator, text, operator, ..., text
-        pieces.append("")
-        commands = _read_pieces(zip(pieces[::2], pieces[1::2], strict=True), str.split)
+        if "'" in src or '"' in src:
+            parts = _QUOTED_STRING.split(src)  # plain, quoted, plain, ..., plain
+            masked = "\\".join(parts[::2])
+            if "'" in masked or '"' in masked:
+                return False  # an unbalanced quote
+            quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
+        if not masked.isascii() or _UNUSUAL_BLANK.search(masked) is not None:
+            split = _BLANKS.findall
+    pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
+    pieces.append("")
+    commands = _read_pieces(zip(pieces[::2], pieces[1::2], strict=True), split, quoted)
     if commands is None:
         return False
     resolve = _shell_resolve.resolve
@@ -211,8 +225,25 @@ def _command_start(raw: str, first: bool) -> int:
     return _WORD
 
 
-def _read_pieces(pairs: Iterable[tuple[str, str]], split: Callable[[str], list[str]]) -> _Commands | None:
-    """Group (text, operator) pairs into simple commands; `split` cuts a text into words as spelled."""
+def _unmask(raws: list[str], quoted: list[str]) -> None:
+    """Give the words of a masked text their quoted strings back (`quoted` is reversed; popped)."""
+    for k, raw in enumerate(raws):
+        if "\\" in raw:
+            bits = raw.split("\\")
+            word = bits[0]
+            for bit in bits[1:]:
+                word += quoted.pop() + bit
+            raws[k] = word
+
+
+def _read_pieces(
+    pairs: Iterable[tuple[str, str]], split: Callable[[str], list[str]], quoted: list[str]
+) -> _Commands | None:
+    """Group (text, operator) pairs into simple commands.
+
+    `split` cuts a text into words as spelled, but for the quoted strings, masked as a
+    backslash each: `quoted` holds them, last first.
+    """
     commands: _Commands = []
     words: list[Word] = []
     redirects: list[Redirect] = []
@@ -222,6 +253,8 @@ def _read_pieces(pairs: Iterable[tuple[str, str]], split: Callable[[str], list[s
     seen_get = _WORDS_SEEN.get
     for text, op in pairs:
         raws = split(text)
+        if quoted and "\\" in text:
+            _unmask(raws, quoted)
         fd = ""
         if raws and op and op[0] in "<>" and text[-1] not in " \t":
             end = raws[-1]

@@ -203,7 +203,6 @@ def resolve(
     assigned = list(assignments)
     wrapped = list(wrappers)
     while True:
-        program = program_name(words[0])
         spec = _WRAPPERS.get(program)
         if spec is None:
             break
@@ -234,6 +233,7 @@ def resolve(
             _reparse_literal(p, rest, program)
             return
         words = rest
+        program = program_name(words[0])
     args = words[1:]
     if program in _JOINING:
         start, _, flags = _strip_options(_WATCH, words)
@@ -294,10 +294,17 @@ def _emit(
 
 def _reparse_literal(p: _Parser, words: list[Word], program: str) -> None:
     """Parse the words, joined by spaces, as a script (`eval`, `bash -c`, `su -c`, ...)."""
-    if not all(w.literal for w in words):
+    if len(words) == 1:  # the common case: `bash -c '…'`
+        word = words[0]
+        literal = word.literal
+        source = word.text
+    else:
+        literal = all(w.literal for w in words)
+        source = " ".join([w.text for w in words])
+    if not literal:
         # An expanded value would be parsed as shell syntax: its commands are unknown.
         raise _Unparseable(f"{program} runs a script that comes from an expansion")
-    p._reparse(" ".join(w.text for w in words))
+    p._reparse(source)
 
 
 def _shell(
