@@ -13,10 +13,11 @@ of `events()` reaching before them fetches the missing prefix once (`fill_prefix
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 
-from .checkpoint import restored_projection
-from .session import ConversationSnapshot, Projection, SequenceId, SessionEntry, event_step
+from .checkpoint import copy_projection, restored_projection
+from .session import ConversationSnapshot, Projection, SequenceId, SessionEntry, SessionEvent, event_step
 
 
 class LogCache:
@@ -126,6 +127,89 @@ class LogCache:
             self.refolded = True
         return projection.snapshot()
 
+    def folded_event(self) -> SessionEvent | None:
+        """The last event the projection folded, if this cache holds it (else None)."""
+        index = self._projection.count - 1 - self._base
+        return self._entries[index].event if 0 <= index < len(self._entries) else None
+
     def __len__(self) -> int:
         """How many events the cache covers (entries and checkpointed prefix alike)."""
         return self._base + len(self._entries)
+
+
+class WarmProjection:
+    """A projection this process built: events 0..`as_of_seq`, the last of them `last_event`."""
+
+    __slots__ = ("as_of_seq", "checkpoint_seq", "last_event", "projection", "store")
+
+    def __init__(
+        self, store: object, projection: Projection, last_event: SessionEvent, checkpoint_seq: int
+    ) -> None:
+        self.store = store
+        self.projection = projection
+        self.as_of_seq = projection.count - 1
+        self.last_event = last_event
+        self.checkpoint_seq = checkpoint_seq
+
+
+class WarmProjections:
+    """The latest projection of recently read sessions, by store and session id, in this process.
+
+    A server opens a new session object per request; without this, each one decodes the
+    session's checkpoint (the whole conversation) before it folds the tail. With it, a new
+    object copies the projection an earlier object of the same session built (a list copy),
+    checks that the store still holds the event it folded last (the log was not replaced),
+    and fetches and folds only what was appended since. Bounded: the least recently used
+    sessions are forgotten.
+    """
+
+    __slots__ = ("_entries", "_size")
+
+    def __init__(self, size: int = 64) -> None:
+        self._entries: OrderedDict[tuple[int, str], WarmProjection] = OrderedDict()
+        self._size = size
+
+    def remember(self, store: object, session_id: str, log: LogCache) -> None:
+        """Keep a copy of `log`'s projection (call after a snapshot: it is up to date)."""
+        projection = log.projection
+        key = (id(store), session_id)
+        known = self._entries.get(key)
+        if known is not None and known.store is store and known.as_of_seq == projection.count - 1:
+            self._entries.move_to_end(key)
+            return
+        last = log.folded_event()
+        if last is None or projection.stale:
+            return
+        self._entries[key] = WarmProjection(store, copy_projection(projection), last, log.checkpoint_seq)
+        self._entries.move_to_end(key)
+        if len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+    def recall(self, store: object, session_id: str) -> WarmProjection | None:
+        """The kept projection of the session, if any (its caller validates it against the store)."""
+        known = self._entries.get((id(store), session_id))
+        return known if known is not None and known.store is store else None
+
+    def forget(self, store: object, session_id: str) -> None:
+        """Drop the session's kept projection (it no longer matches the store)."""
+        self._entries.pop((id(store), session_id), None)
+
+    def clear(self) -> None:
+        """Forget every kept projection."""
+        self._entries.clear()
+
+
+WARM = WarmProjections()
+"""The process's kept projections (see `WarmProjections`)."""
+
+
+def start_warm(log: LogCache, warm: WarmProjection, fetched: Sequence[SessionEntry]) -> bool:
+    """Start an empty `log` from `warm` and the entries fetched from `warm.as_of_seq` on.
+
+    False (and `log` untouched) when the first entry is not the event `warm` folded last.
+    """
+    if not fetched or int(fetched[0].seq) != warm.as_of_seq or fetched[0].event != warm.last_event:
+        return False
+    log.start_at(copy_projection(warm.projection), warm.as_of_seq)
+    log.checkpoint_seq = warm.checkpoint_seq
+    return log.extend(fetched[1:])

@@ -110,6 +110,16 @@ class _Projection(Projection):
         self._count, self._messages, self._origins, self._barrier = count, messages, origins, barrier
 
 
+def copy_projection(projection: Projection) -> Projection:
+    """A copy of `projection` (from `restored_projection`) that folds on independently of it."""
+    if not isinstance(projection, _Projection):
+        raise TypeError("copy_projection needs a projection built by restored_projection()")
+    count, messages, origins, barrier = projection.parts()
+    copy = _Projection()
+    copy.restore(count, list(messages), list(origins), barrier)
+    return copy
+
+
 def restored_projection() -> Projection:
     """An empty `Projection` that `encode_state` can save (every `LogCache` uses one)."""
     return _Projection()

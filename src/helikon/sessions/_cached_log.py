@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from helikon.core._log_cache import LogCache
+from helikon.core._log_cache import WARM, LogCache, start_warm
 from helikon.core.checkpoint import CHECKPOINT_EVERY
 from helikon.core.exceptions import UserError
 from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry
@@ -23,6 +23,12 @@ class CachedLogSession(ABC):
     _closed: bool
     _log: LogCache
     _stale_checkpoint: bool
+    _session_id: str
+
+    @property
+    @abstractmethod
+    def _store(self) -> object:
+        """The shared store behind this object (its pool or client): what `WARM` keys sessions by."""
 
     @abstractmethod
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
@@ -70,7 +76,7 @@ class CachedLogSession(ABC):
         """
         self._check_open()
         log = self._log
-        if not len(log):
+        if not len(log) and not await self._start_warm():
             await self._start_from_checkpoint()
         await self._refresh("snapshot")
         snapshot = log.snapshot()
@@ -80,7 +86,19 @@ class CachedLogSession(ABC):
         if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint or log.refolded:
             log.refolded = False
             await self._write_checkpoint()
+        WARM.remember(self._store, self._session_id, log)
         return snapshot
+
+    async def _start_warm(self) -> bool:
+        """Continue the projection another object of this session built in this process, if it holds."""
+        warm = WARM.recall(self._store, self._session_id)
+        if warm is None:
+            return False
+        if start_warm(self._log, warm, await self._fetch(warm.as_of_seq - 1, "snapshot")):
+            return True
+        WARM.forget(self._store, self._session_id)
+        self._log.clear()
+        return False
 
     async def _refresh(self, action: str) -> None:
         """Fetch and decode what was appended after what this object has already read."""

@@ -604,6 +604,10 @@ class PostgresSession(CachedLogSession, Branching):
     ) -> None:
         await self.aclose()
 
+    @property
+    def _store(self) -> object:
+        return self._pool
+
     async def _sibling(self, session_id: str) -> Self:
         return type(self).open_without_migrate(self._pool, session_id)
 

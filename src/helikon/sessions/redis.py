@@ -578,6 +578,10 @@ class RedisSession(CachedLogSession, Branching):
     ) -> None:
         await self.aclose()
 
+    @property
+    def _store(self) -> object:
+        return self._client
+
     async def _sibling(self, session_id: str) -> Self:
         return type(self)(self._client, session_id)
 

@@ -1,0 +1,95 @@
+"""A new session object continues the projection an earlier object of the same session built in
+this process (`helikon.core._log_cache.WARM`), and does not trust it once the log was replaced."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import asyncpg
+import pytest
+import redis.asyncio as aioredis
+from session_helpers import say
+
+from helikon.core import _log_cache
+from helikon.core.session import Session, project
+from helikon.sessions.postgres import PostgresSession
+from helikon.sessions.redis import RedisSession, counter_key, ids_key, stream_key
+from helikon.testing.servers import PostgresServer, RedisServer
+
+Opener = Callable[[str], Awaitable[Session]]
+
+
+Wipe = Callable[[str], Awaitable[None]]
+
+
+@pytest.fixture(params=["postgres", "redis"])
+async def backend(
+    request: pytest.FixtureRequest, postgres_server: PostgresServer, redis_server: RedisServer
+) -> AsyncIterator[tuple[Opener, Wipe]]:
+    """Opens sessions of one store, and wipes a session's log behind helikon's back."""
+    if request.param == "postgres":
+        async with asyncpg.create_pool(postgres_server.dsn, min_size=1, max_size=4) as pool:
+            await PostgresSession.migrate(pool)
+
+            async def open_pg(sid: str) -> Session:
+                return PostgresSession.open_without_migrate(pool, sid)
+
+            async def wipe_pg(sid: str) -> None:
+                for table in ("session_events", "session_checkpoints"):
+                    await pool.execute(f"DELETE FROM {table} WHERE session_id = $1", sid)
+
+            yield open_pg, wipe_pg
+        return
+    client = aioredis.Redis.from_url(redis_server.url)
+
+    async def open_rd(sid: str) -> Session:
+        return RedisSession(client, sid)
+
+    async def wipe_rd(sid: str) -> None:
+        keys = await client.keys(f"helikon:session:{sid}:*")  # pyright: ignore[reportUnknownMemberType]
+        assert {stream_key(sid).encode(), counter_key(sid).encode()} <= set(keys)
+        await client.delete(*keys, ids_key(sid))
+
+    try:
+        yield open_rd, wipe_rd
+    finally:
+        await client.aclose()
+
+
+async def test_a_new_object_continues_the_projection_built_before_it(
+    backend: tuple[Opener, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    open_, _ = backend
+    sid = f"warm-{uuid.uuid4().hex[:8]}"
+    first = await open_(sid)
+    await first.append([say(f"m{i}") for i in range(300)])
+    assert len((await first.snapshot()).messages) == 300
+    await first.append([say("after")])
+
+    def no_checkpoint(*args: object) -> None:
+        raise AssertionError("a warm start decodes no checkpoint")
+
+    for module in ("helikon.sessions.postgres", "helikon.sessions.redis"):
+        monkeypatch.setattr(f"{module}.load", no_checkpoint)
+    second = await open_(sid)
+    snapshot = await second.snapshot()
+    assert snapshot == project([e.event for e in await second.events()])
+    assert snapshot.messages[-1].text == "after"  # type: ignore[union-attr]
+
+
+async def test_a_replaced_log_is_read_again_not_continued(backend: tuple[Opener, Any]) -> None:
+    open_, wipe = backend
+    sid = f"replaced-{uuid.uuid4().hex[:8]}"
+    first = await open_(sid)
+    await first.append([say(f"old {i}") for i in range(10)])
+    await first.snapshot()
+    await wipe(sid)  # the session is deleted and its id reused: a different log
+    second = await open_(sid)
+    await second.append([say(f"new {i}") for i in range(12)])
+    third = await open_(sid)
+    said = [m.text for m in (await third.snapshot()).messages]  # type: ignore[union-attr]
+    assert said == [f"new {i}" for i in range(12)]
+    warm = _log_cache.WARM.recall(getattr(third, "_store"), sid)  # noqa: B009
+    assert warm is not None and warm.as_of_seq == 11
