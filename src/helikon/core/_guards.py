@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
+from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
@@ -27,6 +28,7 @@ _DEVICE_ALLOWLIST = frozenset({
 _WILDCARD = re.compile(r"(?:\*|\?|\[[^\]]*\])+")  # a component that matches every name
 _BRACE_SPLIT = re.compile(r"[{},]")
 _PARAMETER = re.compile(r"\$\{[^}]*\}")
+_TEXT = attrgetter("text")
 
 # Programs whose operands are written (short options that take an argument in the value).
 _ALL_OPERANDS: dict[str, str] = {
@@ -87,7 +89,8 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     if not parse.ok:
         reason = f"the command cannot be analysed ({parse.error})"
         return MappingProxyType(dict.fromkeys(_CLEAR, reason))
-    targets = [r.target for r in parse.redirects if r.writes]
+    redirects = parse.redirects
+    targets = [r.target for r in redirects if r.writes] if redirects else []
     removes: list[SimpleCommand] = []
     cwd_change = False
     for command in parse.commands:
@@ -120,7 +123,7 @@ def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
     lowered; lowering works character by character, so a `.git`, `.ssh` or `.env` in
     one of them is also in the lowered texts.
     """
-    joined = "\0".join([*(w.text for w in targets), *cwds]).lower()
+    joined = "\0".join([*map(_TEXT, targets), *cwds]).lower()
     return ".git" in joined or ".ssh" in joined or ".env" in joined
 
 
@@ -340,9 +343,14 @@ def _root_or_home(word: Word, cwds: list[str]) -> bool:
     for cwd in cwds:
         if cwd.startswith(("/", "~")) and _root_or_home(Word(f"{cwd}/{text}"), [""]):
             return True
-    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if ".." not in text:
+        return False
     # `..` (and `../*`) from the start directory may be the home directory or above.
-    return bool(parts) and parts[0] == ".." and _only_wildcards(parts)
+    parts = text.split("/")
+    for part in parts:
+        if part not in ("", "."):
+            return part == ".." and _only_wildcards(parts)
+    return False
 
 
 def _only_wildcards(parts: list[str]) -> bool:
@@ -359,4 +367,4 @@ def _only_wildcards(parts: list[str]) -> bool:
                 kept.pop()
             continue
         kept.append(part)
-    return all(_WILDCARD.fullmatch(p) for p in kept)
+    return all(map(_WILDCARD.fullmatch, kept))  # a match object is true

@@ -226,14 +226,18 @@ def _command_start(raw: str, first: bool) -> int:
 
 
 def _unmask(raws: list[str], quoted: list[str]) -> None:
-    """Give the words of a masked text their quoted strings back (`quoted` is reversed; popped)."""
-    for k, raw in enumerate(raws):
-        if "\\" in raw:
-            bits = raw.split("\\")
-            word = bits[0]
-            for bit in bits[1:]:
-                word += quoted.pop() + bit
-            raws[k] = word
+    """Give the words of a masked text their quoted strings back (`quoted` is reversed; popped).
+
+    The words hold no newline (an operator), so joined by newlines the words before a mask
+    are counted in C; a restored string holds no backslash, so the first one left in its
+    word is the next mask.
+    """
+    joined = "\n".join(raws)
+    at = joined.find("\\")
+    while at >= 0:
+        k = joined.count("\n", 0, at)
+        raws[k] = raws[k].replace("\\", quoted.pop(), 1)
+        at = joined.find("\\", at + 1)
 
 
 def _read_pieces(

@@ -117,7 +117,7 @@ class CompiledRules:
             and (not parse.ok or subject.programs & self.deny_programs)
         ):
             return True  # a command that cannot be analysed matches every Bash deny rule
-        globs = self.deny_paths.get(_path_kind(subject.tool))
+        globs = self.deny_paths.get(_PATH_KINDS.get(subject.tool, ""))
         if globs:
             path = subject.path
             return path is None or any(glob.matches_clean(path) for glob in globs)
@@ -130,13 +130,13 @@ class CompiledRules:
         programs = subject.allow_programs
         if programs is not None and programs <= self.allow_programs:
             return True
-        globs = self.allow_paths.get(_path_kind(subject.tool))
+        globs = self.allow_paths.get(_PATH_KINDS.get(subject.tool, ""))
         path = subject.path
         return bool(globs) and path is not None and any(glob.matches_clean(path) for glob in globs)
 
 
-def _path_kind(tool: str) -> str:
-    return "read" if tool in READ_TOOLS else "edit" if tool in EDIT_TOOLS else ""
+# The kind of path rule a tool's calls meet, by tool name (a lookup, not a call, per decision).
+_PATH_KINDS = {**dict.fromkeys(EDIT_TOOLS, "edit"), **dict.fromkeys(READ_TOOLS, "read")}
 
 
 def _globs(rules: tuple[DenyRule, ...] | tuple[AllowRule, ...]) -> dict[str, tuple[PathGlob, ...]]:

@@ -123,10 +123,10 @@ class ToolSubject:
         allow: set[str] | None = set()
         for command in parse.commands:
             program = command.program
-            names.add(program.casefold())
+            names.add(program)
             wrappers = command.wrappers
             if wrappers:
-                names.update(map(str.casefold, wrappers))
+                names.update(wrappers)
             if allow is None:
                 continue
             if command.assignments or (wrappers and not _TRANSPARENT.issuperset(wrappers)):
@@ -137,7 +137,7 @@ class ToolSubject:
                 allow = None  # `./git` is not the `git` an allow rule means
             elif not command.inline:
                 allow.add(program)
-        self.programs = frozenset(names)
+        self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
         self._allow = frozenset(allow) if allow else None
 
     def _read_path(self, args: JsonValue) -> None:
