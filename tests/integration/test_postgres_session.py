@@ -13,6 +13,7 @@ import asyncpg
 import pytest
 from session_helpers import every_kind, say, seqs, texts
 
+from helikon.core._log_cache import WARM
 from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
 from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
@@ -466,6 +467,7 @@ async def test_a_reader_writes_a_checkpoint_a_new_object_starts_from(postgres_po
     )
     more = [say("tail")]
     await writer.append(more)
+    WARM.clear()  # as in another process: nothing this one built is reused
     reader = PostgresSession.open_without_migrate(postgres_pool, "cp")
     snapshot = await reader.snapshot()
     assert snapshot == project([say("M0"), *logged[1:], *more])

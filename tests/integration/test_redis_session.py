@@ -13,6 +13,7 @@ import pytest
 import redis.asyncio as aioredis
 from session_helpers import every_kind, say, seqs, texts
 
+from helikon.core._log_cache import WARM
 from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
 from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
@@ -448,6 +449,7 @@ async def test_a_reader_writes_a_checkpoint_a_new_object_starts_from(redis_clien
     await redis_client.hset(key, "state", stored[b"state"].replace(b'"m0"', b'"M0"'))
     more = [say("tail")]
     await writer.append(more)
+    WARM.clear()  # as in another process: nothing this one built is reused
     reader = RedisSession(redis_client, "cp")
     snapshot = await reader.snapshot()
     assert snapshot == project([say("M0"), *logged[1:], *more])

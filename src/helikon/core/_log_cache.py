@@ -23,7 +23,7 @@ from .session import ConversationSnapshot, Projection, SequenceId, SessionEntry,
 class LogCache:
     """Decoded entries `base`..n-1 of one session, and the running projection of entries 0..m-1."""
 
-    __slots__ = ("_base", "_entries", "_projection", "checkpoint_seq", "refolded")
+    __slots__ = ("_base", "_entries", "_projection", "checkpoint_seq", "refolded", "stored_checkpoint")
 
     def __init__(self) -> None:
         self._base = 0  # the seq of `_entries[0]`: 0 unless started from a checkpoint
@@ -32,6 +32,8 @@ class LogCache:
         self.checkpoint_seq = -1
         """The `as_of_seq` of the newest checkpoint this object loaded or wrote (-1: none)."""
         self.refolded = False
+        self.stored_checkpoint = -1
+        """The `as_of_seq` of the newest checkpoint known to be stored (loaded, or written)."""
         """Set when a rewind made `snapshot` refold the whole log: a new checkpoint saves redoing it."""
 
     @property
@@ -60,7 +62,7 @@ class LogCache:
             raise ValueError("start_at needs an empty cache")
         self._projection = projection
         self._base = as_of_seq + 1
-        self.checkpoint_seq = as_of_seq
+        self.checkpoint_seq = self.stored_checkpoint = as_of_seq
 
     def extend(self, fetched: Sequence[SessionEntry]) -> bool:
         """Add freshly fetched entries; False if they do not continue the cache (then `clear`)."""
@@ -102,7 +104,7 @@ class LogCache:
         self._base = 0
         self._entries = []
         self._projection = restored_projection()
-        self.checkpoint_seq = -1
+        self.checkpoint_seq = self.stored_checkpoint = -1
 
     def after(self, since: SequenceId | None) -> list[SessionEntry] | None:
         """The cached entries after `since` (exclusive), or all of them; None if some are not cached."""
@@ -174,13 +176,18 @@ class WarmProjections:
         projection = log.projection
         key = (id(store), session_id)
         known = self._entries.get(key)
-        if known is not None and known.store is store and known.as_of_seq == projection.count - 1:
+        if (
+            known is not None
+            and known.store is store
+            and known.as_of_seq == projection.count - 1
+            and known.checkpoint_seq == log.stored_checkpoint
+        ):
             self._entries.move_to_end(key)
             return
         last = log.folded_event()
         if last is None or projection.stale:
             return
-        self._entries[key] = WarmProjection(store, copy_projection(projection), last, log.checkpoint_seq)
+        self._entries[key] = WarmProjection(store, copy_projection(projection), last, log.stored_checkpoint)
         self._entries.move_to_end(key)
         if len(self._entries) > self._size:
             self._entries.popitem(last=False)
@@ -211,5 +218,6 @@ def start_warm(log: LogCache, warm: WarmProjection, fetched: Sequence[SessionEnt
     if not fetched or int(fetched[0].seq) != warm.as_of_seq or fetched[0].event != warm.last_event:
         return False
     log.start_at(copy_projection(warm.projection), warm.as_of_seq)
-    log.checkpoint_seq = warm.checkpoint_seq
+    # Not a stored checkpoint: the next one is written once the tail past the stored one is long.
+    log.checkpoint_seq = log.stored_checkpoint = warm.checkpoint_seq
     return log.extend(fetched[1:])

@@ -571,6 +571,7 @@ class PostgresSession(CachedLogSession, Branching):
                 args = (sid, as_of_seq, PROJECTOR_VERSION, stale, found, state)
                 await self._db.fetch(_SAVE_CHECKPOINT, *args)  # one statement: its own transaction
                 self._stale_checkpoint = False
+                log.stored_checkpoint = as_of_seq
         except _ERRORS:
             pass  # only an optimization: the snapshot is read already; a later one retries
         log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more

@@ -509,6 +509,7 @@ class RedisSession(CachedLogSession, Branching):
             pass  # only an optimization (e.g. maxmemory reached): the snapshot is read already
         else:
             self._stale_checkpoint = False
+            log.stored_checkpoint = as_of_seq
         log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
