@@ -30,6 +30,7 @@ Sessions with an `aclose()` method are closed after use.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -282,6 +283,34 @@ async def check_a_failed_append_writes_nothing(backend: ConformanceBackend) -> N
         await close_session(session)
     assert_contiguous([int(e.seq) for e in entries])
     require(said([e.event for e in entries])[-1] == "after", "the session must stay usable after a failure")
+
+
+async def check_a_cancelled_append_is_whole(backend: ConformanceBackend) -> None:
+    """An append cancelled at any point leaves all of its events or none, and the session usable."""
+    sid = new_id("cancelled")
+    size = 20
+    session = await backend.open(sid)
+    try:
+        for steps in range(12):  # cancelled after 0, 1, ... event-loop steps
+            task = asyncio.ensure_future(session.append([user_event(f"c{steps}:{i}") for i in range(size)]))
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await session.append([user_event("after")])
+    finally:
+        await close_session(session)
+    await asyncio.sleep(0.2)  # a write the cancel could not stop has landed by now
+    seqs, events = await read_log(backend, sid)
+    assert_contiguous(seqs)
+    written = said(events)
+    require(written and written[-1] == "after", "the session must stay appendable after a cancelled append")
+    batches: dict[str, list[str]] = {}
+    for text in written[:-1]:
+        batches.setdefault(text.split(":")[0], []).append(text)
+    for tag, texts in batches.items():
+        require(texts == [f"{tag}:{i}" for i in range(size)], f"a cancelled append was torn: {texts}")
 
 
 async def check_unknown_event_types_survive(backend: ConformanceBackend) -> None:
@@ -582,6 +611,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_a_reader_sees_what_others_append,
     check_concurrent_writers_in_one_process,
     check_a_failed_append_writes_nothing,
+    check_a_cancelled_append_is_whole,
     check_unknown_event_types_survive,
     check_compaction_over_the_backend,
     check_a_retried_append_is_a_no_op,
@@ -633,6 +663,7 @@ __all__ = [
     "DamageCheckpoint",
     "check_a_damaged_checkpoint_is_rebuilt",
     "check_a_failed_append_writes_nothing",
+    "check_a_cancelled_append_is_whole",
     "check_a_killed_writer_leaves_whole_appends",
     "check_a_killed_run_is_repaired",
     "CRASH",
