@@ -11,11 +11,9 @@ session_id, sequence, kind, payload, ts, format, event_id)`, one row per event (
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import os
 import threading
-import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
@@ -81,12 +79,11 @@ from ._sqlite_jobs import (
     session_info,
     set_metadata_row,
 )
+from ._sqlite_worker import Job, Opened, Progress, start_worker, stop_worker, wal_checkpoint
 
 _SYNCHRONOUS: Final = ("OFF", "NORMAL", "FULL", "EXTRA")
 _JOURNAL_MODES: Final = ("WAL", "DELETE", "TRUNCATE", "PERSIST")  # MEMORY and OFF forfeit crash safety
 
-Job = tuple["asyncio.Future[Any] | None", Callable[..., Any], tuple[Any, ...], "str | None"]
-"""A future (None: nobody waits), the function, its arguments, and the session it concerns (None: all)."""
 
 BUSY: Final = object()
 """What an inline attempt returns when another connection holds the lock: use the worker."""
@@ -95,160 +92,6 @@ _CHECKPOINT_EVERY: Final = 256  # inline commits between background checkpoints 
 _WAL_CAP_FRAMES: Final = 4096  # a WAL this long (~16 MiB): the next checkpoint holds inline writers
 _INLINE_MAX_BYTES: Final = 64 * 1024  # larger appends write enough pages to go to the worker
 _INLINE_READ_ROWS: Final = 256  # a tail read inline fetches at most this many rows
-
-# --- the worker thread -------------------------------------------------------------------------
-
-
-def _resolve(fut: asyncio.Future[Any], result: Any) -> None:
-    if not fut.done():
-        fut.set_result(result)
-
-
-def _reject(fut: asyncio.Future[Any], exc: BaseException) -> None:
-    if not fut.done():
-        fut.set_exception(exc)
-
-
-def _stop(cur: sqlite3.Cursor, inline: sqlite3.Connection | None = None) -> None:
-    if inline is not None:
-        inline.close()
-    cur.connection.close()
-
-
-def _checkpoint(cur: sqlite3.Cursor, progress: _Progress, holding: bool) -> None:
-    """Copy the WAL back into the database (inline commits never do), without waiting for anyone.
-
-    Best effort (a later one finishes what readers kept in use). `holding`: inline writers
-    wait for this one, so when it copied everything the next commit starts the WAL over.
-    """
-    with contextlib.suppress(sqlite3.Error):
-        busy, frames, copied = cur.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-        progress.wal_frames = 0 if holding and not busy and frames == copied else frames
-
-
-class _Progress:
-    """How many awaited jobs the worker has finished: the loop compares it with what it queued.
-
-    Per session, and for the jobs that concern no one session (checkpoints, migrations): an
-    inline call waits only for earlier work on its own session, not for other sessions' writers.
-    """
-
-    __slots__ = ("by_session", "finished", "wal_frames")
-
-    def __init__(self) -> None:
-        self.finished = 0  # jobs that concern no one session
-        self.by_session: dict[str, int] = {}
-        self.wal_frames = 0  # the WAL's length at the last background checkpoint
-
-
-def _serve(jobs: SimpleQueue[Job], cur: sqlite3.Cursor, progress: _Progress) -> None:
-    """Run jobs in order until `_stop`; results go back through `call_soon_threadsafe`.
-
-    Every job gets the same cursor: one connection, used by this thread only.
-    """
-    get = jobs.get
-    while True:
-        fut, fn, args, key = get()
-        if fut is None:  # background work (a checkpoint, the finalizer's stop): nobody waits
-            with contextlib.suppress(sqlite3.Error):
-                fn(cur, *args)
-        else:
-            result: Any = None
-            callback = None
-            if not fut.cancelled() or fn is _stop:  # a job cancelled while queued is skipped
-                try:
-                    result = fn(cur, *args)
-                    callback = _resolve
-                except BaseException as exc:
-                    result = exc
-                    callback = _reject
-            # The job's effects are done: the loop may work inline again. Counted before the caller
-            # wakes, or its next call may find the count behind and go to the worker too, and so on.
-            if key is None:
-                progress.finished += 1
-            else:
-                progress.by_session[key] = progress.by_session.get(key, 0) + 1
-            if callback is not None:
-                try:  # noqa: SIM105 - the hot path: cheaper than contextlib.suppress
-                    fut.get_loop().call_soon_threadsafe(callback, fut, result)
-                except RuntimeError:  # the caller's loop is closed: nobody waits any more
-                    pass
-        if fn is _stop:
-            return
-
-
-def _connect(path: str, busy_timeout: float, synchronous: str, journal_mode: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
-    try:
-        (current,) = conn.execute("PRAGMA journal_mode").fetchone()
-        if str(current).upper() != journal_mode:
-            # Switching mode needs an exclusive lock, and SQLite may report a first-open race
-            # between processes as "locked" without waiting: retry until the busy timeout.
-            deadline = time.monotonic() + busy_timeout
-            while True:
-                try:
-                    (current,) = conn.execute(f"PRAGMA journal_mode={journal_mode}").fetchone()
-                    break
-                except sqlite3.OperationalError as exc:
-                    if "locked" not in str(exc) or time.monotonic() >= deadline:
-                        raise
-                    time.sleep(0.005)
-            if str(current).upper() != journal_mode:
-                raise sqlite3.OperationalError(f"the file system refused journal_mode={journal_mode}")
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def _connect_inline(
-    path: str, synchronous: str, journal_mode: str, busy_timeout: float
-) -> sqlite3.Connection | None:
-    """The loop thread's own connection, when committing on it cannot block.
-
-    Only in WAL mode with `synchronous` NORMAL or OFF, where a commit appends pages to the
-    WAL file and returns without an fsync. It never waits for a lock (busy timeout 0: a
-    locked database sends the job to the worker) and never checkpoints (the worker does).
-    """
-    if journal_mode != "WAL" or synchronous not in ("NORMAL", "OFF"):
-        return None
-    # Set up while waiting like any connection (another process may be switching the file to
-    # WAL right now), then never wait again.
-    conn = sqlite3.connect(path, timeout=busy_timeout, isolation_level=None, check_same_thread=False)
-    try:
-        conn.execute(f"PRAGMA synchronous={synchronous}")
-        conn.execute("PRAGMA wal_autocheckpoint=0")
-        conn.execute("PRAGMA busy_timeout=0")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-_Opened = tuple[sqlite3.Connection | None, "_Progress"]
-
-
-def _start(
-    settings: tuple[str, float, str, str],
-    inline: bool,
-    ready: asyncio.Future[_Opened],
-    jobs: SimpleQueue[Job],
-) -> None:
-    conn = None
-    try:
-        conn = _connect(*settings)
-        second = _connect_inline(settings[0], settings[2], settings[3], settings[1]) if inline else None
-    except BaseException as exc:
-        if conn is not None:
-            conn.close()
-        with contextlib.suppress(RuntimeError):  # the caller's loop is already closed
-            ready.get_loop().call_soon_threadsafe(_reject, ready, exc)
-        return
-    progress = _Progress()
-    with contextlib.suppress(RuntimeError):
-        ready.get_loop().call_soon_threadsafe(_resolve, ready, (second, progress))
-    _serve(jobs, conn.cursor(), progress)  # if nobody got the database, `open` queued a `_stop`
 
 
 class SqliteDatabase:
@@ -280,7 +123,7 @@ class SqliteDatabase:
     )
 
     def __init__(
-        self, path: str, jobs: SimpleQueue[Job], inline: sqlite3.Connection | None, progress: _Progress
+        self, path: str, jobs: SimpleQueue[Job], inline: sqlite3.Connection | None, progress: Progress
     ) -> None:
         """Use `SqliteDatabase.open`; this wraps an already-running worker."""
         self._path = path
@@ -288,12 +131,12 @@ class SqliteDatabase:
         self._closed = False
         self._cur = inline.cursor() if inline is not None else None
         self._progress = progress
-        self._queued = 0  # awaited jobs of no one session put on the queue (see _Progress)
+        self._queued = 0  # awaited jobs of no one session put on the queue (see Progress)
         self._queued_by: dict[str, int] = {}  # the same, per session
         self._commits = 0
         self._thread = threading.get_ident()  # the inline connection is this thread's only
         # A database dropped without `aclose` still stops its thread and closes the file.
-        self._finalizer = weakref.finalize(self, jobs.put, (None, _stop, (inline,), None))
+        self._finalizer = weakref.finalize(self, jobs.put, (None, stop_worker, (inline,), None))
 
     @classmethod
     async def open(
@@ -328,10 +171,10 @@ class SqliteDatabase:
         jobs: SimpleQueue[Job] = SimpleQueue()
         if not isinstance(inline, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"inline must be True or False, not {inline!r}")
-        ready: asyncio.Future[_Opened] = asyncio.get_running_loop().create_future()
+        ready: asyncio.Future[Opened] = asyncio.get_running_loop().create_future()
         # A daemon thread: a database that is never closed must not keep the process alive.
         threading.Thread(
-            target=_start,
+            target=start_worker,
             args=(settings, inline, ready, jobs),
             name=f"helikon-sqlite:{settings[0]}",
             daemon=True,
@@ -339,7 +182,7 @@ class SqliteDatabase:
         try:
             second, progress = await ready
         except BaseException as exc:
-            jobs.put((None, _stop, (), None))  # cancelled: stop the thread if it did connect
+            jobs.put((None, stop_worker, (), None))  # cancelled: stop the thread if it did connect
             if isinstance(exc, sqlite3.Error):
                 raise SessionBackendError(f"cannot open SQLite database {settings[0]!r}: {exc}") from exc
             raise
@@ -417,11 +260,11 @@ class SqliteDatabase:
         if self._commits % _CHECKPOINT_EVERY == 0:
             progress = self._progress
             if progress.wal_frames < _WAL_CAP_FRAMES:
-                self._jobs.put((None, _checkpoint, (progress, False), None))
+                self._jobs.put((None, wal_checkpoint, (progress, False), None))
             else:
                 self._queued += 1
                 fut = asyncio.get_running_loop().create_future()
-                self._jobs.put((fut, _checkpoint, (progress, True), None))
+                self._jobs.put((fut, wal_checkpoint, (progress, True), None))
 
     async def aclose(self) -> None:
         """Finish the queued jobs, close the connection and stop the thread. Idempotent."""
@@ -431,7 +274,7 @@ class SqliteDatabase:
         self._finalizer.detach()
         fut = asyncio.get_running_loop().create_future()
         self._queued += 1
-        self._jobs.put((fut, _stop, (self._cur.connection if self._cur is not None else None,), None))
+        self._jobs.put((fut, stop_worker, (self._cur.connection if self._cur is not None else None,), None))
         await asyncio.shield(fut)
 
     async def __aenter__(self) -> Self:
