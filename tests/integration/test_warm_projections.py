@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import asyncpg
@@ -16,6 +17,7 @@ from helikon.core import _log_cache
 from helikon.core.session import Session, project
 from helikon.sessions.postgres import PostgresSession
 from helikon.sessions.redis import RedisSession, counter_key, ids_key, stream_key
+from helikon.sessions.sqlite import SqliteDatabase, SqliteSession
 from helikon.testing.servers import PostgresServer, RedisServer
 
 Opener = Callable[[str], Awaitable[Session]]
@@ -24,11 +26,27 @@ Opener = Callable[[str], Awaitable[Session]]
 Wipe = Callable[[str], Awaitable[None]]
 
 
-@pytest.fixture(params=["postgres", "redis"])
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
 async def backend(
-    request: pytest.FixtureRequest, postgres_server: PostgresServer, redis_server: RedisServer
+    request: pytest.FixtureRequest, postgres_server: PostgresServer, redis_server: RedisServer, tmp_path: Path
 ) -> AsyncIterator[tuple[Opener, Wipe]]:
     """Opens sessions of one store, and wipes a session's log behind helikon's back."""
+    if request.param == "sqlite":
+        async with await SqliteDatabase.open(tmp_path / "warm.db") as db:
+            await SqliteSession.migrate(db)
+
+            async def open_sq(sid: str) -> Session:
+                return SqliteSession.open_without_migrate(db, sid)
+
+            async def wipe_sq(sid: str) -> None:
+                def wipe(cur: Any) -> None:
+                    for table in ("session_events", "session_checkpoints"):
+                        cur.execute(f"DELETE FROM {table} WHERE session_id = ?", (sid,))
+
+                await db._run(wipe)  # pyright: ignore[reportPrivateUsage]
+
+            yield open_sq, wipe_sq
+        return
     if request.param == "postgres":
         async with asyncpg.create_pool(postgres_server.dsn, min_size=1, max_size=4) as pool:
             await PostgresSession.migrate(pool)
@@ -71,7 +89,7 @@ async def test_a_new_object_continues_the_projection_built_before_it(
     def no_checkpoint(*args: object) -> None:
         raise AssertionError("a warm start decodes no checkpoint")
 
-    for module in ("helikon.sessions.postgres", "helikon.sessions.redis"):
+    for module in ("helikon.sessions.sqlite", "helikon.sessions.postgres", "helikon.sessions.redis"):
         monkeypatch.setattr(f"{module}.load", no_checkpoint)
     second = await open_(sid)
     snapshot = await second.snapshot()
@@ -91,5 +109,6 @@ async def test_a_replaced_log_is_read_again_not_continued(backend: tuple[Opener,
     third = await open_(sid)
     said = [m.text for m in (await third.snapshot()).messages]  # type: ignore[union-attr]
     assert said == [f"new {i}" for i in range(12)]
-    warm = _log_cache.WARM.recall(getattr(third, "_store"), sid)  # noqa: B009
+    store = getattr(third, "database", None) or getattr(third, "pool", None) or getattr(third, "client", None)
+    warm = _log_cache.WARM.recall(store, sid)
     assert warm is not None and warm.as_of_seq == 11

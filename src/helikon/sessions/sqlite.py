@@ -37,7 +37,7 @@ from helikon.core._envelope import (
     metadata_json,
 )
 from helikon.core._json import JsonValue
-from helikon.core._log_cache import LogCache
+from helikon.core._log_cache import WARM, LogCache, start_warm
 from helikon.core.branches import Branching
 from helikon.core.checkpoint import (
     CHECKPOINT_EVERY,
@@ -522,7 +522,7 @@ class SqliteSession(Branching):
         if self._closed:
             raise UserError(f"{self!r} is closed")
         log = self._log
-        if not len(log):
+        if not len(log) and not await self._start_warm():
             await self._start_from_checkpoint()
         await self._refresh()
         snapshot = log.snapshot()
@@ -532,7 +532,19 @@ class SqliteSession(Branching):
         if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint or log.refolded:
             log.refolded = False
             await self._write_checkpoint()
+        WARM.remember(self._db, self._session_id, log)
         return snapshot
+
+    async def _start_warm(self) -> bool:
+        """Continue the projection another object of this session built in this process, if it holds."""
+        warm = WARM.recall(self._db, self._session_id)
+        if warm is None:
+            return False
+        if start_warm(self._log, warm, await self._fetch(warm.as_of_seq - 1)):
+            return True
+        WARM.forget(self._db, self._session_id)
+        self._log.clear()
+        return False
 
     async def _start_from_checkpoint(self) -> None:
         db = self._db
@@ -569,6 +581,7 @@ class SqliteSession(Branching):
             pass  # only an optimization: the snapshot is read already; a later one retries
         else:
             self._stale_checkpoint = False
+            log.stored_checkpoint = as_of_seq
         log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _refresh(self) -> None:
