@@ -86,7 +86,7 @@ _WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "dd", "se
 
 
 def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
-    if not parse.ok:
+    if parse.error:
         reason = f"the command cannot be analysed ({parse.error})"
         return MappingProxyType(dict.fromkeys(_CLEAR, reason))
     redirects = parse.redirects

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any
 
 from . import _shell_resolve
 from ._carrier import raw_constructor
@@ -178,26 +178,23 @@ def read_fast(p: Parser) -> bool:
 _Commands = list[tuple[list[Word], list[Redirect], list[str]]]
 
 
-def _fill(raws: list[str], known: list[Word | None]) -> list[Word] | None:
-    """`known` (the words of `raws` `_WORDS_SEEN` had) completed in place, or None to decline."""
+def _fill(raws: list[str], known: list[Any]) -> list[Word] | None:
+    """`known` (the words of `raws` `_WORDS_SEEN` had, None for the others) completed in place.
+
+    None to decline.
+    """
     for i, word in enumerate(known):
         if word is None:
-            word = _new(raws[i])
+            raw = raws[i]
+            if raw[0] == "#":
+                return None  # a comment
+            word = _word(raw)
             if word is None:
                 return None
-            known[i] = word
-    return cast("list[Word]", known)
-
-
-def _new(raw: str) -> Word | None:
-    if raw[0] == "#":
-        return None  # a comment
-    word = _word(raw)
-    if word is not None:
-        if len(_WORDS_SEEN) >= _WORDS_SEEN_MAX:
-            _WORDS_SEEN.clear()
-        _WORDS_SEEN[raw] = word
-    return word
+            if len(_WORDS_SEEN) >= _WORDS_SEEN_MAX:
+                _WORDS_SEEN.clear()
+            _WORDS_SEEN[raw] = known[i] = word
+    return known
 
 
 def _command_start(raw: str, first: bool) -> int:
@@ -265,9 +262,9 @@ def _read_pieces(
             if (end[0] in _ASCII_DIGITS and end.isdecimal()) or (end[0] == "{" and _FD.fullmatch(end)):
                 fd = raws.pop()  # a descriptor (`2>`), not a word
         if raws:
-            found = list(map(seen_get, raws))
+            found: list[Any] = list(map(seen_get, raws))
             # `all`, not `None in`, which would call `Word.__eq__`: a `Word` is always true.
-            known = cast("list[Word]", found) if all(found) else _fill(raws, found)
+            known = found if all(found) else _fill(raws, found)
             if known is None:
                 return None
             start = 0

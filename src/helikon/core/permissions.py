@@ -114,7 +114,7 @@ class CompiledRules:
         if (
             parse is not None
             and self.deny_programs
-            and (not parse.ok or subject.programs & self.deny_programs)
+            and (parse.error or subject.programs & self.deny_programs)
         ):
             return True  # a command that cannot be analysed matches every Bash deny rule
         globs = self.deny_paths.get(_PATH_KINDS.get(subject.tool, ""))
@@ -208,11 +208,11 @@ async def _refusals(
 ) -> PermissionVerdict | None:
     """The deny rules, then the guards: a refusal, or None when the call may go on."""
     args = subject.args
+    compiled = ctx.compiled_rules
     if ctx.deny_rules:
-        rule = ctx.compiled_rules.denying(subject)
+        rule = compiled.denying(subject)
         if rule is not None:
             return PermissionVerdict(False, args, f"denied by {rule!r}", "deny_rule")
-    compiled = ctx.compiled_rules
     yours = compiled.guards
     if yours and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
         yours = ()  # none of your guards can match this call: skip them one by one

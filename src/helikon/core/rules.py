@@ -116,7 +116,7 @@ class ToolSubject:
         return tool if isinstance(tool, ToolSubject) else cls(tool, args)
 
     def _read_commands(self, parse: ShellParse) -> None:
-        if not parse.ok:
+        if parse.error:  # not `parse.ok`: a property call per decision
             self.deny_all = True  # fail closed
             return
         names: set[str] = set()
