@@ -26,10 +26,15 @@ from helikon.core.session import (
     SESSION_EVENT_ADAPTER,
     AssistantMessageEvent,
     Compacted,
+    Forked,
     HandoffOccurred,
     KnownSessionEvent,
+    Rewound,
     ToolCalled,
     ToolReturned,
+    ToolsStarted,
+    TurnClosed,
+    TurnOpened,
     UserMessageEvent,
 )
 
@@ -62,6 +67,15 @@ events: st.SearchStrategy[KnownSessionEvent] = st.one_of(
     ),
     st.builds(HandoffOccurred, from_agent=st.text(), to_agent=st.text(), ts=stamps),
     st.builds(Compacted, summary=st.text(), original_count=st.integers(min_value=0), ts=stamps),
+    st.builds(TurnOpened, run_id=st.text(), agent=st.none() | st.text(), ts=stamps),
+    st.builds(
+        TurnClosed,
+        run_id=st.text(),
+        outcome=st.sampled_from(["completed", "failed", "cancelled", "refused", "interrupted"]),
+        ts=stamps,
+    ),
+    st.builds(ToolsStarted, call_ids=st.lists(st.text(), max_size=3).map(tuple), ts=stamps),
+    st.builds(Forked, from_session=st.text(), at_seq=st.integers(min_value=-1), ts=stamps),
 )
 
 
@@ -74,15 +88,44 @@ def test_every_known_event_round_trips_through_the_fast_path(event: KnownSession
     assert decode_events([stored, stored]) == [event, event]
 
 
+def test_the_markers_of_durable_runs_and_forks_are_ignorable_to_older_readers() -> None:
+    for event in (
+        TurnOpened(run_id="r"),
+        TurnClosed(run_id="r", outcome="interrupted"),
+        ToolsStarted(call_ids=("c",)),
+        Forked(from_session="s", at_seq=3),
+    ):
+        stored = json.loads(encode_event(event))
+        assert stored["type"] == event.type and stored["ignorable"] is True
+        assert fast_decode(stored) == event == decode_event(encode_event(event))
+    assert '"ignorable"' not in encode_event(Rewound(to_seq=1))  # skipping it would change the conversation
+
+
 @settings(max_examples=300)
 @given(
     st.dictionaries(
-        st.sampled_from(["type", "content", "ts", "call_id", "name", "args", "agent", "x"]), json_values
+        st.sampled_from(
+            [
+                "type",
+                "content",
+                "ts",
+                "call_id",
+                "name",
+                "args",
+                "agent",
+                "x",
+                "run_id",
+                "outcome",
+                "call_ids",
+            ]
+        ),
+        json_values,
     )
 )
 def test_the_fast_path_never_disagrees_with_pydantic(obj: dict[str, Any]) -> None:
     if "type" in obj:
-        obj["type"] = obj["type"] if isinstance(obj["type"], str) else "user_message"
+        kinds = ["user_message", "turn_opened", "turn_closed", "tools_started"]
+        obj["type"] = obj["type"] if isinstance(obj["type"], str) else kinds[len(obj) % len(kinds)]
     fast = fast_decode(obj)
     if fast is not None:  # when the fast path answers, pydantic must agree
         assert SESSION_EVENT_ADAPTER.validate_python(obj) == fast

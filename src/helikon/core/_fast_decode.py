@@ -34,12 +34,16 @@ from .model import ToolDef
 from .session import (
     AssistantMessageEvent,
     Compacted,
+    Forked,
     HandoffOccurred,
     KnownSessionEvent,
     RequestHeader,
     SessionEvent,
     ToolCalled,
     ToolReturned,
+    ToolsStarted,
+    TurnClosed,
+    TurnOpened,
     UserMessageEvent,
 )
 
@@ -248,6 +252,37 @@ def _compacted(o: dict[str, Any]) -> KnownSessionEvent:
     )
 
 
+def _int(obj: dict[str, Any], key: str) -> int:
+    value = obj[key]
+    if type(value) is not int:
+        raise _Irregular
+    return value
+
+
+_OUTCOMES = frozenset(("completed", "failed", "cancelled", "refused", "interrupted"))
+
+
+def _turn_opened(o: dict[str, Any]) -> KnownSessionEvent:
+    return TurnOpened(run_id=_str(o, "run_id"), agent=_opt_str(o, "agent"), ts=_ts(o))
+
+
+def _turn_closed(o: dict[str, Any]) -> KnownSessionEvent:
+    outcome = o.get("outcome", "completed")
+    if outcome not in _OUTCOMES:
+        raise _Irregular
+    return TurnClosed(run_id=_str(o, "run_id"), outcome=outcome, ts=_ts(o))
+
+
+def _tools_started(o: dict[str, Any]) -> KnownSessionEvent:
+    if type(o.get("call_ids")) is not list:
+        raise _Irregular
+    return ToolsStarted(call_ids=_str_tuple(o, "call_ids"), ts=_ts(o))
+
+
+def _forked(o: dict[str, Any]) -> KnownSessionEvent:
+    return Forked(from_session=_str(o, "from_session"), at_seq=_int(o, "at_seq"), ts=_ts(o))
+
+
 _BUILDERS: dict[str, Callable[[dict[str, Any]], KnownSessionEvent]] = {
     "user_message": _user,
     "assistant_message": _assistant,
@@ -256,6 +291,10 @@ _BUILDERS: dict[str, Callable[[dict[str, Any]], KnownSessionEvent]] = {
     "handoff_occurred": _handoff,
     "compacted": _compacted,
     "request_header": _header,
+    "turn_opened": _turn_opened,
+    "turn_closed": _turn_closed,
+    "tools_started": _tools_started,
+    "forked": _forked,
 }
 
 
@@ -338,6 +377,11 @@ def _compacted_step(o: dict[str, Any]) -> Item | Compacted | None:
     return event if isinstance(event, Compacted) else None
 
 
+def _marker_step(o: dict[str, Any]) -> Item | Compacted | None:
+    _BUILDERS[o["type"]](o)  # validated as `fast_decode` would; a marker projects to nothing
+    return None
+
+
 def _careful_step(o: dict[str, Any]) -> Item | Compacted | None:
     # A branch marker changes the projection: it is rare, so the careful path decodes it.
     raise _Irregular
@@ -352,6 +396,10 @@ _STEPS: dict[str, Callable[[dict[str, Any]], Item | Compacted | None]] = {
     "compacted": _compacted_step,
     "request_header": _header_step,
     "rewound": _careful_step,
+    "turn_opened": _marker_step,
+    "turn_closed": _marker_step,
+    "tools_started": _marker_step,
+    "forked": _marker_step,
 }
 
 

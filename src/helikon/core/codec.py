@@ -49,6 +49,9 @@ from .session import (
     RequestHeader,
     SessionEvent,
     Step,
+    ToolsStarted,
+    TurnClosed,
+    TurnOpened,
     UnknownEvent,
     UserMessageEvent,
     event_step,
@@ -125,8 +128,8 @@ def encode_event(event: SessionEvent) -> str:
 
     An assistant message's `usage` and a request header's `injected` are left out while
     they are empty: they read back as the same defaults, and most events never set them.
-    A request header and a fork's lineage marker say `"ignorable": true`, for readers
-    that do not know them.
+    A request header, a fork's lineage marker and a durable run's turn and tool-start
+    markers say `"ignorable": true`, for readers that do not know them.
     """
     if type(event) is UserMessageEvent:
         text = _user_message_json(event)
@@ -136,9 +139,9 @@ def encode_event(event: SessionEvent) -> str:
         return json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
         return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
-    if isinstance(event, RequestHeader | Forked):
-        # Marked ignorable: a reader from before request records (or fork lineage) skips it
-        # (it projects to nothing) instead of refusing the whole session.
+    if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted):
+        # Marked ignorable: a reader from before these events skips one (each projects to
+        # nothing) instead of refusing the whole session.
         exclude = _NO_INJECTED if isinstance(event, RequestHeader) and not event.injected else None
         text = SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=exclude).decode()
         head = f'{{"type":"{event.type}",'
