@@ -399,6 +399,10 @@ def _substitute(word: Word, starts: list[Word]) -> list[Word]:
     # `{}` is each found path: a path under a start, judged as the start itself.
     if "{}" not in word.text:
         return [word]
+    if len(starts) == 1:  # the common case, without a comprehension
+        start = starts[0]
+        text = word.text.replace("{}", start.text)
+        return [_new_word(text, word.literal and start.literal, word.prefix, word.tail, start.glob)]
     return [
         _new_word(word.text.replace("{}", s.text), word.literal and s.literal, word.prefix, word.tail, s.glob)
         for s in starts

@@ -218,9 +218,15 @@ async def _refusals(
         yours = ()  # none of your guards can match this call: skip them one by one
     defaults = GuardRule.destructive_defaults() if ctx.default_guards else ()
     for guard in (*defaults, *yours) if yours else defaults:
-        reason = guard.check(subject)
-        if reason is None:
-            continue
+        if guard.rule is None:  # a built-in guard: `GuardRule.check`, one call fewer
+            detail = subject.guard(guard.matcher)
+            if detail is None:
+                continue
+            reason = f"{guard.reason}: {detail}"
+        else:
+            reason = guard.check(subject)
+            if reason is None:
+                continue
         if guard.action is GuardAction.DENY:
             return PermissionVerdict(False, args, reason, "guard")
         approved, why = await _ask(ctx, subject.tool, args, reason, call_id, emit)
