@@ -14,6 +14,7 @@ from helikon import MemorySession, ModelRequest
 from helikon.core.branches import cut_problem
 from helikon.core.compaction import CompactingSession
 from helikon.core.conversation_check import ensure_provider_valid, is_provider_valid
+from helikon.core.crash_repair import close_interrupted_turn
 from helikon.core.items import (
     AssistantMessage,
     Item,
@@ -31,6 +32,8 @@ from helikon.core.session import (
     SessionEvent,
     ToolCalled,
     ToolReturned,
+    ToolsStarted,
+    TurnOpened,
     UserMessageEvent,
     project,
 )
@@ -85,7 +88,13 @@ class Fork:
     back: int  # as for Rewind; the walk goes on in the fork
 
 
-Action = UserTurn | ToolTurn | Handoff | Compact | Rewind | Fork
+@dataclass(frozen=True)
+class CrashedRun:
+    calls: int
+    started: bool  # the crash came after the ToolsStarted marker
+
+
+Action = UserTurn | ToolTurn | Handoff | Compact | Rewind | Fork | CrashedRun
 
 actions = st.lists(
     st.one_of(
@@ -101,6 +110,7 @@ actions = st.lists(
         st.builds(Compact, mode=st.integers(0, 3)),
         st.builds(Rewind, back=st.integers(0, 8)),
         st.builds(Fork, back=st.integers(0, 8)),
+        st.builds(CrashedRun, calls=st.integers(0, 2), started=st.booleans()),
     ),
     max_size=25,
 )
@@ -137,6 +147,13 @@ def events_of(action: Action, n: int) -> list[SessionEvent]:
         ]
         if action.crash_after is None:
             out.append(AssistantMessageEvent(content=(TextPart(text="done"),)))
+        return out
+    if isinstance(action, CrashedRun):  # a durable run killed mid-turn
+        ids = [f"k{n}-{i}" for i in range(action.calls)]
+        out = [TurnOpened(run_id=f"run{n}"), UserMessageEvent(content=(TextPart(text="go"),))]
+        out += [ToolCalled(call_id=i, name="t", args={}) for i in ids]
+        if action.started and ids:
+            out.append(ToolsStarted(call_ids=tuple(ids)))
         return out
     if isinstance(action, Handoff):
         call = ToolCalled(call_id=f"h{n}", name="transfer_to_b", args={})
@@ -188,7 +205,7 @@ async def valid_cut(session: MemorySession, back: int) -> int | None:
     return cuts[-1 - back % len(cuts)] if cuts else None
 
 
-MARKERS = ("compacted", "rewound", "forked")
+MARKERS = ("compacted", "rewound", "forked", "turn_opened", "turn_closed", "tools_started")
 
 
 @settings(max_examples=150, deadline=None)
@@ -215,7 +232,11 @@ async def test_every_projection_is_provider_valid_after_the_validator(walk: list
         else:
             batch = events_of(action, n)
             await sessions[n % 4].append(batch)  # any wrapper may compact on its way
-            expected += len(batch)
+            expected += sum(1 for e in batch if e.type not in MARKERS)
+            if isinstance(action, CrashedRun):  # the next run on the session repairs it first
+                repairs = await close_interrupted_turn(inner)
+                assert sum(isinstance(e, ToolReturned) for e in repairs) == action.calls
+                expected += len(repairs) - 1  # the results; the TurnClosed is a marker
             broken = broken or (isinstance(action, ToolTurn) and action.crash_after is not None)
             broken = broken or (isinstance(action, Handoff) and action.cut)
         messages = list((await inner.snapshot()).messages)
