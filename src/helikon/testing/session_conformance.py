@@ -79,6 +79,7 @@ from ._conformance_util import (
 )
 from ._crash_checks import check_a_killed_run_is_repaired, check_a_killed_writer_leaves_whole_appends
 from ._mock_model import MockModel
+from ._request_checks import check_requests_are_rebuilt_from_the_stored_log
 from ._scripts import text_turn
 
 
@@ -620,6 +621,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_format_versions_are_read_by_their_rules,
     check_window_compaction_keeps_recent_turns_and_pairs,
     check_checkpoint_plus_tail_is_the_projection,
+    check_requests_are_rebuilt_from_the_stored_log,
     *BRANCH_CHECKS,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
@@ -664,6 +666,7 @@ __all__ = [
     "check_a_damaged_checkpoint_is_rebuilt",
     "check_a_failed_append_writes_nothing",
     "check_a_cancelled_append_is_whole",
+    "check_requests_are_rebuilt_from_the_stored_log",
     "check_a_killed_writer_leaves_whole_appends",
     "check_a_killed_run_is_repaired",
     "CRASH",
