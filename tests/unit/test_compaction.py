@@ -408,3 +408,18 @@ async def test_a_marker_is_not_written_over_a_log_that_moved_meanwhile() -> None
     quiet = CompactingSession(inner, MockModel.with_scripts([text_turn("summary")]), threshold=10)
     await quiet.append([user("y " * 100)])
     assert [e.type for _, e in await inner.events()][-1] == "compacted"
+
+
+async def test_no_compaction_while_a_call_of_the_last_turn_waits_for_its_result() -> None:
+    # A durable run logs its calls before they run: compacting then would strand the result.
+    from helikon.core.conversation_check import is_provider_valid
+    from helikon.core.session import ToolCalled, ToolReturned, UserMessageEvent
+
+    inner = MemorySession()
+    session = CompactingSession(inner, MockModel.with_scripts([text_turn("S")] * 3), threshold=10)
+    await session.append([UserMessageEvent(content=(TextPart(text="x" * 200),))])
+    await session.append([ToolCalled(call_id="c1", name="t", args={})])  # over the threshold, in flight
+    assert session.compactions == 1  # the first append compacted; the call's did not
+    await session.append([ToolReturned(call_id="c1", content=(TextPart(text="r" * 80),), name="t")])
+    assert session.compactions == 2  # once the pair is whole
+    assert is_provider_valid(list((await inner.snapshot()).messages))

@@ -7,12 +7,12 @@ from typing import Any
 
 import pytest
 
-from helikon import LlmAgent, MemorySession, ModelSettings, RunConfig, RunContext, tool
+from helikon import LlmAgent, MemorySession, ModelSettings, RunConfig, RunContext
 from helikon.core.codec import decode_event, decode_events, encode_event, snapshot_from_payloads
 from helikon.core.events import RequestSent, TokenUsage
 from helikon.core.exceptions import UserError
 from helikon.core.items import AssistantMessage, TextPart, ToolCall, ToolResult, UserMessage
-from helikon.core.model import ModelRequest, ToolDef, Usage
+from helikon.core.model import ToolDef, Usage
 from helikon.core.recorder import SessionRecorder
 from helikon.core.request_log import (
     header_of,
@@ -25,26 +25,7 @@ from helikon.core.request_log import (
 from helikon.core.session import AssistantMessageEvent, RequestHeader, UserMessageEvent, project
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
-
-
-@tool
-async def lookup(city: str) -> str:
-    """Look up the weather in a city."""
-    return f"Sunny in {city}."
-
-
-@tool
-async def convert(celsius: float) -> str:
-    """Convert Celsius to Fahrenheit."""
-    return f"{celsius * 9 / 5 + 32:.0f}F"
-
-
-def same_request(rebuilt: ModelRequest, sent: ModelRequest) -> bool:
-    return (
-        list(rebuilt.messages) == list(sent.messages)
-        and tuple(rebuilt.tools) == tuple(sent.tools)
-        and rebuilt.model_settings == sent.model_settings
-    )
+from helikon.testing._request_checks import convert, lookup, same_request
 
 
 def usage(n: int) -> Usage:

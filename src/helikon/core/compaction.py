@@ -276,6 +276,11 @@ class CompactingSession:
         self._estimate = tokens
         if tokens <= self.threshold and not force:
             return None
+        if _in_flight(messages):
+            # A tool call still waits for its result (a durable run logs its calls before
+            # they run): a summary now would leave the result behind it, without its call.
+            # The append that brings the result compacts instead.
+            return None
         # `fold` keeps each event's own item object: anything else in the projection is a summary.
         origin_of = {id(step): index for index, step in enumerate(steps) if step is not None}
         origins = [origin_of.get(id(m)) for m in messages]
@@ -415,6 +420,23 @@ def _accepts(function: Any, *names: str) -> bool:
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
         return True
     return all(name in parameters for name in names)
+
+
+def _in_flight(messages: Sequence[Item]) -> bool:
+    """Whether a call of the last turn (after the last user message) has no result yet.
+
+    An older dangling call (a turn that crashed and was never repaired) does not count: it
+    will not get a result, and the validator answers it before any model call.
+    """
+    pending: set[str] = set()
+    for item in messages:
+        if isinstance(item, UserMessage):
+            pending.clear()
+        elif isinstance(item, ToolResult):
+            pending.discard(item.call_id)
+        else:
+            pending.update(_call_ids(item))
+    return bool(pending)
 
 
 def _call_ids(item: Item) -> list[str]:

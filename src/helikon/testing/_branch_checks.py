@@ -18,21 +18,13 @@ from helikon.core.session import (
     Session,
     ToolCalled,
     ToolReturned,
-    UserMessageEvent,
     project,
 )
 
+from ._conformance_util import close_session, require, user_event
+
 if TYPE_CHECKING:
     from .session_conformance import ConformanceBackend
-
-
-def _check(condition: object, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
-def _user(text: str) -> UserMessageEvent:
-    return UserMessageEvent(content=(TextPart(text=text),))
 
 
 def _reply(text: str) -> AssistantMessageEvent:
@@ -43,16 +35,10 @@ def _said(snapshot_messages: Any) -> list[str]:
     return [getattr(m, "text", "") or m.type for m in snapshot_messages]
 
 
-async def _close(session: object) -> None:
-    aclose = getattr(session, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
 async def _branching(open_: Callable[[str], Awaitable[Session]], session_id: str) -> Branching:
     session = await open_(session_id)
     if not isinstance(session, Branching):
-        await _close(session)
+        await close_session(session)
         raise AssertionError(
             f"{session!r} has no rewind/branches/fork: subclass helikon.core.branches.Branching"
         )
@@ -66,8 +52,8 @@ async def _conversation(open_: Callable[[str], Awaitable[Session]], session_id: 
         said = _said((await session.snapshot()).messages)
         full = _said(project([e.event for e in await session.events()]).messages)
     finally:
-        await _close(session)
-    _check(said == full, f"snapshot() {said} differs from project(events()) {full}")
+        await close_session(session)
+    require(said == full, f"snapshot() {said} differs from project(events()) {full}")
     return said
 
 
@@ -76,13 +62,13 @@ async def check_rewind_survives_reopening(backend: ConformanceBackend) -> None:
     sid = f"conformance-rewind-{uuid.uuid4().hex[:12]}"
     session = await _branching(backend.open, sid)
     try:
-        await session.append([_user("u0"), _reply("a0"), _user("u1"), _reply("a1")])
+        await session.append([user_event("u0"), _reply("a0"), user_event("u1"), _reply("a1")])
         await session.rewind(1)
-        await session.append([_user("u2")])
+        await session.append([user_event("u2")])
         said = _said((await cast("Session", session).snapshot()).messages)
-        _check(said == ["u0", "a0", "u2"], f"after rewind(1) the conversation is {said}")
+        require(said == ["u0", "a0", "u2"], f"after rewind(1) the conversation is {said}")
         kinds = [e.event.type for e in await session.events()]
-        _check(len(kinds) == 6 and kinds[4] == "rewound", f"the log must keep everything: {kinds}")
+        require(len(kinds) == 6 and kinds[4] == "rewound", f"the log must keep everything: {kinds}")
         try:
             await session.rewind(99)
         except UserError:
@@ -90,8 +76,12 @@ async def check_rewind_survives_reopening(backend: ConformanceBackend) -> None:
         else:
             raise AssertionError("rewind past the end of the log must be refused")
     finally:
-        await _close(session)
-    _check(await _conversation(backend.open, sid) == ["u0", "a0", "u2"], "a reopened session lost the rewind")
+        await close_session(session)
+    require(
+        await _conversation(backend.open, sid) == ["u0", "a0", "u2"], "a reopened session lost the rewind"
+    )
+    said = await _conversation(backend.open, sid)
+    require(said == ["u0", "a0", "u2"], f"a reopened session lost the rewind: {said}")
 
 
 async def check_branches_are_listed_and_switched(backend: ConformanceBackend) -> None:
@@ -99,28 +89,28 @@ async def check_branches_are_listed_and_switched(backend: ConformanceBackend) ->
     sid = f"conformance-branches-{uuid.uuid4().hex[:12]}"
     session = await _branching(backend.open, sid)
     try:
-        await session.append([_user("q"), _reply("first answer")])
+        await session.append([user_event("q"), _reply("first answer")])
         await session.rewind(0)
         await session.append([_reply("second answer")])
         branches = await session.branches()
         listed = [(b.head_seq, b.base_seq, b.active) for b in branches]
-        _check(listed == [(3, 0, True), (1, 0, False)], f"branches() listed {listed}")
+        require(listed == [(3, 0, True), (1, 0, False)], f"branches() listed {listed}")
         await session.rewind(branches[1].head_seq)
     finally:
-        await _close(session)
-    _check(await _conversation(backend.open, sid) == ["q", "first answer"], "switching to the first branch")
+        await close_session(session)
+    require(await _conversation(backend.open, sid) == ["q", "first answer"], "switching to the first branch")
     again = await _branching(backend.open, sid)
     try:
         listed = [(b.head_seq, b.active) for b in await again.branches()]
-        _check(listed == [(1, True), (3, False)], f"after switching, a new object lists {listed}")
+        require(listed == [(1, True), (3, False)], f"after switching, a new object lists {listed}")
         await again.rewind(-1)  # an empty branch before the first event
-        _check(
+        require(
             _said((await cast("Session", again).snapshot()).messages) == [],
             "rewind(-1) empties the conversation",
         )
-        _check((await again.branches())[0].head_seq == -1, "the empty branch is the active one")
+        require((await again.branches())[0].head_seq == -1, "the empty branch is the active one")
     finally:
-        await _close(again)
+        await close_session(again)
 
 
 async def check_a_rewind_behind_a_compaction_and_a_checkpoint(backend: ConformanceBackend) -> None:
@@ -129,20 +119,20 @@ async def check_a_rewind_behind_a_compaction_and_a_checkpoint(backend: Conforman
     count = CHECKPOINT_EVERY + 20
     session = await _branching(backend.open, sid)
     try:
-        await session.append([_user(f"m{i}") for i in range(count)])
+        await session.append([user_event(f"m{i}") for i in range(count)])
         await session.append([Compacted(summary="all of it", original_count=count)])
         await cast("Session", session).snapshot()  # a reader writes a checkpoint past the marker
-        await session.append([_user("after")])
+        await session.append([user_event("after")])
     finally:
-        await _close(session)
-    _check(await _conversation(backend.open, sid) == ["all of it", "after"], "the compaction")
+        await close_session(session)
+    require(await _conversation(backend.open, sid) == ["all of it", "after"], "the compaction")
     session = await _branching(backend.open, sid)
     try:
         await session.rewind(4)
     finally:
-        await _close(session)
+        await close_session(session)
     said = await _conversation(backend.open, sid)  # a new object: checkpoint, then the marker behind it
-    _check(said == [f"m{i}" for i in range(5)], f"rewind(4) behind the compaction projects {said[:8]}")
+    require(said == [f"m{i}" for i in range(5)], f"rewind(4) behind the compaction projects {said[:8]}")
 
 
 async def check_fork_is_isolated(backend: ConformanceBackend) -> None:
@@ -150,27 +140,27 @@ async def check_fork_is_isolated(backend: ConformanceBackend) -> None:
     sid = f"conformance-fork-{uuid.uuid4().hex[:12]}"
     parent = await _branching(backend.open, sid)
     try:
-        await parent.append([_user("u0"), _reply("a0"), _user("u1"), _reply("a1")])
+        await parent.append([user_event("u0"), _reply("a0"), user_event("u1"), _reply("a1")])
         child = await parent.fork(1, session_id=f"{sid}-child")
         try:
-            _check(child.session_id == f"{sid}-child", "the fork has the id asked for")
+            require(child.session_id == f"{sid}-child", "the fork has the id asked for")
             shared, copied = (await parent.records())[:2], (await child.records())[:2]
-            _check(
+            require(
                 [(r.seq, r.id, r.event) for r in shared] == [(r.seq, r.id, r.event) for r in copied],
                 "the fork's events 0..at_seq must be the parent's, with the same seqs and ids",
             )
             marker = (await child.events())[-1].event
-            _check(
+            require(
                 isinstance(marker, Forked) and (marker.from_session, marker.at_seq) == (sid, 1),
                 f"the fork's last event must be its lineage marker, not {marker!r}",
             )
-            _check([(x.from_session, x.at_seq) for x in await child.lineage()] == [(sid, 1)], "lineage")
-            await child.append([_user("only in the fork")])
-            await parent.append([_user("only in the parent")])
+            require([(x.from_session, x.at_seq) for x in await child.lineage()] == [(sid, 1)], "lineage")
+            await child.append([user_event("only in the fork")])
+            await parent.append([user_event("only in the parent")])
             again = await parent.fork(1, session_id=f"{sid}-child")  # a retry: a no-op
-            await _close(again)
+            await close_session(again)
         finally:
-            await _close(child)
+            await close_session(child)
         try:
             await parent.fork(2, session_id=f"{sid}-child")
         except UserError:
@@ -178,12 +168,12 @@ async def check_fork_is_isolated(backend: ConformanceBackend) -> None:
         else:
             raise AssertionError("forking into a session id that holds another log must be refused")
     finally:
-        await _close(parent)
-    _check(
+        await close_session(parent)
+    require(
         await _conversation(backend.open, f"{sid}-child") == ["u0", "a0", "only in the fork"],
         "the reopened fork",
     )
-    _check(
+    require(
         await _conversation(backend.open, sid) == ["u0", "a0", "u1", "a1", "only in the parent"],
         "the parent after the fork",
     )
@@ -196,7 +186,7 @@ async def check_cuts_inside_a_turn_are_refused(backend: ConformanceBackend) -> N
     try:
         await session.append(
             [
-                _user("weather?"),
+                user_event("weather?"),
                 ToolCalled(call_id="c1", name="weather", args={}),
                 ToolReturned(call_id="c1", content=(TextPart(text="sunny"),), name="weather"),
                 _reply("sunny"),
@@ -206,15 +196,15 @@ async def check_cuts_inside_a_turn_are_refused(backend: ConformanceBackend) -> N
             try:
                 await attempt(1)
             except UserError as exc:
-                _check("open turn" in str(exc), f"the error must say why: {exc}")
+                require("open turn" in str(exc), f"the error must say why: {exc}")
             else:
                 raise AssertionError(f"{attempt.__name__}(1) cuts inside a turn and must be refused")
-        _check(len(await session.events()) == 4, "a refused cut must write nothing")
+        require(len(await session.events()) == 4, "a refused cut must write nothing")
         await session.rewind(2)  # right after the result: a valid cut
         kinds = [e.event for e in await session.events()]
-        _check(isinstance(kinds[-1], Rewound), "rewind(2) is written")
+        require(isinstance(kinds[-1], Rewound), "rewind(2) is written")
     finally:
-        await _close(session)
+        await close_session(session)
 
 
 BRANCH_CHECKS = (

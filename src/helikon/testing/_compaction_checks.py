@@ -17,34 +17,18 @@ from helikon.core.items import ReasoningPart, SystemMessage, TextPart, ToolCall,
 from helikon.core.session import (
     AssistantMessageEvent,
     Compacted,
-    Session,
     SessionEvent,
     ToolCalled,
     ToolReturned,
-    UserMessageEvent,
     project,
 )
 
+from ._conformance_util import close_session, require, user_event
 from ._mock_model import MockModel
 from ._scripts import text_turn
 
 if TYPE_CHECKING:
     from .session_conformance import ConformanceBackend
-
-
-def _check(condition: object, message: str) -> None:
-    if not condition:
-        raise AssertionError(message)
-
-
-async def _close(session: Session) -> None:
-    aclose = getattr(session, "aclose", None)
-    if aclose is not None:
-        await aclose()
-
-
-def _user(text: str) -> UserMessageEvent:
-    return UserMessageEvent(content=(TextPart(text=text),))
 
 
 def _tool_turn(call_id: str, output: str) -> list[SessionEvent]:
@@ -70,7 +54,7 @@ async def check_window_compaction_keeps_recent_turns_and_pairs(backend: Conforma
             session, model, threshold=10_000, keep_recent_tokens=40, summary_role="user"
         )
         log: list[SessionEvent] = [
-            _user("a" * 200),
+            user_event("a" * 200),
             *_tool_turn("c1", "x" * 200),
             *_tool_turn("c2", "y" * 80),
         ]
@@ -79,42 +63,43 @@ async def check_window_compaction_keeps_recent_turns_and_pairs(backend: Conforma
         entries = await session.events()
         snapshot = await session.snapshot()
         stored = [e.event for e in entries]
-        await compacting.append([_user("b" * 120)])
+        await compacting.append([user_event("b" * 120)])
         second = await compacting.compact()
         after = await session.snapshot()
         final_log = [e.event for e in await session.events()]
     finally:
-        await _close(session)
-    _check(
+        await close_session(session)
+    require(
         first is not None and first.first_kept_seq == 4, f"the first cut is the second model turn: {first}"
     )
     marker = stored[-1]
-    _check(isinstance(marker, Compacted), f"the marker was stored: {marker!r}")
+    require(isinstance(marker, Compacted), f"the marker was stored: {marker!r}")
     assert isinstance(marker, Compacted)
-    _check(
+    require(
         (marker.first_kept_seq, marker.summary_role) == (4, "user") and marker.tokens_before is not None,
         f"the marker keeps its window fields through the backend: {marker!r}",
     )
-    _check(decode_event(encode_event(marker)) == marker, "the marker round-trips through the codec")
-    _check(len(stored) == len(log) + 1, "compaction deletes nothing")
-    _check(snapshot == project(stored), "snapshot == project(events) with a window marker")
+    require(decode_event(encode_event(marker)) == marker, "the marker round-trips through the codec")
+    require(len(stored) == len(log) + 1, "compaction deletes nothing")
+    require(snapshot == project(stored), "snapshot == project(events) with a window marker")
     messages = snapshot.messages
-    _check(
+    require(
         messages[0] == UserMessage.from_text(DEFAULT_USER_SUMMARY_PREFIX + "S1"),
         f"the summary is a positional user message: {messages[0]!r}",
     )
-    _check(
+    require(
         [type(m) for m in messages[2:]] == [ToolCall, ToolResult] and is_provider_valid(messages),
         f"the window keeps the turn whole (reasoning, call, result): {messages!r}",
     )
-    _check(not any(isinstance(m, SystemMessage) for m in messages), "no system item with summary_role='user'")
-    _check(second is not None, "a second compaction ran")
+    systems = [m for m in messages if isinstance(m, SystemMessage)]
+    require(not systems, f"no system item with summary_role='user': {systems}")
+    require(second is not None, "a second compaction ran")
     carried = [m for m in model.requests[1].messages if isinstance(m, ToolCall)]
-    _check(
+    require(
         [c.call_id for c in carried] == ["c2"],
         "the second summary is asked over the previous window (nothing the model saw is dropped)",
     )
-    _check(
+    require(
         after == project(final_log) and is_provider_valid(after.messages), "the second projection is valid"
     )
 

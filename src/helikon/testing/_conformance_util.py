@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from helikon.core.items import TextPart
-from helikon.core.session import AssistantMessageEvent, Session, SessionEvent, UserMessageEvent
+from helikon.core.session import AssistantMessageEvent, SessionEvent, UserMessageEvent
 
 if TYPE_CHECKING:
     from .session_conformance import ConformanceBackend
@@ -24,7 +24,7 @@ def require(condition: object, message: str) -> None:
         raise AssertionError(message)
 
 
-async def close_session(session: Session) -> None:
+async def close_session(session: object) -> None:
     aclose = getattr(session, "aclose", None)
     if aclose is not None:
         await aclose()

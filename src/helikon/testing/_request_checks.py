@@ -16,18 +16,19 @@ if TYPE_CHECKING:
 
 
 @tool
-async def _lookup(city: str) -> str:
+async def lookup(city: str) -> str:
     """Look up the weather in a city."""
     return f"Sunny in {city}."
 
 
 @tool
-async def _convert(celsius: float) -> str:
+async def convert(celsius: float) -> str:
     """Convert Celsius to Fahrenheit."""
     return f"{celsius * 9 / 5 + 32:.0f}F"
 
 
-def _same(rebuilt: ModelRequest, sent: ModelRequest) -> bool:
+def same_request(rebuilt: ModelRequest, sent: ModelRequest) -> bool:
+    """Whether a rebuilt request is the one that was sent (messages, tools, settings)."""
     return (
         list(rebuilt.messages) == list(sent.messages)
         and tuple(rebuilt.tools) == tuple(sent.tools)
@@ -44,10 +45,10 @@ async def check_requests_are_rebuilt_from_the_stored_log(backend: ConformanceBac
 
     model = MockModel.with_scripts(
         [
-            tool_call_turn("_lookup", {"city": "Oslo"}),
-            tool_calls_turn([("_lookup", {"city": "Rome"}), ("_convert", {"celsius": 21})]),
+            tool_call_turn("lookup", {"city": "Oslo"}),
+            tool_calls_turn([("lookup", {"city": "Rome"}), ("convert", {"celsius": 21})]),
             text_turn("Oslo is sunny, Rome is 70F."),
-            tool_call_turn("_convert", {"celsius": 5}),
+            tool_call_turn("convert", {"celsius": 5}),
             text_turn("41F."),
         ]
     )
@@ -55,7 +56,7 @@ async def check_requests_are_rebuilt_from_the_stored_log(backend: ConformanceBac
         name="weather",
         model=model,
         instructions="Answer briefly.",
-        tools=[_lookup, _convert],
+        tools=[lookup, convert],
         model_settings=ModelSettings(temperature=0.2),
     )
     sid = new_id("requests")
@@ -75,8 +76,11 @@ async def check_requests_are_rebuilt_from_the_stored_log(backend: ConformanceBac
     rebuilt = rebuild_requests(entries)
     require(len(rebuilt) == len(model.requests) == 5, f"{len(rebuilt)} requests rebuilt, 5 sent")
     for turn, sent in enumerate(model.requests):
-        require(_same(rebuilt[turn], sent), f"request {turn} rebuilt from the log differs from what was sent")
-        require(_same(rebuild_request(entries, turn), sent), f"rebuild_request({turn}) differs")
+        require(
+            same_request(rebuilt[turn], sent),
+            f"request {turn} rebuilt from the log differs from what was sent",
+        )
+        require(same_request(rebuild_request(entries, turn), sent), f"rebuild_request({turn}) differs")
 
 
-__all__ = ["check_requests_are_rebuilt_from_the_stored_log"]
+__all__ = ["check_requests_are_rebuilt_from_the_stored_log", "convert", "lookup", "same_request"]
