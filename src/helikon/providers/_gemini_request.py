@@ -83,8 +83,9 @@ def build_config(request: ModelRequest) -> dict[str, Any]:
         config["response_mime_type"] = "application/json"
         if fmt.type == "json_schema" and fmt.schema is not None:
             config["response_schema"] = sanitize(fmt.schema)
-    # Function calling is done by helikon's loop, never by the SDK behind its back.
-    config["automatic_function_calling"] = {"disable": True}
+    if request.tools:
+        # Function calling is done by helikon's loop, never by the SDK behind its back.
+        config["automatic_function_calling"] = {"disable": True}
     return config
 
 

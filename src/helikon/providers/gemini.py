@@ -224,7 +224,12 @@ class GeminiModel(Model):
         """Stream the answer to `request` as `ModelEvent`s; failures raise `ModelError`s."""
         params = self.request_params(request)
         try:
-            config = genai_types.GenerateContentConfig.model_validate(params["config"])
+            # No config at all when nothing is set: the SDK then skips per-chunk config work.
+            config = (
+                genai_types.GenerateContentConfig.model_validate(params["config"])
+                if params["config"]
+                else None
+            )
         except ValueError as exc:
             raise UserError(f"GeminiModel: the request does not fit Gemini's schema: {exc}") from exc
         try:
