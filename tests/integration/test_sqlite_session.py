@@ -440,12 +440,8 @@ async def test_inline_appends_keep_the_wal_file_bounded(
     assert size < 8_000_000, size
 
 
-async def test_a_single_writer_does_not_wait_for_background_checkpoints(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A checkpoint fsyncs (milliseconds): below the WAL cap it runs beside the inline writer,
-    # which never goes to the worker for it; past the cap one holds the writer, then the WAL
-    # starts over.
+def count_worker_jobs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names of the jobs that go to a database's worker thread from now on (the slow path)."""
     worker_jobs: list[str] = []
     run = SqliteDatabase._run  # pyright: ignore[reportPrivateUsage]
 
@@ -454,6 +450,16 @@ async def test_a_single_writer_does_not_wait_for_background_checkpoints(
         return await run(self, fn, *args, **kwargs)
 
     monkeypatch.setattr(SqliteDatabase, "_run", counting)
+    return worker_jobs
+
+
+async def test_a_single_writer_does_not_wait_for_background_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A checkpoint fsyncs (milliseconds): below the WAL cap it runs beside the inline writer,
+    # which never goes to the worker for it; past the cap one holds the writer, then the WAL
+    # starts over.
+    worker_jobs = count_worker_jobs(monkeypatch)
     async with await SqliteDatabase.open(tmp_path / "burst.db") as db:
         session = await SqliteSession.open(db, "s")
         for i in range(1024):  # 4 checkpoints, far below the cap
@@ -824,14 +830,7 @@ async def test_concurrent_writers_of_other_sessions_do_not_keep_appends_off_the_
     # Work queued for one session holds back inline work of that session only: with one
     # guard for all, four writers always had an append in flight on the worker once the
     # first checkpoint sent them there, and never came back to the inline path.
-    worker_jobs: list[str] = []
-    run = SqliteDatabase._run  # pyright: ignore[reportPrivateUsage]
-
-    async def counting(self: SqliteDatabase, fn: Any, *args: Any, **kwargs: Any) -> Any:
-        worker_jobs.append(fn.__name__)
-        return await run(self, fn, *args, **kwargs)
-
-    monkeypatch.setattr(SqliteDatabase, "_run", counting)
+    worker_jobs = count_worker_jobs(monkeypatch)
     async with await SqliteDatabase.open(tmp_path / "writers.db") as db:
         sessions = [await SqliteSession.open(db, f"w{k}") for k in range(4)]
 
