@@ -140,7 +140,7 @@ class LogCache:
 
 
 class WarmProjection:
-    """A projection this process built: events 0..`as_of_seq`, the last of them `last_event`."""
+    """A projection this process built, as of `as_of_seq` (its event: `last_event`); its owner folds on."""
 
     __slots__ = ("as_of_seq", "checkpoint_seq", "last_event", "projection", "store")
 
@@ -163,6 +163,10 @@ class WarmProjections:
     checks that the store still holds the event it folded last (the log was not replaced),
     and fetches and folds only what was appended since. Bounded: the least recently used
     sessions are forgotten.
+
+    Remembering costs O(1): it keeps a reference to the live projection (and the event it
+    folded last), and the copy is made by the object that recalls it. A projection its owner
+    folded further since (without remembering it again) is not recalled.
     """
 
     __slots__ = ("_entries", "_size")
@@ -172,7 +176,7 @@ class WarmProjections:
         self._size = size
 
     def remember(self, store: object, session_id: str, log: LogCache) -> None:
-        """Keep a copy of `log`'s projection (call after a snapshot: it is up to date)."""
+        """Keep `log`'s projection for later objects (call after a snapshot: it is up to date)."""
         projection = log.projection
         key = (id(store), session_id)
         known = self._entries.get(key)
@@ -187,7 +191,7 @@ class WarmProjections:
         last = log.folded_event()
         if last is None or projection.stale:
             return
-        self._entries[key] = WarmProjection(store, copy_projection(projection), last, log.stored_checkpoint)
+        self._entries[key] = WarmProjection(store, projection, last, log.stored_checkpoint)
         self._entries.move_to_end(key)
         if len(self._entries) > self._size:
             self._entries.popitem(last=False)
@@ -195,7 +199,12 @@ class WarmProjections:
     def recall(self, store: object, session_id: str) -> WarmProjection | None:
         """The kept projection of the session, if any (its caller validates it against the store)."""
         known = self._entries.get((id(store), session_id))
-        return known if known is not None and known.store is store else None
+        if known is None or known.store is not store:
+            return None
+        projection = known.projection
+        if projection.stale or projection.count - 1 != known.as_of_seq:
+            return None  # its owner moved on (and will remember again after its snapshot)
+        return known
 
     def forget(self, store: object, session_id: str) -> None:
         """Drop the session's kept projection (it no longer matches the store)."""
