@@ -46,9 +46,13 @@ class AsyncioRunner(Generic[Ctx]):
     """Runs agents on the current asyncio event loop, with the session lifecycle around each run.
 
     Before the run it reads `context.session.snapshot()` and puts that history in front of
-    the input (a read failure fails the run); during the run it records the events with a
-    `SessionRecorder`; after it, it appends them to the session (best effort: a failed
-    append is logged, never raised). `RunConfig.timeout` cancels the run when it expires.
+    the input (a read failure fails the run), first closing a turn a crashed writer left
+    open (`helikon.core.crash_repair`); during the run it records the events with a
+    `SessionRecorder` and appends them to the session: on a durable session
+    (`RunConfig.durable`) as they settle, before every model call and before tools start,
+    between `TurnOpened`/`TurnClosed` markers; otherwise once, after the run. Appends are best
+    effort: a failure is logged, never raised. `RunConfig.timeout` cancels the run when it
+    expires.
 
     The recorded events include request records: a `RequestHeader` (provider, model,
     settings, system prompt, tool schemas) ahead of a model call whenever it differs from
