@@ -26,19 +26,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gc
 import itertools
 import json
 import os
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Awaitable, Callable
 from importlib import metadata
 from pathlib import Path
 from typing import Annotated, Any, TypedDict
+
+from loop_overhead import sequential_us  # this directory is on sys.path when run as a script
 
 PROMPT = "Analyse this household's finances."
 BRANCHES = 16
@@ -231,21 +230,9 @@ WORKLOADS = {"parallel16": branch_names, "graph20": lambda: [n for layer in laye
 # --------------------------------------------------------------------------- measuring
 
 
-async def median_us(fn: RunFn, iters: int, budget_s: float, blocks: int) -> float:
-    """µs of one run: the median of each block of runs, best block (robust to noisy neighbours)."""
-    gc.collect()
-    medians: list[float] = []
-    deadline = time.perf_counter() + budget_s
-    for _ in range(blocks):
-        samples: list[float] = []
-        for _ in range(max(5, iters // blocks)):
-            t0 = time.perf_counter_ns()
-            await fn()
-            samples.append((time.perf_counter_ns() - t0) / 1000)
-        medians.append(statistics.median(samples))
-        if time.perf_counter() > deadline:
-            break
-    return min(medians)
+# µs of one run: the median of each block of runs, best block (robust to noisy neighbours);
+# the same measure as loop_overhead.py's sequential column.
+median_us = sequential_us
 
 
 async def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
