@@ -207,30 +207,30 @@ def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
     """Decode many stored events: one `json.loads` for the lot, then the fast path per event."""
     if not payloads:
         return []
-    if len(payloads) >= _GC_PAUSE_MIN:
-        with _gc_paused():
-            return _decode_many(payloads)
-    return _decode_many(payloads)
+    with gc_paused(len(payloads)):
+        return _decode_many(payloads)
 
 
 _GC_PAUSE_MIN = 256
 
 
 @contextlib.contextmanager
-def _gc_paused() -> Generator[None, None, None]:
-    """Hold the cyclic GC while a big batch is built.
+def gc_paused(count: int) -> Generator[None, None, None]:
+    """Hold the cyclic GC while a batch of `count` events (256 or more) is built.
 
     Decoding allocates several acyclic objects per event; with a large heap the collector
     would otherwise run repeatedly over everything alive, which costs more than the
     decoding itself. It is switched back on (if it was on) as soon as the batch is built.
+    A backend holds it over the decoding and the wrapping of the entries both.
     """
-    was_enabled = gc.isenabled()
+    if count < _GC_PAUSE_MIN or not gc.isenabled():
+        yield
+        return
     gc.disable()
     try:
         yield
     finally:
-        if was_enabled:
-            gc.enable()
+        gc.enable()
 
 
 def _decode_many(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
@@ -255,10 +255,8 @@ def decode_joined(joined: str, count: int) -> list[SessionEvent] | None:
     """
     if count == 0:
         return []
-    if count >= _GC_PAUSE_MIN:
-        with _gc_paused():
-            return _decode_joined(joined, count)
-    return _decode_joined(joined, count)
+    with gc_paused(count):
+        return _decode_joined(joined, count)
 
 
 def _decode_joined(joined: str, count: int) -> list[SessionEvent] | None:
@@ -349,6 +347,7 @@ __all__ = [
     "FORMAT_VERSION",
     "decode_event",
     "decode_events",
+    "gc_paused",
     "decode_joined",
     "encode_event",
     "event_kind",

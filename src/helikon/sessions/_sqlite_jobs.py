@@ -11,6 +11,7 @@ import contextlib
 import functools
 import json
 import sqlite3
+import weakref
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Final
@@ -69,12 +70,16 @@ SELECT = (
     "SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
     "ORDER BY sequence LIMIT ?"
 )
+# One pass over the session's primary-key range; the first and last sequence come from two
+# index seeks. `group_concat` joins in the order the loop visits the rows, which is key order
+# for exactly the plan `joined_in_order` checks (SQLite before 3.44 has no ORDER BY inside an
+# aggregate, and an ordered subquery costs a copy of every payload).
+_RANGE = "FROM session_events WHERE session_id = ?1 AND sequence > ?2"
 SELECT_JOINED = (
-    "SELECT count(*), min(sequence), max(sequence), group_concat(sequence, ','), group_concat(payload, ','), "
-    "min(format), max(format) "
-    "FROM (SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
-    "ORDER BY sequence)"
+    f"SELECT count(*), group_concat(payload, ','), min(format), max(format), "
+    f"(SELECT min(sequence) {_RANGE}), (SELECT max(sequence) {_RANGE}) {_RANGE}"
 )
+_KEY_ORDER_LOOP = "SEARCH session_events USING PRIMARY KEY (session_id=? AND sequence>?)"
 SELECT_RECORDS = (
     "SELECT sequence, event_id, ts, format, payload FROM session_events "
     "WHERE session_id = ? AND sequence > ? ORDER BY sequence"
@@ -259,16 +264,40 @@ def read_joined(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[int, 
     """The payloads after `since` as one comma-joined string: (count, first seq, text, min and max format).
 
     Fetching one aggregate value costs a fraction of fetching one row per event. None when
-    the aggregate's order cannot be confirmed to be the sequence order (SQLite before 3.44
-    has no ORDER BY inside `group_concat`; the ordered subquery gives it in practice, and
-    the joined sequence numbers check it).
+    the rows are not contiguous, or when this connection's plan for the query does not
+    visit them in key order (then the caller reads row by row).
     """
-    count, first, last, seqs, text, low, high = cur.execute(SELECT_JOINED, (session_id, since)).fetchone()
+    if not joined_in_order(cur):
+        return None
+    count, text, low, high, first, last = cur.execute(SELECT_JOINED, (session_id, since)).fetchone()
     if not count:
         return 0, 0, "", FORMAT_VERSION, FORMAT_VERSION
-    if last - first + 1 != count or seqs != ",".join(map(str, range(first, last + 1))):
+    if last - first + 1 != count:
         return None
     return count, first, text, low, high
+
+
+_PLANS_CHECKED: weakref.WeakKeyDictionary[sqlite3.Cursor, bool] = weakref.WeakKeyDictionary()
+
+
+def joined_in_order(cur: sqlite3.Cursor) -> bool:
+    """Whether SQLite runs `SELECT_JOINED` on `cur` as one primary-key range loop and no sort.
+
+    Only then does `group_concat` see the rows in sequence order. Asked once per cursor
+    (a connection's plan for a statement does not change while its schema does not).
+    """
+    known = _PLANS_CHECKED.get(cur)
+    if known is None:
+        plan: list[tuple[int, int, int, str]] = cur.execute(
+            "EXPLAIN QUERY PLAN " + SELECT_JOINED, ("", -1)
+        ).fetchall()
+        loops = [
+            (parent, detail) for _, parent, _, detail in plan if not detail.startswith("SCALAR SUBQUERY")
+        ]
+        top = [detail for parent, detail in loops if parent == 0]
+        known = top == [_KEY_ORDER_LOOP] and all(detail == _KEY_ORDER_LOOP for _, detail in loops)
+        _PLANS_CHECKED[cur] = known
+    return known
 
 
 def read_records(
