@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import functools
 import gc
 import inspect
 import json
@@ -463,7 +464,28 @@ async def read_latency(store: Store, args: argparse.Namespace, result: dict[str,
             break
         for kind, fn in reads:
             result[kind][str(level)] = await median_s(fn, args.reads, level)
+        if store.caches:
+            result["decode_s"][str(level)] = await median_s(await decode_alone(log), args.reads, level)
         _note(f"{level:,} events: read {result['read_s'][str(level)] * 1000:.1f} ms")
+
+
+async def decode_alone(log: Log) -> Callable[[], Awaitable[int]]:
+    """A cold helikon read with the IO taken away: the whole log's stored payloads, joined as
+    the backends fetch them, decoded into typed events and wrapped as entries (the floor
+    under any cold read of typed events, whatever the database)."""
+    from helikon.core.codec import decode_joined, encode_event, gc_paused
+    from helikon.core.session import SessionEntry
+
+    entries = await log.session.events()
+    text, count = ",".join(encode_event(entry.event) for entry in entries), len(entries)
+    new_entry = functools.partial(tuple.__new__, SessionEntry)
+
+    async def decode() -> int:
+        with gc_paused(count):
+            events = decode_joined(text, count) or []
+            return len(list(map(new_entry, zip(range(count), events, strict=True))))
+
+    return decode
 
 
 async def compacted_snapshots(store: Store, args: argparse.Namespace, result: dict[str, Any]) -> None:
@@ -550,7 +572,7 @@ async def end_to_end(store: Store, args: argparse.Namespace) -> dict[str, Any]:
 async def measure(c: Contender, env: Env, args: argparse.Namespace) -> dict[str, Any]:
     """All three phases; a phase that fails is recorded in ``errors`` and the others still run."""
     result: dict[str, Any] = {"append": {}, "populate_s": {}, "errors": []}
-    result |= {k: {} for k in ("read_s", "snapshot_s", "read_warm_s", "snapshot_warm_s")}
+    result |= {k: {} for k in ("read_s", "snapshot_s", "read_warm_s", "snapshot_warm_s", "decode_s")}
     result |= {k: {} for k in ("snapshot_compacted_s", "compacted_messages", "compactions")}
 
     async def appends(store: Store) -> None:
@@ -748,6 +770,12 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
             lines.append(f"  {h} vs {p}: single-writer append >= {need:g}x: {_x(got)} {_ok(got, need)}")
             got = _ratio(_get(pr, "read_s", "10000"), _get(hr, "read_s", "10000"))
             lines.append(f"  {h} vs {p}: full read @10k (cold) <= 1/2 of peer's: {_x(got)} {_ok(got, 2.0)}")
+            floor, peer_read = _get(hr, "decode_s", "10000"), _get(pr, "read_s", "10000")
+            if floor is not None and peer_read is not None:
+                lines.append(
+                    f"    (decoding alone, no IO: {_ms(floor)} = {floor / peer_read:.2f} of the peer's whole"
+                    f" read; the target leaves {_ms(peer_read / 2)} for fetch and decode together)"
+                )
             if p.startswith("openai-agents"):
                 for key, what in (("persisted_s", "one session object"), ("fresh_s", "new object per run")):
                     got = _ratio(_get(pr, "e2e", "persisted_s"), _get(hr, "e2e", key))
