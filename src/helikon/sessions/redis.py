@@ -60,7 +60,7 @@ from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
 from helikon.core.branches import Branching
 from helikon.core.checkpoint import PROJECTOR_VERSION, Checkpoint, encode_state, load
-from helikon.core.codec import decode_events, decode_joined, encode_event, stored_version, upgrade_all
+from helikon.core.codec import decode_events, encode_event, gc_paused, stored_version, upgrade_all
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
     SequenceId,
@@ -71,6 +71,8 @@ from helikon.core.session import (
 )
 
 from ._cached_log import CachedLogSession
+from ._redis_reads import next_id, parses_in_c, script_fields, session_entries, xrange_fields
+from ._redis_reads import text as _text
 from ._redis_scripts import (
     APPEND_SCRIPT,
     CHECKPOINT_READ_SCRIPT,
@@ -89,7 +91,7 @@ PAGE_SIZE = 1000
 """Entries `events()` reads per round trip (one `XRANGE ... COUNT` on the server)."""
 
 PAGE_BYTES = 8 * 1024 * 1024
-"""A page also ends once its payloads pass this many bytes (after at least one entry)."""
+"""A page `READ_SCRIPT` reads also ends once its payloads pass this many bytes (after one entry)."""
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _UNAVAILABLE: tuple[type[BaseException], ...] = (RedisConnectionError, RedisTimeoutError, OSError)
@@ -163,15 +165,6 @@ def _check_session_id(session_id: object) -> str:
     return session_id
 
 
-def _text(value: bytes | str) -> str:
-    # Raw clients give bytes; a client built with decode_responses=True gives str.
-    return value.decode() if isinstance(value, bytes) else value
-
-
-def _ints(csv: bytes | str) -> list[int]:
-    return [int(part) for part in _text(csv).split(",")]
-
-
 class RedisSession(CachedLogSession, Branching):
     """A session stored in a Redis stream, one entry per event (see the module for the keys).
 
@@ -182,7 +175,9 @@ class RedisSession(CachedLogSession, Branching):
     `append` runs one Lua script: it reserves the next sequence numbers with `INCRBY` on the
     counter and adds one `XADD` entry per event, atomically, so concurrent writers (any
     process) never get a gap or a duplicate, and a failed append writes nothing. `events()`
-    reads with paged `XRANGE` from the entry ID after `since`. Nothing is ever trimmed.
+    reads pages from the entry ID after `since`: plain `XRANGE` when the client parses
+    replies with hiredis (`pip install hiredis`, part of the extra), else a read-only
+    script that sends each page in six values. Nothing is ever trimmed.
 
     Example:
         ```python
@@ -218,6 +213,7 @@ class RedisSession(CachedLogSession, Branching):
         "_meta",
         "_metadata",
         "_owns_client",
+        "_raw_reads",
         "_read",
         "_read_checkpoint",
         "_session_id",
@@ -247,6 +243,7 @@ class RedisSession(CachedLogSession, Branching):
         self._stale_checkpoint = False  # the stored checkpoint is unusable: replace it
         self._append = client.register_script(APPEND_SCRIPT)
         self._read = client.register_script(READ_SCRIPT)
+        self._raw_reads = parses_in_c(client)  # read plain XRANGE pages, not READ_SCRIPT's
         self._metadata = client.register_script(METADATA_SCRIPT)
         self._read_checkpoint = client.register_script(CHECKPOINT_READ_SCRIPT)
         self._write_checkpoint_script = client.register_script(CHECKPOINT_WRITE_SCRIPT)
@@ -371,8 +368,7 @@ class RedisSession(CachedLogSession, Branching):
                     found.append((seq, event_id, stamp, int(fields.get("v", b"1")), data))
                 if len(page) < PAGE_SIZE:
                     break
-                major, _, minor = _text(page[-1][0]).partition("-")
-                start = f"{major}-{int(minor) + 1}"
+                start = next_id(page[-1][0])
         except _ERRORS as exc:
             raise _translate(exc, "records") from exc
         seqs = [row[0] for row in found]
@@ -513,51 +509,17 @@ class RedisSession(CachedLogSession, Branching):
         log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
-        pages = await self._read_pages(after, action)
-        seqs = [seq for page in pages for seq in page[0]]
-        sid = self._session_id
-        if seqs and seqs == list(range(after + 1, after + 1 + len(seqs))):
-            # The usual case: the pages hold exactly the next seqs, so their comma-joined
-            # payloads decode in one pass.
-            decoded = decode_joined(b",".join(page[3] for page in pages).decode(), len(seqs))
-            if decoded is not None:
-                versions = [v for page in pages for v in page[2]]
-                decoded = upgrade_all(sid, seqs, versions, decoded)
-                return [
-                    SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)
-                ]
-        kept: list[int] = []
-        kept_versions: list[int] = []
-        payloads: list[bytes] = []
-        for page_seqs, lengths, versions, blob in pages:  # entry by entry: skips, gaps, a damaged payload
-            offset = 0
-            for seq, length, version in zip(page_seqs, lengths, versions, strict=True):
-                if seq > after:  # the seq field is the truth, the ID only a way to seek
-                    kept.append(seq)
-                    kept_versions.append(version)
-                    payloads.append(blob[offset : offset + length])
-                offset += length + 1  # and the comma
-        decoded = upgrade_all(sid, kept, kept_versions, decode_events(payloads))
-        return [SessionEntry(SequenceId(seq), event) for seq, event in zip(kept, decoded, strict=True)]
-
-    async def _read_pages(
-        self, after: int, action: str
-    ) -> list[tuple[list[int], list[int], list[int], bytes]]:
-        """The entries from seq `after + 1` on: per page, seqs, payload lengths, versions, joined payloads."""
         self._check_open()
-        start = "-" if after < 0 else f"{after + 1}"  # entry IDs are `<seq>-1`: seek, don't scan
-        pages: list[tuple[list[int], list[int], list[int], bytes]] = []
         try:
-            while True:
-                reply = await self._read(keys=[self._stream], args=[start, PAGE_SIZE, PAGE_BYTES])
-                more, last, page_seqs, lengths, versions, blob = cast("list[Any]", reply)
-                if page_seqs:
-                    data = blob.encode() if isinstance(blob, str) else blob
-                    pages.append((_ints(page_seqs), _ints(lengths), _ints(versions), data))
-                if not int(more):
-                    return pages
-                major, _, minor = _text(last).partition("-")
-                start = f"{major}-{int(minor) + 1}"
+            if not self._raw_reads:
+                fields = await script_fields(self._read, self._stream, after, PAGE_SIZE, PAGE_BYTES)
+                return session_entries(self._session_id, after, fields)
+            # hiredis builds two lists per entry: the GC is held over the pages as well as the
+            # decoding (until the read ends, however it ends), sparing a long read the full
+            # collections they would otherwise set off.
+            with gc_paused(PAGE_SIZE):
+                fields = await xrange_fields(self._client, self._stream, after, PAGE_SIZE)
+                return session_entries(self._session_id, after, fields)
         except _ERRORS as exc:
             raise _translate(exc, action) from exc
 
