@@ -47,8 +47,9 @@ Requires the `sessions-postgres` extra: `pip install 'paigasus-helikon[sessions-
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from types import TracebackType
@@ -79,7 +80,15 @@ from helikon.core.checkpoint import (
     fingerprint,
     load,
 )
-from helikon.core.codec import decode_events, encode_event, stored_version, upgrade_all
+from helikon.core.codec import (
+    FORMAT_VERSION,
+    decode_events,
+    decode_joined,
+    encode_event,
+    gc_paused,
+    stored_version,
+    upgrade_all,
+)
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
     SequenceId,
@@ -87,12 +96,20 @@ from helikon.core.session import (
     SessionEvent,
     SessionInfo,
     SessionRecord,
+    UnknownEvent,
 )
 
 from ._cached_log import CachedLogSession
+from ._postgres_schema import MIGRATIONS as _MIGRATIONS
 
 Pool = asyncpg.Pool
 """The asyncpg connection pool type sessions run on."""
+
+# What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
+_new_entry: Callable[[tuple[int, SessionEvent]], SessionEntry] = functools.partial(
+    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
+    SessionEntry,
+)
 
 
 class _Connection(Protocol):
@@ -110,6 +127,7 @@ class _Pool(Protocol):
 
     def acquire(self) -> AbstractAsyncContextManager[_Connection]: ...
     async def fetch(self, query: str, *args: object) -> list[Sequence[Any]]: ...
+    async def fetchrow(self, query: str, *args: object) -> Sequence[Any]: ...
     async def fetchval(self, query: str, *args: object) -> Any: ...
     async def close(self) -> None: ...
 
@@ -119,63 +137,6 @@ SCHEMA_VERSION = 3
 
 MIGRATION_LOCK_KEY = 0x68656C696B6F6E01
 """The advisory-lock key (`b"helikon\\x01"`) that serializes `migrate` across processes."""
-
-_MIGRATIONS: tuple[tuple[int, str], ...] = (
-    (
-        1,
-        """
-        CREATE TABLE IF NOT EXISTS session_events (
-            session_id TEXT NOT NULL,
-            sequence BIGINT NOT NULL,
-            kind TEXT NOT NULL,
-            payload JSONB NOT NULL,
-            ts TIMESTAMPTZ,
-            format INT NOT NULL,
-            PRIMARY KEY (session_id, sequence)
-        )
-        """,
-    ),
-    # Format 2: a writer-chosen id per event (NULL in earlier rows, which read with an id
-    # derived from session and seq) and a summary row per session, filled from the existing
-    # rows. No stored event is rewritten.
-    (
-        2,
-        """
-        ALTER TABLE session_events ADD COLUMN IF NOT EXISTS event_id TEXT;
-        CREATE UNIQUE INDEX IF NOT EXISTS session_events_event_id
-            ON session_events (session_id, event_id) WHERE event_id IS NOT NULL;
-        CREATE TABLE IF NOT EXISTS helikon_sessions (
-            session_id TEXT PRIMARY KEY,
-            created TIMESTAMPTZ NOT NULL,
-            updated TIMESTAMPTZ NOT NULL,
-            event_count BIGINT NOT NULL,
-            title TEXT,
-            metadata JSONB NOT NULL DEFAULT '{}'
-        );
-        INSERT INTO helikon_sessions (session_id, created, updated, event_count)
-            SELECT session_id, COALESCE(MIN(ts), now()), COALESCE(MAX(ts), now()), MAX(sequence) + 1
-            FROM session_events GROUP BY session_id
-        ON CONFLICT (session_id) DO NOTHING;
-        """,
-    ),
-    # A projection checkpoint per session (`helikon.core.checkpoint`), so a cold snapshot reads
-    # it and the tail instead of the whole log. Starts empty (readers fill it in); no event is
-    # touched. `state` is TEXT, not JSONB: it is only ever read back whole, and JSONB would
-    # parse and re-render a whole conversation on every write.
-    (
-        3,
-        """
-        CREATE TABLE IF NOT EXISTS session_checkpoints (
-            session_id TEXT PRIMARY KEY,
-            as_of_seq BIGINT NOT NULL,
-            projector TEXT NOT NULL,
-            fingerprint TEXT NOT NULL,
-            state TEXT NOT NULL,
-            written TIMESTAMPTZ NOT NULL
-        );
-        """,
-    ),
-)
 
 _LOCK = "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))"
 # MAX(sequence) is read in the INSERT, a statement after the lock's: under READ COMMITTED (set
@@ -202,10 +163,20 @@ WITH next AS (
 SELECT (SELECT first FROM next), (SELECT count(*) FROM inserted)
 """
 _STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = $1 AND event_id = ANY($2::text[])"
-# payload::text: jsonb's text form (keys reordered, spaces added), decoded in one pass by decode_events.
+# payload::text: jsonb's text form (keys reordered, spaces added). Row by row: what `_fetch`
+# falls back to when the joined read below cannot be decoded in one pass.
 _SELECT = """
 SELECT sequence, payload::text, format FROM session_events
 WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
+"""
+# The same payloads as one comma-joined text, in sequence order: one value to fetch and
+# decode instead of a row per event (the server's jsonb-to-text conversion is then most of
+# the fetch), with what says whether that text can stand for the rows: contiguous seqs, and
+# the lowest and highest format.
+_SELECT_JOINED = """
+SELECT count(*), min(sequence), max(sequence), min(format), max(format),
+       string_agg(payload::text, ',' ORDER BY sequence)
+FROM session_events WHERE session_id = $1 AND sequence > $2
 """
 _SELECT_RECORDS = """
 SELECT sequence, event_id, ts, format, payload::text FROM session_events
@@ -577,15 +548,28 @@ class PostgresSession(CachedLogSession, Branching):
         log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
+        sid = self._session_id
         try:
-            rows = await self._db.fetch(_SELECT, self._session_id, after)
+            count, first, last, low, high, joined = await self._db.fetchrow(_SELECT_JOINED, sid, after)
+            if not count:
+                return []
+            if last - first + 1 == count:  # contiguous, as appends write them
+                with gc_paused(count):  # held over the decoding and the entries' wrapping
+                    events = decode_joined(joined, count)
+                    # Mixed formats (an old log appended to since) matter only for unknown events.
+                    if events is not None and (
+                        low == high or (high <= FORMAT_VERSION and UnknownEvent not in set(map(type, events)))
+                    ):
+                        seqs = range(first, first + count)
+                        events = upgrade_all(sid, seqs, high, events)
+                        return list(map(_new_entry, zip(seqs, events, strict=True)))
+            # A damaged payload, a gap or mixed formats: row by row, each with its own format.
+            rows = await self._db.fetch(_SELECT, sid, after)
         except _ERRORS as exc:
             raise _translate(exc, action) from exc
         seqs = [row[0] for row in rows]
-        decoded = upgrade_all(
-            self._session_id, seqs, [row[2] for row in rows], decode_events([r[1] for r in rows])
-        )
-        return [SessionEntry(SequenceId(seq), event) for seq, event in zip(seqs, decoded, strict=True)]
+        events = upgrade_all(sid, seqs, [row[2] for row in rows], decode_events([r[1] for r in rows]))
+        return list(map(_new_entry, zip(seqs, events, strict=True)))
 
     # --- lifecycle -----------------------------------------------------------------------------
 
