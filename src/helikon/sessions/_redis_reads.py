@@ -21,6 +21,8 @@ from operator import itemgetter
 from typing import Any, cast
 
 import redis.asyncio as aioredis
+from redis._parsers import _AsyncHiredisParser  # pyright: ignore[reportPrivateUsage]
+from redis.asyncio.connection import DefaultParser
 from redis.commands.core import AsyncScript
 from redis.utils import HIREDIS_AVAILABLE
 
@@ -55,10 +57,8 @@ def parses_in_c(client: aioredis.Redis) -> bool:
     """Whether `client`'s connections parse replies with hiredis rather than redis-py's Python parser."""
     if not HIREDIS_AVAILABLE:
         return False
-    from redis._parsers import _AsyncHiredisParser  # pyright: ignore[reportPrivateUsage]
-    from redis.asyncio.connection import DefaultParser
-
-    parser: object = client.connection_pool.connection_kwargs.get("parser_class", DefaultParser)
+    options: dict[str, object] = getattr(client.connection_pool, "connection_kwargs", {})
+    parser = options.get("parser_class", DefaultParser)
     return isinstance(parser, type) and issubclass(parser, _AsyncHiredisParser)
 
 
