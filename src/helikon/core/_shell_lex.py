@@ -53,6 +53,8 @@ _new_redirect = raw_constructor(Redirect)  # (op, target, fd)
 # Characters that make the fast path decline without tokenizing: expansions, escapes,
 # parentheses (subshells, functions, `$(`, `<(`, `((`, arrays) and here-docs.
 _DECLINE = re.compile(r"[$\\`()]")  # and `<<`
+# The same, or whitespace `str.split` cuts at where Bash does not: one scan for both.
+_DECLINE_OR_BLANK = re.compile(r"[$\\`()\x0b\x0c\r\x1c-\x1f]")
 # Any character that is not read by `str.split` and `_SPLIT` alone (one scan for the
 # common case; a plain character class is several times faster than an alternation).
 _UNUSUAL = re.compile(r"[$\\`()'\"\x0b\x0c\r\x1c-\x1f]")
@@ -70,7 +72,6 @@ _BLANKS = re.compile(r"[^ \t]+")
 # the command cannot hold), so quoted operators and blanks stay in their word; the words
 # get their quoted strings back, in order, before anything reads them.
 _QUOTED_STRING = re.compile(r"""('[^']*'|"[^"]*")""")
-_UNUSUAL_BLANK = re.compile(r"[\x0b\x0c\r\x1c-\x1f]")
 # As the full reader: a descriptor starts with an ASCII digit, then `IO_NUMBER` takes any.
 _FD = re.compile(r"[0-9]\d*|\{[A-Za-z_][A-Za-z0-9_]*\}")
 _ASCII_DIGITS = frozenset("0123456789")
@@ -132,20 +133,27 @@ def read_fast(p: Parser) -> bool:
     src = p.s
     if "<<" in src:
         return False
-    split: Callable[[str], list[str]] = str.split
+    split: Callable[[str], list[str]] | None = str.split
+    if p.plain:
+        # A script (`bash -c '…'`) taken from a command with plain characters: so are its.
+        quotes = "'" in src or '"' in src
+    elif _UNUSUAL.search(src) is None and src.isascii():
+        quotes = False
+        p.plain = True
+    else:
+        split = _splitter(src)
+        if split is None:
+            return False
+        quotes = "'" in src or '"' in src
+        p.plain = split is str.split
     masked = src
     quoted: list[str] = []
-    if _UNUSUAL.search(src) is not None or not src.isascii():
-        if _DECLINE.search(src) is not None:
-            return False
-        if "'" in src or '"' in src:
-            parts = _QUOTED_STRING.split(src)  # plain, quoted, plain, ..., plain
-            masked = "\\".join(parts[::2])
-            if "'" in masked or '"' in masked:
-                return False  # an unbalanced quote
-            quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
-        if not masked.isascii() or _UNUSUAL_BLANK.search(masked) is not None:
-            split = _BLANKS.findall
+    if quotes:
+        parts = _QUOTED_STRING.split(src)  # plain, quoted, plain, ..., plain
+        masked = "\\".join(parts[::2])
+        if "'" in masked or '"' in masked:
+            return False  # an unbalanced quote
+        quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
     pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
     pieces.append("")
     commands = _read_pieces(zip(pieces[::2], pieces[1::2], strict=True), split, quoted)
@@ -173,6 +181,20 @@ def read_fast(p: Parser) -> bool:
         else:
             resolve(p, words, redirect_tuple, tuple(assignments), (), [])
     return True
+
+
+def _splitter(src: str) -> Callable[[str], list[str]] | None:
+    """How to cut `src`'s pieces into words: `str.split`, or at blanks alone; None to decline.
+
+    `str.split` also cuts at whitespace Bash keeps inside a word (a carriage return, a
+    no-break space...); cutting at blanks alone is always right, only slower.
+    """
+    odd = _DECLINE_OR_BLANK.search(src)
+    if odd is None:
+        return str.split if src.isascii() else _BLANKS.findall
+    if _DECLINE.search(src, odd.start()) is not None:
+        return None
+    return _BLANKS.findall
 
 
 _Commands = list[tuple[list[Word], list[Redirect], list[str]]]

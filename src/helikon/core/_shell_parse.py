@@ -41,6 +41,10 @@ class Parser(WordReader):
     i: int
     nesting: int
     fast = True  # try `_shell_lex.read_fast` first (the tests turn it off to compare)
+    # Set once the source is known to hold no `$`, backslash, backtick, parenthesis,
+    # non-ASCII or unusual blank: a script parsed from it (`bash -c '…'`) holds only its
+    # characters (quote removal and `{}` substitution add none), so skips that scan.
+    plain = False
 
     def __init__(self, src: str, nesting: int, out: list[SimpleCommand] | None = None,
                  redirects: list[Redirect] | None = None) -> None:  # fmt: skip
@@ -75,6 +79,7 @@ class Parser(WordReader):
 
     def _reparse(self, source: str) -> None:
         inner = Parser(source, self.nesting + 1, self.out, self.redirects)
+        inner.plain = self.plain
         inner.parse_program()
 
     # -- low-level scanning --

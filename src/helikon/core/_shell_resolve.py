@@ -200,6 +200,8 @@ def resolve(
         # The common case: a program that runs no other command.
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         return
+    if program in POSIX_SHELLS and _shell_script(p, program, words, redirects, assignments, wrappers):
+        return
     assigned = list(assignments)
     wrapped = list(wrappers)
     while True:
@@ -305,6 +307,28 @@ def _reparse_literal(p: _Parser, words: list[Word], program: str) -> None:
         # An expanded value would be parsed as shell syntax: its commands are unknown.
         raise _Unparseable(f"{program} runs a script that comes from an expansion")
     p._reparse(source)
+
+
+def _shell_script(
+    p: _Parser,
+    program: str,
+    words: list[Word],
+    redirects: tuple[Redirect, ...],
+    assignments: tuple[str, ...],
+    wrappers: tuple[str, ...],
+) -> bool:
+    """`sh -c 'script' …`, the common form, as `_shell` reads it; False (nothing done) for any other.
+
+    The script is the word after `-c` unless that word is an option itself.
+    """
+    if len(words) < 3 or words[1].text != "-c":
+        return False
+    script = words[2]
+    if script.text.startswith(("-", "+")):
+        return False
+    p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, True, False))
+    _reparse_literal(p, [script], program)
+    return True
 
 
 def _shell(
