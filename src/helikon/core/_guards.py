@@ -66,16 +66,18 @@ def checks(subject: ToolSubject) -> Mapping[str, str | None]:
         # Not a write (a Bash call without a command string fails closed in the deny
         # and allow rules instead).
         return _CLEAR
-    return {
-        "rm_root": None,
-        "system_write": raw if _system_target(raw, [""], False) else None,
-        "dotpath_write": raw if is_protected_dotpath(raw) else None,
-    }
+    system_write = raw if _system_target(raw, [""], False) else None
+    dotpath_write = raw if is_protected_dotpath(raw) else None
+    if system_write is None and dotpath_write is None:
+        return _CLEAR
+    return {"rm_root": None, "system_write": system_write, "dotpath_write": dotpath_write}
 
 
 _CLEAR: Mapping[str, str | None] = MappingProxyType(
     {"rm_root": None, "system_write": None, "dotpath_write": None}
 )
+CLEAR = _CLEAR
+"""What `checks` returns whenever no built-in guard trips (always this object)."""
 # Verdicts by command string, as the parse is cached: a repeated command costs one
 # lookup. Bounded: cleared when full.
 _CHECKED: dict[str, Mapping[str, str | None]] = {}
@@ -107,12 +109,13 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     if not targets and not removes:
         return _CLEAR
     cwds, unknown = _cwds(parse) if cwd_change else (_START, False)
+    rm_root = _rm_root(removes, cwds) if removes else None
+    system_write = _system_write(targets, cwds, unknown) if targets else None
+    dotpath_write = _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None
+    if rm_root is None and system_write is None and dotpath_write is None:
+        return _CLEAR  # the pipeline skips the built-in guards on seeing it
     return MappingProxyType(
-        {
-            "rm_root": _rm_root(removes, cwds) if removes else None,
-            "system_write": _system_write(targets, cwds, unknown) if targets else None,
-            "dotpath_write": _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None,
-        }
+        {"rm_root": rm_root, "system_write": system_write, "dotpath_write": dotpath_write}
     )
 
 
@@ -283,6 +286,12 @@ def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
 
 def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | None:
     for word in targets:
+        if word.literal and cwds is _START and not unknown:
+            # From the start directory alone, a relative path reaches a system path only
+            # by climbing (`_system_target`): skip the common `rm build`, `> out.txt`.
+            text = word.text
+            if not text.startswith("/") and ".." not in text:
+                continue
         for text in _pieces(word):
             if _system_target(text, cwds, unknown):
                 return word.text

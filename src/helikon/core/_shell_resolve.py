@@ -195,7 +195,11 @@ def resolve(
     stdin_args: bool = False,
 ) -> None:
     """Append the simple command(s) that `words` run to `p.out`, following re-entry."""
-    program = program_name(words[0])
+    first = words[0]
+    # `program_name`'s cache, without the call for a name already checked.
+    program = NAMES.get(first.text) if first.literal and not first.glob else None
+    if program is None:
+        program = program_name(first)
     if program not in REENTRANT:
         # The common case: a program that runs no other command.
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
@@ -327,7 +331,10 @@ def _shell_script(
     if script.text.startswith(("-", "+")):
         return False
     p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, True, False))
-    _reparse_literal(p, [script], program)
+    if script.literal:
+        p._reparse(script.text)
+    else:
+        _reparse_literal(p, [script], program)  # refuses an expanded script
     return True
 
 

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from ._carrier import carrier
+from ._guards import CLEAR as GUARDS_CLEAR
 from ._json import JsonValue
 from .events import AgentEvent, ApprovalRequested
 from .governance import PermissionMode
@@ -213,11 +214,13 @@ async def _refusals(
         rule = compiled.denying(subject)
         if rule is not None:
             return PermissionVerdict(False, args, f"denied by {rule!r}", "deny_rule")
-    yours = compiled.guards
-    if yours and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
-        yours = ()  # none of your guards can match this call: skip them one by one
-    defaults = GuardRule.destructive_defaults() if ctx.default_guards else ()
-    for guard in (*defaults, *yours) if yours else defaults:
+    guards = compiled.guards
+    if guards and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
+        guards = ()  # none of your guards can match this call: skip them one by one
+    if ctx.default_guards and subject.guard_checks() is not GUARDS_CLEAR:
+        # Some built-in guard trips (one test for the usual case where none does).
+        guards = (*GuardRule.destructive_defaults(), *guards)
+    for guard in guards:
         if guard.rule is None:  # a built-in guard: `GuardRule.check`, one call fewer
             detail = subject.guard(guard.matcher)
             if detail is None:

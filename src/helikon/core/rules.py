@@ -159,12 +159,19 @@ class ToolSubject:
 
     def guard(self, name: str) -> str | None:
         """The detail of a built-in guard's match (computed once per subject), or `None`."""
+        return self.guard_checks().get(name)
+
+    def guard_checks(self) -> Mapping[str, str | None]:
+        """Every built-in guard's detail by name (computed once per subject).
+
+        `_guards.CLEAR` itself when none trips, so a caller can skip them with one test.
+        """
         checks = self._guard_cache
         if checks is None:
             # All the built-in guards at once: they share the write targets and the
             # directories a `cd` may move to.
             checks = self._guard_cache = _guards.checks(self)
-        return checks.get(name)
+        return checks
 
     def __repr__(self) -> str:
         return f"ToolSubject({self.tool!r}, {self.args!r})"
