@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import gc
-from typing import Any, cast
+from typing import Any
 
 import asyncpg
 import pytest
 from session_helpers import say, seqs, texts
 
 from helikon.core.codec import FORMAT_VERSION, decode_events, encode_event, upgrade_all
-from helikon.core.exceptions import SessionUnavailable, UnreadableSessionEvent
+from helikon.core.exceptions import UnreadableSessionEvent
 from helikon.core.session import SequenceId, UnknownEvent
-from helikon.sessions import _postgres_reads
 from helikon.sessions.postgres import PostgresSession
 
 pytestmark = pytest.mark.integration
@@ -143,86 +141,3 @@ async def test_rows_stored_out_of_order_join_in_sequence_order(postgres_pool: as
         )
     reader, spy = await session(postgres_pool, "shuffled")
     assert texts(await reader.events()) == ["s0", "s1", "s2", "s3"] and spy.reads == ["joined"]
-
-
-# --- a long full read: its two halves at once ------------------------------------------------------
-
-
-async def test_a_long_read_fetches_the_rest_in_halves_at_once(
-    postgres_pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_postgres_reads, "SPLIT_MIN", 10)
-    writer, _ = await session(postgres_pool, "halves")
-    await writer.append([say(str(n)) for n in range(25)])
-    for since, reads in ((None, 3), (2, 3), (14, 1), (24, 1)):
-        reader, spy = await session(postgres_pool, "halves")
-        entries = await reader.events(since=None if since is None else SequenceId(since))
-        start = 0 if since is None else since + 1
-        assert seqs(entries) == list(range(start, 25)) and texts(entries) == [
-            str(n) for n in range(start, 25)
-        ]
-        assert spy.reads == ["joined"] * reads and gc.isenabled()
-
-
-async def test_appends_landing_between_the_queries_are_read_whole(
-    postgres_pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_postgres_reads, "SPLIT_MIN", 10)
-    writer, _ = await session(postgres_pool, "moving")
-    await writer.append([say(str(n)) for n in range(20)])
-    reader, spy = await session(postgres_pool, "moving")
-    fetchrow = spy.fetchrow
-
-    async def then_append(query: str, *args: object) -> Any:
-        found = await fetchrow(query, *args)
-        if len(spy.reads) == 1:  # after the first query, before the halves
-            await writer.append([say(str(n)) for n in range(20, 27)])
-        return found
-
-    spy.fetchrow = then_append  # type: ignore[method-assign]
-    entries = await reader.events()
-    assert seqs(entries) == list(range(27)) and texts(entries) == [str(n) for n in range(27)]
-    assert spy.reads == ["joined"] * 3
-
-
-async def test_a_row_missing_from_a_half_reads_again_in_one_query(
-    postgres_pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_postgres_reads, "SPLIT_MIN", 10)
-    writer, _ = await session(postgres_pool, "holed")
-    await writer.append([say(str(n)) for n in range(30)])
-    await postgres_pool.execute("DELETE FROM session_events WHERE session_id = 'holed' AND sequence = 13")  # pyright: ignore[reportUnknownMemberType]
-    reader, spy = await session(postgres_pool, "holed")
-    entries = await reader._fetch(-1, "events")  # pyright: ignore[reportPrivateUsage]
-    assert seqs(entries) == [n for n in range(30) if n != 13]
-    assert spy.reads == ["joined", "joined", "joined", "joined", "rows"]  # then one query, then rows
-
-
-async def test_a_failing_half_fails_the_read_and_leaves_no_query_running(
-    postgres_pool: asyncpg.Pool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setattr(_postgres_reads, "SPLIT_MIN", 10)
-    writer, _ = await session(postgres_pool, "failing")
-    await writer.append([say(str(n)) for n in range(30)])
-    reader, spy = await session(postgres_pool, "failing")
-    started: list[int] = []
-    cancelled: list[int] = []
-    fetchrow = spy.fetchrow
-
-    async def second_half_fails(query: str, *args: object) -> Any:
-        low = cast(int, args[1])
-        started.append(low)
-        if len(started) == 3:
-            raise ConnectionResetError("the connection broke")
-        if len(started) == 2:
-            try:
-                await asyncio.sleep(5)  # still running when the other half fails
-            except asyncio.CancelledError:
-                cancelled.append(low)
-                raise
-        return await fetchrow(query, *args)
-
-    spy.fetchrow = second_half_fails  # type: ignore[method-assign]
-    with pytest.raises(SessionUnavailable):
-        await reader.events()
-    assert len(started) == 3 and len(cancelled) == 1 and gc.isenabled()

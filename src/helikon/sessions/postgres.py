@@ -47,8 +47,9 @@ Requires the `sessions-postgres` extra: `pip install 'paigasus-helikon[sessions-
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from types import TracebackType
@@ -79,7 +80,15 @@ from helikon.core.checkpoint import (
     fingerprint,
     load,
 )
-from helikon.core.codec import decode_events, encode_event, stored_version, upgrade_all
+from helikon.core.codec import (
+    FORMAT_VERSION,
+    decode_events,
+    decode_joined,
+    encode_event,
+    gc_paused,
+    stored_version,
+    upgrade_all,
+)
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
     SequenceId,
@@ -87,14 +96,20 @@ from helikon.core.session import (
     SessionEvent,
     SessionInfo,
     SessionRecord,
+    UnknownEvent,
 )
 
 from ._cached_log import CachedLogSession
-from ._postgres_reads import read_entries
 from ._postgres_schema import MIGRATIONS as _MIGRATIONS
 
 Pool = asyncpg.Pool
 """The asyncpg connection pool type sessions run on."""
+
+# What `SessionEntry(seq, event)` does, but all in C: twice as fast for a 10k-event read.
+_new_entry: Callable[[tuple[int, SessionEvent]], SessionEntry] = functools.partial(
+    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
+    SessionEntry,
+)
 
 
 class _Connection(Protocol):
@@ -148,6 +163,21 @@ WITH next AS (
 SELECT (SELECT first FROM next), (SELECT count(*) FROM inserted)
 """
 _STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = $1 AND event_id = ANY($2::text[])"
+# payload::text: jsonb's text form (keys reordered, spaces added). Row by row: what `_fetch`
+# falls back to when the joined read below cannot be decoded in one pass.
+_SELECT = """
+SELECT sequence, payload::text, format FROM session_events
+WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
+"""
+# The same payloads as one comma-joined text, in sequence order: one value to fetch and
+# decode instead of a row per event (the server's jsonb-to-text conversion is then most of
+# the fetch), with what says whether that text can stand for the rows: contiguous seqs, and
+# the lowest and highest format.
+_SELECT_JOINED = """
+SELECT count(*), min(sequence), max(sequence), min(format), max(format),
+       string_agg(payload::text, ',' ORDER BY sequence)
+FROM session_events WHERE session_id = $1 AND sequence > $2
+"""
 _SELECT_RECORDS = """
 SELECT sequence, event_id, ts, format, payload::text FROM session_events
 WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
@@ -518,10 +548,28 @@ class PostgresSession(CachedLogSession, Branching):
         log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
+        sid = self._session_id
         try:
-            return await read_entries(self._db, self._session_id, after)
+            count, first, last, low, high, joined = await self._db.fetchrow(_SELECT_JOINED, sid, after)
+            if not count:
+                return []
+            if last - first + 1 == count:  # contiguous, as appends write them
+                with gc_paused(count):  # held over the decoding and the entries' wrapping
+                    events = decode_joined(joined, count)
+                    # Mixed formats (an old log appended to since) matter only for unknown events.
+                    if events is not None and (
+                        low == high or (high <= FORMAT_VERSION and UnknownEvent not in set(map(type, events)))
+                    ):
+                        seqs = range(first, first + count)
+                        events = upgrade_all(sid, seqs, high, events)
+                        return list(map(_new_entry, zip(seqs, events, strict=True)))
+            # A damaged payload, a gap or mixed formats: row by row, each with its own format.
+            rows = await self._db.fetch(_SELECT, sid, after)
         except _ERRORS as exc:
             raise _translate(exc, action) from exc
+        seqs = [row[0] for row in rows]
+        events = upgrade_all(sid, seqs, [row[2] for row in rows], decode_events([r[1] for r in rows]))
+        return list(map(_new_entry, zip(seqs, events, strict=True)))
 
     # --- lifecycle -----------------------------------------------------------------------------
 
