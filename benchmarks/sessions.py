@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import functools
 import gc
 import inspect
 import json
@@ -473,12 +472,10 @@ async def decode_alone(log: Log) -> Callable[[], Awaitable[int]]:
     """A cold helikon read with the IO taken away: the whole log's stored payloads, joined as
     the backends fetch them, decoded into typed events and wrapped as entries (the floor
     under any cold read of typed events, whatever the database)."""
-    from helikon.core.codec import decode_joined, encode_event, gc_paused
-    from helikon.core.session import SessionEntry
+    from helikon.core.codec import decode_joined, encode_event, gc_paused, new_entry
 
     entries = await log.session.events()
     text, count = ",".join(encode_event(entry.event) for entry in entries), len(entries)
-    new_entry = functools.partial(tuple.__new__, SessionEntry)
 
     async def decode() -> int:
         with gc_paused(count):

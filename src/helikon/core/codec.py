@@ -31,6 +31,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 from collections.abc import Callable, Generator, Sequence
@@ -47,6 +48,7 @@ from .session import (
     ConversationSnapshot,
     Forked,
     RequestHeader,
+    SessionEntry,
     SessionEvent,
     Step,
     ToolsStarted,
@@ -211,6 +213,13 @@ def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
         return _decode_many(payloads)
 
 
+new_entry: Callable[[tuple[int, SessionEvent]], SessionEntry] = functools.partial(
+    tuple.__new__,  # pyright: ignore[reportUnknownMemberType]
+    SessionEntry,
+)
+"""`SessionEntry(seq, event)` from a `(seq, event)` pair, all in C: twice as fast over a long
+read (`list(map(new_entry, zip(seqs, events)))`)."""
+
 _GC_PAUSE_MIN = 256
 
 
@@ -348,6 +357,7 @@ __all__ = [
     "decode_event",
     "decode_events",
     "gc_paused",
+    "new_entry",
     "decode_joined",
     "encode_event",
     "event_kind",

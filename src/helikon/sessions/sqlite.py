@@ -49,6 +49,7 @@ from helikon.core.codec import (
     decode_events,
     decode_joined,
     gc_paused,
+    new_entry,
     upgrade_all,
 )
 from helikon.core.exceptions import SessionBackendError, SessionError, UserError
@@ -69,7 +70,6 @@ from ._sqlite_jobs import (
     event_row,
     list_rows,
     migrate_schema,
-    new_entry,
     parse_ts,
     read_checkpoint,
     read_joined,
