@@ -154,9 +154,14 @@ def read_fast(p: Parser) -> bool:
         if "'" in masked or '"' in masked:
             return False  # an unbalanced quote
         quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
-    pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
-    pieces.append("")
-    commands = _read_pieces(zip(pieces[::2], pieces[1::2], strict=True), split, quoted)
+    pairs: Iterable[tuple[str, str]]
+    if "&" in masked or "|" in masked or ";" in masked or ">" in masked or "<" in masked or "\n" in masked:
+        pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
+        pieces.append("")
+        pairs = zip(pieces[::2], pieces[1::2], strict=True)
+    else:
+        pairs = ((masked, ""),)  # one simple command (a `bash -c` script often is): no split
+    commands = _read_pieces(pairs, split, quoted)
     if commands is None:
         return False
     resolve = _shell_resolve.resolve
@@ -166,20 +171,20 @@ def read_fast(p: Parser) -> bool:
     for words, redirects, assignments in commands:
         if len(out) > MAX_COMMANDS:
             raise _Unparseable("too many commands")
-        redirect_tuple = tuple(redirects)
-        if redirect_tuple:
+        redirect_tuple = ()  # most commands have neither: no call to build an empty tuple
+        if redirects:
+            redirect_tuple = tuple(redirects)
             p.redirects.extend(redirect_tuple)
         if not words:
             continue
+        assigned = tuple(assignments) if assignments else ()
         first = words[0]
         program = names.get(first.text) if first.literal and not first.glob else None
         if program is not None and program not in reentrant:
             # `resolve`'s common case, without the call: a known program that runs no other.
-            out.append(
-                new_command(program, tuple(words), redirect_tuple, (), tuple(assignments), False, False)
-            )
+            out.append(new_command(program, tuple(words), redirect_tuple, (), assigned, False, False))
         else:
-            resolve(p, words, redirect_tuple, tuple(assignments), (), [])
+            resolve(p, words, redirect_tuple, assigned, (), [])
     return True
 
 

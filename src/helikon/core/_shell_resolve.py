@@ -206,6 +206,10 @@ def resolve(
         return
     if program in POSIX_SHELLS and _shell_script(p, program, words, redirects, assignments, wrappers):
         return
+    if program == "find":  # not a wrapper: recorded as it is, then its `-exec` commands
+        p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
+        _find(p, words[1:])
+        return
     assigned = list(assignments)
     wrapped = list(wrappers)
     while True:

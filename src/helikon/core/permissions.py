@@ -100,15 +100,12 @@ class CompiledRules:
 
     def denying(self, subject: ToolSubject) -> DenyRule | None:
         """The first deny rule that matches the call, or None."""
-        if self._denies(subject):
+        if self.could_deny(subject):
             return next(rule for rule in self.deny if rule.matches(subject))
         return None
 
     def could_deny(self, subject: ToolSubject) -> bool:
         """Whether some deny rule matches the call (as `denying`, without naming it)."""
-        return self._denies(subject)
-
-    def _denies(self, subject: ToolSubject) -> bool:
         if subject.tool in self.deny_tools:
             return True
         parse = subject.parse
@@ -167,10 +164,11 @@ async def authorize(
     approval handler (the driver streams them).
     """
     subject = ToolSubject(tool, args)
-    refused = await _refusals(ctx, subject, call_id, emit)
+    compiled = ctx.compiled_rules
+    refused = await _refusals(ctx, compiled, subject, call_id, emit)
     if refused is not None:
         return refused
-    if ctx.allow_rules and ctx.compiled_rules.allows(subject):
+    if compiled.allow and compiled.allows(subject):
         return PermissionVerdict(True, args, step="allow_rule")
     mode = ctx.permission_mode
     if mode is PermissionMode.BYPASS:
@@ -196,7 +194,7 @@ async def authorize(
         return PermissionVerdict(False, args, decision.reason or "denied by the permission policy", "policy")
     if kind == "replace":
         # The rewritten call must clear the deny rules and guards like the original did.
-        again = await _refusals(ctx, ToolSubject(tool, decision.args), call_id, emit)
+        again = await _refusals(ctx, compiled, ToolSubject(tool, decision.args), call_id, emit)
         return again if again is not None else PermissionVerdict(True, decision.args, step="policy")
     approved, reason = await _ask(ctx, tool, args, decision.prompt, call_id, emit)
     if approved:
@@ -205,13 +203,19 @@ async def authorize(
 
 
 async def _refusals(
-    ctx: RunContext[Any], subject: ToolSubject, call_id: str, emit: Callable[[AgentEvent], None]
+    ctx: RunContext[Any],
+    compiled: CompiledRules,
+    subject: ToolSubject,
+    call_id: str,
+    emit: Callable[[AgentEvent], None],
 ) -> PermissionVerdict | None:
-    """The deny rules, then the guards: a refusal, or None when the call may go on."""
+    """The deny rules, then the guards: a refusal, or None when the call may go on.
+
+    `compiled` is `ctx.compiled_rules` (its `deny` is `ctx.deny_rules`).
+    """
     args = subject.args
-    compiled = ctx.compiled_rules
-    if ctx.deny_rules:
-        rule = compiled.denying(subject)
+    if compiled.deny and compiled.could_deny(subject):
+        rule = compiled.denying(subject)  # only now: naming the rule takes a second look
         if rule is not None:
             return PermissionVerdict(False, args, f"denied by {rule!r}", "deny_rule")
     guards = compiled.guards
