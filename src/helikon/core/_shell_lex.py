@@ -155,7 +155,7 @@ def read_fast(p: Parser) -> bool:
             return False  # an unbalanced quote
         quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
     pairs: Iterable[tuple[str, str]]
-    if "&" in masked or "|" in masked or ";" in masked or ">" in masked or "<" in masked or "\n" in masked:
+    if "&" in masked or ";" in masked or "|" in masked or ">" in masked or "<" in masked or "\n" in masked:
         pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
         pieces.append("")
         pairs = zip(pieces[::2], pieces[1::2], strict=True)

@@ -223,7 +223,8 @@ async def _refusals(
         guards = ()  # none of your guards can match this call: skip them one by one
     if ctx.default_guards and subject.guard_checks() is not GUARDS_CLEAR:
         # Some built-in guard trips (one test for the usual case where none does).
-        guards = (*GuardRule.destructive_defaults(), *guards)
+        defaults = GuardRule.destructive_defaults()
+        guards = (*defaults, *guards) if guards else defaults
     for guard in guards:
         if guard.rule is None:  # a built-in guard: `GuardRule.check`, one call fewer
             detail = subject.guard(guard.matcher)

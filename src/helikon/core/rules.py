@@ -159,7 +159,10 @@ class ToolSubject:
 
     def guard(self, name: str) -> str | None:
         """The detail of a built-in guard's match (computed once per subject), or `None`."""
-        return self.guard_checks().get(name)
+        checks = self._guard_cache  # read here too: one call per guard, not two
+        if checks is None:
+            checks = self.guard_checks()
+        return checks.get(name)
 
     def guard_checks(self) -> Mapping[str, str | None]:
         """Every built-in guard's detail by name (computed once per subject).
