@@ -129,13 +129,17 @@ def _word(raw: str) -> Word | None:
 
 
 def read_fast(p: Parser) -> bool:
-    """Read `p.s` in one pass into `p.out`; False (nothing touched) when it needs the full reader."""
+    """Read `p.s` in one pass into `p.out`; False (no command read) when it needs the full reader.
+
+    It may set `p.plain` either way: that describes the source, not how it was read.
+    """
     src = p.s
     if "<<" in src:
         return False
     split: Callable[[str], list[str]] | None = str.split
     if p.plain:
-        # A script (`bash -c '…'`) taken from a command with plain characters: so are its.
+        # A script (`bash -c '…'`) from a command with plain characters has only those: no
+        # scan (but quote removal can form a `<<`, tested above).
         quotes = "'" in src or '"' in src
     elif _UNUSUAL.search(src) is None and src.isascii():
         quotes = False

@@ -41,9 +41,8 @@ class Parser(WordReader):
     i: int
     nesting: int
     fast = True  # try `_shell_lex.read_fast` first (the tests turn it off to compare)
-    # Set once the source is known to hold no `$`, backslash, backtick, parenthesis,
-    # non-ASCII or unusual blank: a script parsed from it (`bash -c '…'`) holds only its
-    # characters (quote removal and `{}` substitution add none), so skips that scan.
+    # No `$`, backslash, backtick, parenthesis, non-ASCII or odd blank in the source (see
+    # `read_fast`): nor in a script taken from it, whose characters are all the source's.
     plain = False
 
     def __init__(self, src: str, nesting: int, out: list[SimpleCommand] | None = None,
