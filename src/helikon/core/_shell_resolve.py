@@ -89,6 +89,7 @@ POSIX_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "
 _OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "pwsh", "powershell", "nu", "elvish", "xonsh"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
+_FIND_ACTIONS = _FIND_EXEC | _FIND_WRITES | {"-delete"}
 # Every program `resolve` does more for than record it.
 REENTRANT = frozenset(
     {*_WRAPPERS, *_JOINING, *POSIX_SHELLS, *_OTHER_SHELLS, "eval", "xargs", "find", "trap", "alias"}
@@ -401,7 +402,9 @@ def _find(p: _Parser, args: list[Word]) -> None:
     pending: list[list[Word]] = []
     while i < n:
         text = args[i].text
-        if text in _FIND_EXEC:
+        if text not in _FIND_ACTIONS:  # a test or an option: one lookup for the usual word
+            i += 1
+        elif text in _FIND_EXEC:
             j = i + 1
             while j < n and not (args[j].text == ";" or (args[j].text == "+" and args[j - 1].text == "{}")):
                 j += 1
@@ -421,7 +424,7 @@ def _find(p: _Parser, args: list[Word]) -> None:
             argv = (_literal("rm"), _literal("-r"), _literal("-f"), _literal("--"), *starts)
             p.out.append(SimpleCommand("rm", argv, wrappers=("find",)))
             i += 1
-        elif text in _FIND_WRITES and i + 1 < n:
+        elif i + 1 < n:  # `-fprint FILE` and the like
             p.redirects.append(Redirect(">", args[i + 1]))
             i += 2
         else:
