@@ -284,8 +284,11 @@ def joined_in_order(cur: sqlite3.Cursor) -> bool:
         plan: list[tuple[int, int, int, str]] = cur.execute(
             "EXPLAIN QUERY PLAN " + SELECT_JOINED, ("", -1)
         ).fetchall()
+        # SQLite before 3.36 spells a loop "SEARCH TABLE name ...".
         loops = [
-            (parent, detail) for _, parent, _, detail in plan if not detail.startswith("SCALAR SUBQUERY")
+            (parent, detail.replace("SEARCH TABLE ", "SEARCH ", 1))
+            for _, parent, _, detail in plan
+            if not detail.startswith("SCALAR SUBQUERY")
         ]
         top = [detail for parent, detail in loops if parent == 0]
         known = top == [_KEY_ORDER_LOOP] and all(detail == _KEY_ORDER_LOOP for _, detail in loops)
