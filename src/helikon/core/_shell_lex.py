@@ -8,7 +8,8 @@ character-level reader in `_shell_parse` would; at the first construct it does n
 escape, a parenthesis, a here-doc, a comment, a reserved word, a brace list, ...) it
 declines before touching the parser's state, and the full reader runs instead. A
 property test over the adversarial corpus and generated commands holds the two to the
-same result.
+same result. Each simple command it reads is kept by its text (`_read_segments`), so the
+parts a new command shares with earlier ones cost a lookup.
 """
 
 from __future__ import annotations
@@ -19,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from . import _shell_resolve
 from ._carrier import raw_constructor
-from .shell import Redirect, SimpleCommand, Word, _Unparseable
+from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
 
 if TYPE_CHECKING:
     from ._shell_parse import Parser
 
 MAX_COMMANDS = 512  # a bound on work per call: a longer script is not analysed
+
+_Commands = list[tuple[list[Word], list[Redirect], list[str]]]
 
 # Runs of characters with no special meaning, consumed in one step for speed.
 PLAIN = re.compile(r"[^ \t\n;&|()<>'\"\\$`]+")
@@ -93,8 +96,23 @@ _RESERVED = frozenset(
 
 # Words already read, by their source spelling: a `Word` is immutable, and the commands an
 # agent runs repeat most of their words (`git`, `-la`, `&&`-joined `cd src`), so a new
-# command mostly costs a lookup per word. Bounded: cleared when full.
-_WORDS_SEEN: dict[str, Word] = {}
+# command mostly costs a lookup per word. A word not seen yet is read by `__missing__`, so
+# `map(WORDS.__getitem__, raws)` runs in C for every word seen before. Bounded: cleared
+# when full.
+class _WordTable(dict[str, "Word | None"]):
+    def __missing__(self, raw: str) -> Word | None:
+        """Read a new word (and keep it); None to decline (a comment, a brace list), not kept."""
+        if raw[0] == "#":
+            return None  # a comment
+        word = _word(raw)
+        if word is not None:
+            if len(self) >= _WORDS_SEEN_MAX:
+                self.clear()
+            self[raw] = word
+        return word
+
+
+_WORDS_SEEN = _WordTable()
 _WORDS_SEEN_MAX = 4096
 
 
@@ -158,16 +176,81 @@ def read_fast(p: Parser) -> bool:
         if "'" in masked or '"' in masked:
             return False  # an unbalanced quote
         quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
-    pairs: Iterable[tuple[str, str]]
     if "&" in masked or ";" in masked or "|" in masked or ">" in masked or "<" in masked or "\n" in masked:
         pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
         pieces.append("")
-        pairs = zip(pieces[::2], pieces[1::2], strict=True)
-    else:
-        pairs = ((masked, ""),)  # one simple command (a `bash -c` script often is): no split
-    commands = _read_pieces(pairs, split, quoted)
-    if commands is None:
-        return False
+        return _read_segments(p, pieces, split, quoted)
+    if quoted:
+        # One simple command with quoted strings (a `bash -c` script often is): nothing to
+        # look up (see `_read_segments`), and no split.
+        commands = _read_pieces(((masked, ""),), split, quoted)
+        if commands is None:
+            return False
+        _resolve_all(p, commands)
+        return True
+    return _read_segments(p, [masked, ""], split, quoted)
+
+
+# The simple commands of a source (the text between two separators, blanks trimmed) already
+# read, one table per nesting level (re-entry such as `eval` reads one level deeper, and
+# the depth is bounded): what each added to the parser's commands and redirections. An
+# agent's commands repeat most of theirs (`cd src && …`, `… 2>&1 | tail -n 20`), so a new
+# command mostly costs a lookup for each of them. Only text without quoted strings is kept:
+# masked, those would look alike. Bounded: cleared when full.
+_SEGMENTS_SEEN: list[dict[str, tuple[tuple[SimpleCommand, ...], tuple[Redirect, ...]]]] = [
+    {} for _ in range(MAX_NESTING + 1)
+]
+_SEGMENTS_SEEN_MAX = 4096
+# The operators that end a simple command ("" ends the source).
+_ENDS = frozenset({"&&", "||", "|&", ";", "&", "|", "\n", ""})
+
+
+def _read_segments(
+    p: Parser, pieces: list[str], split: Callable[[str], list[str]], quoted: list[str]
+) -> bool:
+    """Read the simple commands in `pieces` (text, operator, ..., text, "") into `p.out`.
+
+    Every command not seen before is read first (so a decline leaves the parser as it
+    was), then all are resolved in order.
+    """
+    seen = _SEGMENTS_SEEN[p.nesting]
+    plan: list[tuple[str | None, Any]] = []  # (None, a kept result) or (key, the commands to read)
+    start = 0
+    for k in range(1, len(pieces), 2):
+        if pieces[k] not in _ENDS:
+            continue  # a redirection: the command goes on
+        key = (pieces[start] if k == start + 1 else "".join(pieces[start:k])).strip(" \t")
+        kept = seen.get(key)
+        if kept is not None:
+            plan.append((None, kept))
+        else:
+            pairs = zip(pieces[start:k:2], pieces[start + 1 : k + 1 : 2], strict=True)
+            commands = _read_pieces(pairs, split, quoted)
+            if commands is None:
+                return False
+            plan.append((key, commands))
+        start = k + 1
+    out = p.out
+    redirects = p.redirects
+    for key, item in plan:
+        if key is None:
+            if item[1]:
+                redirects.extend(item[1])
+            out += item[0]
+            if len(out) > MAX_COMMANDS:
+                raise _Unparseable("too many commands")
+            continue
+        first_command, first_redirect = len(out), len(redirects)
+        _resolve_all(p, item)
+        if "\\" not in key:  # no quoted string masked in it
+            if len(seen) >= _SEGMENTS_SEEN_MAX:
+                seen.clear()
+            seen[key] = (tuple(out[first_command:]), tuple(redirects[first_redirect:]))
+    return True
+
+
+def _resolve_all(p: Parser, commands: _Commands) -> None:
+    """Append what `commands` (from `_read_pieces`) run to `p.out`."""
     resolve = _shell_resolve.resolve
     names = _shell_resolve.NAMES
     reentrant = _shell_resolve.REENTRANT
@@ -189,7 +272,6 @@ def read_fast(p: Parser) -> bool:
             out.append(new_command(program, tuple(words), redirect_tuple, (), assigned, False, False))
         else:
             resolve(p, words, redirect_tuple, assigned, (), [])
-    return True
 
 
 def _splitter(src: str) -> Callable[[str], list[str]] | None:
@@ -204,28 +286,6 @@ def _splitter(src: str) -> Callable[[str], list[str]] | None:
     if _DECLINE.search(src, odd.start()) is not None:
         return None
     return _BLANKS.findall
-
-
-_Commands = list[tuple[list[Word], list[Redirect], list[str]]]
-
-
-def _fill(raws: list[str], known: list[Any]) -> list[Word] | None:
-    """`known` (the words of `raws` `_WORDS_SEEN` had, None for the others) completed in place.
-
-    None to decline.
-    """
-    for i, word in enumerate(known):
-        if word is None:
-            raw = raws[i]
-            if raw[0] == "#":
-                return None  # a comment
-            word = _word(raw)
-            if word is None:
-                return None
-            if len(_WORDS_SEEN) >= _WORDS_SEEN_MAX:
-                _WORDS_SEEN.clear()
-            _WORDS_SEEN[raw] = known[i] = word
-    return known
 
 
 def _command_start(raw: str, first: bool) -> int:
@@ -282,7 +342,7 @@ def _read_pieces(
     assignments: list[str] = []
     pending = ""  # a redirection operator waiting for its target
     pending_fd = ""
-    seen_get = _WORDS_SEEN.get
+    word_of = _WORDS_SEEN.__getitem__
     for text, op in pairs:
         raws = split(text)
         if quoted and "\\" in text:
@@ -293,11 +353,10 @@ def _read_pieces(
             if (end[0] in _ASCII_DIGITS and end.isdecimal()) or (end[0] == "{" and _FD.fullmatch(end)):
                 fd = raws.pop()  # a descriptor (`2>`), not a word
         if raws:
-            found: list[Any] = list(map(seen_get, raws))
+            known: list[Any] = list(map(word_of, raws))
             # `all`, not `None in`, which would call `Word.__eq__`: a `Word` is always true.
-            known = found if all(found) else _fill(raws, found)
-            if known is None:
-                return None
+            if not all(known):
+                return None  # a word the fast path does not read
             start = 0
             if pending:
                 redirects.append(_new_redirect(pending, known[0], pending_fd))

@@ -64,6 +64,9 @@ class Parser(WordReader):
     def parse_program(self) -> None:
         if self.fast and read_fast(self):
             return
+        self._parse_full()
+
+    def _parse_full(self) -> None:
         end = self.parse_list(frozenset())
         if end:
             raise _Unparseable(f"unexpected {end!r}")
@@ -77,9 +80,24 @@ class Parser(WordReader):
             self._reparse(text)
 
     def _reparse(self, source: str) -> None:
-        inner = Parser(source, self.nesting + 1, self.out, self.redirects)
-        inner.plain = self.plain
-        inner.parse_program()
+        """Read `source` (a `bash -c` script, an `eval`'s words, ...) one level deeper."""
+        nesting = self.nesting + 1
+        plain = self.plain
+        if self.fast:
+            if nesting > MAX_NESTING:
+                raise _Unparseable(f"nested deeper than {MAX_NESTING} levels")
+            # The fast reader reads only `s` and `plain` of this parser (and appends to its
+            # results): lend it this one rather than building a parser per script.
+            src = self.s
+            self.s, self.nesting = source, nesting
+            try:
+                if read_fast(self):
+                    return
+            finally:
+                self.s, self.plain, self.nesting = src, plain, nesting - 1
+        inner = Parser(source, nesting, self.out, self.redirects)
+        inner.plain = plain
+        inner._parse_full()
 
     # -- low-level scanning --
 

@@ -1,0 +1,96 @@
+"""The fast reader keeps each simple command it has read: a kept one must read as a fresh one."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helikon.core import _shell_lex
+from helikon.core._shell_parse import Parser
+from helikon.core.shell import MAX_NESTING, ShellParse, _parse_cached, parse_command
+
+
+def _fresh(command: str) -> ShellParse:
+    """The parse with no simple command kept from before (and the full reader's, compared)."""
+    saved = [dict(table) for table in _shell_lex._SEGMENTS_SEEN]
+    for table in _shell_lex._SEGMENTS_SEEN:
+        table.clear()
+    try:
+        _parse_cached.cache_clear()
+        fresh = parse_command(command)
+    finally:
+        for table, before in zip(_shell_lex._SEGMENTS_SEEN, saved, strict=True):
+            table.clear()
+            table.update(before)
+        _parse_cached.cache_clear()
+    Parser.fast = False
+    try:
+        full = parse_command(command)
+    finally:
+        Parser.fast = True
+        _parse_cached.cache_clear()
+    assert fresh == full, command
+    return fresh
+
+
+@pytest.fixture(autouse=True)
+def _no_cached_parses() -> None:
+    _parse_cached.cache_clear()  # each parse below reads its command, not a cached result
+
+
+def test_a_kept_command_reads_the_same_anywhere_in_a_line() -> None:
+    parse_command("cd src && git status --short && timeout 60 pytest -q tests/ 2>&1 | tail -n 5")
+    assert _shell_lex._SEGMENTS_SEEN[0]["timeout 60 pytest -q tests/ 2>&1"]
+    for command in (
+        "tail -n 7 ;timeout 60 pytest -q tests/ 2>&1|  git status --short   &",
+        "  git status --short\ncd src || sudo timeout 60 pytest -q tests/ 2>&1",
+        "timeout 60 pytest -q tests/ 2>&1 >/etc/passwd; cd src",
+    ):
+        _parse_cached.cache_clear()
+        assert parse_command(command) == _fresh(command)
+
+
+def test_quoted_text_is_never_kept_so_scripts_are_always_read() -> None:
+    assert [c.program for c in parse_command("bash -c 'ls -la' ; true").commands] == ["bash", "ls", "true"]
+    later = parse_command("bash -c 'rm -rf /' ; true")
+    assert [c.program for c in later.commands] == ["bash", "rm", "true"]
+    assert not any("\\" in key for table in _shell_lex._SEGMENTS_SEEN for key in table)
+
+
+def test_the_nesting_bound_holds_for_a_command_kept_at_a_shallower_level() -> None:
+    evals = "eval " * (MAX_NESTING - 1) + "rm x"
+    assert parse_command(evals).ok  # kept at level 0
+    deeper = f"bash -c \"bash -c '{evals}'\" ; true"
+    assert parse_command(deeper).error == f"nested deeper than {MAX_NESTING} levels"
+    assert _fresh(deeper).error == parse_command(deeper).error
+
+
+def test_the_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_shell_lex, "_SEGMENTS_SEEN_MAX", 8)
+    for n in range(40):
+        parse_command(f"echo {n} && ls -la {n % 3}")
+        assert len(_shell_lex._SEGMENTS_SEEN[0]) <= 8
+    assert parse_command("echo 1 && ls -la 1") == _fresh("echo 1 && ls -la 1")
+
+
+def test_a_declined_line_keeps_nothing_it_has_not_resolved() -> None:
+    # The second command needs the full reader: the first is read, not half-kept.
+    parsed = parse_command("git log -n 3 && echo $(rm -rf /tmp/x)")
+    assert [c.program for c in parsed.commands] == ["git", "rm", "echo"]  # a substitution runs first
+    assert parse_command("git log -n 3 ; ls") == _fresh("git log -n 3 ; ls")
+
+
+_SIMPLE = st.sampled_from(
+    ["ls -la", "git status", "rm -rf /", "sudo rm x", "timeout 5 curl x", "a=1 env B=2 nc", "cat f 2>&1",
+     "echo hi >/etc/x", "xargs rm", "find . -delete", "eval rm y", "bash -c ls", "2>/dev/null", "cd /",
+     "sh -c 'wget z'", "echo 'a;b'", "x=1", ""]
+)  # fmt: skip
+_JOIN = st.sampled_from([" && ", ";", " | ", "\n", " || ", " & ", "|&", " ;  "])
+
+
+@given(st.lists(st.tuples(_SIMPLE, _JOIN), min_size=1, max_size=6))
+def test_kept_commands_agree_with_fresh_reads(parts: list[tuple[str, str]]) -> None:
+    command = "".join(simple + join for simple, join in parts)
+    _parse_cached.cache_clear()
+    assert parse_command(command) == _fresh(command), command
