@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._carrier import carrier
+from ._carrier import carrier, raw_constructor
 from ._guards import CLEAR as GUARDS_CLEAR
 from ._json import JsonValue
 from .events import AgentEvent, ApprovalRequested
@@ -60,6 +60,11 @@ class PermissionVerdict:
     step: Step = "default"
 
 
+# Every field positionally, no defaults: about half the cost of the keyword `__init__` on a
+# path taken once per tool call.
+_verdict = raw_constructor(PermissionVerdict)
+
+
 class CompiledRules:
     """A context's deny and allow rules grouped by what they look at.
 
@@ -79,6 +84,7 @@ class CompiledRules:
         "deny_tools",
         "guard_filter",
         "guards",
+        "screen",
     )
 
     def __init__(
@@ -89,6 +95,14 @@ class CompiledRules:
         # match skips the guards one by one (None: some guard is not rule-based).
         rules = tuple(g.rule for g in guards if g.rule is not None)
         self.guard_filter = CompiledRules(rules, ()) if guards and len(rules) == len(guards) else None
+        # The deny rules and those behind the guards in one: a call it cannot match meets
+        # neither, which one look tells instead of two. None when there is nothing to screen
+        # or some guard is not rule-based (then every guard runs).
+        self.screen: CompiledRules | None = None
+        if not guards:
+            self.screen = self if deny else None
+        elif self.guard_filter is not None:
+            self.screen = CompiledRules((*deny, *rules), ())
         self.deny = deny
         self.allow = allow
         self.deny_tools = frozenset(r.value for r in deny if r.kind == "tool")
@@ -108,13 +122,10 @@ class CompiledRules:
         """Whether some deny rule matches the call (as `denying`, without naming it)."""
         if subject.tool in self.deny_tools:
             return True
-        parse = subject.parse
-        if (
-            parse is not None
-            and self.deny_programs
-            and (parse.error or subject.programs & self.deny_programs)
-        ):
-            return True  # a command that cannot be analysed matches every Bash deny rule
+        if subject.parse is not None:  # a Bash call: no path rule looks at it
+            if subject.deny_all:  # a command that cannot be analysed matches every Bash deny rule
+                return bool(self.deny_programs)
+            return bool(subject.programs & self.deny_programs)
         globs = self.deny_paths.get(_PATH_KINDS.get(subject.tool, ""))
         if globs:
             path = subject.path
@@ -125,9 +136,9 @@ class CompiledRules:
         """Whether the allow rules permit the call (as `rules.allowed_by`)."""
         if subject.tool in self.allow_tools:
             return True
-        programs = subject.allow_programs
-        if programs is not None and programs <= self.allow_programs:
-            return True
+        if subject.parse is not None:  # a Bash call: only program rules (other calls have none)
+            programs = subject.allow_programs
+            return programs is not None and programs <= self.allow_programs
         globs = self.allow_paths.get(_PATH_KINDS.get(subject.tool, ""))
         path = subject.path
         return bool(globs) and path is not None and any(glob.matches_clean(path) for glob in globs)
@@ -165,27 +176,28 @@ async def authorize(
     """
     subject = ToolSubject(tool, args)
     compiled = ctx.compiled_rules
-    refused = await _refusals(ctx, compiled, subject, call_id, emit)
+    refused = _screen(ctx, compiled, subject)
     if refused is not None:
-        return refused
+        if isinstance(refused, tuple):  # a guard asks: wait for the approval handler
+            refused = await _asked(ctx, subject, *refused, call_id, emit)
+        if refused is not None:
+            return refused
     if compiled.allow and compiled.allows(subject):
-        return PermissionVerdict(True, args, step="allow_rule")
+        return _verdict(True, args, "", "allow_rule")
     mode = ctx.permission_mode
     if mode is PermissionMode.BYPASS:
-        return PermissionVerdict(True, args, step="mode")
+        return _verdict(True, args, "", "mode")
     if mode is PermissionMode.DONT_ASK:
-        return PermissionVerdict(
-            False, args, "DONT_ASK mode permits only calls that an allow rule covers", "mode"
-        )
+        return _verdict(False, args, "DONT_ASK mode permits only calls that an allow rule covers", "mode")
     if mode is PermissionMode.PLAN and effect is not ToolEffect.READ_ONLY:
-        return PermissionVerdict(
+        return _verdict(
             False, args, f"PLAN mode allows only read-only tools; {tool!r} is {effect.value}", "mode"
         )
     if mode is PermissionMode.ACCEPT_EDITS and effect is ToolEffect.WRITE:
-        return PermissionVerdict(True, args, step="mode")
+        return _verdict(True, args, "", "mode")
     policy = ctx.permission_policy
     if policy is None:
-        return PermissionVerdict(True, args)
+        return _verdict(True, args, "", "default")
     decision = await policy.check(ctx, tool, args)
     kind = decision.kind
     if kind == "allow":
@@ -209,37 +221,77 @@ async def _refusals(
     call_id: str,
     emit: Callable[[AgentEvent], None],
 ) -> PermissionVerdict | None:
-    """The deny rules, then the guards: a refusal, or None when the call may go on.
+    """The deny rules, then the guards (asking where one asks): a refusal, or None."""
+    refused = _screen(ctx, compiled, subject)
+    if isinstance(refused, tuple):
+        return await _asked(ctx, subject, *refused, call_id, emit)
+    return refused
 
-    `compiled` is `ctx.compiled_rules` (its `deny` is `ctx.deny_rules`).
+
+def _screen(
+    ctx: RunContext[Any], compiled: CompiledRules, subject: ToolSubject
+) -> PermissionVerdict | tuple[str, tuple[GuardRule, ...]] | None:
+    """The deny rules, then the guards, up to the first guard that asks.
+
+    A refusal; None when the call may go on; or, when a tripped guard asks, its reason
+    and the guards after it, for `_asked` (a plain function, not a coroutine: most calls
+    wait for nothing). `compiled` is `ctx.compiled_rules` (its `deny` is `ctx.deny_rules`).
     """
-    args = subject.args
-    if compiled.deny and compiled.could_deny(subject):
-        rule = compiled.denying(subject)  # only now: naming the rule takes a second look
-        if rule is not None:
-            return PermissionVerdict(False, args, f"denied by {rule!r}", "deny_rule")
-    guards = compiled.guards
-    if guards and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
-        guards = ()  # none of your guards can match this call: skip them one by one
+    screen = compiled.screen
+    if screen is not None and not screen.could_deny(subject):
+        guards: tuple[GuardRule, ...] = ()  # neither a deny rule nor one of your guards matches
+    else:
+        # Without guards the screen is the deny rules' own `could_deny`: no second look.
+        if compiled.deny and (screen is compiled or compiled.could_deny(subject)):
+            rule = next((r for r in compiled.deny if r.matches(subject)), None)
+            if rule is not None:
+                return _verdict(False, subject.args, f"denied by {rule!r}", "deny_rule")
+        guards = compiled.guards
+        if guards and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
+            guards = ()  # none of your guards can match this call: skip them one by one
     if ctx.default_guards and subject.guard_checks() is not GUARDS_CLEAR:
         # Some built-in guard trips (one test for the usual case where none does).
         defaults = GuardRule.destructive_defaults()
         guards = (*defaults, *guards) if guards else defaults
+    for i, guard in enumerate(guards):
+        reason = _tripped(guard, subject)
+        if reason is not None:
+            if guard.action is GuardAction.DENY:
+                return _verdict(False, subject.args, reason, "guard")
+            return reason, guards[i + 1 :]
+    return None
+
+
+def _tripped(guard: GuardRule, subject: ToolSubject) -> str | None:
+    """`guard.check(subject)`, a call fewer for a built-in guard."""
+    if guard.rule is None:
+        detail = subject.guard(guard.matcher)
+        return None if detail is None else f"{guard.reason}: {detail}"
+    return guard.check(subject)
+
+
+async def _asked(
+    ctx: RunContext[Any],
+    subject: ToolSubject,
+    reason: str,
+    guards: tuple[GuardRule, ...],
+    call_id: str,
+    emit: Callable[[AgentEvent], None],
+) -> PermissionVerdict | None:
+    """Ask for the guard `_screen` stopped at (its `reason`), then run the `guards` after it."""
+    args = subject.args
+    approved, why = await _ask(ctx, subject.tool, args, reason, call_id, emit)
+    if not approved:
+        return _verdict(False, args, why, "guard")
     for guard in guards:
-        if guard.rule is None:  # a built-in guard: `GuardRule.check`, one call fewer
-            detail = subject.guard(guard.matcher)
-            if detail is None:
-                continue
-            reason = f"{guard.reason}: {detail}"
-        else:
-            reason = guard.check(subject)
-            if reason is None:
-                continue
+        tripped = _tripped(guard, subject)
+        if tripped is None:
+            continue
         if guard.action is GuardAction.DENY:
-            return PermissionVerdict(False, args, reason, "guard")
-        approved, why = await _ask(ctx, subject.tool, args, reason, call_id, emit)
+            return _verdict(False, args, tripped, "guard")
+        approved, why = await _ask(ctx, subject.tool, args, tripped, call_id, emit)
         if not approved:
-            return PermissionVerdict(False, args, why, "guard")
+            return _verdict(False, args, why, "guard")
     return None
 
 
