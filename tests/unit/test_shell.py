@@ -323,3 +323,20 @@ def test_the_fast_path_covers_common_commands() -> None:
         "git commit -m 'fix: the parser' && git push",
     ):
         assert read_fast(Parser(command, 0)), command
+
+
+def test_find_substitutes_each_start_with_its_literal_edges() -> None:
+    def argv(command: str) -> list[tuple[str, bool, str, str]]:
+        parsed = parse_command(command)
+        assert parsed.ok, parsed.error
+        return [(w.text, w.literal, w.prefix, w.tail) for w in parsed.commands[-1].argv[1:]]
+
+    # `{}` is the start itself: nothing literal after `$DIR`, as in `rm -rf "$DIR"`.
+    assert argv('find "$DIR" -exec rm {} +') == [("$DIR", False, "", "")]
+    assert argv('find "$DIR" -exec rm {}/x \\;') == [("$DIR/x", False, "", "/x")]
+    assert argv('find /etc/"$X" -exec cp a {}/b \\;') == [
+        ("a", True, "a", "a"),
+        ("/etc/$X/b", False, "/etc/", "/b"),
+    ]
+    assert argv("find a b -exec rm x{} \\;") == [("xa", True, "xa", "xa"), ("xb", True, "xb", "xb")]
+    assert argv('find "$A" -exec rm "$Q"{}z \\;') == [("$Q$Az", False, "", "z")]

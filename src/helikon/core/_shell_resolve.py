@@ -434,14 +434,26 @@ def _find(p: _Parser, args: list[Word]) -> None:
 
 
 def _substitute(word: Word, starts: list[Word]) -> list[Word]:
-    # `{}` is each found path: a path under a start, judged as the start itself.
-    if "{}" not in word.text:
-        return [word]
-    if len(starts) == 1:  # the common case, without a comprehension
-        start = starts[0]
-        text = word.text.replace("{}", start.text)
-        return [_new_word(text, word.literal and start.literal, word.prefix, word.tail, start.glob)]
-    return [
-        _new_word(word.text.replace("{}", s.text), word.literal and s.literal, word.prefix, word.tail, s.glob)
-        for s in starts
-    ]
+    """`word` with `{}` as each found path: a path under a start, judged as the start itself.
+
+    The literal edges follow the substitution: `{}` after `find "$DIR"` is `$DIR`, with
+    nothing literal after it, as in `rm -rf "$DIR"`.
+    """
+    if word.text == "{}" and word.literal:
+        return starts  # the usual `-exec cmd {} +`: each start as it is
+    return [_substituted(word, start) for start in starts]
+
+
+def _substituted(word: Word, start: Word) -> Word:
+    text = word.text
+    new = text.replace("{}", start.text)
+    if word.literal and start.literal:
+        return _new_word(new, True, new, new, start.glob)
+    # A `{}` in the word's literal head (tail) is in the new word's literal head (tail).
+    prefix, tail = word.prefix, word.tail
+    first, last = text.find("{}"), text.rfind("{}")
+    if first + 2 <= len(prefix):
+        prefix = prefix.replace("{}", start.text) if start.literal else prefix[:first] + start.prefix
+    if last >= len(text) - len(tail):
+        tail = tail.replace("{}", start.text) if start.literal else start.tail + text[last + 2 :]
+    return _new_word(new, False, prefix, tail, start.glob)
