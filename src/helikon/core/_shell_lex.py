@@ -102,7 +102,13 @@ _RESERVED = frozenset(
 class _WordTable(dict[str, "Word | None"]):
     def __missing__(self, raw: str) -> Word | None:
         """Read a new word (and keep it); None to decline (a comment, a brace list), not kept."""
-        if raw[0] == "#":
+        first = raw[0]
+        if first == "'" or first == '"':
+            if raw[-1] == first and raw.count(first) == 2:
+                # One quoted string (a `bash -c` script, a pattern): mostly unique, not kept.
+                text = raw[1:-1]
+                return new_word(text, True, text, text, False)
+        elif first == "#":
             return None  # a comment
         word = _word(raw)
         if word is not None:
@@ -220,7 +226,7 @@ def _read_segments(
         if pieces[k] not in _ENDS:
             continue  # a redirection: the command goes on
         key = (pieces[start] if k == start + 1 else "".join(pieces[start:k])).strip(" \t")
-        kept = seen.get(key)
+        kept = None if "\\" in key else seen.get(key)  # quoted text is never kept
         if kept is not None:
             plan.append((None, kept))
         else:
@@ -242,7 +248,7 @@ def _read_segments(
             continue
         first_command, first_redirect = len(out), len(redirects)
         _resolve_all(p, item)
-        if "\\" not in key:  # no quoted string masked in it
+        if "\\" not in key:
             if len(seen) >= _SEGMENTS_SEEN_MAX:
                 seen.clear()
             seen[key] = (tuple(out[first_command:]), tuple(redirects[first_redirect:]))
@@ -346,7 +352,10 @@ def _read_pieces(
     for text, op in pairs:
         raws = split(text)
         if quoted and "\\" in text:
-            _unmask(raws, quoted)
+            if text.count("\\") == 1 and "\\" in raws:
+                raws[raws.index("\\")] = quoted.pop()  # the usual: one word that is all quoted
+            else:
+                _unmask(raws, quoted)
         fd = ""
         if raws and op and op[0] in "<>" and text[-1] not in " \t":
             end = raws[-1]
