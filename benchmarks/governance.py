@@ -10,7 +10,8 @@ so there is nothing equivalent to time against):
 Each figure is one full `helikon.core.permissions.authorize` decision, as the driver makes
 it for every tool call (parse the call once, 25 deny rules, the default guards plus 5 user
 guards, 20 allow rules, the mode, no policy), timed over many calls; the median of
-`--repeats` blocks is reported. A second table puts the pipeline in context: one whole
+`--repeats` blocks is reported (the rows take turns, block by block, so a change in the
+machine's load reaches all of them). A second table puts the pipeline in context: one whole
 agent run with one tool call (the `loop_overhead.py` agent) with the default guards and
 redaction on, and with both off.
 """
@@ -78,25 +79,28 @@ def fifty_rules() -> RunContext[None]:
 
 async def time_decisions(repeats: int, per_block: int) -> dict[str, dict[str, Any]]:
     ctx = fifty_rules()
-    out: dict[str, dict[str, Any]] = {}
+    verdicts = {
+        label: await authorize(ctx, name, numbered(args, 0), effect) for label, name, args, effect in CALLS
+    }
+    blocks: dict[str, list[float]] = {label: [] for label, *_ in CALLS}
     n = 0
-    for label, name, template, effect in CALLS:
-        verdict = await authorize(ctx, name, numbered(template, 0), effect)
-        blocks: list[float] = []
-        for _ in range(repeats):
+    for _ in range(repeats):  # round robin, so a change in the machine's load hits every row
+        for label, name, template, effect in CALLS:
             calls = [numbered(template, n + i) for i in range(per_block)]
             n += per_block
             start = time.perf_counter()
             for args in calls:
                 await authorize(ctx, name, args, effect)
-            blocks.append((time.perf_counter() - start) / per_block * 1e6)
-        out[label] = {
-            "median_us": statistics.median(blocks),
-            "min_us": min(blocks),
-            "allowed": verdict.allowed,
-            "step": verdict.step,
+            blocks[label].append((time.perf_counter() - start) / per_block * 1e6)
+    return {
+        label: {
+            "median_us": statistics.median(blocks[label]),
+            "min_us": min(blocks[label]),
+            "allowed": verdicts[label].allowed,
+            "step": verdicts[label].step,
         }
-    return out
+        for label, *_ in CALLS
+    }
 
 
 async def time_runs(repeats: int, per_block: int) -> dict[str, float]:
