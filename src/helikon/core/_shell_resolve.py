@@ -406,9 +406,12 @@ def _find(p: _Parser, args: list[Word]) -> None:
             i += 1
         elif text in _FIND_EXEC:
             j = i + 1
-            while j < n and not (args[j].text == ";" or (args[j].text == "+" and args[j - 1].text == "{}")):
+            while j < n:
+                end = args[j].text
+                if end == ";" or (end == "+" and args[j - 1].text == "{}"):
+                    break
                 j += 1
-            if j >= n:
+            else:
                 raise _Unparseable(f"find {text} without its ';' or '+'")
             if j == i + 1:
                 raise _Unparseable(f"find {text} without a command")
