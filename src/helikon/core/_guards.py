@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from itertools import compress
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -30,8 +29,6 @@ _WILDCARD = re.compile(r"(?:\*|\?|\[[^\]]*\])+")  # a component that matches eve
 _BRACE_SPLIT = re.compile(r"[{},]")
 _PARAMETER = re.compile(r"\$\{[^}]*\}")
 _TEXT = attrgetter("text")
-_PROGRAM = attrgetter("program")
-_CWD_CHANGERS = frozenset({"cd", "pushd"})
 
 # Programs whose operands are written (short options that take an argument in the value).
 _ALL_OPERANDS: dict[str, str] = {
@@ -97,27 +94,21 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     redirects = parse.redirects
     targets = [r.target for r in redirects if r.writes] if redirects else []
     removes: list[SimpleCommand] = []
-    commands = parse.commands
-    programs = tuple(map(str.lower, map(_PROGRAM, commands)))
-    # One C test for the usual command line, where no program writes.
-    if not _WRITERS.isdisjoint(programs):
-        selected = map(_WRITERS.__contains__, programs)  # the writers' commands, picked in C
-        for command, program in compress(zip(commands, programs, strict=True), selected):
+    cwd_change = False
+    for command in parse.commands:
+        program = command.program.lower()
+        if program in _WRITERS:
             if program in _ALL_OPERANDS:
-                words = command.argv[1:]
-                if "\0-" not in "\0" + "\0".join(map(_TEXT, words)):
-                    # No word starts with `-` (one C search): every word is a target, and no
-                    # rm is recursive without an option (`rm build`, find's `rm {} +`).
-                    targets += words
-                    continue
                 targets += _operands(command, _ALL_OPERANDS[program])
                 if program == "rm":
                     removes.append(command)
             else:
                 targets.extend(_write_targets(command, program))
+        elif program in ("cd", "pushd"):
+            cwd_change = True
     if not targets and not removes:
         return _CLEAR
-    cwds, unknown = (_START, False) if _CWD_CHANGERS.isdisjoint(programs) else _cwds(parse)
+    cwds, unknown = _cwds(parse) if cwd_change else (_START, False)
     rm_root = _rm_root(removes, cwds) if removes else None
     system_write = _system_write(targets, cwds, unknown) if targets else None
     dotpath_write = _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None
@@ -147,23 +138,24 @@ _START = [""]  # only the start directory (read-only: the checks never change it
 
 def _operands(command: SimpleCommand, arg_options: str) -> list[Word]:
     out: list[Word] = []
-    words = iter(command.argv[1:])  # one loop; an option taking a value skips the next word
-    for word in words:
-        text = word.text
-        if len(text) < 2 or text[0] != "-":  # an operand (`-` alone is one too)
-            out.append(word)
-        elif text == "--":
-            out.extend(words)
+    words = command.argv[1:]
+    i, n = 0, len(words)
+    while i < n:
+        text = words[i].text
+        if text == "--":
+            out.extend(words[i + 1 :])
             break
-        elif arg_options and text[1] != "-":
-            # Short options `-abc`: the first that takes a value takes the rest of the word,
-            # or the next word when it is the last letter.
-            letters = text[1:]
-            for k, letter in enumerate(letters):
-                if letter in arg_options:
-                    if k == len(letters) - 1:
-                        next(words, None)
-                    break
+        if len(text) > 1 and text[0] == "-":
+            if not text.startswith("--"):
+                letters = text[1:]
+                for k, letter in enumerate(letters):
+                    if letter in arg_options:
+                        if k == len(letters) - 1:
+                            i += 1
+                        break
+        else:
+            out.append(words[i])
+        i += 1
     return out
 
 
@@ -293,9 +285,8 @@ def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
 
 
 def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | None:
-    from_start = cwds is _START and not unknown
     for word in targets:
-        if from_start and word.literal:
+        if word.literal and cwds is _START and not unknown:
             # From the start directory alone, a relative path reaches a system path only
             # by climbing (`_system_target`): skip the common `rm build`, `> out.txt`.
             text = word.text
@@ -323,18 +314,17 @@ def _rm_root(removes: list[SimpleCommand], cwds: list[str]) -> str | None:
     for command in removes:
         recursive = False
         targets: list[Word] = []
-        words = iter(command.argv[1:])
-        for word in words:
+        options = True
+        for word in command.argv[1:]:
             text = word.text
-            if len(text) < 2 or text[0] != "-":
-                targets.append(word)
-            elif text == "--":  # the rest are targets
-                targets.extend(words)
-                break
-            elif text[1] == "-":
+            if options and text == "--":
+                options = False
+            elif options and text.startswith("--"):
                 recursive = recursive or text in ("--recursive", "--no-preserve-root")
-            else:
+            elif options and len(text) > 1 and text[0] == "-":
                 recursive = recursive or "r" in text or "R" in text
+            else:
+                targets.append(word)
         if not recursive:
             continue
         if command.stdin_args:

@@ -23,8 +23,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from enum import StrEnum
-from itertools import chain, compress
-from operator import attrgetter, itemgetter, not_
 from typing import Literal
 
 from . import _guards
@@ -32,7 +30,7 @@ from ._carrier import carrier
 from ._json import JsonValue
 from .exceptions import UserError
 from .path_glob import PathGlob, clean_path
-from .shell import ShellParse, Word, parse_command
+from .shell import ShellParse, parse_command
 
 __all__ = [
     "BASH_TOOLS",
@@ -57,15 +55,6 @@ _PATH_KEYS = ("path", "file_path", "notebook_path")
 _TRANSPARENT = frozenset({"timeout", "nice", "nohup", "stdbuf", "time", "command", "builtin", "exec",
                           "find", "xargs", "setsid", "unbuffer"})  # fmt: skip
 _STANDARD_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/opt/homebrew/bin"})
-_FIELDS = attrgetter("program", "wrappers", "assignments", "inline", "argv")
-_FIRST = itemgetter(0)
-_TEXT = attrgetter("text")
-
-
-def _runs_as_named(argv: tuple[Word, ...]) -> bool:
-    """Whether the program is written bare or in a standard bin directory."""
-    written = argv[0].text
-    return "/" not in written or written.rsplit("/", 1)[0] in _STANDARD_DIRS
 
 
 class ToolSubject:
@@ -80,39 +69,45 @@ class ToolSubject:
     ```
     """
 
-    # No `__slots__`: with the defaults on the class, `__init__` stores only what a call of
-    # its kind sets (a plain tool, two attributes), once per tool call.
+    __slots__ = ("_allow", "_guard_cache", "args", "command", "deny_all", "edits", "parse", "path",
+                 "path_known", "programs", "raw_path", "tool")  # fmt: skip
+
     tool: str
     args: JsonValue
-    parse: ShellParse | None = None
-    command: str | None = None
-    deny_all: bool = False
-    programs: frozenset[str] = frozenset()
-    allow_programs: frozenset[str] | None = None
-    """The programs an allow rule must cover, or `None` when no program rule may allow it."""
-    path: str | None = None
-    raw_path: str | None = None
-    path_known: bool = True
-    edits: bool = False
-    _guard_cache: Mapping[str, str | None] | None = None
+    parse: ShellParse | None
+    command: str | None
+    deny_all: bool
+    programs: frozenset[str]
+    path: str | None
+    raw_path: str | None
+    path_known: bool
+    edits: bool
+    _allow: frozenset[str] | None
+    _guard_cache: Mapping[str, str | None] | None
 
     def __init__(self, tool: str, args: JsonValue = None) -> None:
         if not isinstance(tool, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"the tool name must be a str, got {type(tool).__name__}")
         self.tool = tool
         self.args = args
+        self.parse = None
+        self.command = None
+        self.deny_all = False
+        self.programs = frozenset()
+        self.path = self.raw_path = None
+        self.path_known = True
+        self.edits = tool in EDIT_TOOLS
+        self._allow = None
+        self._guard_cache = None
         if tool in BASH_TOOLS:
             command = args.get("command") if isinstance(args, dict) else None
             if isinstance(command, str):
                 self.command = command
-                self.parse = parse = parse_command(command)
+                self.parse = parse_command(command)
             else:
-                self.parse = parse = ShellParse(error="the command argument is missing or not a string")
-            self._read_commands(parse)
-        elif tool in EDIT_TOOLS:
-            self.edits = True
-            self._read_path(args)
-        elif tool in READ_TOOLS:
+                self.parse = ShellParse(error="the command argument is missing or not a string")
+            self._read_commands(self.parse)
+        elif tool in READ_TOOLS or tool in EDIT_TOOLS:
             self._read_path(args)
 
     @classmethod
@@ -124,24 +119,26 @@ class ToolSubject:
         if parse.error:  # not `parse.ok`: a property call per decision
             self.deny_all = True  # fail closed
             return
-        commands = parse.commands
-        if not commands:
-            return  # nothing runs: no programs, and nothing for an allow rule to cover
-        # Each field of every command at once: C loops (getters, zip, map), not bytecode
-        # per command.
-        programs, wrappers, assignments, inline, argvs = zip(*map(_FIELDS, commands), strict=True)
-        self.programs = frozenset(map(str.casefold, chain(programs, *wrappers)))
-        # An allow rule covers a command only when it runs the program it names: no
-        # `NAME=value` prefix, transparent wrappers only, and no path outside the bin
-        # directories (`./git` is not the `git` an allow rule means).
-        if any(assignments) or not _TRANSPARENT.issuperset(chain(*wrappers)):
-            return
-        if "/" in "".join(map(_TEXT, map(_FIRST, argvs))) and not all(map(_runs_as_named, argvs)):
-            return
-        # `bash -c '…'` and the like: their payload's commands are the ones to cover.
-        allow = frozenset(compress(programs, map(not_, inline)) if any(inline) else programs)
-        if allow:
-            self.allow_programs = allow
+        names: set[str] = set()
+        allow: set[str] | None = set()
+        for command in parse.commands:
+            program = command.program
+            names.add(program)
+            wrappers = command.wrappers
+            if wrappers:
+                names.update(wrappers)
+            if allow is None:
+                continue
+            if command.assignments or (wrappers and not _TRANSPARENT.issuperset(wrappers)):
+                allow = None
+                continue
+            written = command.argv[0].text
+            if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
+                allow = None  # `./git` is not the `git` an allow rule means
+            elif not command.inline:
+                allow.add(program)
+        self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
+        self._allow = frozenset(allow) if allow else None
 
     def _read_path(self, args: JsonValue) -> None:
         if isinstance(args, dict):
@@ -154,6 +151,11 @@ class ToolSubject:
                         return
                     break
         self.path_known = False  # a malformed call: path rules fail closed
+
+    @property
+    def allow_programs(self) -> frozenset[str] | None:
+        """The programs an allow rule must cover, or `None` when no program rule may allow it."""
+        return self._allow
 
     def guard(self, name: str) -> str | None:
         """The detail of a built-in guard's match (computed once per subject), or `None`."""
