@@ -58,9 +58,6 @@ _new_redirect = raw_constructor(Redirect)  # (op, target, fd)
 _DECLINE = re.compile(r"[$\\`()]")  # and `<<`
 # The same, or whitespace `str.split` cuts at where Bash does not: one scan for both.
 _DECLINE_OR_BLANK = re.compile(r"[$\\`()\x0b\x0c\r\x1c-\x1f]")
-# Any character that is not read by `str.split` and `_SPLIT` alone (one scan for the
-# common case; a plain character class is several times faster than an alternation).
-_UNUSUAL = re.compile(r"[$\\`()'\"\x0b\x0c\r\x1c-\x1f]")
 # A command is split at its operators by one regex, then each piece into words by
 # `str.split` (far cheaper than a regex match per word). Every alternative starts with a
 # literal character, so `re` finds the next operator with a C scan over a character set;
@@ -104,9 +101,9 @@ class _WordTable(dict[str, "Word | None"]):
         """Read a new word (and keep it); None to decline (a comment, a brace list), not kept."""
         first = raw[0]
         if first == "'" or first == '"':
-            if raw[-1] == first and raw.count(first) == 2:
+            text = raw[1:-1]
+            if raw[-1] == first and first not in text and len(raw) > 1:
                 # One quoted string (a `bash -c` script, a pattern): mostly unique, not kept.
-                text = raw[1:-1]
                 return new_word(text, True, text, text, False)
         elif first == "#":
             return None  # a comment
@@ -160,20 +157,21 @@ def read_fast(p: Parser) -> bool:
     src = p.s
     if "<<" in src:
         return False
-    split: Callable[[str], list[str]] | None = str.split
-    if p.plain:
-        # A script (`bash -c '…'`) from a command with plain characters has only those: no
-        # scan (but quote removal can form a `<<`, tested above).
-        quotes = "'" in src or '"' in src
-    elif _UNUSUAL.search(src) is None and src.isascii():
-        quotes = False
-        p.plain = True
-    else:
-        split = _splitter(src)
-        if split is None:
+    split: Callable[[str], list[str]] = str.split
+    if not p.plain:
+        # One scan for what makes the fast path decline and for whitespace `str.split` cuts
+        # at where Bash does not (a carriage return, a no-break space...): cutting at blanks
+        # alone is always right, only slower.
+        odd = _DECLINE_OR_BLANK.search(src)
+        if odd is None and src.isascii():
+            p.plain = True
+        elif odd is not None and _DECLINE.search(src, odd.start()) is not None:
             return False
-        quotes = "'" in src or '"' in src
-        p.plain = split is str.split
+        else:
+            split = _BLANKS.findall
+    # A script (`bash -c '…'`) from a plain command has only plain characters: no scan
+    # (but quote removal can form a `<<`, tested above).
+    quotes = "'" in src or '"' in src
     masked = src
     quoted: list[str] = []
     if quotes:
@@ -280,20 +278,6 @@ def _resolve_all(p: Parser, commands: _Commands) -> None:
             resolve(p, words, redirect_tuple, assigned, (), [])
 
 
-def _splitter(src: str) -> Callable[[str], list[str]] | None:
-    """How to cut `src`'s pieces into words: `str.split`, or at blanks alone; None to decline.
-
-    `str.split` also cuts at whitespace Bash keeps inside a word (a carriage return, a
-    no-break space...); cutting at blanks alone is always right, only slower.
-    """
-    odd = _DECLINE_OR_BLANK.search(src)
-    if odd is None:
-        return str.split if src.isascii() else _BLANKS.findall
-    if _DECLINE.search(src, odd.start()) is not None:
-        return None
-    return _BLANKS.findall
-
-
 def _command_start(raw: str, first: bool) -> int:
     """At a command's first word (`first`: no redirection or assignment before it), what `raw` is.
 
@@ -352,8 +336,10 @@ def _read_pieces(
     for text, op in pairs:
         raws = split(text)
         if quoted and "\\" in text:
-            if text.count("\\") == 1 and "\\" in raws:
-                raws[raws.index("\\")] = quoted.pop()  # the usual: one word that is all quoted
+            if len(quoted) == 1 and "\\" in raws:
+                # The usual: the last quoted string, a whole word (`count` would parse its
+                # arguments the slow way).
+                raws[raws.index("\\")] = quoted.pop()
             else:
                 _unmask(raws, quoted)
         fd = ""
