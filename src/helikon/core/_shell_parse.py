@@ -2,17 +2,17 @@
 
 A character-level reader over the POSIX/Bash lexical rules (blanks, operators, here-docs
 here; quotes, escapes, `$'…'`, `$(…)`, backticks, `${…}`, `$((…))` in
-`_shell_words.WordReader`) that walks compound commands (`if`, loops, `case`, groups,
-subshells, functions, `[[ ]]`) and hands each simple command's words to
+`_shell_words.WordReader`) that walks lists and simple commands (the compound ones,
+`if`, loops, `case`, groups, subshells, functions, `[[ ]]`, in
+`_shell_compound.CompoundReader`) and hands each simple command's words to
 `_shell_resolve.resolve`. A command `_shell_lex.read_fast` can read in one pass never
 gets here.
 """
 
 from __future__ import annotations
 
-import re
-
 from . import _shell_resolve
+from ._shell_compound import COMPOUND, UNEXPECTED, CompoundReader
 from ._shell_lex import (
     ASSIGNMENT,
     FAST_WORD,
@@ -22,18 +22,15 @@ from ._shell_lex import (
     REDIRECT_OPS,
     REDIRECT_START,
     RESERVED_PEEK,
-    STOP,
     new_word,
     read_fast,
 )
-from ._shell_words import VAR_NAME, WordReader, arith_check
 from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
 
 _literal = Word.plain
-_COPROC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")
 
 
-class Parser(WordReader):
+class Parser(CompoundReader):
     """A recursive-descent reader of one command string; it appends to shared result lists."""
 
     s: str
@@ -200,208 +197,14 @@ class Parser(WordReader):
             return
         if word is None:
             word = self._peek_reserved()
-        handler = _COMPOUND.get(word)
+        handler = COMPOUND.get(word)
         if handler is not None:
             self.i += len(word)
             handler(self)
             return
-        if word in _UNEXPECTED:
+        if word in UNEXPECTED:
             raise _Unparseable(f"unexpected {word!r}")
         self.parse_simple()
-
-    def _compound(self, terminators: set[str], closing: str) -> None:
-        self._nest()
-        end = self.parse_list(frozenset(terminators))
-        if end != closing:
-            raise _Unparseable(f"missing {closing!r}")
-        self.nesting -= 1
-        self._trailing_redirects()
-
-    def _expect(self, *words: str) -> str:
-        self._skip_separators()
-        word = self._peek_reserved()
-        if word not in words:
-            raise _Unparseable(f"expected {' or '.join(words)}")
-        self.i += len(word)
-        return word
-
-    def _skip_separators(self) -> None:
-        while True:
-            self._skip_blanks()
-            op = self._peek_op()
-            if op == "\n":
-                self._consume_newline()
-            elif op == ";":
-                self.i += 1
-            else:
-                return
-
-    def _coproc(self) -> None:
-        # `coproc cmd args` or `coproc NAME compound-command`.
-        self._skip_blanks()
-        m = _COPROC_NAME.match(self.s, self.i)
-        if m is not None:
-            self.i = m.end()
-        self.parse_command()
-
-    def _group(self) -> None:
-        self._compound({"}"}, "}")
-
-    def _bang(self) -> None:
-        self.parse_command()
-
-    def _time(self) -> None:
-        self._skip_blanks()
-        if self.s.startswith("-p", self.i) and (self.i + 2 >= self.n or self.s[self.i + 2] in STOP):
-            self.i += 2
-        self._skip_blanks()
-        if self.i < self.n and not self._peek_op():
-            self.parse_command()
-
-    def _if(self) -> None:
-        self._nest()
-        self._expect_list("then")
-        while True:
-            end = self.parse_list(frozenset({"elif", "else", "fi"}))
-            if end == "elif":
-                self._expect_list("then")
-            elif end == "else":
-                self._expect_list("fi")
-                break
-            elif end == "fi":
-                break
-            else:
-                raise _Unparseable("missing 'fi'")
-        self.nesting -= 1
-        self._trailing_redirects()
-
-    def _expect_list(self, closing: str) -> None:
-        if self.parse_list(frozenset({closing})) != closing:
-            raise _Unparseable(f"missing {closing!r}")
-
-    def _while(self) -> None:
-        self._nest()
-        self._expect_list("do")
-        self._expect_list("done")
-        self.nesting -= 1
-        self._trailing_redirects()
-
-    def _for(self) -> None:
-        self._nest()
-        self._skip_blanks()
-        if self.s.startswith("((", self.i):
-            self._arith_body()
-        else:
-            name = self._read_word()
-            if name is None or not name.literal or not VAR_NAME.fullmatch(name.text):
-                raise _Unparseable("bad 'for' variable")
-            self._skip_blanks()
-            while self._peek_op() == "\n":
-                self._consume_newline()
-                self._skip_blanks()
-            if self._peek_reserved() == "in":
-                self.i += 2
-                self._words_until_separator()
-        body = self._expect("do", "{")
-        self._expect_list("done" if body == "do" else "}")
-        self.nesting -= 1
-        self._trailing_redirects()
-
-    def _words_until_separator(self) -> None:
-        while True:
-            self._skip_blanks()
-            if self.i >= self.n or self._peek_op():
-                return
-            self._read_word()
-
-    def _case(self) -> None:
-        self._nest()
-        self._skip_blanks()
-        if self._read_word() is None:
-            raise _Unparseable("bad 'case' word")
-        self._skip_separators()
-        if self._peek_reserved() != "in":
-            raise _Unparseable("expected 'in'")
-        self.i += 2
-        while True:
-            self._skip_separators()
-            if self._peek_reserved() == "esac":
-                self.i += 4
-                break
-            if self._peek_op() == "(":
-                self.i += 1
-            while True:  # the patterns, `a|b)`
-                self._skip_blanks()
-                if self._read_word() is None:
-                    raise _Unparseable("bad 'case' pattern")
-                self._skip_blanks()
-                op = self._peek_op()
-                if op == "|":
-                    self.i += 1
-                    continue
-                if op == ")":
-                    self.i += 1
-                    break
-                raise _Unparseable("bad 'case' pattern")
-            end = self.parse_list(frozenset({";;", "esac"}))
-            if end == "esac":
-                break
-            if end != ";;":
-                raise _Unparseable("missing 'esac'")
-        self.nesting -= 1
-        self._trailing_redirects()
-
-    def _function(self) -> None:
-        self._skip_blanks()
-        name = self._read_word()
-        if name is None:
-            raise _Unparseable("bad function name")
-        self._skip_blanks()
-        if self.s.startswith("()", self.i):
-            self.i += 2
-        self._function_body()
-
-    def _function_body(self) -> None:
-        self._skip_separators()
-        if self.i >= self.n:
-            raise _Unparseable("missing function body")
-        self.parse_command()
-
-    def _double_bracket(self) -> None:
-        words: list[Word] = [_literal("[[")]
-        while True:
-            self._skip_blanks()
-            if self.i >= self.n:
-                raise _Unparseable("missing ']]'")
-            if self._peek_reserved() == "]]":
-                self.i += 2
-                break
-            op = self._peek_op()
-            if op == "\n":
-                self._consume_newline()
-            elif op:  # `&&`, `<`, `(` … are operators of the test here, not of the shell
-                self.i += len(op)
-                words.append(_literal(op))
-            else:
-                word = self._read_word()
-                if word is None:
-                    raise _Unparseable("bad '[['")
-                words.append(word)
-        self.out.append(SimpleCommand("[[", tuple(words)))
-        self._trailing_redirects()
-
-    def _arith_command(self) -> None:
-        self._arith_body()
-        self.out.append(SimpleCommand("((", (_literal("(("),)))
-        self._trailing_redirects()
-
-    def _arith_body(self) -> None:
-        """Skip `((…))`; its body must hold no substitution or quoting (see `arith_check`)."""
-        end = self._arith_end(self.i)
-        if end < 0:
-            raise _Unparseable("missing '))'")
-        arith_check(self.s[self.i + 2 : end - 1])
-        self.i = end + 1
 
     def _trailing_redirects(self) -> None:
         while True:
@@ -516,20 +319,3 @@ class Parser(WordReader):
         if bodies is not None:
             bodies.append((body, quoted))
         return Redirect(op, word, fd)
-
-
-_COMPOUND = {
-    "{": Parser._group,
-    "!": Parser._bang,
-    "time": Parser._time,
-    "if": Parser._if,
-    "while": Parser._while,
-    "until": Parser._while,
-    "for": Parser._for,
-    "select": Parser._for,
-    "case": Parser._case,
-    "function": Parser._function,
-    "[[": Parser._double_bracket,
-    "coproc": Parser._coproc,
-}
-_UNEXPECTED = frozenset({"}", "fi", "then", "elif", "else", "do", "done", "esac", "]]"})
