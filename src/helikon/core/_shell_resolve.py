@@ -415,6 +415,9 @@ def _find(p: _Parser, args: list[Word]) -> None:
                 raise _Unparseable(f"find {text} without its ';' or '+'")
             if j == i + 1:
                 raise _Unparseable(f"find {text} without a command")
+            if "{}" in args[i + 1].text:
+                # `-exec {} …` runs each file found: which programs that are is unknown.
+                raise _Unparseable(f"find {text} runs the files it finds as programs")
             inner: list[Word] = []
             for w in args[i + 1 : j]:
                 if "{}" in w.text:
