@@ -74,11 +74,24 @@ def test_the_table_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     assert parse_command("echo 1 && ls -la 1") == _fresh("echo 1 && ls -la 1")
 
 
-def test_a_declined_line_keeps_nothing_it_has_not_resolved() -> None:
-    # The second command needs the full reader: the first is read, not half-kept.
-    parsed = parse_command("git log -n 3 && echo $(rm -rf /tmp/x)")
-    assert [c.program for c in parsed.commands] == ["git", "rm", "echo"]  # a substitution runs first
-    assert parse_command("git log -n 3 ; ls") == _fresh("git log -n 3 ; ls")
+@pytest.mark.parametrize(
+    "command",
+    [
+        "git log -n 3 && if true; then rm x; fi",  # a reserved word in the second command
+        "git log -n 3 ; ls # rm -rf /",  # a comment
+        "cd src && a[1]=x rm y",  # an assignment with a subscript
+        "echo hi | rm {a,b} && ls",  # a brace list
+        "bash -c 'ls -la' && if true; then rm x; fi",  # after a script read one level down
+    ],
+)
+def test_a_line_declined_midway_reads_as_the_full_reader_reads_it(command: str) -> None:
+    # The first commands are resolved (and kept) before a later one makes the fast path
+    # decline: what they added is taken back, and the full reader reads the whole line.
+    parse_command("git log -n 3")
+    parse_command("cd src")
+    parsed = parse_command(command)
+    assert parsed == _fresh(command)
+    assert [c.program for c in parsed.commands].count(parsed.commands[0].program) == 1
 
 
 _SIMPLE = st.sampled_from(

@@ -4,12 +4,13 @@ Most commands an agent runs hold nothing but words, simple quoting, operators an
 redirections. `read_fast` splits such a command at its operators with one `re.split`
 (its quoted strings masked first, see `_QUOTED_STRING`), cuts the pieces into words with
 `str.split`, and hands each simple command to `_shell_resolve.resolve`, exactly as the
-character-level reader in `_shell_parse` would; at the first construct it does not cover (an expansion, an
-escape, a parenthesis, a here-doc, a comment, a reserved word, a brace list, ...) it
-declines before touching the parser's state, and the full reader runs instead. A
-property test over the adversarial corpus and generated commands holds the two to the
-same result. Each simple command it reads is kept by its text (`_read_segments`), so the
-parts a new command shares with earlier ones cost a lookup.
+character-level reader in `_shell_parse` would; at the first construct it does not cover
+(an expansion, an escape, a parenthesis, a here-doc, a comment, a reserved word, a brace
+list, ...) it declines, taking back whatever it added to the parser's results, and the
+full reader runs instead. A property test over the adversarial corpus and generated
+commands holds the two to the same result. Each simple command it reads is kept by its
+text (`_read_segments`), so the parts a new command shares with earlier ones cost a
+lookup.
 """
 
 from __future__ import annotations
@@ -184,9 +185,10 @@ def read_fast(p: Parser) -> bool:
         pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
         pieces.append("")
         return _read_segments(p, pieces, split, quoted)
-    if quoted:
-        # One simple command with quoted strings (a `bash -c` script often is): nothing to
-        # look up (see `_read_segments`), and no split.
+    if quoted or not p.nesting:
+        # One simple command (a `bash -c` script often is): nothing to look up when it has
+        # quoted strings (see `_read_segments`) or is the whole line (whose parse is cached
+        # by its text already).
         commands = _read_pieces(((masked, ""),), split, quoted)
         if commands is None:
             return False
@@ -214,11 +216,14 @@ def _read_segments(
 ) -> bool:
     """Read the simple commands in `pieces` (text, operator, ..., text, "") into `p.out`.
 
-    Every command not seen before is read first (so a decline leaves the parser as it
-    was), then all are resolved in order.
+    A command met before adds what it added then; a new one is read and resolved, and
+    kept. On a decline, everything this call added is taken back, so the parser is as it
+    was for the full reader.
     """
     seen = _SEGMENTS_SEEN[p.nesting]
-    plan: list[tuple[str | None, Any]] = []  # (None, a kept result) or (key, the commands to read)
+    out = p.out
+    redirects = p.redirects
+    out_start, redirects_start = len(out), len(redirects)
     start = 0
     for k in range(1, len(pieces), 2):
         if pieces[k] not in _ENDS:
@@ -226,30 +231,24 @@ def _read_segments(
         key = (pieces[start] if k == start + 1 else "".join(pieces[start:k])).strip(" \t")
         kept = None if "\\" in key else seen.get(key)  # quoted text is never kept
         if kept is not None:
-            plan.append((None, kept))
+            out += kept[0]
+            if kept[1]:
+                redirects += kept[1]
+            if len(out) > MAX_COMMANDS:
+                raise _Unparseable("too many commands")
         else:
             pairs = zip(pieces[start:k:2], pieces[start + 1 : k + 1 : 2], strict=True)
             commands = _read_pieces(pairs, split, quoted)
             if commands is None:
+                del out[out_start:], redirects[redirects_start:]
                 return False
-            plan.append((key, commands))
+            first_command, first_redirect = len(out), len(redirects)
+            _resolve_all(p, commands)
+            if "\\" not in key:
+                if len(seen) >= _SEGMENTS_SEEN_MAX:
+                    seen.clear()
+                seen[key] = (tuple(out[first_command:]), tuple(redirects[first_redirect:]))
         start = k + 1
-    out = p.out
-    redirects = p.redirects
-    for key, item in plan:
-        if key is None:
-            if item[1]:
-                redirects.extend(item[1])
-            out += item[0]
-            if len(out) > MAX_COMMANDS:
-                raise _Unparseable("too many commands")
-            continue
-        first_command, first_redirect = len(out), len(redirects)
-        _resolve_all(p, item)
-        if "\\" not in key:
-            if len(seen) >= _SEGMENTS_SEEN_MAX:
-                seen.clear()
-            seen[key] = (tuple(out[first_command:]), tuple(redirects[first_redirect:]))
     return True
 
 
