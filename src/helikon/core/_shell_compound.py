@@ -23,6 +23,8 @@ _COPROC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")
 class CompoundReader(WordReader):
     """The compound-command half of the parser; `Parser` supplies the scanners and lists."""
 
+    __slots__ = ()
+
     out: list[SimpleCommand]
     redirects: list[Redirect]
 

@@ -33,14 +33,11 @@ _literal = Word.plain
 class Parser(CompoundReader):
     """A recursive-descent reader of one command string; it appends to shared result lists."""
 
-    s: str
-    n: int
-    i: int
-    nesting: int
+    # Slots: a parser is built for every command line parsed, and stores without an
+    # instance dict cost half as much.
+    __slots__ = ("heredocs", "i", "n", "nesting", "out", "plain", "redirects", "s", "stdin_scripts")
+
     fast = True  # try `_shell_lex.read_fast` first (the tests turn it off to compare)
-    # No `$`, backslash, backtick, parenthesis, non-ASCII or odd blank in the source (see
-    # `read_fast`): nor in a script taken from it, whose characters are all the source's.
-    plain = False
 
     def __init__(self, src: str, nesting: int, out: list[SimpleCommand] | None = None,
                  redirects: list[Redirect] | None = None) -> None:  # fmt: skip
@@ -50,6 +47,9 @@ class Parser(CompoundReader):
         self.n = len(src)
         self.i = 0
         self.nesting = nesting
+        # No `$`, backslash, backtick, parenthesis, non-ASCII or odd blank in the source (see
+        # `read_fast`): nor in a script taken from it, whose characters are all the source's.
+        self.plain = False
         self.out: list[SimpleCommand] = [] if out is None else out
         self.redirects: list[Redirect] = [] if redirects is None else redirects
         self.heredocs: list[tuple[str, bool, bool, list[str]]] = []  # delimiter, strip tabs, quoted, body

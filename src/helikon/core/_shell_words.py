@@ -52,6 +52,8 @@ class _WordBuilder:
 class WordReader(ABC):
     """The word-level half of the parser; `Parser` supplies the command-level hooks."""
 
+    __slots__ = ()
+
     s: str
     n: int
     i: int
