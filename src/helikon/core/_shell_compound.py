@@ -95,9 +95,10 @@ class CompoundReader(WordReader):
 
     def _time(self) -> None:
         self._skip_blanks()
-        if self.s.startswith("-p", self.i) and (self.i + 2 >= self.n or self.s[self.i + 2] in STOP):
-            self.i += 2
-        self._skip_blanks()
+        for option in ("-p", "--"):  # `time -p -- cmd`
+            if self.s.startswith(option, self.i) and (self.i + 2 >= self.n or self.s[self.i + 2] in STOP):
+                self.i += 2
+                self._skip_blanks()
         if self.i < self.n and not self._peek_op():
             self.parse_command()
 

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from . import _shell_resolve
 from ._carrier import raw_constructor
+from ._shell_env import check_assignment
 from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
 
 if TYPE_CHECKING:
@@ -367,6 +368,7 @@ def _read_pieces(
                             break
                         if kind is _DECLINED:
                             return None
+                        check_assignment(known[start].text)
                         assignments.append(known[start].text)
                         start += 1
                 words = known[start:] if start else known

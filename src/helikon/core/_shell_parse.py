@@ -11,8 +11,11 @@ gets here.
 
 from __future__ import annotations
 
+import re
+
 from . import _shell_resolve
 from ._shell_compound import COMPOUND, UNEXPECTED, CompoundReader
+from ._shell_env import check_assignment
 from ._shell_lex import (
     ASSIGNMENT,
     FAST_WORD,
@@ -28,6 +31,8 @@ from ._shell_lex import (
 from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
 
 _literal = Word.plain
+# In an assignment's subscript, what this reader would cut the word at or evaluate.
+_UNSAFE_SUBSCRIPT = re.compile(r"[\s<>;&|()#'\"`\\$]")
 
 
 class Parser(CompoundReader):
@@ -140,6 +145,12 @@ class Parser(CompoundReader):
                 end = self.s.find("\n", self.i)
                 line = self.s[self.i : self.n if end < 0 else end]
                 self.i = self.n if end < 0 else end + 1
+                while not quoted and (len(line) - len(line.rstrip("\\"))) % 2 and self.i < self.n:
+                    # An unquoted body drops a backslash-newline before it looks for the
+                    # delimiter: `EO\` then `F` ends the here-doc.
+                    end = self.s.find("\n", self.i)
+                    line = line[:-1] + self.s[self.i : self.n if end < 0 else end]
+                    self.i = self.n if end < 0 else end + 1
                 check = line.lstrip("\t") if strip_tabs else line
                 if check == delimiter:
                     break
@@ -252,9 +263,15 @@ class Parser(CompoundReader):
             word = self._read_word()
             if word is None:  # pragma: no cover - a non-operator always starts a word
                 raise _Unparseable("bad word")
-            if not words and ASSIGNMENT.match(self.s, start) and self.s[start] != "=":
+            assignment = None if words or self.s[start] == "=" else ASSIGNMENT.match(self.s, start)
+            if assignment is not None:
+                if "[" in assignment.group() and _UNSAFE_SUBSCRIPT.search(assignment.group()):
+                    # Bash reads `a[…]=` as one word up to the matching bracket, blanks and
+                    # `<<` included, and evaluates the subscript (substitutions too).
+                    raise _Unparseable("an array subscript too complex to analyse")
                 if self.i < self.n and self.s[self.i] == "(" and word.text.endswith("="):
                     self._array_literal()
+                check_assignment(word.text)
                 assignments.append(word.text)
                 continue
             words.append(word)

@@ -58,6 +58,7 @@ class WordReader(ABC):
     n: int
     i: int
     nesting: int
+    heredocs: list[tuple[str, bool, bool, list[str]]]  # delimiter, strip tabs, quoted, body
 
     @abstractmethod
     def parse_list(self, terminators: frozenset[str]) -> str:
@@ -211,12 +212,17 @@ class WordReader(ABC):
             else:
                 self.i = i + 1
                 self._command_substitution(b, i)
+        elif nxt == "[":
+            # The old `$[…]` arithmetic: its brackets would be read as a glob, and a `<<` in
+            # it as a here-doc (Bash reads it as one expansion).
+            raise _Unparseable("the old $[…] arithmetic form is not analysed")
         elif nxt == "{":
             end = s.find("}", i)
             if end < 0:
                 raise _Unparseable("missing '}'")
             body = s[i + 2 : end]
-            if not body or not _SAFE_PARAM.fullmatch(body):
+            if not body or not _SAFE_PARAM.fullmatch(body) or "@P" in body:
+                # `@P` expands the value as a prompt string, command substitutions included.
                 raise _Unparseable("parameter expansion too complex to analyse")
             self.i = end + 1
             b.expansion(s[i : self.i])
@@ -233,8 +239,15 @@ class WordReader(ABC):
         """`$(…)`, `<(…)` or `>(…)`: self.i is on the '('; parse the body as commands."""
         self.i += 1
         self._nest()
+        pending, self.heredocs = self.heredocs, []
         if self.parse_list(frozenset({")"})) != ")":
             raise _Unparseable("missing ')'")
+        if pending:
+            if "\n" in self.s[start : self.i]:
+                # Bash reads the pending here-doc's body after the substitution, not at
+                # the first newline inside it.
+                raise _Unparseable("a here-doc is pending across a multi-line substitution")
+            self.heredocs = pending + self.heredocs
         self.nesting -= 1
         b.expansion(self.s[start : self.i])
 
@@ -263,7 +276,12 @@ class WordReader(ABC):
             c = s[self.i]
             if c == "'":
                 self.i += 1
-                return "".join(out)
+                text = "".join(out)
+                if "$(" in text or "`" in text:
+                    # Spelled with escapes, it would slip past the check for a substitution
+                    # in a quoted array subscript (`shell._SUBSCRIPT_SUBSTITUTION`).
+                    raise _Unparseable("a $'…' string spells a command substitution")
+                return text
             if c != "\\" or self.i + 1 >= n:
                 out.append(c)
                 self.i += 1
@@ -272,6 +290,8 @@ class WordReader(ABC):
             self.i += 2
             if e in _ANSI:
                 out.append(_ANSI[e])
+            elif e == "x" and s.startswith("{", self.i):
+                raise _Unparseable("a $'\\x{…}' escape is not analysed")
             elif e in "xuU01234567":
                 digits, base, limit = ("01234567", 8, 3) if e in "01234567" else ("", 16, 2)
                 if e == "u":

@@ -22,6 +22,7 @@ assert parse_command("$CMD -rf /").ok is False
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -166,8 +167,16 @@ def parse_command(command: str) -> ShellParse:
     return _parse_cached(command)
 
 
+# A name with a subscript that holds a command substitution, anywhere in the text: `let`,
+# `declare`, `printf -v`, `read`, `test -v`, `[[ -v ]]`, `${!x}`, `$((x))`... evaluate a
+# quoted `'a[$(rm x)]'` and run it, so the command fails closed even when it is quoted.
+_SUBSCRIPT_SUBSTITUTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*(?:\$\(|`)")
+
+
 @lru_cache(maxsize=2048)
 def _parse_cached(command: str) -> ShellParse:
+    if "[" in command and ("$(" in command or "`" in command) and _SUBSCRIPT_SUBSTITUTION.search(command):
+        return ShellParse(error="an array subscript holds a command substitution")
     parser = (_parser_class or _load_parser())(command, 0)
     try:
         parser.parse_program()

@@ -1,0 +1,83 @@
+"""Commands a red-team review ran through real Bash: each hid a program from the reader.
+
+Every one must now either name the program it runs or fail closed; the ordinary commands
+beside them must read as before.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helikon.core.rules import DenyRule, ToolSubject
+from helikon.core.shell import parse_command
+
+HIDDEN_RM = [
+    "echo $[1<<X]\nrm y",  # the old $[…] arithmetic, read as a here-doc
+    "a[1<<X]=1\nrm y",  # a subscript holding `<<`
+    "a[0+ 0]=3 rm y",  # a subscript holding a blank
+    "declare -A a; a[k #x]=1; rm y",  # a subscript holding a comment sign
+    "cat <<EOF\nEO\\\nF\nrm y\nEOF",  # a backslash-newline in the delimiter line
+    ": <<EOF\nEO\\\nF\nrm y\nEOF",
+    "cat <<EOF $(\nrm y\nEOF\n)",  # a here-doc pending across a multi-line substitution
+    "$'\\x{72}m' y",  # bash 5.2's \x{HH}
+    "time -- rm y",
+    "time -p -- rm y",
+    # variables whose value bash runs
+    "PS4='$(rm y)'; set -x; :",
+    "BASH_ENV=/dev/stdin bash -c : <<< 'rm y'",
+    "PROMPT_COMMAND='rm y' bash -i </dev/null",
+    "PS1='$(rm y)' bash --norc -i </dev/null",
+    "x='$(rm y)'; echo ${x@P}",
+    "BASH_CMDS[foo]=/bin/rm; foo y",
+    "shopt -s expand_aliases; BASH_ALIASES[foo]=rm\nfoo y",
+    # array subscripts evaluated from quoted text
+    "let 'a[$(rm y)]=1'",
+    "printf -v 'a[$(rm y)]' %s 1",
+    "read 'a[$(rm y)]' <<< 1",
+    "declare 'a[$(rm y)]=1'",
+    "declare -i x='a[$(rm y)]'",
+    "test -v 'a[$(rm y)]'",
+    "[[ -v 'a[$(rm y)]' ]]",
+    "[[ 'a[$(rm y)]' -eq 1 ]]",
+    "x='a[$(rm y)]'; echo ${!x}",
+    "declare -n r='a[$(rm y)]'; echo $r",
+    "x='a[`rm y`]'; echo $((x))",
+    "let $'a[\\x24(rm y)]=1'",
+]
+
+MOVED_CD = ["HOME=/etc; cd; echo x > passwd", "CDPATH=/ cd etc; echo x > passwd"]
+
+ORDINARY = {
+    "FOO=1 make -j4": ["make"],
+    "a[1]=x; echo ok": ["echo"],
+    "echo $((1<<3))": ["echo"],
+    "cat <<EOF\nline \\\ncontinued\nEOF": ["cat"],
+    "cat <<'EOF'\nEO\\\nF\nEOF": ["cat"],
+    '[[ "$(git status --short)" == "" ]] && echo clean': ["git", "[[", "echo"],
+    "echo '$(date)' > notes.txt": ["echo"],
+    "time -p make": ["make"],
+    "time make": ["make"],
+    "x=$(git rev-parse HEAD); echo ${x:0:7}": ["git", "echo"],
+}
+# Refused to be safe: bash evaluates a subscript as arithmetic, and a variable's value there
+# is evaluated again (`i='x[$(rm y)]'` runs rm).
+CONSERVATIVE = ["for i in 1 2; do a[$i]=x; done", "a[i j]=1"]
+
+
+@pytest.mark.parametrize("command", HIDDEN_RM)
+def test_a_hidden_rm_is_named_or_fails_closed(command: str) -> None:
+    parsed = parse_command(command)
+    assert not parsed.ok or "rm" in [c.program for c in parsed.commands], parsed
+    assert DenyRule.bash_command("rm").matches(ToolSubject.of("Bash", {"command": command}))
+
+
+@pytest.mark.parametrize("command", MOVED_CD + CONSERVATIVE)
+def test_a_moved_cd_or_an_evaluated_subscript_fails_closed(command: str) -> None:
+    assert not parse_command(command).ok
+
+
+@pytest.mark.parametrize(("command", "programs"), ORDINARY.items())
+def test_ordinary_commands_read_as_before(command: str, programs: list[str]) -> None:
+    parsed = parse_command(command)
+    assert parsed.ok, parsed.error
+    assert [c.program for c in parsed.commands if c.program in programs] == programs
