@@ -22,6 +22,11 @@ HIDDEN_RM = [
     "$'\\x{72}m' y",  # bash 5.2's \x{HH}
     "time -- rm y",
     "time -p -- rm y",
+    # a shell inside a compound command reads the compound's stdin
+    "{ bash; } <<< 'rm y'",
+    "(sh) <<< 'rm y'",
+    "{ bash; } <<'EOF'\nrm y\nEOF",
+    '{ bash; } <<< "$X"',
     # variables whose value bash runs
     "PS4='$(rm y)'; set -x; :",
     "BASH_ENV=/dev/stdin bash -c : <<< 'rm y'",
@@ -57,6 +62,7 @@ ORDINARY = {
     "echo '$(date)' > notes.txt": ["echo"],
     "time -p make": ["make"],
     "time make": ["make"],
+    "while read l; do echo $l; done <<< 'a b'": ["read", "echo"],
     "x=$(git rev-parse HEAD); echo ${x:0:7}": ["git", "echo"],
 }
 # Refused to be safe: bash evaluates a subscript as arithmetic, and a variable's value there

@@ -31,6 +31,7 @@ from ._shell_lex import (
 from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
 
 _literal = Word.plain
+_STDIN_READERS = _shell_resolve.POSIX_SHELLS | {"source", ".", "eval"}
 # In an assignment's subscript, what this reader would cut the word at or evaluate.
 _UNSAFE_SUBSCRIPT = re.compile(r"[\s<>;&|()#'\"`\\$]")
 
@@ -218,12 +219,24 @@ class Parser(CompoundReader):
         self.parse_simple()
 
     def _trailing_redirects(self) -> None:
+        bodies: list[tuple[list[str], bool]] = []
         while True:
             self._skip_blanks()
-            redirect = self._maybe_redirect()
+            redirect = self._maybe_redirect(bodies)
             if redirect is None:
-                return
+                break
             self.redirects.append(redirect)
+            if redirect.op == "<<<" and redirect.fd in ("", "0") and self._reads_script():
+                # `{ bash; } <<< 'cmd'`: a shell inside reads the compound's stdin.
+                if not redirect.target.literal:
+                    raise _Unparseable("a shell reads an expanded here-string as its script")
+                self._reparse(redirect.target.text)
+        if bodies and self._reads_script():
+            self.stdin_scripts.extend(bodies)  # parsed once the bodies have been read
+
+    def _reads_script(self) -> bool:
+        """Whether a command read so far may read its stdin as a script (a shell, `source`)."""
+        return any(c.program in _STDIN_READERS for c in self.out)
 
     # -- simple commands --
 
