@@ -7,9 +7,11 @@ commands that run other commands: `bash -c`, `eval`, `xargs`, `find -exec`, `su 
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, NamedTuple
 
 from ._carrier import raw_constructor
+from ._shell_env import check_assignment
 from .shell import Redirect, SimpleCommand, Word, _Unparseable
 
 if TYPE_CHECKING:
@@ -27,73 +29,142 @@ class _Wrapper(NamedTuple):
     positional: int = 0  # operands before the command (`timeout DURATION cmd`)
     script: str = ""  # a short option whose argument is a shell string (`su -c`)
     eval_flags: str = ""  # flags that make the rest one shell string (`sudo -s cmd`)
+    # Long options with no separate argument whose name begins an argument-taking one's
+    # (`strace --summary` against `--summary-columns`): an exact name wins over a prefix.
+    long_flag: frozenset[str] = frozenset()
+    long_script: frozenset[str] = frozenset()  # long options whose argument is a shell string
+    leading: int = 0  # an operand before the options (`setarch ARCH -R cmd`)
 
 
+def _longs(names: str) -> frozenset[str]:
+    """`--name` for each space-separated name."""
+    return frozenset(f"--{name}" for name in names.split())
+
+
+_SU = _Wrapper(
+    "ugGws",
+    _longs("user group supp-group shell whitelist-environment"),
+    script="c",
+    long_script=_longs("command session-command"),
+)
+_STRACE = _Wrapper(
+    "abeEIoOpPsSuUX",
+    _longs(
+        "env attach user detach-on interruptible trace signal status trace-path columns abbrev"
+        " verbose raw read write kvm inject fault output string-limit const-print-style"
+        " summary-syscall-overhead summary-sort-by summary-columns decode-pids argv0"
+    ),
+    long_flag=_longs("summary"),
+)
+_SETARCH = _Wrapper()  # `x86_64 -R cmd`: flags only
+# ld.so runs the program named after its options (`/lib64/ld-linux-x86-64.so.2 /bin/rm`).
+_LD_SO = _Wrapper(
+    "",
+    _longs("library-path inhibit-rpath audit preload argv0 glibc-hwcaps-prepend glibc-hwcaps-mask"),
+)
+# setarch's personality names, each a `setarch ARCH`.
+_ARCHES = (
+    "linux32 linux64 uname26 i386 i486 i586 i686 x86_64 ppc ppc32 ppc64 s390 s390x sparc"
+    " sparc32 sparc64 ia64 parisc parisc32 parisc64 mips mips32 mips64"
+)
 _WRAPPERS: dict[str, _Wrapper] = {
-    "timeout": _Wrapper("sk", frozenset({"--signal", "--kill-after"}), 1),
-    "nice": _Wrapper("n", frozenset({"--adjustment"})),
+    "timeout": _Wrapper("sk", _longs("signal kill-after"), 1),
+    "nice": _Wrapper("n", _longs("adjustment")),
     "nohup": _Wrapper(),
-    "stdbuf": _Wrapper("ioe", frozenset({"--input", "--output", "--error"})),
-    "env": _Wrapper("uCS", frozenset({"--unset", "--chdir", "--split-string"})),
+    "stdbuf": _Wrapper("ioe", _longs("input output error")),
+    # `--block-signal`, `--default-signal`, `--ignore-signal` take their value after `=` only.
+    "env": _Wrapper("uCSa", _longs("unset chdir split-string argv0")),
     "command": _Wrapper(),
     "builtin": _Wrapper(),
     "exec": _Wrapper("a"),
-    "time": _Wrapper("fo", frozenset({"--format", "--output"})),
+    "time": _Wrapper("fo", _longs("format output")),
     "sudo": _Wrapper(
-        "ugChprtUDRT",
-        frozenset(
-            {
-                "--user",
-                "--group",
-                "--host",
-                "--prompt",
-                "--role",
-                "--type",
-                "--other-user",
-                "--close-from",
-                "--chdir",
-                "--chroot",
-                "--command-timeout",
-            }
+        "ugChprtUDRTac",
+        _longs(
+            "user group host prompt role type other-user close-from chdir chroot"
+            " command-timeout auth-type login-class"
         ),
         eval_flags="si",
+        long_flag=_longs("login"),
     ),
-    "doas": _Wrapper("uC"),
+    "doas": _Wrapper("uCa"),
     "setsid": _Wrapper(),
-    "ionice": _Wrapper("cnpu", frozenset({"--class", "--classdata", "--pid", "--uid"})),
-    "chrt": _Wrapper("TPD", frozenset({"--sched-runtime", "--sched-period", "--sched-deadline"}), 1),
+    "ionice": _Wrapper("cnpPu", _longs("class classdata pid pgid uid")),
+    "chrt": _Wrapper("TPD", _longs("sched-runtime sched-period sched-deadline"), 1),
     "taskset": _Wrapper("", frozenset(), 1),
-    "chroot": _Wrapper("", frozenset({"--userspec", "--groups"}), 1),
-    "nsenter": _Wrapper("tSG", frozenset({"--target", "--setuid", "--setgid"})),
-    "flock": _Wrapper("wE", frozenset({"--timeout", "--conflict-exit-code"}), 1, script="c"),
-    "runuser": _Wrapper("ugGw", frozenset({"--user", "--group", "--supp-group"}), script="c"),
-    "su": _Wrapper("sgG", frozenset({"--shell", "--group", "--supp-group"}), script="c"),
+    "chroot": _Wrapper("", _longs("userspec groups"), 1),
+    "nsenter": _Wrapper("tSGW", _longs("target setuid setgid wdns"), long_flag=_longs("wd")),
+    "flock": _Wrapper(
+        "wEc", _longs("timeout conflict-exit-code"), 1, script="c", long_script=_longs("command")
+    ),
+    "runuser": _SU,
+    "su": _SU,
     "unbuffer": _Wrapper(),
     "caffeinate": _Wrapper("wt"),
     "busybox": _Wrapper(),
     "toybox": _Wrapper(),
+    "setpriv": _Wrapper(
+        "",
+        _longs(
+            "ambient-caps inh-caps bounding-set ruid euid rgid egid reuid regid groups securebits"
+            " pdeathsig selinux-label apparmor-profile landlock-access landlock-rule"
+            " seccomp-filter ptracer"
+        ),
+    ),
+    "unshare": _Wrapper(
+        "SGRw",
+        _longs(
+            "map-user map-group map-users map-groups propagation setgroups root wd setuid setgid"
+            " monotonic boottime load-interp"
+        ),
+    ),
+    "prlimit": _Wrapper("po", _longs("pid output")),
+    "setarch": _Wrapper(leading=1),
+    "strace": _STRACE,
+    "ltrace": _Wrapper("aADeFlnopsuwx", _longs("align config indent library output where")),
+    **dict.fromkeys(_ARCHES.split(), _SETARCH),
+    "ld.so": _LD_SO,
 }
 # Wrappers whose command is one shell string made of the remaining words.
 _JOINING = frozenset({"watch"})
 # Long options that mean a short flag the resolver acts on.
 _LONG_FLAGS = {"--shell": "s", "--login": "i", "--edit": "e", "--split-string": "S"}
-_WATCH = _Wrapper("nq", frozenset({"--interval", "--equexit"}))
-_XARGS = _Wrapper(
-    "adEILnPs",
-    frozenset(
-        {"--arg-file", "--delimiter", "--max-args", "--max-procs", "--max-chars", "--process-slot-var"}
-    ),
+_WATCH = _Wrapper("nq", _longs("interval equexit"))
+_XARGS = _Wrapper("adEILnPs", _longs("arg-file delimiter max-args max-procs max-chars process-slot-var"))
+# util-linux `script`: runs its `-c` string, or an interactive shell reading stdin.
+_SCRIPT = _Wrapper(
+    "IOBTmEoc",
+    _longs("log-in log-out log-io log-timing logging-format echo output-limit"),
+    script="c",
+    long_script=_longs("command"),
 )
 
-POSIX_SHELLS = frozenset({"sh", "bash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh"})
+POSIX_SHELLS = frozenset(
+    {"sh", "bash", "rbash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh"}
+)
 _OTHER_SHELLS = frozenset({"fish", "csh", "tcsh", "pwsh", "powershell", "nu", "elvish", "xonsh"})
 _FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 _FIND_WRITES = frozenset({"-fprint", "-fprint0", "-fprintf", "-fls"})
 _FIND_ACTIONS = _FIND_EXEC | _FIND_WRITES | {"-delete"}
-# Every program `resolve` does more for than record it.
-REENTRANT = frozenset(
-    {*_WRAPPERS, *_JOINING, *POSIX_SHELLS, *_OTHER_SHELLS, "eval", "xargs", "find", "trap", "alias"}
-)
+# Declaration builtins, whose `NAME=value` arguments are assignments.
+_DECLARES = frozenset({"export", "declare", "typeset", "local", "readonly"})
+# Builtins with an option that runs a string or a function (`mapfile -C`, `compgen -F`) or
+# binds a name to any file (`hash -p`): (the options that take an argument, the refused ones).
+_CODE_OPTIONS = {
+    "mapfile": ("dnOsuCc", "C"),
+    "readarray": ("dnOsuCc", "C"),
+    "compgen": ("oAGWFCXPSV", "FC"),
+    "complete": ("oAGWFCXPSV", "FC"),
+    "hash": ("p", "p"),
+}
+# Every program `resolve` does more for than record it. A set: a dynamic loader
+# (`ld-linux-x86-64.so.2`, any name of that shape) joins it when `_program_name` meets it.
+_RUNNERS = frozenset({"eval", "xargs", "find", "trap", "alias", "sg", "script"})
+REENTRANT = {*_WRAPPERS, *_JOINING, *POSIX_SHELLS, *_OTHER_SHELLS, *_DECLARES, *_CODE_OPTIONS, *_RUNNERS}
+_LOADER = re.compile(r"ld(?:-linux.*\.so.*|\.so|64\.so\..*|-musl-.*\.so.*)\Z")
+_LOADERS_MAX = 64
+# An unquoted brace list (`{-c,x}`, `{1..3}`): Bash turns it into several words.
+_BRACE_LIST = re.compile(r"\{[^}]*(?:,|\.\.)[^{]*\}")
 
 
 def program_name(word: Word) -> str:
@@ -127,12 +198,45 @@ def _program_name(word: Word) -> str:
     name = text.rsplit("/", 1)[-1]
     if not name:
         raise _Unparseable(f"the program name {text!r} is a directory")
+    if name not in REENTRANT and name.startswith("ld") and _LOADER.match(name):
+        # A dynamic loader runs the program named after its options: it joins the wrappers.
+        if len(_WRAPPERS) >= _WRAPPERS_BASE + _LOADERS_MAX:
+            raise _Unparseable(f"too many dynamic loader names: {name!r}")
+        _WRAPPERS[name] = _LD_SO
+        REENTRANT.add(name)
     return name
+
+
+_WRAPPERS_BASE = len(_WRAPPERS)
+
+
+_ARG, _SCRIPT_ARG, _FLAG = 1, 2, 0
+
+
+def _long_kind(spec: _Wrapper, name: str) -> int:
+    """What a `--name` (no `=`) of `spec` takes, abbreviations included as getopt_long reads them.
+
+    An exact name wins; otherwise a prefix of any argument-taking option takes the next
+    word (an ambiguous prefix makes the tool fail, so consuming is harmless).
+    """
+    if name in spec.long_arg:
+        return _ARG
+    if name in spec.long_script:
+        return _SCRIPT_ARG
+    if name in spec.long_flag or len(name) < 3:
+        return _FLAG
+    if any(option.startswith(name) for option in spec.long_script):
+        return _SCRIPT_ARG
+    if any(option.startswith(name) for option in spec.long_arg):
+        return _ARG
+    return _FLAG
 
 
 def _strip_options(spec: _Wrapper, words: list[Word]) -> tuple[int, Word | None, set[str]]:
     """Skip a wrapper's options and operands: (index of the command, script argument, flags)."""
     i, n = 1, len(words)
+    if spec.leading and n > 1 and not words[1].text.startswith("-"):
+        i = 1 + spec.leading
     script: Word | None = None
     flags: set[str] = set()
     while i < n:
@@ -141,14 +245,16 @@ def _strip_options(spec: _Wrapper, words: list[Word]) -> tuple[int, Word | None,
             i += 1
             break
         if text.startswith("--"):
-            name, eq, _ = text.partition("=")
-            if name in _LONG_FLAGS:
-                flags.add(_LONG_FLAGS[name])
-            if name == "--command" and spec.script:
-                value = text[len(name) + 1 :]
-                script = words[i + 1] if not eq and i + 1 < n else Word(value, words[i].literal)
+            name, eq, value = text.partition("=")
+            kind = _long_kind(spec, name)
+            if len(name) > 2:
+                for option, letter in _LONG_FLAGS.items():
+                    if option.startswith(name):
+                        flags.add(letter)
+            if kind == _SCRIPT_ARG:
+                script = Word(value, words[i].literal) if eq else words[i + 1] if i + 1 < n else None
                 i += 1 if eq else 2
-            elif not eq and name in spec.long_arg:
+            elif not eq and kind == _ARG:
                 i += 2
             else:
                 i += 1
@@ -175,14 +281,76 @@ def _strip_options(spec: _Wrapper, words: list[Word]) -> tuple[int, Word | None,
     return min(i + spec.positional, n), script, flags
 
 
-def _late_script(program: str, words: list[Word], start: int) -> Word | None:
-    """`flock FILE -c CMD` and `su USER -c CMD`: a `-c` after the operand."""
-    # flock looks only right after its file; su and runuser permute their options.
-    candidates = range(start, start + 1) if program == "flock" else range(1, len(words))
-    for i in candidates:
-        if i + 1 < len(words) and words[i].text in ("-c", "--command"):
-            return words[i + 1]
+def _scan_permuted(spec: _Wrapper, words: list[Word]) -> tuple[Word | None, Word | None, list[Word]]:
+    """Options anywhere among the words, as getopt permutes them (`su USER -c CMD`).
+
+    Returns the script (`-c`, `--command`, `--session-command`), the shell (`-s`,
+    `--shell`) and the words after a `--`.
+    """
+    i, n = 1, len(words)
+    script: Word | None = None
+    shell: Word | None = None
+    while i < n:
+        word = words[i]
+        text = word.text
+        i += 1
+        if text == "--":
+            return script, shell, words[i:]
+        if text.startswith("--"):
+            name, eq, value = text.partition("=")
+            kind = _long_kind(spec, name)
+            if kind == _FLAG:
+                continue
+            argument = Word(value, word.literal) if eq else words[i] if i < n else None
+            if not eq:
+                i += 1
+            if kind == _SCRIPT_ARG:
+                script = argument
+            elif len(name) > 2 and "--shell".startswith(name):
+                shell = argument
+            continue
+        if len(text) > 1 and text[0] == "-":
+            letters = text[1:]
+            for k, letter in enumerate(letters):
+                rest = letters[k + 1 :]
+                if letter in spec.script or letter in spec.short_arg:
+                    argument = _new_word(rest, word.literal, rest, rest, False) if rest else None
+                    if argument is None and i < n:
+                        argument = words[i]
+                        i += 1
+                    if letter in spec.script:
+                        script = argument
+                    elif letter == "s":
+                        shell = argument
+                    break
+    return script, shell, []
+
+
+def _late_script(words: list[Word], start: int) -> Word | None:
+    """`flock FILE -c CMD`: a `-c` right after the file."""
+    if start + 1 < len(words) and words[start].text in ("-c", "--command"):
+        return words[start + 1]
     return None
+
+
+def _no_brace_list(words: list[Word], program: str) -> None:
+    """Refuse an unquoted brace list: Bash makes it several words, maybe options (`{-c,x}`)."""
+    for word in words:
+        if word.glob and "{" in word.text and _BRACE_LIST.search(word.text):
+            raise _Unparseable(f"{program} has a brace list among its words: {word.text!r}")
+
+
+def _stdin_script(
+    p: _Parser, program: str, redirects: tuple[Redirect, ...], heredocs: list[tuple[list[str], bool]]
+) -> None:
+    """A shell reading its stdin: its here-strings and here-docs are read as its script.
+
+    Those on any descriptor: `0<&3` makes descriptor 3 stdin.
+    """
+    for redirect in redirects:
+        if redirect.op == "<<<":
+            _reparse_literal(p, [redirect.target], program)
+    p.stdin_scripts.extend(heredocs)
 
 
 def resolve(
@@ -205,9 +373,14 @@ def resolve(
         # The common case: a program that runs no other command.
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         return
-    if program in POSIX_SHELLS and _shell_script(p, program, words, redirects, assignments, wrappers):
-        return
+    for assignment in assignments:
+        check_assignment(assignment)
+    if program in POSIX_SHELLS:
+        _no_brace_list(words, program)
+        if _shell_script(p, program, words, redirects, assignments, wrappers):
+            return
     if program == "find":  # not a wrapper: recorded as it is, then its `-exec` commands
+        _no_brace_list(words, program)
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         _find(p, words[1:])
         return
@@ -218,22 +391,38 @@ def resolve(
         if spec is None:
             break
         start, script, flags = _strip_options(spec, words)
-        if program == "env":
-            if "S" in flags:
+        _no_brace_list(words[1:start], program)
+        if program == "env" or program == "sudo":
+            if "S" in flags and program == "env":
                 raise _Unparseable("env -S splits a string into a command")
+            # `NAME=value` words before the command (sudo takes them too).
             while start < len(words) and "=" in words[start].text and not words[start].text.startswith("="):
+                check_assignment(words[start].text)
                 assigned.append(words[start].text)
                 start += 1
         wrapped.append(program)
-        if script is None and spec.script:
-            script = _late_script(program, words, start)
+        shell_reads_stdin = False
+        if spec is _SU:
+            script, shell, after = _scan_permuted(spec, words)
+            if shell is not None and program_name(shell) not in POSIX_SHELLS:
+                raise _Unparseable(f"{program} -s runs {shell.text!r} as the shell")
+            if any(w.text[:1] in ("-", "+") and w.text != "-" for w in after):
+                raise _Unparseable(f"{program} passes options to the shell after '--'")
+            shell_reads_stdin = script is None
+        elif script is None and spec.script:
+            script = _late_script(words, start)
         if script is not None:
             _emit(p, program, words, redirects, assigned, wrapped[:-1], stdin_args=stdin_args)
             _reparse_literal(p, [script], program)
             return
         rest = words[start:]
+        if shell_reads_stdin:
+            _stdin_script(p, program, redirects, heredocs)
         if not rest:
             _emit(p, program, words, redirects, assigned, wrapped[:-1], stdin_args=stdin_args)
+            if program == "exec" or (spec.eval_flags and not flags.isdisjoint(spec.eval_flags)):
+                # `exec 3<<<'…'` leaves the text for any later shell to read; `sudo -s` reads it.
+                _stdin_script(p, program, redirects, heredocs)
             return
         if program == "sudo" and "e" in flags:
             _emit(p, "sudoedit", [_literal("sudoedit"), *rest], redirects, assigned, wrapped)
@@ -248,6 +437,7 @@ def resolve(
     args = words[1:]
     if program in _JOINING:
         start, _, flags = _strip_options(_WATCH, words)
+        _no_brace_list(words, program)
         exec_mode = "x" in flags
         _emit(p, program, words, redirects, assigned, wrapped, inline=not exec_mode)
         if start < len(words):
@@ -257,32 +447,82 @@ def resolve(
                 _reparse_literal(p, words[start:], program)
         return
     if program in POSIX_SHELLS or program in _OTHER_SHELLS:
+        _no_brace_list(words, program)
         _shell(p, program, words, redirects, assigned, wrapped, heredocs)
         return
     if program == "eval":
+        _no_brace_list(words, program)
         _emit(p, program, words, redirects, assigned, wrapped, inline=True)
         if args and args[0].text == "--":
             args = args[1:]
         if args:
             _reparse_literal(p, args, program)
         return
+    if program == "sg" or program == "script":
+        _no_brace_list(words, program)
+        _emit(p, program, words, redirects, assigned, wrapped)
+        if program == "sg":  # `sg [-] GROUP [-c] COMMAND`: the command is a `sh -c` string
+            i = 2 if len(words) > 1 and words[1].text == "-" else 1
+            i += 1
+            if i < len(words) and words[i].text == "-c":
+                i += 1
+            script = None if i >= len(words) else words[i:]
+        else:  # `script [options] [file]`: its `-c` string, or a shell reading stdin
+            found = _scan_permuted(_SCRIPT, words)[0]
+            script = None if found is None else [found]
+        if script is None:
+            _stdin_script(p, program, redirects, heredocs)
+        else:
+            _reparse_literal(p, script, program)
+        return
     _emit(p, program, words, redirects, assigned, wrapped, stdin_args=stdin_args)
     if program == "xargs":
         start, _, _ = _strip_options(_XARGS, words)
+        _no_brace_list(words[1:start], program)
         if start < len(words):
             resolve(p, words[start:], (), (), (), [], stdin_args=True)
     elif program == "find":
+        _no_brace_list(words, program)
         _find(p, args)
     elif program == "trap":
+        _no_brace_list(words, program)
         if args and args[0].text == "--":
             args = args[1:]
         if len(args) > 1 and not args[0].text.startswith("-"):
             _reparse_literal(p, args[:1], program)
     elif program == "alias":
+        _no_brace_list(words, program)
         for arg in args:
             name, eq, value = arg.text.partition("=")
             if eq and name and value:
                 _reparse_literal(p, [Word(value, arg.literal)], program)
+    elif program in _DECLARES:
+        for arg in args:
+            if "=" in arg.text and not arg.text.startswith(("-", "+")):
+                check_assignment(arg.text)
+    elif program in _CODE_OPTIONS:
+        _code_options(program, args)
+
+
+def _code_options(program: str, args: list[Word]) -> None:
+    """Refuse `mapfile -C CMD`, `compgen -F FUNC`, `hash -p FILE NAME` and the like."""
+    takes_arg, refused = _CODE_OPTIONS[program]
+    i, n = 0, len(args)
+    while i < n:
+        text = args[i].text
+        i += 1
+        if text == "--" or len(text) < 2 or text[0] != "-":
+            if program in ("compgen", "complete"):
+                continue  # options may follow the words they complete
+            return
+        for k, letter in enumerate(text[1:]):
+            if letter in refused:
+                raise _Unparseable(f"{program} -{letter} runs or binds code")
+            if letter in takes_arg:
+                if k + 2 == len(text):
+                    i += 1
+                break
+    return
 
 
 def _emit(
@@ -353,7 +593,7 @@ def _shell(
     heredocs: list[tuple[list[str], bool]],
 ) -> None:
     i, n = 1, len(words)
-    has_c = False
+    has_c = has_s = False
     while i < n:
         text = words[i].text
         if text in ("--", "-"):
@@ -365,7 +605,9 @@ def _shell(
         if len(text) > 1 and text[0] in "-+":
             letters = text[1:]
             has_c = has_c or (text[0] == "-" and "c" in letters.lower())
-            i += 2 if ("o" in letters or "O" in letters) else 1
+            has_s = has_s or (text[0] == "-" and "s" in letters)
+            # Each `o`/`O` of a cluster takes one word: `-ooc errexit pipefail 'script'`.
+            i += 1 + letters.count("o") + letters.count("O")
             continue
         break
     operand = words[i] if i < n else None
@@ -380,13 +622,10 @@ def _shell(
             _reparse_literal(p, [operand], program)
         return
     _emit(p, program, words, redirects, assignments, wrappers)
-    if operand is not None:
+    if operand is not None and not has_s:
         return  # a script file: matched as the shell itself
-    # No script operand: the shell reads stdin, which a here-string or here-doc may show.
-    for redirect in redirects:
-        if redirect.op == "<<<" and redirect.fd in ("", "0"):
-            _reparse_literal(p, [redirect.target], program)
-    p.stdin_scripts.extend(heredocs)
+    # No script operand (or `-s`, whose operands are arguments): the shell reads stdin.
+    _stdin_script(p, program, redirects, heredocs)
 
 
 def _find(p: _Parser, args: list[Word]) -> None:
