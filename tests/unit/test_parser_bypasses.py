@@ -63,6 +63,7 @@ ORDINARY = {
     "time -p make": ["make"],
     "time make": ["make"],
     "while read l; do echo $l; done <<< 'a b'": ["read", "echo"],
+    "[ -f pyproject.toml ] && uv sync": ["[", "uv"],
     "x=$(git rev-parse HEAD); echo ${x:0:7}": ["git", "echo"],
 }
 # Refused to be safe: bash evaluates a subscript as arithmetic, and a variable's value there

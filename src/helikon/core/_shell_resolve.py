@@ -190,7 +190,7 @@ NAMES_MAX = 2048
 def _program_name(word: Word) -> str:
     if not word.literal:
         raise _Unparseable(f"the program name {word.text!r} comes from an expansion")
-    if word.glob:
+    if word.glob and word.text != "[":  # a lone `[` is the test command, not a pattern
         raise _Unparseable(f"the program name {word.text!r} has a glob or brace pattern")
     text = word.text
     if not text or not text.isascii() or not text.isprintable() or " " in text:
