@@ -27,6 +27,10 @@ HIDDEN_RM = [
     "(sh) <<< 'rm y'",
     "{ bash; } <<'EOF'\nrm y\nEOF",
     '{ bash; } <<< "$X"',
+    "source /dev/stdin <<< 'rm y'",
+    ". /dev/fd/0 <<< 'rm y'",
+    "bash /dev/stdin <<< 'rm y'",
+    "sh /proc/self/fd/0 <<'EOF'\nrm y\nEOF",
     # variables whose value bash runs
     "PS4='$(rm y)'; set -x; :",
     "BASH_ENV=/dev/stdin bash -c : <<< 'rm y'",
@@ -64,6 +68,8 @@ ORDINARY = {
     "time make": ["make"],
     "while read l; do echo $l; done <<< 'a b'": ["read", "echo"],
     "[ -f pyproject.toml ] && uv sync": ["[", "uv"],
+    "source .venv/bin/activate && pytest -q": ["source", "pytest"],
+    "bash scripts/setup.sh <<< 'yes'": ["bash"],
     "x=$(git rev-parse HEAD); echo ${x:0:7}": ["git", "echo"],
 }
 # Refused to be safe: bash evaluates a subscript as arithmetic, and a variable's value there

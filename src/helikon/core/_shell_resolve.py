@@ -159,7 +159,9 @@ _CODE_OPTIONS = {
 }
 # Every program `resolve` does more for than record it. A set: a dynamic loader
 # (`ld-linux-x86-64.so.2`, any name of that shape) joins it when `_program_name` meets it.
-_RUNNERS = frozenset({"eval", "xargs", "find", "trap", "alias", "sg", "script"})
+_RUNNERS = frozenset({"eval", "xargs", "find", "trap", "alias", "sg", "script", "source", "."})
+# Script files that are the shell's stdin: its here-strings and here-docs are the script.
+_STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
 REENTRANT = {*_WRAPPERS, *_JOINING, *POSIX_SHELLS, *_OTHER_SHELLS, *_DECLARES, *_CODE_OPTIONS, *_RUNNERS}
 _LOADER = re.compile(r"ld(?:-linux.*\.so.*|\.so|64\.so\..*|-musl-.*\.so.*)\Z")
 _LOADERS_MAX = 64
@@ -502,6 +504,8 @@ def resolve(
                 check_assignment(arg.text)
     elif program in _CODE_OPTIONS:
         _code_options(program, args)
+    elif program in ("source", ".") and args and args[0].text in _STDIN_FILES:
+        _stdin_script(p, program, redirects, heredocs)  # `. /dev/stdin <<< 'cmd'`
 
 
 def _code_options(program: str, args: list[Word]) -> None:
@@ -622,7 +626,7 @@ def _shell(
             _reparse_literal(p, [operand], program)
         return
     _emit(p, program, words, redirects, assignments, wrappers)
-    if operand is not None and not has_s:
+    if operand is not None and not has_s and operand.text not in _STDIN_FILES:
         return  # a script file: matched as the shell itself
     # No script operand (or `-s`, whose operands are arguments): the shell reads stdin.
     _stdin_script(p, program, redirects, heredocs)
