@@ -4,12 +4,16 @@ Each check reads a `ToolSubject` and returns a short detail (the offending targe
 when it trips. Bash write targets come from redirections and from the arguments of the
 programs in `_WRITERS`; relative targets are resolved against every directory a `cd`
 in the command may have moved to (order-insensitive, so a `cd` in a subshell counts too).
+Globs and brace lists are judged by what they may match (`/e?c/x`, `.g{i,}t/x`), a `~`
+path climbing above home from `/`, and a `find` that writes what it finds by whether its
+name tests may pick a `.git`, `.ssh` or `.env` entry. See docs/shell-matcher.md.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from functools import lru_cache
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING
@@ -26,13 +30,14 @@ _DEVICE_ALLOWLIST = frozenset({
     "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 })  # fmt: skip
 _WILDCARD = re.compile(r"(?:\*|\?|\[[^\]]*\])+")  # a component that matches every name
-_BRACE_SPLIT = re.compile(r"[{},]")
-_PARAMETER = re.compile(r"\$\{[^}]*\}")
+_SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?")  # `{a..b[..step]}`
 _TEXT = attrgetter("text")
+_BRACE_MAX = 256  # brace expansions checked per word; a word with more trips every guard it meets
+_DOTDOT_MAX = 3  # glob components that may match `..` in one path; more trips
 
 # Programs whose operands are written (short options that take an argument in the value).
 _ALL_OPERANDS: dict[str, str] = {
-    "tee": "p", "mv": "tS", "chmod": "", "chown": "", "chgrp": "", "chattr": "pv", "setfacl": "mMxX",
+    "tee": "p", "chmod": "", "chown": "", "chgrp": "", "chattr": "pv", "setfacl": "mMxX",
     "touch": "dtr", "truncate": "sr", "rm": "", "rmdir": "", "unlink": "", "shred": "nsu",
     "mkdir": "m", "mkfifo": "m", "mknod": "m", "sudoedit": "ugCh",
 }  # fmt: skip
@@ -43,10 +48,29 @@ _LAST_OPERAND: dict[str, str] = {
     "rsync": "efT",
     "scp": "cFiloPJS",
 }
-_OUTPUT_OPTION: dict[str, tuple[str, ...]] = {
-    "curl": ("-o", "--output"),
-    "wget": ("-O", "--output-document"),
-}
+# Programs taking `-t DIR` / `--target-directory=DIR` (or any prefix of it, as getopt_long
+# takes an unambiguous one): the directory is written.
+_TARGET_DIRECTORY = frozenset({"cp", "mv", "ln", "install"})
+# Downloaders: (short options taking a value, the short ones whose value is written, the
+# long ones whose value is written). A prefix of a long name counts (`--out`, `--output-doc`):
+# an ambiguous one makes the program fail, so taking it as the name only errs towards tripping.
+_OUTPUT_OPTION: dict[str, tuple[str, str, tuple[str, ...]]] = {
+    "curl": (
+        "AbcCdDeEFHKmoPQrtTuUwxXyYz",
+        "oDc",
+        ("output", "output-dir", "dump-header", "cookie-jar", "trace", "trace-ascii", "stderr",
+         "libcurl", "etag-save"),
+    ),
+    "wget": (
+        "aABDeiIlnoOPQRtTUwX",
+        "oaOP",
+        ("output-document", "directory-prefix", "output-file", "append-output"),
+    ),
+}  # fmt: skip
+_FIND_NAME_TESTS = frozenset({"-name", "-iname"})
+_FIND_PATH_TESTS = frozenset({"-path", "-ipath", "-wholename", "-iwholename"})
+_FIND_TESTS = frozenset({*_FIND_NAME_TESTS, *_FIND_PATH_TESTS, "-regex", "-iregex"})
+_PROTECTED_NAMES = (".git", ".ssh", ".env")
 
 
 def checks(subject: ToolSubject) -> Mapping[str, str | None]:
@@ -84,7 +108,7 @@ _CHECKED: dict[str, Mapping[str, str | None]] = {}
 _CHECKED_MAX = 4096
 # Programs `_write_targets` reads targets from; a command made only of others (and no
 # writing redirection) writes nothing.
-_WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "dd", "sed", "perl"})
+_WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "mv", "dd", "sed", "perl", "find"})
 
 
 def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
@@ -124,10 +148,13 @@ def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
 
     Its paths join pieces of the targets' texts to the directories, normalized, and
     lowered; lowering works character by character, so a `.git`, `.ssh` or `.env` in
-    one of them is also in the lowered texts.
+    one of them is also in the lowered texts. A glob or brace list may stand for one
+    without spelling it, so a target with one always goes through.
     """
     joined = "\0".join([*map(_TEXT, targets), *cwds]).lower()
-    return ".git" in joined or ".ssh" in joined or ".env" in joined
+    if ".git" in joined or ".ssh" in joined or ".env" in joined:
+        return True
+    return _has_glob(joined) or any(w.glob for w in targets)
 
 
 _START = [""]  # only the start directory (read-only: the checks never change it)
@@ -159,35 +186,78 @@ def _operands(command: SimpleCommand, arg_options: str) -> list[Word]:
     return out
 
 
-def _option_values(command: SimpleCommand, names: tuple[str, ...]) -> Iterator[Word]:
+def _option_args(
+    command: SimpleCommand, arg_options: str, wanted: str, longs: tuple[str, ...]
+) -> Iterator[Word]:
+    """The values of the short options in `wanted` and of the long options in `longs`.
+
+    Short options as getopt reads them: in a cluster (`-qO file`, `-rt/etc`), the first
+    letter in `arg_options` takes the rest of the word, or the next word. A long option
+    counts when its name is a prefix of one in `longs` (`--target` for
+    `--target-directory`), with its value after `=` or in the next word.
+    """
     words = command.argv
-    for i, word in enumerate(words):
+    i, n = 1, len(words)
+    while i < n:
+        word = words[i]
         text = word.text
-        for name in names:
-            if text == name and i + 1 < len(words):
-                yield words[i + 1]
-            elif text.startswith(name + "=") and name.startswith("--"):
-                yield Word(text[len(name) + 1 :], word.literal)
-            elif len(name) == 2 and text.startswith(name) and len(text) > 2 and not name.startswith("--"):
-                yield Word(text[2:], word.literal)
+        if text == "--":
+            return
+        if text.startswith("--"):
+            name, eq, _ = text[2:].partition("=")
+            if name and any(full.startswith(name) for full in longs):
+                if eq:
+                    yield _cut(word, len(name) + 3)
+                elif i + 1 < n:
+                    i += 1
+                    yield words[i]
+        elif len(text) > 1 and text[0] == "-":
+            for k in range(1, len(text)):
+                letter = text[k]
+                if letter in arg_options or letter in wanted:
+                    if k + 1 < len(text):
+                        if letter in wanted:
+                            yield _cut(word, k + 1)
+                    elif i + 1 < n:
+                        i += 1
+                        if letter in wanted:
+                            yield words[i]
+                    break
+        i += 1
+
+
+def _cut(word: Word, start: int) -> Word:
+    """`word` without its first `start` characters (an option's attached value)."""
+    text = word.text[start:]
+    if word.literal:
+        return Word(text, True, text, text, word.glob)
+    tail = word.tail if len(word.tail) <= len(text) else text
+    return Word(text, False, word.prefix[start:], tail, word.glob)
 
 
 def _write_targets(command: SimpleCommand, program: str) -> Iterator[Word]:
-    if program in _ALL_OPERANDS:
-        yield from _operands(command, _ALL_OPERANDS[program])
+    if program == "mv":
+        yield from _operands(command, "tS")
+        yield from _option_args(command, "tS", "t", ("target-directory",))
+    elif program == "find":
+        yield from _found_dotpaths(command)
     elif program in _LAST_OPERAND:
-        yield from _option_values(command, ("-t", "--target-directory"))
-        operands = [w for w in _operands(command, _LAST_OPERAND[program]) if not _is_remote(w.text)]
+        arg_options = _LAST_OPERAND[program]
+        if program in _TARGET_DIRECTORY:
+            yield from _option_args(command, arg_options, "t", ("target-directory",))
+        operands = [w for w in _operands(command, arg_options) if not _is_remote(w.text)]
         if len(operands) > 1:
             yield operands[-1]
     elif program == "dd":
         for word in command.argv[1:]:
             if word.text.startswith("of="):
-                yield Word(word.text[3:], word.literal, word.prefix[3:], word.tail)
+                yield _cut(word, 3)
     elif program in ("sed", "perl"):
         yield from _in_place_files(command)
+        if program == "sed":
+            yield from _sed_write_files(command)
     elif program in _OUTPUT_OPTION:
-        yield from _option_values(command, _OUTPUT_OPTION[program])
+        yield from _option_args(command, *_OUTPUT_OPTION[program])
 
 
 def _is_remote(text: str) -> bool:
@@ -200,11 +270,14 @@ def _in_place_files(command: SimpleCommand) -> Iterator[Word]:
     script_given = False
     for word in command.argv[1:]:
         text = word.text
-        if text.startswith("--in-place") or (
-            text.startswith("-") and not text.startswith("--") and "i" in text
-        ):
+        if text.startswith("--"):
+            name = text[2:].partition("=")[0]
+            if name:
+                in_place = in_place or "in-place".startswith(name)
+                script_given = script_given or "expression".startswith(name) or "file".startswith(name)
+        elif text.startswith("-") and "i" in text:
             in_place = True
-        if text in ("-e", "-f", "--expression", "--file") or text.startswith(("--expression=", "--file=")):
+        if text in ("-e", "-f"):
             script_given = True
     if not in_place:
         return
@@ -212,25 +285,110 @@ def _in_place_files(command: SimpleCommand) -> Iterator[Word]:
     yield from operands if script_given else operands[1:]
 
 
+def _sed_scripts(command: SimpleCommand) -> list[str]:
+    """The script texts of a sed command: its `-e`/`--expression` values, else its first operand."""
+    words = command.argv
+    scripts: list[str] = []
+    operand: str | None = None
+    script_given = False
+    i, n = 1, len(words)
+    while i < n:
+        text = words[i].text
+        value: str | None = None
+        if text == "--":
+            if operand is None and i + 1 < n:
+                operand = words[i + 1].text
+            break
+        if text.startswith("--"):
+            name, eq, rest = text[2:].partition("=")
+            takes = bool(name) and any(
+                full.startswith(name) for full in ("expression", "file", "line-length")
+            )
+            if takes:
+                script_given = script_given or not "line-length".startswith(name)
+                if eq:
+                    value = rest
+                elif i + 1 < n:
+                    i += 1
+                    value = words[i].text
+                if "expression".startswith(name) and value is not None:
+                    scripts.append(value)
+        elif len(text) > 1 and text[0] == "-":
+            for k in range(1, len(text)):
+                letter = text[k]
+                if letter == "i":
+                    break  # the rest is the backup suffix
+                if letter in "efl":
+                    value = text[k + 1 :]
+                    if not value and i + 1 < n:
+                        i += 1
+                        value = words[i].text
+                    if letter == "e":
+                        scripts.append(value)
+                    script_given = script_given or letter != "l"
+                    break
+        elif operand is None:
+            operand = text
+        i += 1
+    if not script_given and operand is not None:
+        scripts.append(operand)
+    return scripts
+
+
+def _sed_write_files(command: SimpleCommand) -> Iterator[Word]:
+    """The files a sed script may write with its `w`/`W` command or `s///w` flag.
+
+    Either names its file from after the letter (and blanks) to the end of the line. The
+    script is not parsed: the rest of the line after every `w` or `W` counts, which
+    holds the real file name and, elsewhere, only text that is not written to.
+    """
+    for script in _sed_scripts(command):
+        if "w" not in script and "W" not in script:
+            continue
+        for index, char in enumerate(script):
+            if char in "wW":
+                name = script[index + 1 :].split("\n", 1)[0].strip()
+                if name:
+                    yield Word(name, True, name, name)
+
+
 def _cwds(parse: ShellParse) -> tuple[list[str], bool]:
     """The directories relative paths may resolve against ("" is the start), and whether one is unknown."""
     cwds = [""]
     unknown = False
     for command in parse.commands:
-        if command.program not in ("cd", "pushd") or len(cwds) > 8:
+        if command.program not in ("cd", "pushd"):
+            continue
+        if len(cwds) > 8:
+            unknown = True
             continue
         operands = [w for w in command.argv[1:] if not w.text.startswith("-") or w.text == "-"]
         if not operands:
             cwds.append("~")
             continue
-        word = operands[0]
-        if not word.literal or word.text == "-":
+        texts = _cd_texts(operands[0])
+        if texts is None:
             unknown = True
-        elif word.text.startswith(("/", "~")):
-            cwds.append(word.text)
-        else:
-            cwds.extend(f"{base}/{word.text}" if base else word.text for base in list(cwds))
+            continue
+        for text in texts:
+            if text.startswith(("/", "~")):
+                cwds.append(text)
+            else:
+                cwds.extend(f"{base}/{text}" if base else text for base in list(cwds))
     return cwds, unknown
+
+
+def _cd_texts(word: Word) -> list[str] | None:
+    """The directories a `cd` operand may name, or None when unknown."""
+    text = word.text
+    if word.literal:
+        return None if text == "-" else [text]
+    text = _home_as_tilde(text)
+    if _first_expansion(text) >= 0:
+        return None
+    if word.glob and "{" in text:
+        return _brace_expand(text)
+    return [text]
 
 
 def _absolute(path: str) -> str:
@@ -239,20 +397,270 @@ def _absolute(path: str) -> str:
 
 
 def _pieces(word: Word) -> list[str]:
-    """The literal texts a write target may stand for (brace lists split, expansions cut)."""
+    """The texts the system check reads for a write target (`/` when past `_BRACE_MAX`)."""
+    pieces = _expand(word)
+    return ["/"] if pieces is None else pieces[0]
+
+
+def _dot_pieces(word: Word) -> list[str]:
+    """The texts the dotpath check reads for a write target (`.git` when past `_BRACE_MAX`)."""
+    pieces = _expand(word)
+    return [".git"] if pieces is None else pieces[1]
+
+
+def _expand(word: Word) -> tuple[list[str], list[str]] | None:
+    """The texts a write target may stand for: (for the system check, for the dotpath check).
+
+    A literal word is itself. Otherwise brace lists are expanded (None when they make more
+    than `_BRACE_MAX` words), `$HOME` is `~`, and a piece with an expansion left gives
+    the directory before it (both checks) and the text after it (the dotpath check).
+    """
+    text = word.text
     if word.literal:
-        return [word.text]
-    pieces: list[str] = []
-    prefix = word.prefix
-    if "{" in word.text:
-        # A brace list `{/etc/x,y}`: each alternative that is a whole literal path.
-        text = _PARAMETER.sub("\0", word.text)
-        pieces.extend(
-            p for p in _BRACE_SPLIT.split(text) if p.startswith("/") and "$" not in p and "\0" not in p
-        )
-    if "/" in prefix:
-        pieces.append(prefix.rsplit("/", 1)[0] + "/")  # the directory before the expansion
-    return pieces
+        return [text], [text]
+    texts = [text]
+    if word.glob and "{" in text:
+        expanded = _brace_expand(text)
+        if expanded is None:
+            return None
+        texts += expanded
+    system: list[str] = []
+    dot: list[str] = []
+    for k, piece in enumerate(texts):
+        piece = _home_as_tilde(piece)
+        cut = _first_expansion(piece)
+        if cut < 0:
+            system.append(piece)
+            continue
+        head = word.prefix if k == 0 else piece[:cut]
+        if "/" in head:
+            system.append(head.rsplit("/", 1)[0] + "/")  # the directory before the expansion
+        tail = word.tail if k == 0 else _after_expansions(piece)
+        if tail:
+            dot.append(tail)
+    return system, system + dot
+
+
+def _first_expansion(text: str) -> int:
+    """The index of the first `$` or backtick in `text`, or -1."""
+    dollar, tick = text.find("$"), text.find("`")
+    if dollar < 0 or tick < 0:
+        return max(dollar, tick)
+    return min(dollar, tick)
+
+
+def _after_expansions(text: str) -> str:
+    """The text after the last `$name`, `${…}`, `$(…)` or backtick in `text`."""
+    index = max(text.rfind("$"), text.rfind("`"))
+    if text[index] == "`":
+        return text[index + 1 :]
+    rest = text[index + 1 :]
+    if rest[:1] in ("{", "("):
+        end = rest.rfind("}" if rest[0] == "{" else ")")
+        return rest[end + 1 :] if end >= 0 else ""
+    k = 0
+    while k < len(rest) and (rest[k].isalnum() or rest[k] == "_"):
+        k += 1
+    return rest[max(k, 1) :]
+
+
+def _home_as_tilde(text: str) -> str:
+    """`$HOME/x` and `${HOME}/x` as `~/x` (other text as it is)."""
+    for home in ("$HOME", "${HOME}"):
+        if text.startswith(home) and text[len(home) : len(home) + 1] in ("", "/"):
+            return "~" + text[len(home) :]
+    return text
+
+
+# --- brace lists and globs ----------------------------------------------------------------------
+
+
+def _brace_expand(text: str) -> list[str] | None:
+    """Every word Bash's brace expansion makes of `text` (a superset), or None past `_BRACE_MAX`.
+
+    `{a,b}` lists (nested too) and `{a..z}` sequences; a numeric sequence stands as its
+    two ends, as every number in it is digits alike. `${…}` is not a brace list. Quoted
+    braces cannot be told apart here and are expanded too (a superset again).
+    """
+    pending = [text]
+    done: list[str] = []
+    while pending:
+        current = pending.pop()
+        span = _brace_span(current)
+        if span is None:
+            done.append(current)
+        else:
+            start, end, alternatives = span
+            pending.extend(current[:start] + alt + current[end + 1 :] for alt in alternatives)
+        if len(done) + len(pending) > _BRACE_MAX:
+            return None
+    return done
+
+
+def _brace_span(text: str) -> tuple[int, int, list[str]] | None:
+    """The first brace list or sequence in `text`: (index of `{`, index of `}`, alternatives)."""
+    i = 0
+    while True:
+        i = text.find("{", i)
+        if i < 0:
+            return None
+        if i > 0 and text[i - 1] == "$":
+            close = text.find("}", i)
+            if close < 0:
+                return None
+            i = close + 1
+            continue
+        depth = 0
+        commas: list[int] = []
+        end = -1
+        for j in range(i, len(text)):
+            char = text[j]
+            if char == "{":
+                depth += 1
+            elif char == "}":
+                depth -= 1
+                if depth == 0:
+                    end = j
+                    break
+            elif char == "," and depth == 1:
+                commas.append(j)
+        if end >= 0:
+            if commas:
+                bounds = [i, *commas, end]
+                return i, end, [text[bounds[k] + 1 : bounds[k + 1]] for k in range(len(bounds) - 1)]
+            sequence = _sequence(text[i + 1 : end])
+            if sequence is not None:
+                return i, end, sequence
+        i += 1
+
+
+def _sequence(body: str) -> list[str] | None:
+    match = _SEQUENCE.fullmatch(body)
+    if match is None:
+        return None
+    first, last = match.group(1), match.group(2)
+    if first[-1].isdigit() and last[-1].isdigit():
+        return [first, last]
+    if first.isalpha() and last.isalpha():
+        low, high = sorted((ord(first), ord(last)))
+        return [chr(c) for c in range(low, high + 1)]
+    return None
+
+
+def _has_glob(text: str) -> bool:
+    return "*" in text or "?" in text or "[" in text
+
+
+@lru_cache(maxsize=1024)
+def _glob_tokens(pattern: str, escapes: bool = False) -> tuple[str, ...]:
+    """A glob (one component) as tokens: `*` any run, `?` any character, `=c` the character c.
+
+    Lowered, for matching without case. A bracket expression is any character; an
+    extglob (`@(…)`) or a class such as `[[:alpha:]]` makes the whole pattern `*`.
+    With `escapes` (find's patterns), a backslash quotes the next character.
+    """
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        char = pattern[i]
+        if char in "?*+@!" and pattern[i + 1 : i + 2] == "(":
+            return ("*",)
+        if char == "*":
+            if not out or out[-1] != "*":
+                out.append("*")
+        elif char == "?":
+            out.append("?")
+        elif char == "[":
+            j = i + 1
+            if pattern[j : j + 1] in ("!", "^"):
+                j += 1
+            end = pattern.find("]", j + 1)
+            if end < 0:
+                out.append("=[")
+            elif "[" in pattern[i + 1 : end]:
+                return ("*",)
+            else:
+                out.append("?")
+                i = end
+        elif char == "\\" and escapes and i + 1 < n:
+            i += 1
+            out.append("=" + pattern[i].lower())
+        else:
+            out.append("=" + char.lower())
+        i += 1
+    return tuple(out)
+
+
+def _glob_run(tokens: tuple[str, ...], states: Iterable[int], text: str) -> set[int]:
+    """The token positions the glob may be at after reading `text` from `states` (empty: no match)."""
+    current = _closure(tokens, states)
+    for char in text:
+        following: set[int] = set()
+        for state in current:
+            if state < len(tokens):
+                token = tokens[state]
+                if token == "*":
+                    following.add(state)
+                elif token == "?" or token[1] == char:
+                    following.add(state + 1)
+        if not following:
+            return following
+        current = _closure(tokens, following)
+    return current
+
+
+def _closure(tokens: tuple[str, ...], states: Iterable[int]) -> set[int]:
+    out = set(states)
+    stack = list(out)
+    while stack:
+        state = stack.pop()
+        if state < len(tokens) and tokens[state] == "*" and state + 1 not in out:
+            out.add(state + 1)
+            stack.append(state + 1)
+    return out
+
+
+def _glob_matches(pattern: str, name: str, escapes: bool = False) -> bool:
+    """Whether the glob may match `name` (given lowered)."""
+    tokens = _glob_tokens(pattern, escapes)
+    return len(tokens) in _glob_run(tokens, (0,), name)
+
+
+def _component_may_be(part: str, name: str) -> bool:
+    """Whether a shell glob component may match `name` (lowered).
+
+    As Bash by default, only a pattern with a leading `.` matches a dot name (the
+    `dotglob` option and `GLOBIGNORE` are not followed).
+    """
+    if not _has_glob(part):
+        return part.lower() == name
+    if name[0] == "." and part[0] != ".":
+        return False
+    return _glob_matches(part, name)
+
+
+def _dotdot_variants(path: str) -> list[str] | None:
+    """`path` with each glob component that may match `..` taken as itself and as `..`.
+
+    None when more than `_DOTDOT_MAX` components may (the path then counts as protected).
+    """
+    parts = path.split("/")
+    may = [
+        i for i, part in enumerate(parts)
+        if part[:1] == "." and part != ".." and _has_glob(part) and _glob_matches(part, "..")
+    ]  # fmt: skip
+    if not may:
+        return [path]
+    if len(may) > _DOTDOT_MAX:
+        return None
+    variants: list[str] = []
+    for mask in range(1 << len(may)):
+        chosen = list(parts)
+        for bit, index in enumerate(may):
+            if mask >> bit & 1:
+                chosen[index] = ".."
+        variants.append("/".join(chosen))
+    return variants
 
 
 # --- the checks ---------------------------------------------------------------------------------
@@ -267,21 +675,68 @@ def _is_system_path(path: str) -> bool:
     return top in _PROTECTED_TOP
 
 
-def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
-    if text.startswith("~"):
-        return False
-    if text.startswith("/"):
-        return _is_system_path(_absolute(text))
-    for cwd in cwds:
-        if cwd.startswith("/") and _is_system_path(_absolute(f"{cwd}/{text}")):
+def _top_protected(part: str, glob: bool) -> bool:
+    """Whether a first component (of a path climbing out of the start) may be a protected one."""
+    if glob and _has_glob(part):
+        return any(_glob_matches(part, top) for top in _PROTECTED_TOP)
+    return part.lower() in _PROTECTED_TOP
+
+
+def _above_home(path: str) -> str | None:
+    """For `~/…` (or `~user/…`) climbing above the home directory, the rest after the climb.
+
+    Home may be `/root` or `/home/u`: the rest may land anywhere, so it is judged from `/`.
+    None when the path stays under home.
+    """
+    parts = clean_path(path.partition("/")[2]).split("/")
+    if parts[0] != "..":
+        return None
+    return "/".join(p for p in parts if p != "..")
+
+
+def _system_path(path: str, glob: bool) -> bool:
+    """Whether an absolute or `~` path may be a system path."""
+    variants = _dotdot_variants(path) if glob else (path,)
+    if variants is None:
+        return True
+    for variant in variants:
+        if variant.startswith("~"):
+            rest = _above_home(variant)
+            if rest is None:
+                continue
+            variant = "/" + rest
+        absolute = _absolute(variant)
+        if glob and absolute != "/":
+            top = absolute[1:].split("/", 1)[0]
+            if _has_glob(top):
+                if _top_protected(top, True):
+                    return True
+                continue
+        if _is_system_path(absolute):
             return True
-    # From an unknown directory, `../../etc/x` reaches `/etc/x` when the depth is right.
+    return False
+
+
+def _climbs_to_system(text: str, unknown: bool, glob: bool) -> bool:
+    """Whether a relative path may reach a system path from a directory of unknown depth."""
     if not unknown and ".." not in text:
         return False  # it cannot climb: `clean_path` keeps a `..` only where one was written
     parts = clean_path(text).split("/")
     first = next((p for p in parts if p != ".."), "")
     escapes = parts[0] == ".." or unknown
-    return escapes and first.lower() in _PROTECTED_TOP
+    return escapes and _top_protected(first, glob)
+
+
+def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
+    glob = _has_glob(text)  # quoted glob characters count too: that only errs towards tripping
+    if text.startswith(("/", "~")):
+        return _system_path(text, glob)
+    for cwd in cwds:
+        if cwd.startswith(("/", "~")) and _system_path(f"{cwd}/{text}", glob or _has_glob(cwd)):
+            return True
+    # From the start (or an unknown) directory, `../../etc/x` reaches `/etc/x` when the depth is right.
+    variants = _dotdot_variants(text) if glob else (text,)
+    return variants is None or any(_climbs_to_system(v, unknown, glob) for v in variants)
 
 
 def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | None:
@@ -290,7 +745,7 @@ def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | 
             # From the start directory alone, a relative path reaches a system path only
             # by climbing (`_system_target`): skip the common `rm build`, `> out.txt`.
             text = word.text
-            if not text.startswith("/") and ".." not in text:
+            if not text.startswith(("/", "~")) and ".." not in text and not _has_glob(text):
                 continue
         for text in _pieces(word):
             if _system_target(text, cwds, unknown):
@@ -300,14 +755,155 @@ def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | 
 
 def _dotpath_write(targets: list[Word], cwds: list[str]) -> str | None:
     for word in targets:
-        texts = _pieces(word)
-        if not word.literal and word.tail:
-            texts.append(word.tail)
-        for text in texts:
-            if any(is_protected_dotpath(f"{cwd}/{text}" if cwd and not text.startswith("/") else text)
-                   for cwd in cwds):  # fmt: skip
-                return word.text
+        for text in _dot_pieces(word):
+            for cwd in cwds:
+                path = f"{cwd}/{text}" if cwd and not text.startswith("/") else text
+                if _has_glob(path):
+                    if _dotpath_glob(path):
+                        return word.text
+                elif is_protected_dotpath(path):
+                    return word.text
     return None
+
+
+def _dotpath_glob(path: str) -> bool:
+    """`is_protected_dotpath` for a path with glob components: whether one may match."""
+    variants = _dotdot_variants(path)
+    if variants is None:
+        return True
+    for variant in variants:
+        parts = clean_path(variant).split("/")
+        for part in parts:
+            if part and (_component_may_be(part, ".git") or _component_may_be(part, ".ssh")):
+                return True
+        last = parts[-1]
+        if last and _component_may_be(last, ".env"):
+            return True
+        if last.lower().startswith(".env.") or (
+            _has_glob(last) and last[0] == "." and _glob_run(_glob_tokens(last), (0,), ".env.")
+        ):
+            return True
+    return False
+
+
+# --- find ---------------------------------------------------------------------------------------
+
+
+def _found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
+    """For a `find` that writes what it finds and whose tests may find a protected entry: that entry.
+
+    The commands `find` runs have `{}` as its start paths, so a `find . -name .git -exec
+    rm -rf {} +` would be judged as `rm -rf .`; the found `.git` is judged here, under
+    each start (as `./.git`). `find` writes what it finds with `-delete`, or with an
+    `-exec`/`-execdir`/`-ok`/`-okdir` command that is not a known reader.
+    """
+    texts = [w.text for w in command.argv]
+    if not _FIND_WRITES.intersection(texts):
+        return
+    n = len(texts)
+    i = 1
+    while i < n and texts[i] in ("-H", "-L", "-P"):
+        i += 1
+    starts: list[Word] = []
+    while i < n and not texts[i].startswith(("-", "(", "!", ")", ",")):
+        starts.append(command.argv[i])
+        i += 1
+    first = i
+    writes = False
+    k = first
+    while k < n:
+        if texts[k] == "-delete":
+            writes = True
+        elif texts[k] in _FIND_EXEC and k + 1 < n:
+            program = texts[k + 1].rsplit("/", 1)[-1].lower()
+            writes = writes or program not in _READERS
+        k += 1
+    if not writes:
+        return
+    name = _find_may_pick(command, texts, first)
+    if name is None:
+        return
+    for start in starts or [Word.plain(".")]:
+        text = f"{start.text.rstrip('/')}/{name}" if start.literal else name
+        yield Word(text, True, text, text)
+
+
+_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_FIND_WRITES = frozenset({"-delete", *_FIND_EXEC})
+# Programs that only read the files `find -exec` gives them.
+_READERS = frozenset({
+    "cat", "ls", "du", "stat", "file", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg",
+    "md5sum", "sha1sum", "sha256sum", "readlink", "realpath", "basename", "dirname", "echo",
+    "printf", "test", "[", "true", "false", "diff", "cmp", "less", "more",
+})  # fmt: skip
+
+
+def _find_may_pick(command: SimpleCommand, texts: list[str], first: int) -> str | None:
+    """The protected name (`.git`, `.ssh`, `.env`) a find's name tests may pick, or None.
+
+    `-name`/`-iname` patterns are matched against the names, `-path`/`-wholename` ones
+    against a path ending in one, `-regex` ones by their literal end. A negated test
+    (`! -name x`, `-not ( … )`) may pick anything; a test followed by `-prune -o` picks
+    what is skipped. Without name tests, nothing is judged here.
+    """
+    n = len(texts)
+    for k in range(first, n - 1):
+        test = texts[k]
+        negated = k > first and texts[k - 1] in ("!", "-not")
+        if negated and test == "(":
+            return ".git"
+        if test not in _FIND_TESTS:
+            continue
+        if texts[k + 2 : k + 4] in (["-prune", "-o"], ["-prune", "-or"]) and (
+            k == first or texts[k - 1] in ("(", "-o", "-or", ",")
+        ):
+            continue  # `-name .git -prune -o …`: what matches is skipped
+        pattern = command.argv[k + 1]
+        if negated or not pattern.literal:
+            return ".git"
+        name = _find_test_may_pick(test, pattern.text)
+        if name is not None:
+            return name
+    return None
+
+
+def _find_test_may_pick(test: str, pattern: str) -> str | None:
+    lowered = pattern.lower()
+    for name in _PROTECTED_NAMES:
+        if name in lowered:
+            return name
+    if test in _FIND_NAME_TESTS:
+        return next((n for n in _PROTECTED_NAMES if _glob_matches(pattern, n, escapes=True)), None)
+    if test in _FIND_PATH_TESTS:
+        tokens = _glob_tokens(pattern, True)
+        everywhere = range(len(tokens) + 1)  # any text may come before the name
+        return next(
+            (n for n in _PROTECTED_NAMES if len(tokens) in _glob_run(tokens, everywhere, "/" + n)), None
+        )
+    # -regex: a match ends with the pattern's literal end, which must be able to end a name.
+    if "|" in pattern or "\\\\" in pattern or any(n[1:] in lowered for n in _PROTECTED_NAMES):
+        return ".git"
+    end = _regex_literal_end(lowered)
+    return next((n for n in _PROTECTED_NAMES if not end or ("/" + n).endswith(end)), None)
+
+
+def _regex_literal_end(regex: str) -> str:
+    r"""The literal text a regex ends with (`\.pyc` for `.*\.pyc`), or "" when it ends with an operator."""
+    out: list[str] = []
+    i = len(regex) - 1
+    while i >= 0:
+        char = regex[i]
+        if char.isalnum() or char in "_-/~,=%@#:":
+            if i > 0 and regex[i - 1] == "\\":
+                break  # `\w`, `\b` and the like are operators
+            out.append(char)
+            i -= 1
+        elif char == "." and i > 0 and regex[i - 1] == "\\":
+            out.append(".")
+            i -= 2
+        else:
+            break
+    return "".join(reversed(out))
 
 
 def _rm_root(removes: list[SimpleCommand], cwds: list[str]) -> str | None:
@@ -320,7 +916,11 @@ def _rm_root(removes: list[SimpleCommand], cwds: list[str]) -> str | None:
             if options and text == "--":
                 options = False
             elif options and text.startswith("--"):
-                recursive = recursive or text in ("--recursive", "--no-preserve-root")
+                # GNU rm takes any unambiguous prefix: `--r`, `--recu`, `--no-p`.
+                name = text[2:].partition("=")[0]
+                recursive = recursive or (
+                    bool(name) and ("recursive".startswith(name) or "no-preserve-root".startswith(name))
+                )
             elif options and len(text) > 1 and text[0] == "-":
                 recursive = recursive or "r" in text or "R" in text
             else:

@@ -1,0 +1,181 @@
+"""The built-in destructive guards against confirmed bypasses (each checked with real bash).
+
+Every command in `TRIPS` wrote a system path or a `.git`/`.ssh`/`.env` path, or removed
+`/` or home, while the guards held; `HOLDS` are ordinary commands that must stay clear.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from helikon.core.rules import GuardRule, ToolSubject
+
+GUARDS = GuardRule.destructive_defaults()
+
+
+def trips(command: str) -> bool:
+    subject = ToolSubject.of("Bash", {"command": command})
+    return any(g.check(subject) for g in GUARDS)
+
+
+TRIPS = [
+    # 1. globs in write targets and cd targets
+    "echo x >> /e?c/hosts",
+    "echo x >> /e[t]c/hosts",
+    "echo x >> /[[:alpha:]]tc/hosts",
+    "echo x >> /E?C/hosts",
+    "echo x >> .gi?/config",
+    "echo x >> .G[I]t/config",
+    "sed -i s/a/b/ /e?c/hosts",
+    "chmod 600 /e*c/hostname",
+    "cp x /e?c/",
+    "cd /e?c && echo x > hosts",
+    "pushd /e?c; echo > hosts",
+    "cd .gi? && echo x > config",
+    "rm -rf .gi?",
+    "rm -rf .s*",
+    "touch /*",
+    "echo x > /tmp/.?/etc/x",
+    # 2. tilde climbing above home
+    "echo x > ~/../../../../../../../etc/x",
+    "cd ~/../../../../../../etc; echo x > hosts",
+    "echo x > ~root/../etc/x",
+    "echo x > $HOME/../../etc/x",
+    "echo x > ~/../e?c/x",
+    # 3. brace lists
+    "tee /e{t,}c/x </dev/null",
+    "touch /e{t,}c/x",
+    "tee .g{i,}t/newfile </dev/null",
+    "touch .{g,s}{i,s}{t,h}/x",
+    "touch {a,/{u,x}sr}/x",
+    "touch /{d..f}tc/x",
+    "touch /e{{t,x},y}c/x",
+    "echo x > /dev/fd/{1..3}",
+    "touch /tmp/{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}{a,b}",  # past the expansion bound
+    "cd /e{t,}c && echo x > hosts",
+    # 4. target-directory options
+    "mv -t /etc x",
+    "mv --target-directory=/etc x",
+    "mv -t .git x",
+    "cp -rt /etc x",
+    "cp -vt .ssh x",
+    "ln -st /etc x",
+    "install -Dt /etc x",
+    "cp --target=/etc x",
+    "cp --t /etc x",
+    "cp -t/etc x",
+    "mv -t/etc x",
+    # 5. downloaders
+    "wget -qO /etc/x https://example.com",
+    "wget -q -P /etc https://example.com",
+    "wget -q --output-doc=/etc/x https://example.com",
+    "wget --directory-prefix /etc https://example.com",
+    "wget -o /etc/log https://example.com",
+    "curl -so /etc/x https://example.com",
+    "curl -sSLo/etc/x https://example.com",
+    "curl --out /etc/x https://example.com",
+    "curl --output-dir /etc -O https://example.com/x",
+    "curl -o .git/config https://example.com",
+    # 6. rm long-option prefixes
+    "rm --recu ~",
+    "rm --r /",
+    "echo a | xargs rm --recu",
+    "find ~ -maxdepth 0 -exec rm --recu {} +",
+    "rm --no-p -r /",
+    # 7. find name tests that may pick a protected entry
+    "find . -name .git -exec rm -rf {} +",
+    "find . -name .git -delete",
+    "find . -iname .GIT -exec rm -rf {} +",
+    "find . -name '.gi?' -exec rm -rf {} \\;",
+    "find . -name '.s*' -exec rm -rf {} +",
+    "find . -name '*' -delete",
+    "find . -name .env -exec truncate -s0 {} +",
+    "find . -path '*/.git' -exec rm -rf {} +",
+    "find . -path '*/.gi?' -exec rm -rf {} +",
+    "find . -regex '.*/\\.git' -exec rm -rf {} +",
+    "find . -regex '.*t' -exec rm -rf {} +",
+    "find . ! -name '*.pyc' -delete",
+    "find . -not ( -name '*.pyc' ) -delete",
+    "find . -name .git -exec mv {} /tmp/x \\;",
+    "find . -name .git -exec touch {}/hooks/x \\;",
+    # 8. sed's w command and s///w flag
+    "sed -i 's/a/b/w /etc/x' f",
+    "sed -n 'w /etc/x' f",
+    "sed -e 's/a/b/' -e '/x/w .git/hooks/post-checkout' f",
+    "sed --expression='W /etc/x' f",
+]
+
+HOLDS = [
+    "cp a.txt b/",
+    "mv -t build x",
+    "mv --target-directory=build x",
+    "cp -rt dist src",
+    "echo x > out.txt",
+    "rm -rf build",
+    "rm -rf build/*",
+    "rm -f *.o",
+    "rm -rf dist/* .cache",
+    "find . -name '*.pyc' -delete",
+    "find . -name '*.pyc' -exec rm {} +",
+    "find . -name __pycache__ -exec rm -rf {} +",
+    "find . -name .git -prune -o -name '*.pyc' -exec rm {} +",
+    "find . -regex '.*\\.pyc' -delete",
+    "find . -name .git -type d",
+    "find . -name .env -exec cat {} \\;",
+    "wget -qO out.html https://example.com",
+    "wget -qO- https://example.com",
+    "wget -P downloads https://example.com",
+    "curl -sSLo out.html https://example.com",
+    "curl -o /dev/null https://example.com",
+    "curl --output-dir downloads -O https://example.com/x",
+    "curl -H 'Accept: x' https://example.com",
+    "tee -a log.txt",
+    "touch src/{a,b}.py",
+    "touch file{1..1000}.txt",
+    "mkdir -p src/{core,cli}/{a,b}",
+    "ls ~/..",
+    "cd ~/src && echo > x",
+    "cd ~ && echo x > notes.txt",
+    "echo x > ~/notes.txt",
+    "echo x > ~/../../tmp/x",
+    "cp *.py build/",
+    "chmod +x scripts/*.sh",
+    "echo x > /tmp/e?c",
+    "echo x 2>/dev/null > out.log",
+    "sed -i 's/a/b/g' f.txt",
+    "sed -i 's/www/web/' /tmp/x.conf",
+    "sed -n '/\\.github/p' f",
+    "sed 's/a/b/w out.txt' f",
+    "rm --dir empty",
+    "rm --force x",
+    "install -m 644 a build/a",
+    "ln -s ../x build/x",
+    "cd src && touch {a,b}.py",
+]
+
+
+@pytest.mark.parametrize("command", TRIPS)
+def test_bypass_trips(command: str) -> None:
+    assert trips(command)
+
+
+@pytest.mark.parametrize("command", HOLDS)
+def test_ordinary_command_holds(command: str) -> None:
+    assert not trips(command)
+
+
+@pytest.mark.parametrize(
+    ("command", "guard"),
+    [
+        ("echo x >> /e?c/hosts", "system_write"),
+        ("touch /e{t,}c/x", "system_write"),
+        ("tee .g{i,}t/newfile </dev/null", "dotpath_write"),
+        ("rm --recu ~", "rm_root"),
+        ("find . -name .git -exec rm -rf {} +", "dotpath_write"),
+        ("mv -t .git x", "dotpath_write"),
+        ("sed -i 's/a/b/w /etc/x' f", "system_write"),
+    ],
+)
+def test_the_right_guard_trips(command: str, guard: str) -> None:
+    checks = ToolSubject.of("Bash", {"command": command}).guard_checks()
+    assert checks[guard] is not None
