@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from helikon.core.exceptions import UserError
@@ -348,8 +348,9 @@ def test_guard_verdicts_are_shared_by_command_and_read_from_the_subjects_parse()
     second = ToolSubject.of("Bash", {"command": "cd /tmp && rm -rf ../* > .git/x"})
     assert first.guard("rm_root") == "../*"
     assert first.guard("dotpath_write") == ".git/x"
-    assert first.guard("system_write") is None
+    assert first.guard("system_write") == "../*"  # /tmp/../* is /*, which holds /etc
     assert second.guard("no_such_guard") is None
+    assert ToolSubject.of("Bash", {"command": "cd /tmp && rm -rf ../x"}).guard("system_write") is None
     assert ToolSubject.of("Bash", {"command": "ls -la && git status"}).guard("rm_root") is None
     assert ToolSubject.of("Bash", {}).guard("rm_root") is None  # the deny and allow rules fail closed
 
@@ -369,6 +370,9 @@ def test_the_system_path_shortcut_agrees_with_the_full_check(text: str, cwd: str
         first = next((p for p in parts if p != ".."), "")
         return (parts[0] == ".." or unknown) and first.lower() in _guards._PROTECTED_TOP
 
+    # Globs and `~` paths climbing out of home are judged as patterns (tests/unit/
+    # test_guard_bypasses.py); the reference is for plain paths.
+    assume(not any(c in text + cwd for c in "*?[{") and not text.startswith("~"))
     for cwds in ([""], ["", cwd], ["", "/" + cwd]):
         for unknown in (False, True):
             assert _guards._system_target(text, cwds, unknown) == reference(text, cwds, unknown)

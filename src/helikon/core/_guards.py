@@ -12,12 +12,19 @@ name tests may pick a `.git`, `.ssh` or `.env` entry. See docs/shell-matcher.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator, Mapping
-from functools import lru_cache
+from collections.abc import Iterator, Mapping
 from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from ._guard_find import found_dotpaths as _found_dotpaths
+from ._guard_patterns import brace_expand as _brace_expand
+from ._guard_patterns import component_may_be as _component_may_be
+from ._guard_patterns import dotdot_variants as _dotdot_variants
+from ._guard_patterns import glob_matches as _glob_matches
+from ._guard_patterns import glob_run as _glob_run
+from ._guard_patterns import glob_tokens as _glob_tokens
+from ._guard_patterns import has_glob as _has_glob
 from .path_glob import clean_path, is_protected_dotpath
 from .shell import ShellParse, SimpleCommand, Word
 
@@ -30,10 +37,7 @@ _DEVICE_ALLOWLIST = frozenset({
     "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 })  # fmt: skip
 _WILDCARD = re.compile(r"(?:\*|\?|\[[^\]]*\])+")  # a component that matches every name
-_SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?")  # `{a..b[..step]}`
 _TEXT = attrgetter("text")
-_BRACE_MAX = 256  # brace expansions checked per word; a word with more trips every guard it meets
-_DOTDOT_MAX = 3  # glob components that may match `..` in one path; more trips
 
 # Programs whose operands are written (short options that take an argument in the value).
 _ALL_OPERANDS: dict[str, str] = {
@@ -67,10 +71,6 @@ _OUTPUT_OPTION: dict[str, tuple[str, str, tuple[str, ...]]] = {
         ("output-document", "directory-prefix", "output-file", "append-output"),
     ),
 }  # fmt: skip
-_FIND_NAME_TESTS = frozenset({"-name", "-iname"})
-_FIND_PATH_TESTS = frozenset({"-path", "-ipath", "-wholename", "-iwholename"})
-_FIND_TESTS = frozenset({*_FIND_NAME_TESTS, *_FIND_PATH_TESTS, "-regex", "-iregex"})
-_PROTECTED_NAMES = (".git", ".ssh", ".env")
 
 
 def checks(subject: ToolSubject) -> Mapping[str, str | None]:
@@ -472,197 +472,6 @@ def _home_as_tilde(text: str) -> str:
     return text
 
 
-# --- brace lists and globs ----------------------------------------------------------------------
-
-
-def _brace_expand(text: str) -> list[str] | None:
-    """Every word Bash's brace expansion makes of `text` (a superset), or None past `_BRACE_MAX`.
-
-    `{a,b}` lists (nested too) and `{a..z}` sequences; a numeric sequence stands as its
-    two ends, as every number in it is digits alike. `${…}` is not a brace list. Quoted
-    braces cannot be told apart here and are expanded too (a superset again).
-    """
-    pending = [text]
-    done: list[str] = []
-    while pending:
-        current = pending.pop()
-        span = _brace_span(current)
-        if span is None:
-            done.append(current)
-        else:
-            start, end, alternatives = span
-            pending.extend(current[:start] + alt + current[end + 1 :] for alt in alternatives)
-        if len(done) + len(pending) > _BRACE_MAX:
-            return None
-    return done
-
-
-def _brace_span(text: str) -> tuple[int, int, list[str]] | None:
-    """The first brace list or sequence in `text`: (index of `{`, index of `}`, alternatives)."""
-    i = 0
-    while True:
-        i = text.find("{", i)
-        if i < 0:
-            return None
-        if i > 0 and text[i - 1] == "$":
-            close = text.find("}", i)
-            if close < 0:
-                return None
-            i = close + 1
-            continue
-        depth = 0
-        commas: list[int] = []
-        end = -1
-        for j in range(i, len(text)):
-            char = text[j]
-            if char == "{":
-                depth += 1
-            elif char == "}":
-                depth -= 1
-                if depth == 0:
-                    end = j
-                    break
-            elif char == "," and depth == 1:
-                commas.append(j)
-        if end >= 0:
-            if commas:
-                bounds = [i, *commas, end]
-                return i, end, [text[bounds[k] + 1 : bounds[k + 1]] for k in range(len(bounds) - 1)]
-            sequence = _sequence(text[i + 1 : end])
-            if sequence is not None:
-                return i, end, sequence
-        i += 1
-
-
-def _sequence(body: str) -> list[str] | None:
-    match = _SEQUENCE.fullmatch(body)
-    if match is None:
-        return None
-    first, last = match.group(1), match.group(2)
-    if first[-1].isdigit() and last[-1].isdigit():
-        return [first, last]
-    if first.isalpha() and last.isalpha():
-        low, high = sorted((ord(first), ord(last)))
-        return [chr(c) for c in range(low, high + 1)]
-    return None
-
-
-def _has_glob(text: str) -> bool:
-    return "*" in text or "?" in text or "[" in text
-
-
-@lru_cache(maxsize=1024)
-def _glob_tokens(pattern: str, escapes: bool = False) -> tuple[str, ...]:
-    """A glob (one component) as tokens: `*` any run, `?` any character, `=c` the character c.
-
-    Lowered, for matching without case. A bracket expression is any character; an
-    extglob (`@(…)`) or a class such as `[[:alpha:]]` makes the whole pattern `*`.
-    With `escapes` (find's patterns), a backslash quotes the next character.
-    """
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if char in "?*+@!" and pattern[i + 1 : i + 2] == "(":
-            return ("*",)
-        if char == "*":
-            if not out or out[-1] != "*":
-                out.append("*")
-        elif char == "?":
-            out.append("?")
-        elif char == "[":
-            j = i + 1
-            if pattern[j : j + 1] in ("!", "^"):
-                j += 1
-            end = pattern.find("]", j + 1)
-            if end < 0:
-                out.append("=[")
-            elif "[" in pattern[i + 1 : end]:
-                return ("*",)
-            else:
-                out.append("?")
-                i = end
-        elif char == "\\" and escapes and i + 1 < n:
-            i += 1
-            out.append("=" + pattern[i].lower())
-        else:
-            out.append("=" + char.lower())
-        i += 1
-    return tuple(out)
-
-
-def _glob_run(tokens: tuple[str, ...], states: Iterable[int], text: str) -> set[int]:
-    """The token positions the glob may be at after reading `text` from `states` (empty: no match)."""
-    current = _closure(tokens, states)
-    for char in text:
-        following: set[int] = set()
-        for state in current:
-            if state < len(tokens):
-                token = tokens[state]
-                if token == "*":
-                    following.add(state)
-                elif token == "?" or token[1] == char:
-                    following.add(state + 1)
-        if not following:
-            return following
-        current = _closure(tokens, following)
-    return current
-
-
-def _closure(tokens: tuple[str, ...], states: Iterable[int]) -> set[int]:
-    out = set(states)
-    stack = list(out)
-    while stack:
-        state = stack.pop()
-        if state < len(tokens) and tokens[state] == "*" and state + 1 not in out:
-            out.add(state + 1)
-            stack.append(state + 1)
-    return out
-
-
-def _glob_matches(pattern: str, name: str, escapes: bool = False) -> bool:
-    """Whether the glob may match `name` (given lowered)."""
-    tokens = _glob_tokens(pattern, escapes)
-    return len(tokens) in _glob_run(tokens, (0,), name)
-
-
-def _component_may_be(part: str, name: str) -> bool:
-    """Whether a shell glob component may match `name` (lowered).
-
-    As Bash by default, only a pattern with a leading `.` matches a dot name (the
-    `dotglob` option and `GLOBIGNORE` are not followed).
-    """
-    if not _has_glob(part):
-        return part.lower() == name
-    if name[0] == "." and part[0] != ".":
-        return False
-    return _glob_matches(part, name)
-
-
-def _dotdot_variants(path: str) -> list[str] | None:
-    """`path` with each glob component that may match `..` taken as itself and as `..`.
-
-    None when more than `_DOTDOT_MAX` components may (the path then counts as protected).
-    """
-    parts = path.split("/")
-    may = [
-        i for i, part in enumerate(parts)
-        if part[:1] == "." and part != ".." and _has_glob(part) and _glob_matches(part, "..")
-    ]  # fmt: skip
-    if not may:
-        return [path]
-    if len(may) > _DOTDOT_MAX:
-        return None
-    variants: list[str] = []
-    for mask in range(1 << len(may)):
-        chosen = list(parts)
-        for bit, index in enumerate(may):
-            if mask >> bit & 1:
-                chosen[index] = ".."
-        variants.append("/".join(chosen))
-    return variants
-
-
 # --- the checks ---------------------------------------------------------------------------------
 
 
@@ -784,126 +593,6 @@ def _dotpath_glob(path: str) -> bool:
         ):
             return True
     return False
-
-
-# --- find ---------------------------------------------------------------------------------------
-
-
-def _found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
-    """For a `find` that writes what it finds and whose tests may find a protected entry: that entry.
-
-    The commands `find` runs have `{}` as its start paths, so a `find . -name .git -exec
-    rm -rf {} +` would be judged as `rm -rf .`; the found `.git` is judged here, under
-    each start (as `./.git`). `find` writes what it finds with `-delete`, or with an
-    `-exec`/`-execdir`/`-ok`/`-okdir` command that is not a known reader.
-    """
-    texts = [w.text for w in command.argv]
-    if not _FIND_WRITES.intersection(texts):
-        return
-    n = len(texts)
-    i = 1
-    while i < n and texts[i] in ("-H", "-L", "-P"):
-        i += 1
-    starts: list[Word] = []
-    while i < n and not texts[i].startswith(("-", "(", "!", ")", ",")):
-        starts.append(command.argv[i])
-        i += 1
-    first = i
-    writes = False
-    k = first
-    while k < n:
-        if texts[k] == "-delete":
-            writes = True
-        elif texts[k] in _FIND_EXEC and k + 1 < n:
-            program = texts[k + 1].rsplit("/", 1)[-1].lower()
-            writes = writes or program not in _READERS
-        k += 1
-    if not writes:
-        return
-    name = _find_may_pick(command, texts, first)
-    if name is None:
-        return
-    for start in starts or [Word.plain(".")]:
-        text = f"{start.text.rstrip('/')}/{name}" if start.literal else name
-        yield Word(text, True, text, text)
-
-
-_FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
-_FIND_WRITES = frozenset({"-delete", *_FIND_EXEC})
-# Programs that only read the files `find -exec` gives them.
-_READERS = frozenset({
-    "cat", "ls", "du", "stat", "file", "head", "tail", "wc", "grep", "egrep", "fgrep", "rg",
-    "md5sum", "sha1sum", "sha256sum", "readlink", "realpath", "basename", "dirname", "echo",
-    "printf", "test", "[", "true", "false", "diff", "cmp", "less", "more",
-})  # fmt: skip
-
-
-def _find_may_pick(command: SimpleCommand, texts: list[str], first: int) -> str | None:
-    """The protected name (`.git`, `.ssh`, `.env`) a find's name tests may pick, or None.
-
-    `-name`/`-iname` patterns are matched against the names, `-path`/`-wholename` ones
-    against a path ending in one, `-regex` ones by their literal end. A negated test
-    (`! -name x`, `-not ( … )`) may pick anything; a test followed by `-prune -o` picks
-    what is skipped. Without name tests, nothing is judged here.
-    """
-    n = len(texts)
-    for k in range(first, n - 1):
-        test = texts[k]
-        negated = k > first and texts[k - 1] in ("!", "-not")
-        if negated and test == "(":
-            return ".git"
-        if test not in _FIND_TESTS:
-            continue
-        if texts[k + 2 : k + 4] in (["-prune", "-o"], ["-prune", "-or"]) and (
-            k == first or texts[k - 1] in ("(", "-o", "-or", ",")
-        ):
-            continue  # `-name .git -prune -o …`: what matches is skipped
-        pattern = command.argv[k + 1]
-        if negated or not pattern.literal:
-            return ".git"
-        name = _find_test_may_pick(test, pattern.text)
-        if name is not None:
-            return name
-    return None
-
-
-def _find_test_may_pick(test: str, pattern: str) -> str | None:
-    lowered = pattern.lower()
-    for name in _PROTECTED_NAMES:
-        if name in lowered:
-            return name
-    if test in _FIND_NAME_TESTS:
-        return next((n for n in _PROTECTED_NAMES if _glob_matches(pattern, n, escapes=True)), None)
-    if test in _FIND_PATH_TESTS:
-        tokens = _glob_tokens(pattern, True)
-        everywhere = range(len(tokens) + 1)  # any text may come before the name
-        return next(
-            (n for n in _PROTECTED_NAMES if len(tokens) in _glob_run(tokens, everywhere, "/" + n)), None
-        )
-    # -regex: a match ends with the pattern's literal end, which must be able to end a name.
-    if "|" in pattern or "\\\\" in pattern or any(n[1:] in lowered for n in _PROTECTED_NAMES):
-        return ".git"
-    end = _regex_literal_end(lowered)
-    return next((n for n in _PROTECTED_NAMES if not end or ("/" + n).endswith(end)), None)
-
-
-def _regex_literal_end(regex: str) -> str:
-    r"""The literal text a regex ends with (`\.pyc` for `.*\.pyc`), or "" when it ends with an operator."""
-    out: list[str] = []
-    i = len(regex) - 1
-    while i >= 0:
-        char = regex[i]
-        if char.isalnum() or char in "_-/~,=%@#:":
-            if i > 0 and regex[i - 1] == "\\":
-                break  # `\w`, `\b` and the like are operators
-            out.append(char)
-            i -= 1
-        elif char == "." and i > 0 and regex[i - 1] == "\\":
-            out.append(".")
-            i -= 2
-        else:
-            break
-    return "".join(reversed(out))
 
 
 def _rm_root(removes: list[SimpleCommand], cwds: list[str]) -> str | None:
