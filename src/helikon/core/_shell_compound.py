@@ -12,6 +12,7 @@ import re
 from abc import abstractmethod
 from collections.abc import Callable
 
+from ._shell_env import check_assignment
 from ._shell_lex import STOP
 from ._shell_words import VAR_NAME, WordReader, arith_check
 from .shell import Redirect, SimpleCommand, Word, _Unparseable
@@ -139,6 +140,7 @@ class CompoundReader(WordReader):
             name = self._read_word()
             if name is None or not name.literal or not VAR_NAME.fullmatch(name.text):
                 raise _Unparseable("bad 'for' variable")
+            check_assignment(name.text + "=")  # `for PS4 in '$(rm x)'`
             self._skip_blanks()
             while self._peek_op() == "\n":
                 self._consume_newline()

@@ -13,11 +13,12 @@ from .shell import _Unparseable
 
 # Prompt strings and the command run before a prompt (expanded with command substitution),
 # the startup files a non-interactive shell sources, exported functions, shell options
-# (`xtrace` with PS4), the hash and alias tables, and where `cd` goes (the guards follow
+# (`xtrace` with PS4), the hash and alias tables, the interpreter `script -c`, `flock -c` and
+# `su -m -c` run their string with (`SHELL`), and where `cd` goes (the guards follow
 # `cd` to judge relative paths).
 _CODE_VARIABLE = re.compile(
     r"(?:PS[0-4]|PROMPT_COMMAND|BASH_ENV|ENV|SHELLOPTS|BASHOPTS|BASH_FUNC_.*|BASH_CMDS|BASH_ALIASES"
-    r"|CDPATH|HOME)(?:\[.*)?\Z",
+    r"|CDPATH|HOME|SHELL)(?:\[.*)?\Z",
     re.ASCII,
 )
 

@@ -342,7 +342,7 @@ class Parser(CompoundReader):
         word = self._read_word()
         if word is None:
             raise _Unparseable("missing here-doc delimiter")
-        raw = self.s[start : self.i]
+        raw = self.s[start : self.i].replace("\\\n", "")  # a line continuation quotes nothing
         quoted = any(c in raw for c in "'\"\\")
         body: list[str] = []
         self.heredocs.append((word.text, op == "<<-", quoted, body))

@@ -160,9 +160,30 @@ _CODE_OPTIONS = {
 # Every program `resolve` does more for than record it. A set: a dynamic loader
 # (`ld-linux-x86-64.so.2`, any name of that shape) joins it when `_program_name` meets it.
 _RUNNERS = frozenset({"eval", "xargs", "find", "trap", "alias", "sg", "script", "source", "."})
-# Script files that are the shell's stdin: its here-strings and here-docs are the script.
-_STDIN_FILES = frozenset({"/dev/stdin", "/dev/fd/0", "/proc/self/fd/0"})
-REENTRANT = {*_WRAPPERS, *_JOINING, *POSIX_SHELLS, *_OTHER_SHELLS, *_DECLARES, *_CODE_OPTIONS, *_RUNNERS}
+# Builtins that set the variables their arguments name (checked like assignments).
+_NAME_SETTERS = frozenset({"read", "printf", "mapfile", "readarray"})
+# Script files that are a descriptor of the shell (`/dev/stdin`, `/dev/fd/3`,
+# `/proc/self/fd/0`, however spelled: `//dev/./stdin`, `../../dev/stdin`): its here-strings
+# and here-docs are the script.
+_STDIN_FILE = re.compile(r"(?:^|/)(?:dev/stdin|fd/\d+)\Z")
+
+
+def _is_stdin_file(text: str) -> bool:
+    return ("stdin" in text or "fd/" in text) and _STDIN_FILE.search(
+        re.sub(r"/(?:\.?/)+", "/", text)
+    ) is not None
+
+
+REENTRANT = {
+    *_WRAPPERS,
+    *_JOINING,
+    *POSIX_SHELLS,
+    *_OTHER_SHELLS,
+    *_DECLARES,
+    *_CODE_OPTIONS,
+    *_RUNNERS,
+    *_NAME_SETTERS,
+}
 _LOADER = re.compile(r"ld(?:-linux.*\.so.*|\.so|64\.so\..*|-musl-.*\.so.*)\Z")
 _LOADERS_MAX = 64
 # An unquoted brace list (`{-c,x}`, `{1..3}`): Bash turns it into several words.
@@ -397,10 +418,15 @@ def resolve(
         if program == "env" or program == "sudo":
             if "S" in flags and program == "env":
                 raise _Unparseable("env -S splits a string into a command")
-            # `NAME=value` words before the command (sudo takes them too).
-            while start < len(words) and "=" in words[start].text and not words[start].text.startswith("="):
-                check_assignment(words[start].text)
-                assigned.append(words[start].text)
+            # `NAME=value` words before the command (sudo takes them too), and env's lone
+            # `-` (its `-i`), which may come between them.
+            while start < len(words) and (
+                ("=" in words[start].text and not words[start].text.startswith("="))
+                or (words[start].text == "-" and program == "env")
+            ):
+                if words[start].text != "-":
+                    check_assignment(words[start].text)
+                    assigned.append(words[start].text)
                 start += 1
         wrapped.append(program)
         shell_reads_stdin = False
@@ -489,23 +515,45 @@ def resolve(
     elif program == "trap":
         _no_brace_list(words, program)
         if args and args[0].text == "--":
-            args = args[1:]
-        if len(args) > 1 and not args[0].text.startswith("-"):
+            if len(args) > 2:  # after `--` the action is the next word, whatever it starts with
+                _reparse_literal(p, args[1:2], program)
+        elif len(args) > 1 and not args[0].text.startswith("-"):
             _reparse_literal(p, args[:1], program)
     elif program == "alias":
         _no_brace_list(words, program)
         for arg in args:
             name, eq, value = arg.text.partition("=")
             if eq and name and value:
+                if value.endswith(("\\", " ", "\t")):
+                    # A trailing backslash escapes what follows the alias where it is used, and
+                    # a trailing blank makes the next word an alias too: neither is seen here.
+                    raise _Unparseable(f"alias {name} ends in a backslash or a blank")
                 _reparse_literal(p, [Word(value, arg.literal)], program)
     elif program in _DECLARES:
+        # `declare -n r=PS4` makes `r` another name for PS4: its value is checked as a name.
+        nameref = any(a.text[:1] == "-" and "n" in a.text for a in args)
         for arg in args:
             if "=" in arg.text and not arg.text.startswith(("-", "+")):
                 check_assignment(arg.text)
-    elif program in _CODE_OPTIONS:
-        _code_options(program, args)
-    elif program in ("source", ".") and args and args[0].text in _STDIN_FILES:
+                if nameref:
+                    check_assignment(arg.text.split("=", 1)[1] + "=")
+    elif program in _CODE_OPTIONS or program in _NAME_SETTERS:
+        if program in _CODE_OPTIONS:
+            _code_options(program, args)
+        for name in _variables_set(program, args):  # `read PS4`, `printf -v PS4 …`
+            check_assignment(name + "=")
+    elif program in ("source", ".") and args and _is_stdin_file(args[0].text):
         _stdin_script(p, program, redirects, heredocs)  # `. /dev/stdin <<< 'cmd'`
+
+
+def _variables_set(program: str, args: list[Word]) -> list[str]:
+    """The variables `read`, `printf -v`, `mapfile`/`readarray` would set (a superset)."""
+    texts = [a.text for a in args]
+    if program == "printf":
+        names = [texts[i + 1] for i, t in enumerate(texts[:-1]) if t == "-v"]
+        return names + [t[2:] for t in texts if t.startswith("-v") and len(t) > 2]
+    # read and mapfile: every word that is not an option (option values included: a superset)
+    return [t for t in texts if not t.startswith("-")]
 
 
 def _code_options(program: str, args: list[Word]) -> None:
@@ -621,12 +669,15 @@ def _shell(
         _emit(p, program, words, redirects, assignments, wrappers)
         return
     if has_c:
-        _emit(p, program, words, redirects, assignments, wrappers, inline=operand is not None)
-        if operand is not None:
-            _reparse_literal(p, [operand], program)
+        if operand is None:
+            # Bash refuses a `-c` without its script, unless one arrives at run time
+            # (`xargs bash -c`): unknown either way.
+            raise _Unparseable(f"{program} -c without its script")
+        _emit(p, program, words, redirects, assignments, wrappers, inline=True)
+        _reparse_literal(p, [operand], program)
         return
     _emit(p, program, words, redirects, assignments, wrappers)
-    if operand is not None and not has_s and operand.text not in _STDIN_FILES:
+    if operand is not None and not has_s and not _is_stdin_file(operand.text):
         return  # a script file: matched as the shell itself
     # No script operand (or `-s`, whose operands are arguments): the shell reads stdin.
     _stdin_script(p, program, redirects, heredocs)
@@ -634,8 +685,8 @@ def _shell(
 
 def _find(p: _Parser, args: list[Word]) -> None:
     i, n = 0, len(args)
-    while i < n and args[i].text in ("-H", "-L", "-P"):
-        i += 1
+    while i < n and (args[i].text in ("-H", "-L", "-P", "-D") or args[i].text.startswith("-O")):
+        i += 2 if args[i].text == "-D" else 1  # `-D DEBUGOPTS`, `-O3`
     starts: list[Word] = []
     while i < n and not args[i].text.startswith(("-", "(", "!", ")", ",")):
         starts.append(args[i])
@@ -658,8 +709,12 @@ def _find(p: _Parser, args: list[Word]) -> None:
                 raise _Unparseable(f"find {text} without its ';' or '+'")
             if j == i + 1:
                 raise _Unparseable(f"find {text} without a command")
-            if "{}" in args[i + 1].text:
-                # `-exec {} …` runs each file found: which programs that are is unknown.
+            first = args[i + 1].text
+            if "{}" in first or (
+                any("{}" in w.text for w in args[i + 2 : j]) and first.rsplit("/", 1)[-1] in REENTRANT
+            ):
+                # `-exec {} …` runs each file found, and so may `-exec env {} …` or
+                # `-exec sh -c {} \;`: which programs those are is unknown.
                 raise _Unparseable(f"find {text} runs the files it finds as programs")
             inner: list[Word] = []
             for w in args[i + 1 : j]:
