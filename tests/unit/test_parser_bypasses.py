@@ -55,6 +55,23 @@ HIDDEN_RM = [
     "cat <<EO\\\nF\n$(rm y)\nEOF",
     "find -O1 . -name x -exec rm {} +",
     "find -D stat . -exec rm -rf {} +",
+    "eval bash <<< 'rm y'",  # a shell it runs inherits its stdin
+    "bash -c bash <<< 'rm y'",
+    "sh -c 'sh' <<< 'rm y'",
+    "find . -maxdepth 0 -exec bash \\; <<< 'rm y'",
+    "let a\\[\\$\\(rm\\ y\\)\\]=1",  # escaped or quote-split subscripts
+    "test -v a\\[\\$\\(rm\\ y\\)\\]",
+    "let 'a[$''(rm y)]=1'",
+    "let 'a[b[1]+$(rm y)]=1'",
+    "x='a[b[0]+$(rm y)]'; echo $((x))",
+    "choom -n 0 rm y",  # runners the tables lacked
+    "ssh-agent rm y",
+    "fakeroot rm y",
+    "valgrind -q rm y",
+    "dbus-run-session -- rm y",
+    "capsh -- -c 'rm y'",
+    "start-stop-daemon --start --exec /bin/rm -- y",
+    "gdb -batch -ex 'shell rm y'",
     # variables whose value bash runs
     "PS4='$(rm y)'; set -x; :",
     "BASH_ENV=/dev/stdin bash -c : <<< 'rm y'",
@@ -99,6 +116,9 @@ ORDINARY = {
     "declare -n ref=items": ["declare"],
     "trap 'rm -f /tmp/lock' EXIT": ["trap", "rm"],
     "find . -name '*.py' -exec grep -n TODO {} +": ["find", "grep"],
+    "bash -c 'read x; echo $x' <<< 'hi'": ["bash", "read", "echo"],
+    "echo ${arr[1]} $(date)": ["date", "echo"],
+    "valgrind --tool=memcheck ./a.out": ["a.out"],
     "x=$(git rev-parse HEAD); echo ${x:0:7}": ["git", "echo"],
 }
 # Refused to be safe: bash evaluates a subscript as arithmetic, and a variable's value there

@@ -8,10 +8,20 @@ commands that run other commands: `bash -c`, `eval`, `xargs`, `find -exec`, `su 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from ._carrier import raw_constructor
 from ._shell_env import check_assignment
+from ._shell_wrappers import JOINING as _JOINING
+from ._shell_wrappers import LD_SO as _LD_SO
+from ._shell_wrappers import LONG_FLAGS as _LONG_FLAGS
+from ._shell_wrappers import OPAQUE_RUNNERS as _OPAQUE_RUNNERS
+from ._shell_wrappers import SCRIPT as _SCRIPT
+from ._shell_wrappers import SU as _SU
+from ._shell_wrappers import WATCH as _WATCH
+from ._shell_wrappers import WRAPPERS as _WRAPPERS
+from ._shell_wrappers import XARGS as _XARGS
+from ._shell_wrappers import Wrapper as _Wrapper
 from .shell import Redirect, SimpleCommand, Word, _Unparseable
 
 if TYPE_CHECKING:
@@ -22,122 +32,6 @@ _literal = Word.plain
 _new_command = raw_constructor(SimpleCommand)  # every field positional: the hot path
 _new_word = raw_constructor(Word)
 
-
-class _Wrapper(NamedTuple):
-    short_arg: str = ""  # short options that take an argument
-    long_arg: frozenset[str] = frozenset()  # long options that take a separate argument
-    positional: int = 0  # operands before the command (`timeout DURATION cmd`)
-    script: str = ""  # a short option whose argument is a shell string (`su -c`)
-    eval_flags: str = ""  # flags that make the rest one shell string (`sudo -s cmd`)
-    # Long options with no separate argument whose name begins an argument-taking one's
-    # (`strace --summary` against `--summary-columns`): an exact name wins over a prefix.
-    long_flag: frozenset[str] = frozenset()
-    long_script: frozenset[str] = frozenset()  # long options whose argument is a shell string
-    leading: int = 0  # an operand before the options (`setarch ARCH -R cmd`)
-
-
-def _longs(names: str) -> frozenset[str]:
-    """`--name` for each space-separated name."""
-    return frozenset(f"--{name}" for name in names.split())
-
-
-_SU = _Wrapper(
-    "ugGws",
-    _longs("user group supp-group shell whitelist-environment"),
-    script="c",
-    long_script=_longs("command session-command"),
-)
-_STRACE = _Wrapper(
-    "abeEIoOpPsSuUX",
-    _longs(
-        "env attach user detach-on interruptible trace signal status trace-path columns abbrev"
-        " verbose raw read write kvm inject fault output string-limit const-print-style"
-        " summary-syscall-overhead summary-sort-by summary-columns decode-pids argv0"
-    ),
-    long_flag=_longs("summary"),
-)
-_SETARCH = _Wrapper()  # `x86_64 -R cmd`: flags only
-# ld.so runs the program named after its options (`/lib64/ld-linux-x86-64.so.2 /bin/rm`).
-_LD_SO = _Wrapper(
-    "",
-    _longs("library-path inhibit-rpath audit preload argv0 glibc-hwcaps-prepend glibc-hwcaps-mask"),
-)
-# setarch's personality names, each a `setarch ARCH`.
-_ARCHES = (
-    "linux32 linux64 uname26 i386 i486 i586 i686 x86_64 ppc ppc32 ppc64 s390 s390x sparc"
-    " sparc32 sparc64 ia64 parisc parisc32 parisc64 mips mips32 mips64"
-)
-_WRAPPERS: dict[str, _Wrapper] = {
-    "timeout": _Wrapper("sk", _longs("signal kill-after"), 1),
-    "nice": _Wrapper("n", _longs("adjustment")),
-    "nohup": _Wrapper(),
-    "stdbuf": _Wrapper("ioe", _longs("input output error")),
-    # `--block-signal`, `--default-signal`, `--ignore-signal` take their value after `=` only.
-    "env": _Wrapper("uCSa", _longs("unset chdir split-string argv0")),
-    "command": _Wrapper(),
-    "builtin": _Wrapper(),
-    "exec": _Wrapper("a"),
-    "time": _Wrapper("fo", _longs("format output")),
-    "sudo": _Wrapper(
-        "ugChprtUDRTac",
-        _longs(
-            "user group host prompt role type other-user close-from chdir chroot"
-            " command-timeout auth-type login-class"
-        ),
-        eval_flags="si",
-        long_flag=_longs("login"),
-    ),
-    "doas": _Wrapper("uCa"),
-    "setsid": _Wrapper(),
-    "ionice": _Wrapper("cnpPu", _longs("class classdata pid pgid uid")),
-    "chrt": _Wrapper("TPD", _longs("sched-runtime sched-period sched-deadline"), 1),
-    "taskset": _Wrapper("", frozenset(), 1),
-    "chroot": _Wrapper("", _longs("userspec groups"), 1),
-    "nsenter": _Wrapper("tSGW", _longs("target setuid setgid wdns"), long_flag=_longs("wd")),
-    "flock": _Wrapper(
-        "wEc", _longs("timeout conflict-exit-code"), 1, script="c", long_script=_longs("command")
-    ),
-    "runuser": _SU,
-    "su": _SU,
-    "unbuffer": _Wrapper(),
-    "caffeinate": _Wrapper("wt"),
-    "busybox": _Wrapper(),
-    "toybox": _Wrapper(),
-    "setpriv": _Wrapper(
-        "",
-        _longs(
-            "ambient-caps inh-caps bounding-set ruid euid rgid egid reuid regid groups securebits"
-            " pdeathsig selinux-label apparmor-profile landlock-access landlock-rule"
-            " seccomp-filter ptracer"
-        ),
-    ),
-    "unshare": _Wrapper(
-        "SGRw",
-        _longs(
-            "map-user map-group map-users map-groups propagation setgroups root wd setuid setgid"
-            " monotonic boottime load-interp"
-        ),
-    ),
-    "prlimit": _Wrapper("po", _longs("pid output")),
-    "setarch": _Wrapper(leading=1),
-    "strace": _STRACE,
-    "ltrace": _Wrapper("aADeFlnopsuwx", _longs("align config indent library output where")),
-    **dict.fromkeys(_ARCHES.split(), _SETARCH),
-    "ld.so": _LD_SO,
-}
-# Wrappers whose command is one shell string made of the remaining words.
-_JOINING = frozenset({"watch"})
-# Long options that mean a short flag the resolver acts on.
-_LONG_FLAGS = {"--shell": "s", "--login": "i", "--edit": "e", "--split-string": "S"}
-_WATCH = _Wrapper("nq", _longs("interval equexit"))
-_XARGS = _Wrapper("adEILnPs", _longs("arg-file delimiter max-args max-procs max-chars process-slot-var"))
-# util-linux `script`: runs its `-c` string, or an interactive shell reading stdin.
-_SCRIPT = _Wrapper(
-    "IOBTmEoc",
-    _longs("log-in log-out log-io log-timing logging-format echo output-limit"),
-    script="c",
-    long_script=_longs("command"),
-)
 
 POSIX_SHELLS = frozenset(
     {"sh", "bash", "rbash", "dash", "zsh", "ksh", "ksh93", "mksh", "ash", "yash", "posh"}
@@ -160,6 +54,8 @@ _CODE_OPTIONS = {
 # Every program `resolve` does more for than record it. A set: a dynamic loader
 # (`ld-linux-x86-64.so.2`, any name of that shape) joins it when `_program_name` meets it.
 _RUNNERS = frozenset({"eval", "xargs", "find", "trap", "alias", "sg", "script", "source", "."})
+# Commands that read their stdin as a script when they run with no other.
+_STDIN_READERS = frozenset({*POSIX_SHELLS, "source", ".", "eval"})
 # Builtins that set the variables their arguments name (checked like assignments).
 _NAME_SETTERS = frozenset({"read", "printf", "mapfile", "readarray"})
 # Script files that are a descriptor of the shell (`/dev/stdin`, `/dev/fd/3`,
@@ -175,6 +71,7 @@ def _is_stdin_file(text: str) -> bool:
 
 
 REENTRANT = {
+    *_OPAQUE_RUNNERS,
     *_WRAPPERS,
     *_JOINING,
     *POSIX_SHELLS,
@@ -396,6 +293,28 @@ def resolve(
         # The common case: a program that runs no other command.
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         return
+    before = len(p.out)
+    _resolve_runner(p, program, words, redirects, assignments, wrappers, heredocs, stdin_args)
+    if (heredocs or any(r.op == "<<<" for r in redirects)) and any(
+        c.program in _STDIN_READERS for c in p.out[before + 1 :]
+    ):
+        # A shell it runs inherits its stdin: `eval bash <<< 'cmd'`, `bash -c bash <<< 'cmd'`.
+        _stdin_script(p, program, redirects, heredocs)
+
+
+def _resolve_runner(
+    p: _Parser,
+    program: str,
+    words: list[Word],
+    redirects: tuple[Redirect, ...],
+    assignments: tuple[str, ...],
+    wrappers: tuple[str, ...],
+    heredocs: list[tuple[list[str], bool]],
+    stdin_args: bool,
+) -> None:
+    """`resolve` for a program in `REENTRANT`: one that may run other commands."""
+    if program in _OPAQUE_RUNNERS:
+        raise _Unparseable(f"{program} runs commands in ways not analysed")
     for assignment in assignments:
         check_assignment(assignment)
     if program in POSIX_SHELLS:

@@ -169,13 +169,20 @@ def parse_command(command: str) -> ShellParse:
 
 # A name with a subscript that holds a command substitution, anywhere in the text: `let`,
 # `declare`, `printf -v`, `read`, `test -v`, `[[ -v ]]`, `${!x}`, `$((x))`... evaluate a
-# quoted `'a[$(rm x)]'` and run it, so the command fails closed even when it is quoted.
-_SUBSCRIPT_SUBSTITUTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[[^\]]*(?:\$\(|`)")
+# quoted `'a[$(rm x)]'` and run it, so the command fails closed even when it is quoted,
+# escaped (`a\[\$\(rm x\)\]`) or split by quotes (`'a[$''(rm x)]'`): the text is read with
+# its quotes and backslashes dropped. A subscript may hold one level of brackets.
+_SUBSCRIPT_SUBSTITUTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:[^\]\[;&|\n]|\[[^\]]*\])*?(?:\$\(|`)")
+_QUOTING = re.compile(r"['\"\\]")
 
 
 @lru_cache(maxsize=2048)
 def _parse_cached(command: str) -> ShellParse:
-    if "[" in command and ("$(" in command or "`" in command) and _SUBSCRIPT_SUBSTITUTION.search(command):
+    if (
+        "[" in command
+        and ("$" in command or "`" in command)
+        and _SUBSCRIPT_SUBSTITUTION.search(_QUOTING.sub("", command))
+    ):
         return ShellParse(error="an array subscript holds a command substitution")
     parser = (_parser_class or _load_parser())(command, 0)
     try:
