@@ -7,6 +7,7 @@ Used by `_guards`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from ._guard_patterns import glob_matches, glob_run, glob_tokens
@@ -16,6 +17,10 @@ FIND_NAME_TESTS = frozenset({"-name", "-iname"})
 FIND_PATH_TESTS = frozenset({"-path", "-ipath", "-wholename", "-iwholename"})
 FIND_TESTS = frozenset({*FIND_NAME_TESTS, *FIND_PATH_TESTS, "-regex", "-iregex"})
 PROTECTED_NAMES = (".git", ".ssh", ".env")
+# An ASCII character that is in no protected name, either case, and no glob operator: a
+# pattern without brackets or extglobs that holds one cannot match any of them (the NFA
+# is left for the rest; a character outside ASCII may fold to one of theirs).
+FOREIGN = re.compile(r"[^.gitshenvGITSHENV*?\\\x80-\U0010ffff]")
 
 
 def found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
@@ -27,36 +32,36 @@ def found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
     `-exec`/`-execdir`/`-ok`/`-okdir` command that is not a known reader.
     """
     texts = [w.text for w in command.argv]
-    if not FIND_WRITES.intersection(texts):
-        return
+    if FIND_WRITES.isdisjoint(texts) or (FIND_TESTS.isdisjoint(texts) and NEGATIONS.isdisjoint(texts)):
+        return  # writes nothing, or picks nothing by name
     n = len(texts)
     i = 1
     while i < n and texts[i] in ("-H", "-L", "-P"):
         i += 1
-    starts: list[Word] = []
-    while i < n and not texts[i].startswith(("-", "(", "!", ")", ",")):
-        starts.append(command.argv[i])
-        i += 1
     first = i
-    writes = False
-    k = first
-    while k < n:
-        if texts[k] == "-delete":
-            writes = True
-        elif texts[k] in FIND_EXEC and k + 1 < n:
-            program = texts[k + 1].rsplit("/", 1)[-1].lower()
-            writes = writes or program not in READERS
-        k += 1
-    if not writes:
-        return
+    while first < n and not texts[first].startswith(("-", "(", "!", ")", ",")):
+        first += 1
+    starts = command.argv[i:first]
     name = find_may_pick(command, texts, first)
-    if name is None:
+    if name is None or not writes_found(texts, first):
         return
     for start in starts or [Word.plain(".")]:
         text = f"{start.text.rstrip('/')}/{name}" if start.literal else name
         yield Word(text, True, text, text)
 
 
+def writes_found(texts: list[str], first: int) -> bool:
+    """Whether the find writes what it finds: `-delete`, or `-exec` & co. of a program not in `READERS`."""
+    n = len(texts)
+    for k in range(first, n):
+        if texts[k] == "-delete":
+            return True
+        if texts[k] in FIND_EXEC and k + 1 < n and texts[k + 1].rsplit("/", 1)[-1].lower() not in READERS:
+            return True
+    return False
+
+
+NEGATIONS = frozenset({"!", "-not"})
 FIND_EXEC = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
 FIND_WRITES = frozenset({"-delete", *FIND_EXEC})
 # Programs that only read the files `find -exec` gives them.
@@ -78,11 +83,11 @@ def find_may_pick(command: SimpleCommand, texts: list[str], first: int) -> str |
     n = len(texts)
     for k in range(first, n - 1):
         test = texts[k]
-        negated = k > first and texts[k - 1] in ("!", "-not")
-        if negated and test == "(":
-            return ".git"
         if test not in FIND_TESTS:
+            if test == "(" and k > first and texts[k - 1] in NEGATIONS:
+                return ".git"
             continue
+        negated = k > first and texts[k - 1] in NEGATIONS
         if texts[k + 2 : k + 4] in (["-prune", "-o"], ["-prune", "-or"]) and (
             k == first or texts[k - 1] in ("(", "-o", "-or", ",")
         ):
@@ -102,6 +107,8 @@ def find_test_may_pick(test: str, pattern: str) -> str | None:
         if name in lowered:
             return name
     if test in FIND_NAME_TESTS:
+        if "[" not in pattern and "(" not in pattern and FOREIGN.search(pattern):
+            return None  # `*.pyc`, `__pycache__`: a character of it is in no protected name
         return next((n for n in PROTECTED_NAMES if glob_matches(pattern, n, escapes=True)), None)
     if test in FIND_PATH_TESTS:
         tokens = glob_tokens(pattern, True)

@@ -164,8 +164,28 @@ def closure(tokens: tuple[str, ...], states: Iterable[int]) -> set[int]:
 
 def glob_matches(pattern: str, name: str, escapes: bool = False) -> bool:
     """Whether the glob may match `name` (given lowered)."""
+    required = literals(pattern)
+    if required is not None and not required.issubset(name):
+        return False
     tokens = glob_tokens(pattern, escapes)
     return len(tokens) in glob_run(tokens, (0,), name)
+
+
+def literals(pattern: str) -> set[str] | None:
+    """The characters a name must hold for the glob to match it (lowered), or None when not known.
+
+    The cheap test before the NFA, for the usual patterns (`*.pyc`, `__pycache__`). Only
+    for an ASCII pattern without brackets or extglobs, where every character other than
+    `*`, `?` and a backslash is a token that must match a character of the name (an
+    escaped `*` or `?` is left out, which only lets more names through). Lowered whole,
+    as `glob_tokens` lowers each character (the same for ASCII).
+    """
+    if not pattern.isascii() or "[" in pattern or "(" in pattern:
+        return None
+    return set(pattern.lower()).difference(_GLOB_OPERATORS)
+
+
+_GLOB_OPERATORS = "*?\\"
 
 
 def component_may_be(part: str, name: str) -> bool:
