@@ -103,6 +103,46 @@ TRIPS = [
     "sed -n 'w /etc/x' f",
     "sed -e 's/a/b/' -e '/x/w .git/hooks/post-checkout' f",
     "sed --expression='W /etc/x' f",
+    # 9. options read wrongly: flags taken as taking an argument, and the reverse
+    "echo x | tee -p /etc/hostname",
+    "shred -u /etc/hostname",
+    "sed -ie s/a/b/ /etc/hostname",
+    "sed -i -Ee s/a/b/ /etc/hostname",
+    "perl -i -pe s/a/b/ /etc/hostname",
+    "perl -pi -e s/a/b/ /etc/hostname",
+    "cp f /etc/hostname --suffix .bak",
+    "cp f /etc/hostname --sparse always",
+    "install a /etc/x --mode 644",
+    "mv f /etc/hostname --suffix .bak",
+    # 10. literal text before an expansion
+    "echo x > .git$X/config",
+    "echo x > ./.git${X}/config",
+    "echo x > .gi$X/config",
+    "cd / && echo x > etc$X/hostname",
+    # 11. wrappers that change the directory
+    "env -C /etc tee hostname",
+    "env --chdir=/etc sh -c 'echo x > hostname'",
+    "unshare -w /etc sh -c 'echo x > hostname'",
+    "env -C / sh -c 'rm -rf *'",
+    "su - root -c 'rm -rf *'",
+    "su -l root -c 'rm -rf *'",
+    "runuser -l root -c 'rm -rf *'",
+    "sudo -i rm -rf *",
+    "sudo -D /etc tee hostname",
+    "sudo --chdir=/etc tee hostname",
+    # 12. find: leading options, `-o`, `-prune` with `-depth`
+    "find -D stat ~ -maxdepth 0 -exec rm -rf {} +",
+    "find -O1 . -name .git -delete",
+    "find -O1 /etc -maxdepth 1 -name hostname -exec sed -i s/a/b/ {} +",
+    "find . -name '*.pyc' -o -delete",
+    "find . -name '*.pyc' -or -exec rm -rf {} +",
+    "find . -name '*.pyc' , -delete",
+    "find . -name .git -prune -o -type f -delete -depth",
+    "find . -name .git -prune -o -name '*.pyc' -delete",
+    "find . \\( -name '*.pyc' -o -true \\) -delete",
+    # 13. wget's wgetrc commands
+    "wget -e output_document=/etc/x https://example.com",
+    "wget --execute dir_prefix=/etc https://example.com",
 ]
 
 HOLDS = [
@@ -151,6 +191,21 @@ HOLDS = [
     "install -m 644 a build/a",
     "ln -s ../x build/x",
     "cd src && touch {a,b}.py",
+    "cp /etc/hosts .",
+    "cp /etc/hosts backup/ --suffix .bak",
+    "sed -i s/a/b/ f.txt",
+    "sed -i -e 's/.git/x/' f.txt",
+    "perl -i -pe s/a/b/ f.txt",
+    "tee -a log",
+    "echo $HOME",
+    "echo x > out$N.log",
+    "echo x > /tmp/run$N/out",
+    "sudo sed -i s/a/b/ f.txt",
+    "sudo -u root tee -a log",
+    "env -i PATH=/bin tee out.txt",
+    "find . \\( -name '*.pyc' -o -name '*.pyo' \\) -delete",
+    "find -O2 . -name '*.pyc' -delete",
+    "wget -e robots=off -P downloads https://example.com",
 ]
 
 

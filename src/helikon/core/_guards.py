@@ -17,7 +17,12 @@ from operator import attrgetter
 from types import MappingProxyType
 from typing import TYPE_CHECKING
 
+from ._guard_find import CHDIR_WRAPPERS as _CHDIR_WRAPPERS
 from ._guard_find import found_dotpaths as _found_dotpaths
+from ._guard_find import in_place_files as _in_place_files
+from ._guard_find import sed_write_files as _sed_write_files
+from ._guard_find import source_words as _source_words
+from ._guard_find import wrapper_moves as _wrapper_moves
 from ._guard_patterns import brace_expand as _brace_expand
 from ._guard_patterns import component_may_be as _component_may_be
 from ._guard_patterns import dotdot_variants as _dotdot_variants
@@ -41,17 +46,37 @@ _TEXT = attrgetter("text")
 
 # Programs whose operands are written (short options that take an argument in the value).
 _ALL_OPERANDS: dict[str, str] = {
-    "tee": "p", "chmod": "", "chown": "", "chgrp": "", "chattr": "pv", "setfacl": "mMxX",
-    "touch": "dtr", "truncate": "sr", "rm": "", "rmdir": "", "unlink": "", "shred": "nsu",
+    "tee": "", "chmod": "", "chown": "", "chgrp": "", "chattr": "pv", "setfacl": "mMxX",
+    "touch": "dtr", "truncate": "sr", "rm": "", "rmdir": "", "unlink": "", "shred": "ns",
     "mkdir": "m", "mkfifo": "m", "mknod": "m", "sudoedit": "ugCh",
 }  # fmt: skip
 _LAST_OPERAND: dict[str, str] = {
     "cp": "tS",
     "install": "tmogS",
     "ln": "tS",
-    "rsync": "efT",
+    "rsync": "efTBM@",
     "scp": "cFiloPJS",
 }
+# Long options that take the next word as their argument (any prefix counts, as getopt_long
+# takes an unambiguous one); `--backup` takes its argument after `=` only.
+_LONG_ARGS: dict[str, tuple[str, ...]] = {
+    "cp": ("suffix", "target-directory", "no-preserve", "sparse"),
+    "mv": ("suffix", "target-directory"),
+    "ln": ("suffix", "target-directory"),
+    "install": ("suffix", "target-directory", "mode", "owner", "group", "strip-program"),
+    "rsync": (
+        "rsh", "rsync-path", "filter", "exclude", "exclude-from", "include", "include-from",
+        "files-from", "out-format", "log-file", "log-file-format", "password-file", "temp-dir",
+        "compare-dest", "copy-dest", "link-dest", "partial-dir", "backup-dir", "suffix", "chmod",
+        "chown", "usermap", "groupmap", "timeout", "contimeout", "port", "sockopts", "bwlimit",
+        "max-size", "min-size", "max-delete", "block-size", "checksum-choice", "compress-choice",
+        "compress-level", "skip-compress", "modify-window", "iconv", "only-write-batch",
+        "write-batch", "read-batch", "protocol", "max-alloc", "info", "debug", "stderr", "outbuf",
+        "remote-option", "address", "early-input", "copy-as", "stop-after", "stop-at",
+        "checksum-seed",
+    ),
+    "shred": ("iterations", "size", "random-source"),
+}  # fmt: skip
 # Programs taking `-t DIR` / `--target-directory=DIR` (or any prefix of it, as getopt_long
 # takes an unambiguous one): the directory is written.
 _TARGET_DIRECTORY = frozenset({"cp", "mv", "ln", "install"})
@@ -80,7 +105,7 @@ def checks(subject: ToolSubject) -> Mapping[str, str | None]:
     if command is not None and parse is not None:
         cached = _CHECKED.get(command)
         if cached is None:
-            cached = _bash_checks(parse)
+            cached = _bash_checks(parse, command)
             if len(_CHECKED) >= _CHECKED_MAX:
                 _CHECKED.clear()
             _CHECKED[command] = cached
@@ -111,7 +136,7 @@ _CHECKED_MAX = 4096
 _WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "mv", "dd", "sed", "perl", "find"})
 
 
-def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
+def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None]:
     if parse.error:
         reason = f"the command cannot be analysed ({parse.error})"
         return MappingProxyType(dict.fromkeys(_CLEAR, reason))
@@ -121,6 +146,10 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
     cwd_change = False
     for command in parse.commands:
         program = command.program.lower()
+        if program in _CHDIR_WRAPPERS or (
+            command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers)
+        ):
+            cwd_change = True
         if program in _WRITERS:
             if program in _ALL_OPERANDS:
                 targets += _operands(command, _ALL_OPERANDS[program])
@@ -132,7 +161,7 @@ def _bash_checks(parse: ShellParse) -> Mapping[str, str | None]:
             cwd_change = True
     if not targets and not removes:
         return _CLEAR
-    cwds, unknown = _cwds(parse) if cwd_change else (_START, False)
+    cwds, unknown = _cwds(parse, source) if cwd_change else (_START, False)
     rm_root = _rm_root(removes, cwds) if removes else None
     system_write = _system_write(targets, cwds, unknown) if targets else None
     dotpath_write = _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None
@@ -154,7 +183,7 @@ def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
     joined = "\0".join([*map(_TEXT, targets), *cwds]).lower()
     if ".git" in joined or ".ssh" in joined or ".env" in joined:
         return True
-    return _has_glob(joined) or any(w.glob for w in targets)
+    return _has_glob(joined) or any(w.glob or (w.prefix and not w.literal) for w in targets)
 
 
 _START = [""]  # only the start directory (read-only: the checks never change it)
@@ -164,8 +193,10 @@ _START = [""]  # only the start directory (read-only: the checks never change it
 
 
 def _operands(command: SimpleCommand, arg_options: str) -> list[Word]:
+    """The operands: words that are not options nor an option's argument (as getopt_long reads them)."""
     out: list[Word] = []
     words = command.argv[1:]
+    longs = _LONG_ARGS.get(command.program.lower(), ())
     i, n = 0, len(words)
     while i < n:
         text = words[i].text
@@ -173,7 +204,10 @@ def _operands(command: SimpleCommand, arg_options: str) -> list[Word]:
             out.extend(words[i + 1 :])
             break
         if len(text) > 1 and text[0] == "-":
-            if not text.startswith("--"):
+            if text[1] == "-":
+                if longs and "=" not in text and any(full.startswith(text[2:]) for full in longs):
+                    i += 1  # `--suffix .bak`: the next word is its argument
+            else:
                 letters = text[1:]
                 for k, letter in enumerate(letters):
                     if letter in arg_options:
@@ -258,6 +292,12 @@ def _write_targets(command: SimpleCommand, program: str) -> Iterator[Word]:
             yield from _sed_write_files(command)
     elif program in _OUTPUT_OPTION:
         yield from _option_args(command, *_OUTPUT_OPTION[program])
+        if program == "wget":
+            # `-e output_document=/etc/x`: a wgetrc command; every value counts as written.
+            for word in _option_args(command, _OUTPUT_OPTION[program][0], "e", ("execute",)):
+                value = word.text.partition("=")[2].strip()
+                if value:
+                    yield Word(value, word.literal, value if word.literal else "", value, word.glob)
 
 
 def _is_remote(text: str) -> bool:
@@ -265,99 +305,24 @@ def _is_remote(text: str) -> bool:
     return ":" in head
 
 
-def _in_place_files(command: SimpleCommand) -> Iterator[Word]:
-    in_place = False
-    script_given = False
-    for word in command.argv[1:]:
-        text = word.text
-        if text.startswith("--"):
-            name = text[2:].partition("=")[0]
-            if name:
-                in_place = in_place or "in-place".startswith(name)
-                script_given = script_given or "expression".startswith(name) or "file".startswith(name)
-        elif text.startswith("-") and "i" in text:
-            in_place = True
-        if text in ("-e", "-f"):
-            script_given = True
-    if not in_place:
-        return
-    operands = _operands(command, "efl" if command.program == "sed" else "eEIlMmx")
-    yield from operands if script_given else operands[1:]
+def _cwds(parse: ShellParse, source: str = "") -> tuple[list[str], bool]:
+    """The directories relative paths may resolve against ("" is the start), and whether one is unknown.
 
-
-def _sed_scripts(command: SimpleCommand) -> list[str]:
-    """The script texts of a sed command: its `-e`/`--expression` values, else its first operand."""
-    words = command.argv
-    scripts: list[str] = []
-    operand: str | None = None
-    script_given = False
-    i, n = 1, len(words)
-    while i < n:
-        text = words[i].text
-        value: str | None = None
-        if text == "--":
-            if operand is None and i + 1 < n:
-                operand = words[i + 1].text
-            break
-        if text.startswith("--"):
-            name, eq, rest = text[2:].partition("=")
-            takes = bool(name) and any(
-                full.startswith(name) for full in ("expression", "file", "line-length")
-            )
-            if takes:
-                script_given = script_given or not "line-length".startswith(name)
-                if eq:
-                    value = rest
-                elif i + 1 < n:
-                    i += 1
-                    value = words[i].text
-                if "expression".startswith(name) and value is not None:
-                    scripts.append(value)
-        elif len(text) > 1 and text[0] == "-":
-            for k in range(1, len(text)):
-                letter = text[k]
-                if letter == "i":
-                    break  # the rest is the backup suffix
-                if letter in "efl":
-                    value = text[k + 1 :]
-                    if not value and i + 1 < n:
-                        i += 1
-                        value = words[i].text
-                    if letter == "e":
-                        scripts.append(value)
-                    script_given = script_given or letter != "l"
-                    break
-        elif operand is None:
-            operand = text
-        i += 1
-    if not script_given and operand is not None:
-        scripts.append(operand)
-    return scripts
-
-
-def _sed_write_files(command: SimpleCommand) -> Iterator[Word]:
-    """The files a sed script may write with its `w`/`W` command or `s///w` flag.
-
-    Either names its file from after the letter (and blanks) to the end of the line. The
-    script is not parsed: the rest of the line after every `w` or `W` counts, which
-    holds the real file name and, elsewhere, only text that is not written to.
+    A wrapper that runs its command in another directory (`env -C DIR`, `su -`, `sudo -i`)
+    adds `/*` (any directory: every relative target there may be a system path, `*` under
+    it may be `/`) and `~`; its options are read from its words when the resolver kept it
+    as the program (`su -c`, `sudo -i`), else from the source text.
     """
-    for script in _sed_scripts(command):
-        if "w" not in script and "W" not in script:
-            continue
-        for index, char in enumerate(script):
-            if char in "wW":
-                name = script[index + 1 :].split("\n", 1)[0].strip()
-                if name:
-                    yield Word(name, True, name, name)
-
-
-def _cwds(parse: ShellParse) -> tuple[list[str], bool]:
-    """The directories relative paths may resolve against ("" is the start), and whether one is unknown."""
     cwds = [""]
     unknown = False
+    moved = False
     for command in parse.commands:
-        if command.program not in ("cd", "pushd"):
+        program = command.program.lower()
+        if program in _CHDIR_WRAPPERS:
+            moved = moved or _wrapper_moves([w.text for w in command.argv])
+        if command.wrappers and source and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
+            moved = moved or _wrapper_moves(_source_words(source))
+        if program not in ("cd", "pushd"):
             continue
         if len(cwds) > 8:
             unknown = True
@@ -375,6 +340,8 @@ def _cwds(parse: ShellParse) -> tuple[list[str], bool]:
                 cwds.append(text)
             else:
                 cwds.extend(f"{base}/{text}" if base else text for base in list(cwds))
+    if moved:
+        return [*cwds, "/*", "~"], True
     return cwds, unknown
 
 
@@ -413,7 +380,9 @@ def _expand(word: Word) -> tuple[list[str], list[str]] | None:
 
     A literal word is itself. Otherwise brace lists are expanded (None when they make more
     than `_BRACE_MAX` words), `$HOME` is `~`, and a piece with an expansion left gives
-    the directory before it (both checks) and the text after it (the dotpath check).
+    the directory before it (both checks) and the text after it (the dotpath check); when
+    literal text comes before it, also the piece with the expansions empty and, if that
+    text ends inside a component, the text with `*` after it (both checks).
     """
     text = word.text
     if word.literal:
@@ -438,6 +407,12 @@ def _expand(word: Word) -> tuple[list[str], list[str]] | None:
         tail = word.tail if k == 0 else _after_expansions(piece)
         if tail:
             dot.append(tail)
+        if head:
+            # The expansions may be empty (`.git$X/config`, `etc${X}/x`), and one in the
+            # middle of a component makes the literal text before it a prefix (`.gi$X`).
+            system.append(head + tail)
+            if head[-1] != "/":
+                system.append(head + "*")
     return system, system + dot
 
 
