@@ -146,10 +146,12 @@ def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None
     cwd_change = False
     for command in parse.commands:
         program = command.program.lower()
-        if program in _CHDIR_WRAPPERS or (
-            command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers)
-        ):
-            cwd_change = True
+        if program in _CHDIR_WRAPPERS:
+            cwd_change = cwd_change or _wrapper_moves([w.text for w in command.argv])
+        elif command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
+            cwd_change = cwd_change or (
+                _MOVE_HINT.search(source) is not None and _wrapper_moves(_source_words(source))
+            )
         if program in _WRITERS:
             if program in _ALL_OPERANDS:
                 targets += _operands(command, _ALL_OPERANDS[program])
@@ -186,6 +188,11 @@ def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
     return _has_glob(joined) or any(w.glob or (w.prefix and not w.literal) for w in targets)
 
 
+# A superset of what `_wrapper_moves` finds in the source: a wrapper name, then in the same
+# command a `-` that may start a moving option (`-C`, `-iD`, `--chdir`, `--l`, `-` alone).
+_MOVE_HINT = re.compile(
+    r"(?:env|unshare|nsenter|su|runuser|sudo)[^;&|()<>]*-(?:-[clw]|[A-Za-z]*[CDilw]|[\s'\"]|$)"
+)
 _START = [""]  # only the start directory (read-only: the checks never change it)
 
 
