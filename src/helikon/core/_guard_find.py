@@ -86,6 +86,8 @@ def find_may_pick(command: SimpleCommand, texts: list[str], first: int) -> str |
     (or `( TESTS ) -prune -o`), which skips what matches unless `-depth` or `-delete`
     (which implies it) makes `-prune` do nothing. Without name tests, nothing is judged.
     """
+    if DISJUNCTIONS.isdisjoint(texts) and NEGATIONS.isdisjoint(texts) and "(" not in texts:
+        return plain_pick(command, texts, first)  # the usual `find . -name '*.pyc' -delete`
     n = len(texts)
     first = pruned_start(texts, first)
     depth = 0
@@ -118,6 +120,28 @@ def find_may_pick(command: SimpleCommand, texts: list[str], first: int) -> str |
         name = find_test_may_pick(test, pattern.text)
         if name is not None:
             return name
+    return None
+
+
+def plain_pick(command: SimpleCommand, texts: list[str], first: int) -> str | None:
+    """`find_may_pick` for an expression without `-o`, `,`, negations or groups.
+
+    Every test must hold, so each name test is judged alone (a `-prune` without `-o`
+    protects nothing: it is only a test that is true). The tests are found by C scans.
+    """
+    n = len(texts)
+    for test in FIND_TESTS.intersection(texts):
+        k = first - 1
+        while test in texts[k + 1 :]:
+            k = texts.index(test, k + 1)
+            if k + 1 >= n or (k > first and texts[k - 1] in FIND_TAKES_ARG):
+                continue
+            pattern = command.argv[k + 1]
+            if not pattern.literal:
+                return ".git"
+            name = find_test_may_pick(test, pattern.text)
+            if name is not None:
+                return name
     return None
 
 

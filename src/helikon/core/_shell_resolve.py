@@ -8,6 +8,7 @@ commands that run other commands: `bash -c`, `eval`, `xargs`, `find -exec`, `su 
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from ._carrier import raw_constructor
@@ -84,6 +85,8 @@ REENTRANT = {
 _LOADER = re.compile(r"ld(?:-linux.*\.so.*|\.so|64\.so\..*|-musl-.*\.so.*)\Z")
 _LOADERS_MAX = 64
 # An unquoted brace list (`{-c,x}`, `{1..3}`): Bash turns it into several words.
+_TEXT = attrgetter("text")
+_BRACE_ANYWHERE = re.compile(r"\{[^}\0]*(?:,|\.\.)[^{\0]*\}")  # in words joined by NULs
 _BRACE_LIST = re.compile(r"\{[^}]*(?:,|\.\.)[^{]*\}")
 
 
@@ -255,6 +258,8 @@ def _late_script(words: list[Word], start: int) -> Word | None:
 
 def _no_brace_list(words: list[Word], program: str) -> None:
     """Refuse an unquoted brace list: Bash makes it several words, maybe options (`{-c,x}`)."""
+    if _BRACE_ANYWHERE.search("\0".join(map(_TEXT, words))) is None:
+        return  # no word holds one, quoted or not (one C scan for the usual command)
     for word in words:
         if word.glob and "{" in word.text and _BRACE_LIST.search(word.text):
             raise _Unparseable(f"{program} has a brace list among its words: {word.text!r}")
@@ -295,7 +300,7 @@ def resolve(
         return
     before = len(p.out)
     _resolve_runner(p, program, words, redirects, assignments, wrappers, heredocs, stdin_args)
-    if (heredocs or any(r.op == "<<<" for r in redirects)) and any(
+    if (heredocs or (redirects and any(r.op == "<<<" for r in redirects))) and any(
         c.program in _STDIN_READERS for c in p.out[before + 1 :]
     ):
         # A shell it runs inherits its stdin: `eval bash <<< 'cmd'`, `bash -c bash <<< 'cmd'`.
@@ -630,7 +635,7 @@ def _find(p: _Parser, args: list[Word]) -> None:
                 raise _Unparseable(f"find {text} without a command")
             first = args[i + 1].text
             if "{}" in first or (
-                any("{}" in w.text for w in args[i + 2 : j]) and first.rsplit("/", 1)[-1] in REENTRANT
+                first.rsplit("/", 1)[-1] in REENTRANT and any("{}" in w.text for w in args[i + 2 : j])
             ):
                 # `-exec {} …` runs each file found, and so may `-exec env {} …` or
                 # `-exec sh -c {} \;`: which programs those are is unknown.
