@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from operator import attrgetter
 
 from ._guard_patterns import glob_matches, glob_run, glob_tokens
 from ._shell_wrappers import WRAPPERS as WRAPPER_SPECS
 from .shell import SimpleCommand, Word
 
+_TEXT = attrgetter("text")
 FIND_NAME_TESTS = frozenset({"-name", "-iname"})
 FIND_PATH_TESTS = frozenset({"-path", "-ipath", "-wholename", "-iwholename"})
 FIND_TESTS = frozenset({*FIND_NAME_TESTS, *FIND_PATH_TESTS, "-regex", "-iregex"})
@@ -33,9 +35,16 @@ def found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
     each start (as `./.git`). `find` writes what it finds with `-delete`, or with an
     `-exec`/`-execdir`/`-ok`/`-okdir` command that is not a known reader.
     """
-    texts = [w.text for w in command.argv]
+    texts = list(map(_TEXT, command.argv))
     if FIND_WRITES.isdisjoint(texts) or (FIND_TESTS.isdisjoint(texts) and NEGATIONS.isdisjoint(texts)):
         return  # writes nothing, or picks nothing by name
+    if (
+        DISJUNCTIONS.isdisjoint(texts)
+        and NEGATIONS.isdisjoint(texts)
+        and "(" not in texts
+        and plain_pick(command, texts, 1) is None
+    ):
+        return  # the usual `find . -name '*.pyc' -delete`: no name test may pick one
     n = len(texts)
     i = 1
     while i < n and texts[i][:2] in ("-H", "-L", "-P", "-D", "-O"):
