@@ -27,7 +27,7 @@ PROTECTED_NAMES = (".git", ".ssh", ".env")
 FOREIGN = re.compile(r"[^.gitshenvGITSHENV*?\\\x80-\U0010ffff]")
 
 
-def found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
+def found_dotpaths(command: SimpleCommand) -> list[Word]:
     """For a `find` that writes what it finds and whose tests may find a protected entry: that entry.
 
     The commands `find` runs have `{}` as its start paths, so a `find . -name .git -exec
@@ -37,14 +37,14 @@ def found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
     """
     texts = list(map(_TEXT, command.argv))
     if FIND_WRITES.isdisjoint(texts) or (FIND_TESTS.isdisjoint(texts) and NEGATIONS.isdisjoint(texts)):
-        return  # writes nothing, or picks nothing by name
+        return []  # writes nothing, or picks nothing by name
     if (
         DISJUNCTIONS.isdisjoint(texts)
         and NEGATIONS.isdisjoint(texts)
         and "(" not in texts
         and plain_pick(command, texts, 1) is None
     ):
-        return  # the usual `find . -name '*.pyc' -delete`: no name test may pick one
+        return []  # the usual `find . -name '*.pyc' -delete`: no name test may pick one
     n = len(texts)
     i = 1
     while i < n and texts[i][:2] in ("-H", "-L", "-P", "-D", "-O"):
@@ -56,10 +56,12 @@ def found_dotpaths(command: SimpleCommand) -> Iterator[Word]:
     starts = command.argv[i:first]
     name = find_may_pick(command, texts, first)
     if name is None or not writes_found(texts, first):
-        return
+        return []
+    found: list[Word] = []
     for start in starts or [Word.plain(".")]:
         text = f"{start.text.rstrip('/')}/{name}" if start.literal else name
-        yield Word(text, True, text, text)
+        found.append(Word(text, True, text, text))
+    return found
 
 
 def writes_found(texts: list[str], first: int) -> bool:

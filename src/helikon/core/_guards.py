@@ -153,7 +153,9 @@ def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None
                 _MOVE_HINT.search(source) is not None and _wrapper_moves(_source_words(source))
             )
         if program in _WRITERS:
-            if program in _ALL_OPERANDS:
+            if program == "find":
+                targets += _found_dotpaths(command)  # a list: no generator for the usual find
+            elif program in _ALL_OPERANDS:
                 targets += _operands(command, _ALL_OPERANDS[program])
                 if program == "rm":
                     removes.append(command)
