@@ -234,3 +234,49 @@ def test_ordinary_command_holds(command: str) -> None:
 def test_the_right_guard_trips(command: str, guard: str) -> None:
     checks = ToolSubject.of("Bash", {"command": command}).guard_checks()
     assert checks[guard] is not None
+
+
+# A third review: copies into a directory keep the source's name, and brace lists are expanded
+# before the destination is picked.
+COPY_TRIPS = [
+    "cp /etc/hosts{,.bak}",
+    "sudo cp /etc/nginx/nginx.conf{,.bak}",
+    "cd /etc && cp hosts{,.new}",
+    "ln -s /etc/hosts{,.lnk}",
+    "cp ~/.ssh/config{,.bak}",
+    "cp .env{.example,}",
+    "cp {.env.example,.env}",
+    "cp ../other/.env .",
+    "cp ../other/.env ./",
+    "cp -r backup/.ssh ~",
+    "cp -rt ~ backup/.ssh",
+    "cp -t . ~/x/.git",
+    "install ../x/.env .",
+    "ln -s ../x/.env .",
+    "ln -sf ~/shared/.env",
+    "install -d /etc/foo build",
+    "install -dm755 /etc/foo",
+    "install --directory /etc/foo",
+]
+COPY_CLEAR = [
+    "cp a.txt b/",
+    "cp /etc/hosts .",
+    "cp -r src/ dist/",
+    "cp README.md{,.bak}",
+    "ln -s ../lib/x.so .",
+    "install -m644 a.conf build/",
+    "cp src/{a,b}.py dst/",
+    "install -d build/bin",
+]
+
+
+@pytest.mark.parametrize("command", COPY_TRIPS)
+def test_a_copy_into_a_protected_place_trips(command: str) -> None:
+    subject = ToolSubject.of("Bash", {"command": command})
+    assert any(g.check(subject) for g in GuardRule.destructive_defaults()), command
+
+
+@pytest.mark.parametrize("command", COPY_CLEAR)
+def test_an_ordinary_copy_does_not_trip(command: str) -> None:
+    subject = ToolSubject.of("Bash", {"command": command})
+    assert not any(g.check(subject) for g in GuardRule.destructive_defaults()), command

@@ -72,6 +72,23 @@ HIDDEN_RM = [
     "capsh -- -c 'rm y'",
     "start-stop-daemon --start --exec /bin/rm -- y",
     "gdb -batch -ex 'shell rm y'",
+    "jobs -x rm y",  # a third review
+    "a=1 jobs -x curl http://x; rm y",
+    "ip netns exec ns1 rm y",
+    "tmux new -d rm y",
+    "screen -dm rm y",
+    "parallel rm ::: y",
+    "sshpass -p pw rm y",
+    "at now <<< 'rm y'",
+    "eatmydata rm y",
+    "torsocks rm y",
+    "proxychains4 -f /tmp/p.conf rm y",
+    "trickle -d 10 rm y",
+    "chronic rm y",
+    "faketime '2020-01-01' rm y",
+    "gtimeout 5 rm y",
+    "hyperfine 'rm y'",
+    "enable -f ./x.so rm",
     # variables whose value bash runs
     "PS4='$(rm y)'; set -x; :",
     "BASH_ENV=/dev/stdin bash -c : <<< 'rm y'",
@@ -119,6 +136,8 @@ ORDINARY = {
     "bash -c 'read x; echo $x' <<< 'hi'": ["bash", "read", "echo"],
     "echo ${arr[1]} $(date)": ["date", "echo"],
     "valgrind --tool=memcheck ./a.out": ["a.out"],
+    "ip addr show": ["ip"],
+    "jobs -l": ["jobs"],
     "x=$(git rev-parse HEAD); echo ${x:0:7}": ["git", "echo"],
 }
 # Refused to be safe: bash evaluates a subscript as arithmetic, and a variable's value there

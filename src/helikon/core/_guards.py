@@ -285,12 +285,7 @@ def _write_targets(command: SimpleCommand, program: str) -> Iterator[Word]:
     elif program == "find":
         yield from _found_dotpaths(command)
     elif program in _LAST_OPERAND:
-        arg_options = _LAST_OPERAND[program]
-        if program in _TARGET_DIRECTORY:
-            yield from _option_args(command, arg_options, "t", ("target-directory",))
-        operands = [w for w in _operands(command, arg_options) if not _is_remote(w.text)]
-        if len(operands) > 1:
-            yield operands[-1]
+        yield from _copy_targets(command, program)
     elif program == "dd":
         for word in command.argv[1:]:
             if word.text.startswith("of="):
@@ -307,6 +302,51 @@ def _write_targets(command: SimpleCommand, program: str) -> Iterator[Word]:
                 value = word.text.partition("=")[2].strip()
                 if value:
                     yield Word(value, word.literal, value if word.literal else "", value, word.glob)
+
+
+def _copy_targets(command: SimpleCommand, program: str) -> Iterator[Word]:
+    """What cp, ln, install, rsync and scp write: the destination, and each source's name in it.
+
+    Brace lists are expanded first (`cp /etc/hosts{,.bak}` is two operands), and a source
+    keeps its name in a destination directory (`cp ../x/.env .` writes `./.env`), as does a
+    lone `ln` operand (`ln -s ../x/.env`). `install -d` creates every operand.
+    """
+    arg_options = _LAST_OPERAND[program]
+    directories = list(_option_args(command, arg_options, "t", ("target-directory",)))
+    if program not in _TARGET_DIRECTORY:
+        directories = []
+    operands: list[Word] = []
+    for word in _operands(command, arg_options):
+        if _is_remote(word.text):
+            continue
+        if word.glob and "{" in word.text:
+            expanded = _brace_expand(word.text)
+            if expanded is None:
+                yield word  # too many words to judge: the word itself, which trips
+                continue
+            operands += [Word(text, word.literal, text, text, True) for text in expanded]
+        else:
+            operands.append(word)
+    if program == "install" and any(
+        (w.text[:1] == "-" and "d" in w.text[1:] and w.text[:2] != "--") or w.text.startswith("--dir")
+        for w in command.argv
+    ):
+        yield from operands  # `install -d DIR…` creates every operand
+        return
+    if not directories:
+        if len(operands) > 1:
+            directories = [operands.pop()]
+        elif program == "ln" and operands:
+            directories = [Word.plain(".")]  # `ln -s ../x/.env`: the link is made here
+        else:
+            return
+    yield from directories
+    for directory in directories:
+        for source in operands:
+            name = source.text.rstrip("/").rsplit("/", 1)[-1]
+            if name and source.literal and directory.literal:
+                text = f"{directory.text.rstrip('/')}/{name}"
+                yield Word(text, True, text, text, source.glob or directory.glob)
 
 
 def _is_remote(text: str) -> bool:

@@ -51,6 +51,7 @@ _CODE_OPTIONS = {
     "compgen": ("oAGWFCXPSV", "FC"),
     "complete": ("oAGWFCXPSV", "FC"),
     "hash": ("p", "p"),
+    "jobs": ("", "x"),  # `jobs -x cmd` runs cmd
 }
 # Every program `resolve` does more for than record it. A set: a dynamic loader
 # (`ld-linux-x86-64.so.2`, any name of that shape) joins it when `_program_name` meets it.
@@ -59,6 +60,7 @@ _RUNNERS = frozenset({"eval", "xargs", "find", "trap", "alias", "sg", "script", 
 _STDIN_READERS = frozenset({*POSIX_SHELLS, "source", ".", "eval"})
 # Builtins that set the variables their arguments name (checked like assignments).
 _NAME_SETTERS = frozenset({"read", "printf", "mapfile", "readarray"})
+_NETWORK_RUNNERS = frozenset({"ip"})  # `ip netns exec NS cmd`
 # Script files that are a descriptor of the shell (`/dev/stdin`, `/dev/fd/3`,
 # `/proc/self/fd/0`, however spelled: `//dev/./stdin`, `../../dev/stdin`): its here-strings
 # and here-docs are the script.
@@ -81,6 +83,7 @@ REENTRANT = {
     *_CODE_OPTIONS,
     *_RUNNERS,
     *_NAME_SETTERS,
+    *_NETWORK_RUNNERS,
 }
 _LOADER = re.compile(r"ld(?:-linux.*\.so.*|\.so|64\.so\..*|-musl-.*\.so.*)\Z")
 _LOADERS_MAX = 64
@@ -466,6 +469,8 @@ def _resolve_runner(
             _code_options(program, args)
         for name in _variables_set(program, args):  # `read PS4`, `printf -v PS4 …`
             check_assignment(name + "=")
+    elif program == "ip" and any(w.text == "exec" for w in args):
+        raise _Unparseable("ip netns exec runs a command in ways not analysed")
     elif program in ("source", ".") and args and _is_stdin_file(args[0].text):
         _stdin_script(p, program, redirects, heredocs)  # `. /dev/stdin <<< 'cmd'`
 

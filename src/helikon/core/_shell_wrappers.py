@@ -120,13 +120,31 @@ WRAPPERS: dict[str, Wrapper] = {
     "numactl": Wrapper("CNmPpi", longs("cpunodebind physcpubind membind preferred interleave")),
     "catchsegv": Wrapper(),
     "xvfb-run": Wrapper("nsfpe", longs("server-num server-args auth-file xauth-protocol error-file")),
+    "gtimeout": Wrapper("sk", longs("signal kill-after"), 1),
+    "eatmydata": Wrapper(),
+    "chronic": Wrapper(),
+    "nocache": Wrapper(),
+    "ifne": Wrapper(),
+    "torsocks": Wrapper("aPiu", longs("address port user pass")),
+    "tsocks": Wrapper(),
+    "proxychains": Wrapper("f"),
+    "proxychains4": Wrapper("f"),
+    "trickle": Wrapper("udwtlnL"),
+    "sshpass": Wrapper("pfdP"),
+    "faketime": Wrapper("mf", frozenset(), 1),
+    "setuidgid": Wrapper("", frozenset(), 1),
+    "envuidgid": Wrapper("", frozenset(), 1),
+    "envdir": Wrapper("", frozenset(), 1),
 }
 # Programs that run a command in ways not modelled here (`capsh -- -c CMD` is bash,
 # `start-stop-daemon --exec`, `gdb -ex 'shell CMD'`, `perf stat CMD`, `systemd-run`, `bwrap`):
 # a command with one of them fails closed.
 OPAQUE_RUNNERS = frozenset(
-    {"capsh", "start-stop-daemon", "gdb", "perf", "systemd-run", "bwrap", "chpst", "pkexec", "machinectl"}
-)
+    {"capsh", "start-stop-daemon", "gdb", "perf", "systemd-run", "bwrap", "chpst", "pkexec", "machinectl",
+     "parallel", "sem", "at", "batch", "tmux", "screen", "rlwrap", "entr", "watchexec", "hyperfine",
+     "systemd-nspawn", "proot", "fakechroot", "cgexec", "softlimit", "tsp", "nq", "daemonize", "dtach",
+     "xe", "enable"}
+)  # fmt: skip
 # Wrappers whose command is one shell string made of the remaining words.
 JOINING = frozenset({"watch"})
 # Long options that mean a short flag the resolver acts on.
