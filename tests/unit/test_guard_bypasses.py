@@ -272,11 +272,9 @@ COPY_CLEAR = [
 
 @pytest.mark.parametrize("command", COPY_TRIPS)
 def test_a_copy_into_a_protected_place_trips(command: str) -> None:
-    subject = ToolSubject.of("Bash", {"command": command})
-    assert any(g.check(subject) for g in GuardRule.destructive_defaults()), command
+    assert trips(command)
 
 
 @pytest.mark.parametrize("command", COPY_CLEAR)
 def test_an_ordinary_copy_does_not_trip(command: str) -> None:
-    subject = ToolSubject.of("Bash", {"command": command})
-    assert not any(g.check(subject) for g in GuardRule.destructive_defaults()), command
+    assert not trips(command)
