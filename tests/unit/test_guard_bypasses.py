@@ -278,3 +278,40 @@ def test_a_copy_into_a_protected_place_trips(command: str) -> None:
 @pytest.mark.parametrize("command", COPY_CLEAR)
 def test_an_ordinary_copy_does_not_trip(command: str) -> None:
     assert not trips(command)
+
+
+# A fourth review: programs and wrapper options that write a file.
+WRITER_TRIPS = [
+    "sort -o .env f",
+    "sort -o/etc/x f",
+    "unzip x.zip -d /etc",
+    "unzip -o x.zip -d .git",
+    "/usr/bin/time -o .git/timelog true",
+    "/usr/bin/time -o /etc/tlog true",
+    "flock /etc/lock true",
+    "flock .git/lk true",
+    "strace -o .git/st true",
+    "ltrace -o /etc/x true",
+    "valgrind --log-file=.env true",
+    "gpg -o .env -d f.gpg",
+    "ssh-keygen -f ~/.ssh/id_x",
+]
+WRITER_CLEAR = [
+    "sort -o out.txt f",
+    "sort -k2 -t, f",
+    "unzip x.zip -d build",
+    "flock 9 true",
+    "flock /tmp/lock make",
+    "strace -f -o trace.txt python x.py",
+    "ssh-keygen -t ed25519 -f keys/id",
+]
+
+
+@pytest.mark.parametrize("command", WRITER_TRIPS)
+def test_a_listed_writer_into_a_protected_place_trips(command: str) -> None:
+    assert trips(command)
+
+
+@pytest.mark.parametrize("command", WRITER_CLEAR)
+def test_a_listed_writer_elsewhere_does_not_trip(command: str) -> None:
+    assert not trips(command)

@@ -89,6 +89,9 @@ HIDDEN_RM = [
     "gtimeout 5 rm y",
     "hyperfine 'rm y'",
     "enable -f ./x.so rm",
+    "faketime -f '+1d' rm y",  # wrapper tables checked against the tools' usage
+    "torsocks -i rm y",
+    "nocache -n 2 rm y",
     # variables whose value bash runs
     "PS4='$(rm y)'; set -x; :",
     "BASH_ENV=/dev/stdin bash -c : <<< 'rm y'",

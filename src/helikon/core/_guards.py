@@ -95,6 +95,10 @@ _OUTPUT_OPTION: dict[str, tuple[str, str, tuple[str, ...]]] = {
         "oaOP",
         ("output-document", "directory-prefix", "output-file", "append-output"),
     ),
+    "sort": ("kotST", "o", ("output",)),
+    "unzip": ("dPx", "d", ()),
+    "gpg": ("ouru", "o", ("output",)),
+    "ssh-keygen": ("abCEfFIJjKmMnNOrsStwYz", "f", ()),
 }  # fmt: skip
 
 

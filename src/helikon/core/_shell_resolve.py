@@ -259,6 +259,38 @@ def _late_script(words: list[Word], start: int) -> Word | None:
     return None
 
 
+# Files a wrapper itself writes, by its options: recorded as `>` redirections, which the
+# guards judge (`time -o .git/x cmd`, `strace -o /etc/x cmd`, `flock /etc/lock cmd`).
+_WRAPPER_OUTPUTS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "time": ("o", ("--output",)),
+    "strace": ("o", ("--output",)),
+    "ltrace": ("o", ("--output",)),
+    "valgrind": ("", ("--log-file", "--xml-file")),
+}
+
+
+def _wrapper_outputs(p: _Parser, program: str, options: list[Word]) -> None:
+    if program == "flock":  # `flock FILE cmd`: FILE is created (a number is a descriptor)
+        operands = [w for w in options if not w.text.startswith("-")]
+        if operands and not operands[0].text.isdigit():
+            p.redirects.append(Redirect(">", operands[0]))
+        return
+    spec = _WRAPPER_OUTPUTS.get(program)
+    if spec is None:
+        return
+    shorts, longs = spec
+    for k, word in enumerate(options):
+        text = word.text
+        name, eq, value = text.partition("=")
+        if name in longs or (len(text) > 1 and text[0] == "-" and text[1:2] in shorts and text[1:2]):
+            if eq and name in longs:
+                p.redirects.append(Redirect(">", Word(value, word.literal)))
+            elif len(text) > 2 and name not in longs:
+                p.redirects.append(Redirect(">", Word(text[2:], word.literal)))  # `-ofile`
+            elif k + 1 < len(options):
+                p.redirects.append(Redirect(">", options[k + 1]))
+
+
 def _no_brace_list(words: list[Word], program: str) -> None:
     """Refuse an unquoted brace list: Bash makes it several words, maybe options (`{-c,x}`)."""
     if _BRACE_ANYWHERE.search("\0".join(map(_TEXT, words))) is None:
@@ -356,6 +388,7 @@ def _resolve_runner(
                     assigned.append(words[start].text)
                 start += 1
         wrapped.append(program)
+        _wrapper_outputs(p, program, words[1:start])
         shell_reads_stdin = False
         if spec is _SU:
             script, shell, after = _scan_permuted(spec, words)
