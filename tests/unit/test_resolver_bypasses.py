@@ -42,6 +42,10 @@ BYPASSES: list[tuple[str, str]] = [
     ("2", "find . -maxdepth 0 {-exec,rm} y \\;"),
     ("2", "bash {-c,'rm y'}"),
     ("2", "sh {-c,'rm y'}"),
+    # a brace list across quotes, after a glob in the same word (the fast path's word reader)
+    ("2", "bash x*'y'{-c,'rm y'}"),
+    ("2", "timeout x*'y'{-s,KILL} 5 rm y"),
+    ("2", "ls && bash -c \"bash x*'y'{-c,'rm y'}\""),
     ("2", "nice {-n,5} rm y"),
     ("2", "xargs {-n,1} rm"),
     ("2", "bash -c{,} 'rm y'"),

@@ -148,6 +148,8 @@ def _word(raw: str) -> Word | None:
         else:
             parts.append(single or double)
     text = "".join(parts)
+    if glob and "{" in text and _shell_resolve.BRACE_LIST.search(text):
+        return None  # a brace list, maybe across quotes (`a*'x'{b,c}`): the runners skip the check
     return new_word(text, True, text, text, glob)
 
 
@@ -275,7 +277,12 @@ def _resolve_all(p: Parser, commands: _Commands) -> None:
             # `resolve`'s common case, without the call: a known program that runs no other.
             out.append(new_command(program, tuple(words), redirect_tuple, (), assigned, False, False))
         else:
+            # A runner skips its brace-list check for these words (`_word` declines one); a
+            # script it reads is read by a parser of its own, or here again.
+            braceless = p.braceless
+            p.braceless = True
             resolve(p, words, redirect_tuple, assigned, (), [])
+            p.braceless = braceless
 
 
 def _command_start(raw: str, first: bool) -> int:

@@ -41,7 +41,9 @@ class Parser(CompoundReader):
 
     # Slots: a parser is built for every command line parsed, and stores without an
     # instance dict cost half as much.
-    __slots__ = ("heredocs", "i", "n", "nesting", "out", "plain", "redirects", "s", "stdin_scripts")
+    __slots__ = (
+        "braceless", "heredocs", "i", "n", "nesting", "out", "plain", "redirects", "s", "stdin_scripts"
+    )  # fmt: skip
 
     fast = True  # try `_shell_lex.read_fast` first (the tests turn it off to compare)
 
@@ -56,6 +58,8 @@ class Parser(CompoundReader):
         # No `$`, backslash, backtick, parenthesis, non-ASCII or odd blank in the source (see
         # `read_fast`): nor in a script taken from it, whose characters are all the source's.
         self.plain = False
+        # Resolving words `read_fast` read, which hold no brace list (see `_shell_lex._word`).
+        self.braceless = False
         self.out: list[SimpleCommand] = [] if out is None else out
         self.redirects: list[Redirect] = [] if redirects is None else redirects
         self.heredocs: list[tuple[str, bool, bool, list[str]]] = []  # delimiter, strip tabs, quoted, body

@@ -90,7 +90,8 @@ _LOADERS_MAX = 64
 # An unquoted brace list (`{-c,x}`, `{1..3}`): Bash turns it into several words.
 _TEXT = attrgetter("text")
 _BRACE_ANYWHERE = re.compile(r"\{[^}\0]*(?:,|\.\.)[^{\0]*\}")  # in words joined by NULs
-_BRACE_LIST = re.compile(r"\{[^}]*(?:,|\.\.)[^{]*\}")
+BRACE_LIST = re.compile(r"\{[^}]*(?:,|\.\.)[^{]*\}")
+_BRACE_LIST = BRACE_LIST
 
 
 def program_name(word: Word) -> str:
@@ -291,8 +292,13 @@ def _wrapper_outputs(p: _Parser, program: str, options: list[Word]) -> None:
                 p.redirects.append(Redirect(">", options[k + 1]))
 
 
-def _no_brace_list(words: list[Word], program: str) -> None:
-    """Refuse an unquoted brace list: Bash makes it several words, maybe options (`{-c,x}`)."""
+def _no_brace_list(p: _Parser, words: list[Word], program: str) -> None:
+    """Refuse an unquoted brace list: Bash makes it several words, maybe options (`{-c,x}`).
+
+    Not for words the fast path read (`p.braceless`): it declines a word with a brace list.
+    """
+    if p.braceless:
+        return
     if _BRACE_ANYWHERE.search("\0".join(map(_TEXT, words))) is None:
         return  # no word holds one, quoted or not (one C scan for the usual command)
     for word in words:
@@ -358,11 +364,11 @@ def _resolve_runner(
     for assignment in assignments:
         check_assignment(assignment)
     if program in POSIX_SHELLS:
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         if _shell_script(p, program, words, redirects, assignments, wrappers):
             return
     if program == "find":  # not a wrapper: recorded as it is, then its `-exec` commands
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         _find(p, words[1:])
         return
@@ -373,7 +379,7 @@ def _resolve_runner(
         if spec is None:
             break
         start, script, flags = _strip_options(spec, words)
-        _no_brace_list(words[1:start], program)
+        _no_brace_list(p, words[1:start], program)
         if program == "env" or program == "sudo":
             if "S" in flags and program == "env":
                 raise _Unparseable("env -S splits a string into a command")
@@ -425,7 +431,7 @@ def _resolve_runner(
     args = words[1:]
     if program in _JOINING:
         start, _, flags = _strip_options(_WATCH, words)
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         exec_mode = "x" in flags
         _emit(p, program, words, redirects, assigned, wrapped, inline=not exec_mode)
         if start < len(words):
@@ -435,11 +441,11 @@ def _resolve_runner(
                 _reparse_literal(p, words[start:], program)
         return
     if program in POSIX_SHELLS or program in _OTHER_SHELLS:
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         _shell(p, program, words, redirects, assigned, wrapped, heredocs)
         return
     if program == "eval":
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         _emit(p, program, words, redirects, assigned, wrapped, inline=True)
         if args and args[0].text == "--":
             args = args[1:]
@@ -447,7 +453,7 @@ def _resolve_runner(
             _reparse_literal(p, args, program)
         return
     if program == "sg" or program == "script":
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         _emit(p, program, words, redirects, assigned, wrapped)
         if program == "sg":  # `sg [-] GROUP [-c] COMMAND`: the command is a `sh -c` string
             i = 2 if len(words) > 1 and words[1].text == "-" else 1
@@ -466,21 +472,21 @@ def _resolve_runner(
     _emit(p, program, words, redirects, assigned, wrapped, stdin_args=stdin_args)
     if program == "xargs":
         start, _, _ = _strip_options(_XARGS, words)
-        _no_brace_list(words[1:start], program)
+        _no_brace_list(p, words[1:start], program)
         if start < len(words):
             resolve(p, words[start:], (), (), (), [], stdin_args=True)
     elif program == "find":
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         _find(p, args)
     elif program == "trap":
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         if args and args[0].text == "--":
             if len(args) > 2:  # after `--` the action is the next word, whatever it starts with
                 _reparse_literal(p, args[1:2], program)
         elif len(args) > 1 and not args[0].text.startswith("-"):
             _reparse_literal(p, args[:1], program)
     elif program == "alias":
-        _no_brace_list(words, program)
+        _no_brace_list(p, words, program)
         for arg in args:
             name, eq, value = arg.text.partition("=")
             if eq and name and value:
