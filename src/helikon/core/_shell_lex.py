@@ -258,9 +258,11 @@ def _read_segments(
 def _resolve_all(p: Parser, commands: _Commands) -> None:
     """Append what `commands` (from `_read_pieces`) run to `p.out`."""
     resolve = _shell_resolve.resolve
+    resolve_runner = _shell_resolve.resolve_runner
     names = _shell_resolve.NAMES
     reentrant = _shell_resolve.REENTRANT
     out = p.out
+    braceless = p.braceless
     for words, redirects, assignments in commands:
         if len(out) > MAX_COMMANDS:
             raise _Unparseable("too many commands")
@@ -276,13 +278,17 @@ def _resolve_all(p: Parser, commands: _Commands) -> None:
         if program is not None and program not in reentrant:
             # `resolve`'s common case, without the call: a known program that runs no other.
             out.append(new_command(program, tuple(words), redirect_tuple, (), assigned, False, False))
-        else:
-            # A runner skips its brace-list check for these words (`_word` declines one); a
-            # script it reads is read by a parser of its own, or here again.
-            braceless = p.braceless
-            p.braceless = True
+            continue
+        # The runners skip their brace-list check for these words (`_word` declines one); a
+        # script they read is read by a parser of its own, or here again.
+        p.braceless = True
+        if program is None:
             resolve(p, words, redirect_tuple, assigned, (), [])
-            p.braceless = braceless
+        else:
+            # `resolve` for a known runner, without the call (the fast path reads no
+            # here-doc or here-string for a shell it runs to inherit).
+            resolve_runner(p, program, words, redirect_tuple, assigned, (), [], False)
+        p.braceless = braceless
 
 
 def _command_start(raw: str, first: bool) -> int:

@@ -340,7 +340,7 @@ def resolve(
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         return
     before = len(p.out)
-    _resolve_runner(p, program, words, redirects, assignments, wrappers, heredocs, stdin_args)
+    resolve_runner(p, program, words, redirects, assignments, wrappers, heredocs, stdin_args)
     if (heredocs or (redirects and any(r.op == "<<<" for r in redirects))) and any(
         c.program in _STDIN_READERS for c in p.out[before + 1 :]
     ):
@@ -348,7 +348,7 @@ def resolve(
         _stdin_script(p, program, redirects, heredocs)
 
 
-def _resolve_runner(
+def resolve_runner(
     p: _Parser,
     program: str,
     words: list[Word],
