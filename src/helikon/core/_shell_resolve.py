@@ -364,11 +364,13 @@ def resolve_runner(
     for assignment in assignments:
         check_assignment(assignment)
     if program in POSIX_SHELLS:
-        _no_brace_list(p, words, program)
+        if not p.braceless:  # (tested here too: the usual shell and find skip a call)
+            _no_brace_list(p, words, program)
         if _shell_script(p, program, words, redirects, assignments, wrappers):
             return
     if program == "find":  # not a wrapper: recorded as it is, then its `-exec` commands
-        _no_brace_list(p, words, program)
+        if not p.braceless:
+            _no_brace_list(p, words, program)
         p.out.append(_new_command(program, tuple(words), redirects, wrappers, assignments, False, stdin_args))
         _find(p, words[1:])
         return
