@@ -240,8 +240,11 @@ def _read_segments(
             if len(out) > MAX_COMMANDS:
                 raise _Unparseable("too many commands")
         else:
-            pairs = zip(pieces[start:k:2], pieces[start + 1 : k + 1 : 2], strict=True)
-            commands = _read_pieces(pairs, split, quoted)
+            if k == start + 1:  # the usual: no redirection in the command
+                commands = _read_pieces(((pieces[start], pieces[k]),), split, quoted)
+            else:
+                pairs = zip(pieces[start:k:2], pieces[start + 1 : k + 1 : 2], strict=True)
+                commands = _read_pieces(pairs, split, quoted)
             if commands is None:
                 del out[out_start:], redirects[redirects_start:]
                 return False
