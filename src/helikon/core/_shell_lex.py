@@ -243,7 +243,8 @@ def _read_segments(
             if k == start + 1:  # the usual: no redirection in the command
                 commands = _read_pieces(((pieces[start], pieces[k]),), split, quoted)
             else:
-                pairs = zip(pieces[start:k:2], pieces[start + 1 : k + 1 : 2], strict=True)
+                # Equal lengths by construction; a `strict=` keyword costs more than the zip.
+                pairs = zip(pieces[start:k:2], pieces[start + 1 : k + 1 : 2])  # noqa: B905
                 commands = _read_pieces(pairs, split, quoted)
             if commands is None:
                 del out[out_start:], redirects[redirects_start:]
