@@ -335,6 +335,13 @@ def _unmask(raws: list[str], quoted: list[str]) -> None:
         at = joined.find("\\", at + 1)
 
 
+# The first words of commands that were neither a reserved word nor an assignment, nor had
+# a character that needs a closer look: most commands start with one of a few programs.
+# Bounded: cleared when full.
+_PLAIN_STARTS: set[str] = set()
+_PLAIN_STARTS_MAX = 1024
+
+
 def _read_pieces(
     pairs: Iterable[tuple[str, str]], split: Callable[[str], list[str]], quoted: list[str]
 ) -> _Commands | None:
@@ -378,7 +385,9 @@ def _read_pieces(
                 words += known[start:] if start else known
             elif start < len(raws):
                 raw = raws[start]
-                if raw in _RESERVED or "=" in raw or "[" in raw or not raw.isprintable():
+                if raw in _PLAIN_STARTS:
+                    pass  # a program name seen before: no reserved word, assignment or odd blank
+                elif raw in _RESERVED or "=" in raw or "[" in raw or not raw.isprintable():
                     while start < len(raws):  # a reserved word or an assignment, maybe
                         kind = _command_start(raws[start], not redirects and not assignments)
                         if kind is _WORD:
@@ -388,6 +397,10 @@ def _read_pieces(
                         check_assignment(known[start].text)
                         assignments.append(known[start].text)
                         start += 1
+                else:
+                    if len(_PLAIN_STARTS) >= _PLAIN_STARTS_MAX:
+                        _PLAIN_STARTS.clear()
+                    _PLAIN_STARTS.add(raw)
                 words = known[start:] if start else known
         elif pending:
             return None  # a redirection without its target
