@@ -55,11 +55,8 @@ new_word = raw_constructor(Word)  # (text, literal, prefix, tail, glob): the hot
 new_command = raw_constructor(SimpleCommand)
 _new_redirect = raw_constructor(Redirect)  # (op, target, fd)
 
-# Characters that make the fast path decline without tokenizing: expansions, escapes,
-# parentheses (subshells, functions, `$(`, `<(`, `((`, arrays) and here-docs.
-_DECLINE = re.compile(r"[$\\`()]")  # and `<<`
-# The same, or whitespace `str.split` cuts at where Bash does not: one scan for both.
-_DECLINE_OR_BLANK = re.compile(r"[$\\`()\x0b\x0c\r\x1c-\x1f]")
+# Whitespace `str.split` cuts at where Bash does not (in ASCII text).
+_ODD_BLANK = re.compile(r"[\x0b\x0c\r\x1c-\x1f]")
 # A command is split at its operators by one regex, then each piece into words by
 # `str.split` (far cheaper than a regex match per word). Every alternative starts with a
 # literal character, so `re` finds the next operator with a C scan over a character set;
@@ -163,14 +160,16 @@ def read_fast(p: Parser) -> bool:
         return False
     split: Callable[[str], list[str]] = str.split
     if not p.plain:
-        # One scan for what makes the fast path decline and for whitespace `str.split` cuts
-        # at where Bash does not (a carriage return, a no-break space...): cutting at blanks
-        # alone is always right, only slower.
-        odd = _DECLINE_OR_BLANK.search(src)
-        if odd is None and src.isascii():
-            p.plain = True
-        elif odd is not None and _DECLINE.search(src, odd.start()) is not None:
+        # What makes the fast path decline without tokenizing: expansions, escapes,
+        # parentheses (subshells, functions, `$(`, `<(`, `((`, arrays) and, above,
+        # here-docs (five `in` tests cost less than a regex scan). Then whitespace
+        # `str.split` cuts at where Bash does not (a carriage return, a no-break space...):
+        # cutting at blanks alone is always right, only slower. A printable ASCII line has
+        # none (one C loop, no regex for the usual line).
+        if "$" in src or "\\" in src or "`" in src or "(" in src or ")" in src:
             return False
+        if src.isascii() and (src.isprintable() or _ODD_BLANK.search(src) is None):
+            p.plain = True
         else:
             split = _BLANKS.findall
     # A script (`bash -c '…'`) from a plain command has only plain characters: no scan
