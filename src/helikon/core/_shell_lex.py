@@ -174,10 +174,18 @@ def read_fast(p: Parser) -> bool:
             split = _BLANKS.findall
     # A script (`bash -c '…'`) from a plain command has only plain characters: no scan
     # (but quote removal can form a `<<`, tested above).
-    quotes = "'" in src or '"' in src
+    single = "'" in src
+    double = '"' in src
     masked = src
     quoted: list[str] = []
-    if quotes:
+    if single != double and (src.count("'") if single else src.count('"')) == 2:
+        # One quoted string, of the only kind of quote there is (a `bash -c` script, a
+        # pattern): cut at its quotes without a regex.
+        mark = "'" if single else '"'
+        before, text, after = src.split(mark)
+        masked = before + "\\" + after
+        quoted = [mark + text + mark]
+    elif single or double:
         parts = _QUOTED_STRING.split(src)  # plain, quoted, plain, ..., plain
         masked = "\\".join(parts[::2])
         if "'" in masked or '"' in masked:
