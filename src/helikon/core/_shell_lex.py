@@ -366,11 +366,13 @@ def _read_pieces(
     word_of = _WORDS_SEEN.__getitem__
     for text, op in pairs:
         raws = split(text)
+        whole = -1
         if quoted and "\\" in text:
             if len(quoted) == 1 and "\\" in raws:
                 # The usual: the last quoted string, a whole word (`count` would parse its
-                # arguments the slow way).
-                raws[raws.index("\\")] = quoted.pop()
+                # arguments the slow way). Its word is made below, without the word
+                # table; the mask stands for it meanwhile, a plain word like the string.
+                whole = raws.index("\\")
             else:
                 _unmask(raws, quoted)
         fd = ""
@@ -380,6 +382,9 @@ def _read_pieces(
                 fd = raws.pop()  # a descriptor (`2>`), not a word
         if raws:
             known: list[Any] = list(map(word_of, raws))
+            if whole >= 0:
+                string = quoted.pop()[1:-1]  # one quoted string: its text, literal, no glob
+                known[whole] = new_word(string, True, string, string, False)
             # `all`, not `None in`, which would call `Word.__eq__`: a `Word` is always true.
             if not all(known):
                 return None  # a word the fast path does not read
