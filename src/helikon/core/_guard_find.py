@@ -25,6 +25,9 @@ PROTECTED_NAMES = (".git", ".ssh", ".env")
 # pattern without brackets or extglobs that holds one cannot match any of them (the NFA
 # is left for the rest; a character outside ASCII may fold to one of theirs).
 FOREIGN = re.compile(r"[^.gitshenvGITSHENV*?\\\x80-\U0010ffff]")
+# Its complement in ASCII: an ASCII pattern not made of these holds a `FOREIGN` character
+# (a set test costs less than the regex; a pattern outside ASCII still goes to the regex).
+NATIVE = frozenset(".gitshenvGITSHENV*?\\")
 
 
 def found_dotpaths(command: SimpleCommand) -> list[Word]:
@@ -36,14 +39,9 @@ def found_dotpaths(command: SimpleCommand) -> list[Word]:
     `-exec`/`-execdir`/`-ok`/`-okdir` command that is not a known reader.
     """
     texts = list(map(_TEXT, command.argv))
-    if FIND_WRITES.isdisjoint(texts) or (FIND_TESTS.isdisjoint(texts) and NEGATIONS.isdisjoint(texts)):
-        return []  # writes nothing, or picks nothing by name
-    if (
-        DISJUNCTIONS.isdisjoint(texts)
-        and NEGATIONS.isdisjoint(texts)
-        and "(" not in texts
-        and plain_pick(command, texts, 1) is None
-    ):
+    if FIND_WRITES.isdisjoint(texts) or _PICKERS.isdisjoint(texts):
+        return []  # writes nothing, or picks nothing by name (no name test, no negation)
+    if _BRANCHES.isdisjoint(texts) and plain_pick(command, texts, 1) is None:
         return []  # the usual `find . -name '*.pyc' -delete`: no name test may pick one
     n = len(texts)
     i = 1
@@ -157,6 +155,10 @@ def plain_pick(command: SimpleCommand, texts: list[str], first: int) -> str | No
 
 
 DISJUNCTIONS = frozenset({"-o", "-or", ","})
+# One set test each instead of two or three: no name test and no negation; no `-o`, `,`,
+# negation or group (the expression `plain_pick` reads).
+_PICKERS = FIND_TESTS | NEGATIONS
+_BRANCHES = DISJUNCTIONS | NEGATIONS | {"("}
 CONNECTIVES = frozenset({"-o", "-or", "-a", "-and", "(", ")"})
 # Options and tests whose argument is the next word (the ones a name test's pattern could
 # be mistaken for, `-name -name`, and the usual others).
@@ -212,7 +214,12 @@ def find_test_may_pick(test: str, pattern: str) -> str | None:
         if name in lowered:
             return name
     if test in FIND_NAME_TESTS:
-        if "[" not in pattern and "(" not in pattern and FOREIGN.search(pattern):
+        if (
+            "[" not in pattern
+            and "(" not in pattern
+            and not NATIVE.issuperset(pattern)
+            and (pattern.isascii() or FOREIGN.search(pattern))
+        ):
             return None  # `*.pyc`, `__pycache__`: a character of it is in no protected name
         return next((n for n in PROTECTED_NAMES if glob_matches(pattern, n, escapes=True)), None)
     if test in FIND_PATH_TESTS:

@@ -149,7 +149,9 @@ def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None
     removes: list[SimpleCommand] = []
     cwd_change = False
     for command in parse.commands:
-        program = command.program.lower()
+        program = command.program
+        if not program.islower():  # else `lower()` changes nothing: no new string per command
+            program = program.lower()
         if program in _CHDIR_WRAPPERS:
             cwd_change = cwd_change or _wrapper_moves([w.text for w in command.argv])
         elif command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
@@ -160,8 +162,10 @@ def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None
             if program == "find":
                 targets += _found_dotpaths(command)  # a list: no generator for the usual find
             elif program in _ALL_OPERANDS:
-                targets += _operands(command, _ALL_OPERANDS[program])
-                if program == "rm":
+                operands = _operands(command, _ALL_OPERANDS[program], program)
+                targets += operands
+                if program == "rm" and len(operands) != len(command.argv) - 1:
+                    # Every word an operand: no option, so not recursive (`_rm_root` skips it).
                     removes.append(command)
             else:
                 targets.extend(_write_targets(command, program))
@@ -189,9 +193,14 @@ def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
     without spelling it, so a target with one always goes through.
     """
     joined = "\0".join([*map(_TEXT, targets), *cwds]).lower()
-    if ".git" in joined or ".ssh" in joined or ".env" in joined:
+    if ".git" in joined or ".ssh" in joined or ".env" in joined or "*" in joined or "?" in joined:
         return True
-    return _has_glob(joined) or any(w.glob or (w.prefix and not w.literal) for w in targets)
+    if "[" in joined:  # `_has_glob`, inline
+        return True
+    for word in targets:  # noqa: SIM110 - the hot path: no generator as `any()` would need
+        if word.glob or (word.prefix and not word.literal):
+            return True
+    return False
 
 
 # A superset of what `_wrapper_moves` finds in the source: a wrapper name, then in the same
@@ -205,11 +214,14 @@ _START = [""]  # only the start directory (read-only: the checks never change it
 # --- targets ------------------------------------------------------------------------------------
 
 
-def _operands(command: SimpleCommand, arg_options: str) -> list[Word]:
-    """The operands: words that are not options nor an option's argument (as getopt_long reads them)."""
+def _operands(command: SimpleCommand, arg_options: str, program: str = "") -> list[Word]:
+    """The operands: words that are not options nor an option's argument (as getopt_long reads them).
+
+    `program` is `command.program` lowered, when the caller has it.
+    """
     out: list[Word] = []
     words = command.argv[1:]
-    longs = _LONG_ARGS.get(command.program.lower(), ())
+    longs = _LONG_ARGS.get(program or command.program.lower(), ())
     i, n = 0, len(words)
     while i < n:
         text = words[i].text
@@ -370,7 +382,9 @@ def _cwds(parse: ShellParse, source: str = "") -> tuple[list[str], bool]:
     unknown = False
     moved = False
     for command in parse.commands:
-        program = command.program.lower()
+        program = command.program
+        if not program.islower():  # else `lower()` changes nothing: no new string per command
+            program = program.lower()
         if program in _CHDIR_WRAPPERS:
             moved = moved or _wrapper_moves([w.text for w in command.argv])
         if command.wrappers and source and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
@@ -582,8 +596,12 @@ def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | 
             # From the start directory alone, a relative path reaches a system path only
             # by climbing (`_system_target`): skip the common `rm build`, `> out.txt`.
             text = word.text
-            if not text.startswith(("/", "~")) and ".." not in text and not _has_glob(text):
-                continue
+            if (
+                text[:1] not in ("/", "~")
+                and ".." not in text
+                and not ("*" in text or "?" in text or "[" in text)
+            ):
+                continue  # (`_has_glob` inline)
         for text in _pieces(word):
             if _system_target(text, cwds, unknown):
                 return word.text
