@@ -253,6 +253,8 @@ def _screen(
         # Some built-in guard trips (one test for the usual case where none does).
         defaults = GuardRule.destructive_defaults()
         guards = (*defaults, *guards) if guards else defaults
+    if not guards:
+        return None  # the usual call: no `enumerate` for nothing
     for i, guard in enumerate(guards):
         reason = _tripped(guard, subject)
         if reason is not None:

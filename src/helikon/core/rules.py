@@ -137,7 +137,11 @@ class ToolSubject:
                 allow = None  # `./git` is not the `git` an allow rule means
             elif not command.inline:
                 allow.add(program)
-        self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
+        joined = "".join(names)
+        if joined.isascii() and joined.islower():
+            self.programs = frozenset(names)  # ASCII without capitals: each name is casefolded already
+        else:
+            self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
         self._allow = frozenset(allow) if allow else None
 
     def _read_path(self, args: JsonValue) -> None:
