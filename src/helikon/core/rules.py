@@ -30,7 +30,8 @@ from ._carrier import carrier
 from ._json import JsonValue
 from .exceptions import UserError
 from .path_glob import PathGlob, clean_path
-from .shell import ShellParse, parse_command
+from .shell import ShellParse
+from .shell import _parse_cached as _parse  # pyright: ignore[reportPrivateUsage]
 
 __all__ = [
     "BASH_TOOLS",
@@ -103,7 +104,7 @@ class ToolSubject:
             command = args.get("command") if isinstance(args, dict) else None
             if isinstance(command, str):
                 self.command = command
-                self.parse = parse_command(command)
+                self.parse = _parse(command)  # `parse_command` without its str check, done here
             else:
                 self.parse = ShellParse(error="the command argument is missing or not a string")
             self._read_commands(self.parse)
