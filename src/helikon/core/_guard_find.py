@@ -38,7 +38,7 @@ def found_dotpaths(command: SimpleCommand) -> list[Word]:
     each start (as `./.git`). `find` writes what it finds with `-delete`, or with an
     `-exec`/`-execdir`/`-ok`/`-okdir` command that is not a known reader.
     """
-    texts = list(map(_TEXT, command.argv))
+    texts = [word.text for word in command.argv]  # cheaper than `map(attrgetter)` on slots
     if FIND_WRITES.isdisjoint(texts) or _PICKERS.isdisjoint(texts):
         return []  # writes nothing, or picks nothing by name (no name test, no negation)
     if _BRANCHES.isdisjoint(texts) and plain_pick(command, texts, 1) is None:
@@ -136,21 +136,19 @@ def plain_pick(command: SimpleCommand, texts: list[str], first: int) -> str | No
     """`find_may_pick` for an expression without `-o`, `,`, negations or groups.
 
     Every test must hold, so each name test is judged alone (a `-prune` without `-o`
-    protects nothing: it is only a test that is true). The tests are found by C scans.
+    protects nothing: it is only a test that is true). One pass over the words, which
+    costs less than set intersections and slices for a usual find's few words.
     """
-    n = len(texts)
-    for test in FIND_TESTS.intersection(texts):
-        k = first - 1
-        while test in texts[k + 1 :]:
-            k = texts.index(test, k + 1)
-            if k + 1 >= n or (k > first and texts[k - 1] in FIND_TAKES_ARG):
-                continue
-            pattern = command.argv[k + 1]
-            if not pattern.literal:
-                return ".git"
-            name = find_test_may_pick(test, pattern.text)
-            if name is not None:
-                return name
+    for k in range(first, len(texts) - 1):  # a test in the last word has no pattern
+        test = texts[k]
+        if test not in FIND_TESTS or (k > first and texts[k - 1] in FIND_TAKES_ARG):
+            continue
+        pattern = command.argv[k + 1]
+        if not pattern.literal:
+            return ".git"
+        name = find_test_may_pick(test, pattern.text)
+        if name is not None:
+            return name
     return None
 
 
@@ -210,9 +208,12 @@ DEPTH_FIRST = frozenset({"-depth", "-d", "-delete"})
 
 def find_test_may_pick(test: str, pattern: str) -> str | None:
     lowered = pattern.lower()
-    for name in PROTECTED_NAMES:
-        if name in lowered:
-            return name
+    if ".git" in lowered:  # `PROTECTED_NAMES` in order, unrolled
+        return ".git"
+    if ".ssh" in lowered:
+        return ".ssh"
+    if ".env" in lowered:
+        return ".env"
     if test in FIND_NAME_TESTS:
         if (
             "[" not in pattern

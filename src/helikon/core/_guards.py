@@ -175,13 +175,36 @@ def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None
         return _CLEAR
     cwds, unknown = _cwds(parse, source) if cwd_change else (_START, False)
     rm_root = _rm_root(removes, cwds) if removes else None
-    system_write = _system_write(targets, cwds, unknown) if targets else None
-    dotpath_write = _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None
+    if cwds is _START and _plain_writes(targets):
+        system_write = dotpath_write = None  # the usual `rm build`, `> out.txt`: one look, not two
+    else:
+        system_write = _system_write(targets, cwds, unknown) if targets else None
+        dotpath_write = _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None
     if rm_root is None and system_write is None and dotpath_write is None:
         return _CLEAR  # the pipeline skips the built-in guards on seeing it
     return MappingProxyType(
         {"rm_root": rm_root, "system_write": system_write, "dotpath_write": dotpath_write}
     )
+
+
+def _plain_writes(targets: list[Word]) -> bool:
+    """Whether neither `_system_write` nor `_dotpath_write` can trip on these targets from the start.
+
+    From the start directory alone (`_START`, nothing unknown) `_system_write` skips a
+    literal word that is relative, does not climb (`..`) and holds no glob character; and
+    `_may_name_dotpath` is False when, besides, no word is a glob or holds `.git`, `.ssh` or
+    `.env` in any case (the same tests on each word instead of on their joined texts).
+    """
+    for word in targets:
+        text = word.text
+        if not word.literal or word.glob or text[:1] in ("/", "~") or ".." in text:
+            return False
+        if "*" in text or "?" in text or "[" in text:
+            return False
+        lowered = text.lower()
+        if ".git" in lowered or ".ssh" in lowered or ".env" in lowered:
+            return False
+    return True
 
 
 def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
