@@ -125,7 +125,7 @@ class CompiledRules:
         if subject.parse is not None:  # a Bash call: no path rule looks at it
             if subject.deny_all:  # a command that cannot be analysed matches every Bash deny rule
                 return bool(self.deny_programs)
-            return bool(subject.programs & self.deny_programs)
+            return not subject.programs.isdisjoint(self.deny_programs)  # no intersection set
         globs = self.deny_paths.get(_PATH_KINDS.get(subject.tool, ""))
         if globs:
             path = subject.path
