@@ -156,6 +156,14 @@ def _globs(rules: tuple[DenyRule, ...] | tuple[AllowRule, ...]) -> dict[str, tup
     return {kind: tuple(globs) for kind, globs in out.items() if globs}
 
 
+# The modes as globals: a global load costs less than an attribute of the enum class.
+_BYPASS = PermissionMode.BYPASS
+_DONT_ASK = PermissionMode.DONT_ASK
+_PLAN = PermissionMode.PLAN
+_ACCEPT_EDITS = PermissionMode.ACCEPT_EDITS
+_DENY = GuardAction.DENY
+
+
 def _drop(event: AgentEvent) -> None:
     return None
 
@@ -185,15 +193,15 @@ async def authorize(
     if compiled.allow and compiled.allows(subject):
         return _verdict(True, args, "", "allow_rule")
     mode = ctx.permission_mode
-    if mode is PermissionMode.BYPASS:
+    if mode is _BYPASS:
         return _verdict(True, args, "", "mode")
-    if mode is PermissionMode.DONT_ASK:
+    if mode is _DONT_ASK:
         return _verdict(False, args, "DONT_ASK mode permits only calls that an allow rule covers", "mode")
-    if mode is PermissionMode.PLAN and effect is not ToolEffect.READ_ONLY:
+    if mode is _PLAN and effect is not ToolEffect.READ_ONLY:
         return _verdict(
             False, args, f"PLAN mode allows only read-only tools; {tool!r} is {effect.value}", "mode"
         )
-    if mode is PermissionMode.ACCEPT_EDITS and effect is ToolEffect.WRITE:
+    if mode is _ACCEPT_EDITS and effect is ToolEffect.WRITE:
         return _verdict(True, args, "", "mode")
     policy = ctx.permission_policy
     if policy is None:
@@ -258,7 +266,7 @@ def _screen(
     for i, guard in enumerate(guards):
         reason = _tripped(guard, subject)
         if reason is not None:
-            if guard.action is GuardAction.DENY:
+            if guard.action is _DENY:
                 return _verdict(False, subject.args, reason, "guard")
             return reason, guards[i + 1 :]
     return None
