@@ -275,7 +275,9 @@ _PLAIN_PIECES = st.sampled_from(
      "(", ")", "{fd}>", "if\rx", "a=(", "sh", "-lc", "'ls; rm x'", "su", "watch", ";&", "é",
      # quoting the fast path masks: quotes inside words, quoted operators and blanks, the
      # other quote character inside a quoted string, whitespace str.split would cut at
-     "a'b c'd", "\"it's\"", "'a;b|c'", "\"x>y\"z", "''x", "'\"'", "\xa0", "'\r'", "2'>'", "'é x'"]
+     "a'b c'd", "\"it's\"", "'a;b|c'", "\"x>y\"z", "''x", "'\"'", "\xa0", "'\r'", "2'>'", "'é x'",
+     # one quoted string with the other kind of quote inside it, or around it
+     "'-name \"*.py\" x'", "\"a'b'c\"", "'a\"b'\"c\""]
 )  # fmt: skip
 
 

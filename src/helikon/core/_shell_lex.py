@@ -178,19 +178,21 @@ def read_fast(p: Parser) -> bool:
     double = '"' in src
     masked = src
     quoted: list[str] = []
-    if single != double and (src.count("'") if single else src.count('"')) == 2:
-        # One quoted string, of the only kind of quote there is (a `bash -c` script, a
-        # pattern): cut at its quotes without a regex.
+    if single or double:
         mark = "'" if single else '"'
-        before, text, after = src.split(mark)
-        masked = before + "\\" + after
-        quoted = [mark + text + mark]
-    elif single or double:
-        parts = _QUOTED_STRING.split(src)  # plain, quoted, plain, ..., plain
-        masked = "\\".join(parts[::2])
-        if "'" in masked or '"' in masked:
-            return False  # an unbalanced quote
-        quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
+        if src.count(mark) == 2:
+            # One quoted string, and no other quote outside it (a `bash -c` script with
+            # double quotes in it, a pattern): cut at its quotes without a regex.
+            before, text, after = src.split(mark)
+            if not (single and double) or ('"' not in before and '"' not in after):
+                masked = before + "\\" + after
+                quoted = [mark + text + mark]
+        if not quoted:
+            parts = _QUOTED_STRING.split(src)  # plain, quoted, plain, ..., plain
+            masked = "\\".join(parts[::2])
+            if "'" in masked or '"' in masked:
+                return False  # an unbalanced quote
+            quoted = parts[-2::-2]  # reversed: `_read_pieces` pops them in order
     if "&" in masked or ";" in masked or "|" in masked or ">" in masked or "<" in masked or "\n" in masked:
         pieces = _SPLIT.split(masked)  # text, operator, text, operator, ..., text
         pieces.append("")

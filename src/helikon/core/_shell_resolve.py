@@ -689,10 +689,12 @@ def _find(p: _Parser, args: list[Word]) -> None:
                 raise _Unparseable(f"find {text} runs the files it finds as programs")
             inner: list[Word] = []
             for w in args[i + 1 : j]:
-                if "{}" in w.text:
-                    inner += _substitute(w, starts)
-                else:
+                if "{}" not in w.text:
                     inner.append(w)
+                elif w.text == "{}" and w.literal:
+                    inner += starts  # `_substitute`'s usual case, without the call
+                else:
+                    inner += _substitute(w, starts)
             pending.append(inner)
             i = j + 1
         elif text == "-delete":
