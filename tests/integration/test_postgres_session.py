@@ -240,6 +240,9 @@ async def test_a_connection_killed_mid_transaction_writes_nothing(postgres_pool:
         async with asyncio.timeout(30):
             while pid is None:
                 await asyncio.sleep(0.01)
+                # Inside a transaction pg_stat_activity is a snapshot taken at its first read:
+                # drop it, or a first look before the append waits would be all it ever sees.
+                await holder.execute("SELECT pg_stat_clear_snapshot()")
                 pid = await holder.fetchval(
                     "SELECT pid FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
                     "AND wait_event = 'advisory' AND pid <> pg_backend_pid()"
