@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 MAX_COMMANDS = 512  # a bound on work per call: a longer script is not analysed
 
-_Commands = list[tuple[list[Word], list[Redirect], list[str]]]
+_Commands = list[tuple[list[Word], tuple[Redirect, ...], tuple[str, ...]]]
 
 # Runs of characters with no special meaning, consumed in one step for speed.
 PLAIN = re.compile(r"[^ \t\n;&|()<>'\"\\$`]+")
@@ -279,28 +279,25 @@ def _resolve_all(p: Parser, commands: _Commands) -> None:
     for words, redirects, assignments in commands:
         if len(out) > MAX_COMMANDS:
             raise _Unparseable("too many commands")
-        redirect_tuple = ()  # most commands have neither: no call to build an empty tuple
         if redirects:
-            redirect_tuple = tuple(redirects)
-            p.redirects.extend(redirect_tuple)
+            p.redirects.extend(redirects)
         if not words:
             continue
-        assigned = tuple(assignments) if assignments else ()
         first = words[0]
         program = names.get(first.text) if first.literal and not first.glob else None
         if program is not None and program not in reentrant:
             # `resolve`'s common case, without the call: a known program that runs no other.
-            out.append(new_command(program, tuple(words), redirect_tuple, (), assigned, False, False))
+            out.append(new_command(program, tuple(words), redirects, (), assignments, False, False))
             continue
         # The runners skip their brace-list check for these words (`_word` declines one); a
         # script they read is read by a parser of its own, or here again.
         p.braceless = True
         if program is None:
-            resolve(p, words, redirect_tuple, assigned, (), [])
+            resolve(p, words, redirects, assignments, (), [])
         else:
             # `resolve` for a known runner, without the call (the fast path reads no
             # here-doc or here-string for a shell it runs to inherit).
-            resolve_runner(p, program, words, redirect_tuple, assigned, (), [], False)
+            resolve_runner(p, program, words, redirects, assignments, (), [], False)
         p.braceless = braceless
 
 
@@ -344,6 +341,7 @@ def _unmask(raws: list[str], quoted: list[str]) -> None:
         at = joined.find("\\", at + 1)
 
 
+_NO_WORDS: list[Word] = []  # never extended (see `_read_pieces`)
 # The first words of commands that were neither a reserved word nor an assignment, nor had
 # a character that needs a closer look: most commands start with one of a few programs.
 # Bounded: cleared when full.
@@ -359,10 +357,13 @@ def _read_pieces(
     `split` cuts a text into words as spelled, but for the quoted strings, masked as a
     backslash each: `quoted` holds them, last first.
     """
+    # A command's redirections and assignments are tuples, most often the empty one: no
+    # list to make per command. Its words start as the shared `_NO_WORDS`, replaced (never
+    # extended: `words += …` runs only on words read) by the first words read.
     commands: _Commands = []
-    words: list[Word] = []
-    redirects: list[Redirect] = []
-    assignments: list[str] = []
+    words = _NO_WORDS
+    redirects: tuple[Redirect, ...] = ()
+    assignments: tuple[str, ...] = ()
     pending = ""  # a redirection operator waiting for its target
     pending_fd = ""
     word_of = _WORDS_SEEN.__getitem__
@@ -392,7 +393,7 @@ def _read_pieces(
                 return None  # a word the fast path does not read
             start = 0
             if pending:
-                redirects.append(_new_redirect(pending, known[0], pending_fd))
+                redirects += (_new_redirect(pending, known[0], pending_fd),)
                 pending = ""
                 start = 1
             if words:
@@ -409,7 +410,7 @@ def _read_pieces(
                         if kind is _DECLINED:
                             return None
                         check_assignment(known[start].text)
-                        assignments.append(known[start].text)
+                        assignments += (known[start].text,)
                         start += 1
                 else:
                     if len(_PLAIN_STARTS) >= _PLAIN_STARTS_MAX:
@@ -427,7 +428,7 @@ def _read_pieces(
         elif kind is _SEPARATOR:
             if words or redirects or assignments:
                 commands.append((words, redirects, assignments))
-                words, redirects, assignments = [], [], []
+                words, redirects, assignments = _NO_WORDS, (), ()
         else:
             return None
     if pending:
