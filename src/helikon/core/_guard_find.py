@@ -28,6 +28,10 @@ FOREIGN = re.compile(r"[^.gitshenvGITSHENV*?\\\x80-\U0010ffff]")
 # Its complement in ASCII: an ASCII pattern not made of these holds a `FOREIGN` character
 # (a set test costs less than the regex; a pattern outside ASCII still goes to the regex).
 NATIVE = frozenset(".gitshenvGITSHENV*?\\")
+# The same characters as one string for `str.strip`: what is left of a pattern stripped of
+# them at both ends is empty exactly when every character is one of them (`NATIVE.issuperset`,
+# without the set that would build from the pattern).
+NATIVE_TEXT = "".join(sorted(NATIVE))
 
 
 def found_dotpaths(command: SimpleCommand) -> list[Word]:
@@ -218,17 +222,29 @@ def find_test_may_pick(test: str, pattern: str) -> str | None:
         if (
             "[" not in pattern
             and "(" not in pattern
-            and not NATIVE.issuperset(pattern)
+            and pattern.strip(NATIVE_TEXT)  # not `NATIVE.issuperset(pattern)`: no set of the pattern
             and (pattern.isascii() or FOREIGN.search(pattern))
         ):
             return None  # `*.pyc`, `__pycache__`: a character of it is in no protected name
-        return next((n for n in PROTECTED_NAMES if glob_matches(pattern, n, escapes=True)), None)
+        return _name_may_pick(pattern)
     if test in FIND_PATH_TESTS:
-        tokens = glob_tokens(pattern, True)
-        everywhere = range(len(tokens) + 1)  # any text may come before the name
-        return next(
-            (n for n in PROTECTED_NAMES if len(tokens) in glob_run(tokens, everywhere, "/" + n)), None
-        )
+        return _path_may_pick(pattern)
+    return _regex_may_pick(pattern, lowered)
+
+
+# The branches of `find_test_may_pick` past its usual return, apart: their generators would
+# make closure cells on every call of it.
+def _name_may_pick(pattern: str) -> str | None:
+    return next((n for n in PROTECTED_NAMES if glob_matches(pattern, n, escapes=True)), None)
+
+
+def _path_may_pick(pattern: str) -> str | None:
+    tokens = glob_tokens(pattern, True)
+    everywhere = range(len(tokens) + 1)  # any text may come before the name
+    return next((n for n in PROTECTED_NAMES if len(tokens) in glob_run(tokens, everywhere, "/" + n)), None)
+
+
+def _regex_may_pick(pattern: str, lowered: str) -> str | None:
     # -regex: a match ends with the pattern's literal end, which must be able to end a name.
     if "|" in pattern or "\\\\" in pattern or any(n[1:] in lowered for n in PROTECTED_NAMES):
         return ".git"

@@ -107,12 +107,12 @@ def checks(subject: ToolSubject) -> Mapping[str, str | None]:
     command = subject.command
     parse = subject.parse
     if command is not None and parse is not None:
-        cached = _CHECKED.get(command)
-        if cached is None:
-            cached = _bash_checks(parse, command)
-            if len(_CHECKED) >= _CHECKED_MAX:
-                _CHECKED.clear()
-            _CHECKED[command] = cached
+        if command in _CHECKED:  # not `.get()`: no method call for the usual new command
+            return _CHECKED[command]
+        cached = _bash_checks(parse, command)
+        if len(_CHECKED) >= _CHECKED_MAX:
+            _CHECKED.clear()
+        _CHECKED[command] = cached
         return cached
     raw = subject.raw_path
     if parse is not None or not subject.edits or raw is None:
@@ -138,6 +138,17 @@ _CHECKED_MAX = 4096
 # Programs `_write_targets` reads targets from; a command made only of others (and no
 # writing redirection) writes nothing.
 _WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "mv", "dd", "sed", "perl", "find"})
+# Names known to be their own `lower()` and `casefold()` (ASCII without capitals), so a
+# program here needs neither call (a set test costs less than `islower()`). Seeded with the
+# names the checks look for; `learn_lower_names` adds the others seen, up to a bound.
+LOWER_NAMES: set[str] = {*_WRITERS, *_CHDIR_WRAPPERS, "cd", "pushd"}
+_LOWER_NAMES_MAX = 4096
+
+
+def learn_lower_names(names: set[str]) -> None:
+    """Remember `names`, which the caller found ASCII without capitals, in `LOWER_NAMES`."""
+    if len(LOWER_NAMES) < _LOWER_NAMES_MAX:
+        LOWER_NAMES.update(names)
 
 
 def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None]:
@@ -150,7 +161,7 @@ def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None
     cwd_change = False
     for command in parse.commands:
         program = command.program
-        if not program.islower():  # else `lower()` changes nothing: no new string per command
+        if program not in LOWER_NAMES:  # else `lower()` changes nothing: no call per command
             program = program.lower()
         if program in _CHDIR_WRAPPERS:
             cwd_change = cwd_change or _wrapper_moves([w.text for w in command.argv])
@@ -201,9 +212,13 @@ def _plain_writes(targets: list[Word]) -> bool:
             return False
         if "*" in text or "?" in text or "[" in text:
             return False
-        lowered = text.lower()
-        if ".git" in lowered or ".ssh" in lowered or ".env" in lowered:
-            return False
+        # Under four characters no `.git`, `.ssh` or `.env` fits, lowered or not (the one
+        # character whose `lower()` is longer, `İ`, gives `i` and a combining dot, which no
+        # name holds): no `lower()` for the usual `.`, `a.o`.
+        if len(text) > 3:
+            lowered = text.lower()
+            if ".git" in lowered or ".ssh" in lowered or ".env" in lowered:
+                return False
     return True
 
 
@@ -243,18 +258,24 @@ def _operands(command: SimpleCommand, arg_options: str, program: str = "") -> li
     `program` is `command.program` lowered, when the caller has it.
     """
     out: list[Word] = []
-    words = command.argv[1:]
-    longs = _LONG_ARGS.get(program or command.program.lower(), ())
-    i, n = 0, len(words)
+    words = command.argv  # from index 1, not a slice: no new tuple
+    name = program or command.program.lower()
+    longs = _LONG_ARGS[name] if name in _LONG_ARGS else ()  # noqa: SIM401 - `.get()` is a method call
+    i, n = 1, len(words)
     while i < n:
-        text = words[i].text
+        word = words[i]
+        text = word.text
         if text == "--":
             out.extend(words[i + 1 :])
             break
         if len(text) > 1 and text[0] == "-":
             if text[1] == "-":
-                if longs and "=" not in text and any(full.startswith(text[2:]) for full in longs):
-                    i += 1  # `--suffix .bak`: the next word is its argument
+                if longs and "=" not in text:
+                    name = text[2:]
+                    for full in longs:  # not `any()` of a generator: a closure cell per call
+                        if full.startswith(name):
+                            i += 1  # `--suffix .bak`: the next word is its argument
+                            break
             else:
                 letters = text[1:]
                 for k, letter in enumerate(letters):
@@ -263,7 +284,7 @@ def _operands(command: SimpleCommand, arg_options: str, program: str = "") -> li
                             i += 1
                         break
         else:
-            out.append(words[i])
+            out.append(word)
         i += 1
     return out
 
@@ -406,7 +427,7 @@ def _cwds(parse: ShellParse, source: str = "") -> tuple[list[str], bool]:
     moved = False
     for command in parse.commands:
         program = command.program
-        if not program.islower():  # else `lower()` changes nothing: no new string per command
+        if program not in LOWER_NAMES:  # else `lower()` changes nothing: no call per command
             program = program.lower()
         if program in _CHDIR_WRAPPERS:
             moved = moved or _wrapper_moves([w.text for w in command.argv])

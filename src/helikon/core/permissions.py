@@ -129,7 +129,11 @@ class CompiledRules:
         globs = self.deny_paths.get(_PATH_KINDS.get(subject.tool, ""))
         if globs:
             path = subject.path
-            return path is None or any(glob.matches_clean(path) for glob in globs)
+            if path is None:
+                return True
+            for glob in globs:  # not `any()` of a generator: a closure cell per call
+                if glob.matches_clean(path):
+                    return True
         return False
 
     def allows(self, subject: ToolSubject) -> bool:
@@ -141,7 +145,11 @@ class CompiledRules:
             return programs is not None and programs <= self.allow_programs
         globs = self.allow_paths.get(_PATH_KINDS.get(subject.tool, ""))
         path = subject.path
-        return bool(globs) and path is not None and any(glob.matches_clean(path) for glob in globs)
+        if globs and path is not None:
+            for glob in globs:  # not `any()` of a generator: a closure cell per call
+                if glob.matches_clean(path):
+                    return True
+        return False
 
 
 # The kind of path rule a tool's calls meet, by tool name (a lookup, not a call, per decision).
@@ -251,9 +259,9 @@ def _screen(
     else:
         # Without guards the screen is the deny rules' own `could_deny`: no second look.
         if compiled.deny and (screen is compiled or compiled.could_deny(subject)):
-            rule = next((r for r in compiled.deny if r.matches(subject)), None)
-            if rule is not None:
-                return _verdict(False, subject.args, f"denied by {rule!r}", "deny_rule")
+            for rule in compiled.deny:  # not `next()` of a generator: a closure cell per call
+                if rule.matches(subject):
+                    return _verdict(False, subject.args, f"denied by {rule!r}", "deny_rule")
         guards = compiled.guards
         if guards and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
             guards = ()  # none of your guards can match this call: skip them one by one

@@ -27,6 +27,8 @@ from typing import Literal
 
 from . import _guards
 from ._carrier import carrier
+from ._guards import LOWER_NAMES as _LOWER_NAMES
+from ._guards import learn_lower_names as _learn_lower_names
 from ._json import JsonValue
 from .exceptions import UserError
 from .path_glob import PathGlob, clean_path
@@ -55,6 +57,7 @@ _PATH_KEYS = ("path", "file_path", "notebook_path")
 # Wrappers that change neither who runs the program nor which program runs.
 _TRANSPARENT = frozenset({"timeout", "nice", "nohup", "stdbuf", "time", "command", "builtin", "exec",
                           "find", "xargs", "setsid", "unbuffer"})  # fmt: skip
+_NO_PROGRAMS: frozenset[str] = frozenset()
 _STANDARD_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/opt/homebrew/bin"})
 
 
@@ -70,7 +73,7 @@ class ToolSubject:
     ```
     """
 
-    __slots__ = ("_allow", "_guard_cache", "args", "command", "deny_all", "edits", "parse", "path",
+    __slots__ = ("_guard_cache", "allow_programs", "args", "command", "deny_all", "edits", "parse", "path",
                  "path_known", "programs", "raw_path", "tool")  # fmt: skip
 
     tool: str
@@ -83,7 +86,8 @@ class ToolSubject:
     raw_path: str | None
     path_known: bool
     edits: bool
-    _allow: frozenset[str] | None
+    allow_programs: frozenset[str] | None
+    """The programs an allow rule must cover, or `None` when no program rule may allow it."""
     _guard_cache: Mapping[str, str | None] | None
 
     def __init__(self, tool: str, args: JsonValue = None) -> None:
@@ -94,11 +98,11 @@ class ToolSubject:
         self.parse = None
         self.command = None
         self.deny_all = False
-        self.programs = frozenset()
+        self.programs = _NO_PROGRAMS  # `frozenset()` would make a new one per call
         self.path = self.raw_path = None
         self.path_known = True
         self.edits = tool in EDIT_TOOLS
-        self._allow = None
+        self.allow_programs = None
         self._guard_cache = None
         if tool in BASH_TOOLS:
             command = args.get("command") if isinstance(args, dict) else None
@@ -130,20 +134,32 @@ class ToolSubject:
                 names.update(wrappers)
             if allow is None:
                 continue
-            if command.assignments or (wrappers and not _TRANSPARENT.issuperset(wrappers)):
+            if command.assignments:
                 allow = None
                 continue
+            if wrappers:
+                # Not `_TRANSPARENT.issuperset(wrappers)`: that builds a set of the tuple.
+                for wrapper in wrappers:
+                    if wrapper not in _TRANSPARENT:
+                        allow = None
+                        break
+                if allow is None:
+                    continue
             written = command.argv[0].text
             if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
                 allow = None  # `./git` is not the `git` an allow rule means
             elif not command.inline:
                 allow.add(program)
-        joined = "".join(names)
-        if joined.isascii() and joined.lower() == joined:  # cheaper than `islower()`, char by char
-            self.programs = frozenset(names)  # ASCII without capitals: each name is casefolded already
+        if names <= _LOWER_NAMES:  # every name seen before as ASCII without capitals: one set test
+            self.programs = frozenset(names)
         else:
-            self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
-        self._allow = frozenset(allow) if allow else None
+            joined = "".join(names)
+            if joined.isascii() and joined.lower() == joined:  # cheaper than `islower()`, char by char
+                self.programs = frozenset(names)  # ASCII without capitals: each name is casefolded already
+                _learn_lower_names(names)
+            else:
+                self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
+        self.allow_programs = frozenset(allow) if allow else None
 
     def _read_path(self, args: JsonValue) -> None:
         if isinstance(args, dict):
@@ -156,11 +172,6 @@ class ToolSubject:
                         return
                     break
         self.path_known = False  # a malformed call: path rules fail closed
-
-    @property
-    def allow_programs(self) -> frozenset[str] | None:
-        """The programs an allow rule must cover, or `None` when no program rule may allow it."""
-        return self._allow
 
     def guard(self, name: str) -> str | None:
         """The detail of a built-in guard's match (computed once per subject), or `None`."""
