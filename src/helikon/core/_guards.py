@@ -141,7 +141,9 @@ _WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "mv", "dd
 # Names known to be their own `lower()` and `casefold()` (ASCII without capitals), so a
 # program here needs neither call (a set test costs less than `islower()`). Seeded with the
 # names the checks look for; `learn_lower_names` adds the others seen, up to a bound.
-LOWER_NAMES: set[str] = {*_WRITERS, *_CHDIR_WRAPPERS, "cd", "pushd"}
+# The programs `_bash_checks` looks at (all lowercase).
+_NOTED = frozenset({*_WRITERS, *_CHDIR_WRAPPERS, "cd", "pushd"})
+LOWER_NAMES: set[str] = set(_NOTED)
 _LOWER_NAMES_MAX = 4096
 
 
@@ -161,8 +163,14 @@ def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None
     cwd_change = False
     for command in parse.commands:
         program = command.program
-        if program not in LOWER_NAMES:  # else `lower()` changes nothing: no call per command
-            program = program.lower()
+        # A program none of the tests below names (`echo`, `bash`): one look or two (`lower()`
+        # only for a name not known as lowercase), then only its wrappers count.
+        if program not in _NOTED and (program in LOWER_NAMES or (program := program.lower()) not in _NOTED):
+            if command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
+                cwd_change = cwd_change or (
+                    _MOVE_HINT.search(source) is not None and _wrapper_moves(_source_words(source))
+                )
+            continue
         if program in _CHDIR_WRAPPERS:
             cwd_change = cwd_change or _wrapper_moves([w.text for w in command.argv])
         elif command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
