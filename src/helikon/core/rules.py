@@ -95,71 +95,74 @@ class ToolSubject:
             raise UserError(f"the tool name must be a str, got {type(tool).__name__}")
         self.tool = tool
         self.args = args
+        self.path = self.raw_path = None
+        self.path_known = True
+        self.edits = tool in EDIT_TOOLS
+        self._guard_cache = None
+        if tool in BASH_TOOLS:
+            # Each field set once; the commands read here, not in a method: a call less per decision.
+            command = args.get("command") if isinstance(args, dict) else None
+            if isinstance(command, str):
+                self.command = command
+                self.parse = parse = _parse(command)  # `parse_command` without its str check, done here
+            else:
+                self.command = None
+                self.parse = parse = ShellParse(error="the command argument is missing or not a string")
+            if parse.error:  # not `parse.ok`: a property call per decision
+                self.deny_all = True  # fail closed
+                self.programs = _NO_PROGRAMS
+                self.allow_programs = None
+                return
+            self.deny_all = False
+            names: set[str] = set()
+            allow: set[str] | None = set()
+            for simple in parse.commands:
+                program = simple.program
+                names.add(program)
+                wrappers = simple.wrappers
+                if wrappers:
+                    names.update(wrappers)
+                if allow is None:
+                    continue
+                if simple.assignments:
+                    allow = None
+                    continue
+                if wrappers:
+                    # Not `_TRANSPARENT.issuperset(wrappers)`: that builds a set of the tuple.
+                    for wrapper in wrappers:
+                        if wrapper not in _TRANSPARENT:
+                            allow = None
+                            break
+                    if allow is None:
+                        continue
+                written = simple.argv[0].text
+                if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
+                    allow = None  # `./git` is not the `git` an allow rule means
+                elif not simple.inline:
+                    allow.add(program)
+            if names <= _LOWER_NAMES:  # every name seen before as ASCII without capitals: one set test
+                self.programs = frozenset(names)
+            else:
+                joined = "".join(names)
+                if joined.isascii() and joined.lower() == joined:  # cheaper than `islower()`, char by char
+                    self.programs = frozenset(names)  # ASCII without capitals: casefolded already
+                    _learn_lower_names(names)
+                else:
+                    self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
+            self.allow_programs = frozenset(allow) if allow else None
+            return
         self.parse = None
         self.command = None
         self.deny_all = False
         self.programs = _NO_PROGRAMS  # `frozenset()` would make a new one per call
-        self.path = self.raw_path = None
-        self.path_known = True
-        self.edits = tool in EDIT_TOOLS
         self.allow_programs = None
-        self._guard_cache = None
-        if tool in BASH_TOOLS:
-            command = args.get("command") if isinstance(args, dict) else None
-            if isinstance(command, str):
-                self.command = command
-                self.parse = _parse(command)  # `parse_command` without its str check, done here
-            else:
-                self.parse = ShellParse(error="the command argument is missing or not a string")
-            self._read_commands(self.parse)
-        elif tool in READ_TOOLS or tool in EDIT_TOOLS:
+        if tool in READ_TOOLS or tool in EDIT_TOOLS:
             self._read_path(args)
 
     @classmethod
     def of(cls, tool: str | ToolSubject, args: JsonValue = None) -> ToolSubject:
         """The subject for a call; a `ToolSubject` passes through unchanged."""
         return tool if isinstance(tool, ToolSubject) else cls(tool, args)
-
-    def _read_commands(self, parse: ShellParse) -> None:
-        if parse.error:  # not `parse.ok`: a property call per decision
-            self.deny_all = True  # fail closed
-            return
-        names: set[str] = set()
-        allow: set[str] | None = set()
-        for command in parse.commands:
-            program = command.program
-            names.add(program)
-            wrappers = command.wrappers
-            if wrappers:
-                names.update(wrappers)
-            if allow is None:
-                continue
-            if command.assignments:
-                allow = None
-                continue
-            if wrappers:
-                # Not `_TRANSPARENT.issuperset(wrappers)`: that builds a set of the tuple.
-                for wrapper in wrappers:
-                    if wrapper not in _TRANSPARENT:
-                        allow = None
-                        break
-                if allow is None:
-                    continue
-            written = command.argv[0].text
-            if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
-                allow = None  # `./git` is not the `git` an allow rule means
-            elif not command.inline:
-                allow.add(program)
-        if names <= _LOWER_NAMES:  # every name seen before as ASCII without capitals: one set test
-            self.programs = frozenset(names)
-        else:
-            joined = "".join(names)
-            if joined.isascii() and joined.lower() == joined:  # cheaper than `islower()`, char by char
-                self.programs = frozenset(names)  # ASCII without capitals: each name is casefolded already
-                _learn_lower_names(names)
-            else:
-                self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
-        self.allow_programs = frozenset(allow) if allow else None
 
     def _read_path(self, args: JsonValue) -> None:
         if isinstance(args, dict):
