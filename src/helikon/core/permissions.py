@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ._carrier import carrier, raw_constructor
 from ._guards import CLEAR as GUARDS_CLEAR
+from ._guards import checks as _guard_checks
 from ._json import JsonValue
 from .events import AgentEvent, ApprovalRequested
 from .governance import PermissionMode
@@ -265,8 +266,10 @@ def _screen(
         guards = compiled.guards
         if guards and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
             guards = ()  # none of your guards can match this call: skip them one by one
-    if ctx.default_guards and subject.guard_checks() is not GUARDS_CLEAR:
-        # Some built-in guard trips (one test for the usual case where none does).
+    if ctx.default_guards and _guard_checks(subject) is not GUARDS_CLEAR:
+        # Some built-in guard trips (one test for the usual case where none does). Asked
+        # directly, not through `subject.guard_checks()`: a call less; a guard that trips
+        # asks again below, which for Bash is one lookup in the checks' own cache.
         defaults = GuardRule.destructive_defaults()
         guards = (*defaults, *guards) if guards else defaults
     if not guards:
