@@ -148,9 +148,12 @@ _LOWER_NAMES_MAX = 4096
 
 
 def learn_lower_names(names: set[str]) -> None:
-    """Remember `names`, which the caller found ASCII without capitals, in `LOWER_NAMES`."""
+    """Remember `names`, which the caller found ASCII without capitals, in `LOWER_NAMES`.
+
+    Only short ones: the set is never cleared, and a name comes from the model's command.
+    """
     if len(LOWER_NAMES) < _LOWER_NAMES_MAX:
-        LOWER_NAMES.update(names)
+        LOWER_NAMES.update([name for name in names if len(name) <= 64])
 
 
 def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None]:
