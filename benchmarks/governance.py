@@ -145,12 +145,14 @@ def main() -> None:
     decisions = asyncio.run(time_decisions(args.repeats, args.per_block))
     runs = asyncio.run(time_runs(args.repeats, max(args.per_block // 10, 50)))
 
+    # The target is judged on the median block; the fastest block is shown beside it because
+    # on a shared machine a loaded minute slows every row alike (by up to ~1.7x here).
     print("One permission decision (default guards + 50 rules), median per call; target < 50 µs:")
-    print(f"{'call':<16} {'verdict':<20} {'µs/call':>8}  target")
+    print(f"{'call':<16} {'verdict':<20} {'µs/call':>8} {'fastest':>8}  target")
     for label, row in decisions.items():
         verdict = f"{'allow' if row['allowed'] else 'deny'} ({row['step']})"
         met = "MET" if row["median_us"] < TARGET_US else "NOT MET"
-        print(f"{label:<16} {verdict:<20} {row['median_us']:>8.1f}  {met}")
+        print(f"{label:<16} {verdict:<20} {row['median_us']:>8.1f} {row['min_us']:>8.1f}  {met}")
     print()
     print("One agent run with one tool call (mean per run):")
     base = runs["guards + redaction off"]
