@@ -1,5 +1,5 @@
 # One-liners over uv. The README and .ci/run call these same targets.
-.PHONY: install format lint typecheck test bench demo
+.PHONY: install test-deps format lint typecheck test bench demo
 
 UV ?= uv
 
@@ -7,6 +7,10 @@ install:
 	$(UV) sync --locked --all-extras
 	# Byte-compile the package: PYTHONDONTWRITEBYTECODE may be set, and import time matters.
 	$(UV) run python -m compileall -q src
+
+# System packages the suite needs (server binaries); installs only what is missing.
+test-deps:
+	bash scripts/test-deps.sh
 
 format:
 	$(UV) run ruff format src tests examples benchmarks
@@ -19,7 +23,7 @@ lint:
 typecheck:
 	$(UV) run pyright
 
-test: install lint typecheck
+test: test-deps install lint typecheck
 	$(UV) run pytest
 
 demo:

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Installs what the test suite needs beyond the Python environment: the server binaries the
+# integration tests start on 127.0.0.1 (helikon.testing.servers). `make test` runs this first,
+# and `.ci/run` runs `make test`, so the README's command and CI share one install step.
+#
+# Only missing packages are installed (apt-get, as root or through passwordless sudo). No
+# system service is started: a policy-rc.d that refuses every start is in place while the
+# packages install, and the suite starts its own throwaway servers.
+set -euo pipefail
+
+missing=()
+if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v initdb >/dev/null 2>&1; then
+  missing+=(postgresql)
+fi
+command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+
+if [ "${#missing[@]}" -eq 0 ]; then
+  exit 0
+fi
+
+sudo=()
+if [ "$(id -u)" -ne 0 ]; then
+  if ! command -v sudo >/dev/null 2>&1; then
+    echo "test-deps: missing ${missing[*]}; install them (apt-get install ${missing[*]}) or run as root" >&2
+    exit 1
+  fi
+  sudo=(sudo -n)
+fi
+if ! command -v apt-get >/dev/null 2>&1; then
+  echo "test-deps: missing ${missing[*]} and no apt-get here; install them with this system's package manager" >&2
+  exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+log="$(mktemp)"
+policy=/usr/sbin/policy-rc.d
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' | "${sudo[@]}" tee "$policy" >/dev/null
+  "${sudo[@]}" chmod 755 "$policy"
+  trap '"${sudo[@]}" rm -f "$policy"' EXIT
+fi
+echo "test-deps: installing ${missing[*]} (apt-get)"
+if ! { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "test-deps: apt-get could not install ${missing[*]} (output above)" >&2
+  exit 1
+fi
+rm -f "$log"
