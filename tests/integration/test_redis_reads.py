@@ -10,6 +10,7 @@ import gc
 from collections.abc import AsyncIterator
 from typing import Any
 
+import hiredis  # noqa: F401  # in the sessions-redis extra: missing fails, never skips
 import pytest
 import redis.asyncio as aioredis
 from redis._parsers import _AsyncRESP2Parser  # pyright: ignore[reportPrivateUsage]
@@ -26,8 +27,6 @@ from helikon.sessions.redis import RedisSession, counter_key, stream_key
 from helikon.testing.servers import free_port
 
 pytestmark = pytest.mark.integration
-
-pytest.importorskip("hiredis")  # a dependency of the sessions-redis extra
 
 # How each client is built, and whether its session reads plain XRANGE pages.
 CLIENTS: dict[str, tuple[dict[str, Any], bool]] = {
