@@ -45,6 +45,7 @@ from .items import (
     UserMessage,
 )
 from .loop import (
+    TOOL_DENIED_PREFIX,
     ApplyHandoff,
     ApplyingHandoff,
     CallModel,
@@ -187,6 +188,7 @@ class _Run:
                 handoffs={name: h.target for name, h in handoffs.items()} if handoffs else {},
                 agent_depth=ctx.agent_depth,
                 max_agent_depth=self.config.max_agent_depth,
+                fail_on_tool_denied=self.config.fail_on_tool_denied,
             )
             conversation: list[Item] = []
             tctx.conversation = conversation
@@ -540,7 +542,10 @@ class _Run:
             message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
             return _outcome(call, message, "invalid_args")
         except Denied as exc:
-            return _outcome(call, exc.reason, "denied")
+            # A refusal (a path outside the sandbox, say) is data for the model, streamed
+            # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
+            self.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
+            return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
         except Exception as exc:
             return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
         finally:

@@ -75,7 +75,8 @@ class Tool(Protocol[Ctx]):
     """A callable the model can invoke.
 
     Raise `ToolError.InvalidArgs` when the arguments do not fit, `ToolError.Denied` to
-    refuse (the run fails), or any other exception (the model sees it as an error result).
+    refuse (the model reads the reason; `RunConfig.fail_on_tool_denied` fails the run
+    instead), or any other exception (the model sees it as an error result).
     """
 
     @property
