@@ -15,7 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._carrier import raw_constructor
-from ._json import JsonValue
+from ._tool_args import over_limit_message
+from ._tool_args import parse_args as _parse_args
 from ._tracing import RunTrace, attach, detach, traced, tracing_possible
 from .agent import AgentInput
 from .context import RunConfig, RunContext, ToolContext
@@ -512,6 +513,10 @@ class _Run:
                 call, f"Error: there is no tool named {call.name!r} (available: {known}).", "error"
             )
         args = call.args
+        if type(args) is str:  # not JSON, or cut at a limit (then nothing else sees it)
+            refused = over_limit_message(args)
+            if refused is not None:
+                return _outcome(call, refused, "invalid_args")
         if self.hooks:
             decision = await self.fire(
                 HookEvent("pre_tool_use", agent=agent.name, tool=call.name, call_id=call.call_id, args=args)
@@ -678,15 +683,6 @@ def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcom
     return ToolCallOutcome(
         call_id=call.call_id, name=call.name, content=(TextPart(text=message),), status=status
     )
-
-
-def _parse_args(raw: str) -> JsonValue:
-    if not raw:
-        return {}
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw  # kept verbatim: the tool reports it to the model as invalid arguments
 
 
 def drive(
