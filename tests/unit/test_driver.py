@@ -31,6 +31,7 @@ from helikon import (
     RateLimited,
     RunCancelled,
     RunCompleted,
+    RunConfig,
     RunContext,
     RunError,
     RunFailed,
@@ -339,19 +340,49 @@ async def test_invalid_arguments_are_fed_back_once_then_the_run_fails() -> None:
     assert info.value.kind == "tool_error"
 
 
-async def test_a_denied_tool_fails_the_run() -> None:
-    @tool
-    async def guarded(path: str) -> str:
-        """Read a file inside the sandbox."""
-        raise Denied(f"{path} is outside the sandbox")
+@tool
+async def guarded(path: str) -> str:
+    """Read a file inside the sandbox."""
+    raise Denied(f"{path} is outside the sandbox")
 
+
+async def test_a_denied_tool_goes_back_to_the_model_and_the_run_goes_on() -> None:
+    agent, model = agent_with(
+        [tool_call_turn("guarded", {"path": "/etc/passwd"}, call_id="c1"), text_turn("I may not read that.")],
+        tools=[guarded],
+    )
+    events = await events_of(agent)
+    assert isinstance(events[-1], RunCompleted)
+    seen = model.requests[1].messages[-1]
+    assert isinstance(seen, ToolResult) and seen.is_error
+    assert seen.text == "Error: the tool refused the call: /etc/passwd is outside the sandbox"
+    # The same event a permission denial streams, before the result the model reads.
+    denied = PermissionDenied(tool="guarded", reason="/etc/passwd is outside the sandbox", call_id="c1")
+    assert denied in events
+    assert events.index(denied) < next(i for i, e in enumerate(events) if isinstance(e, ToolOutputItem))
+
+
+async def test_a_denied_tool_streams_the_event_live_beside_an_approval_handler() -> None:
     agent, _ = agent_with(
-        [tool_call_turn("guarded", {"path": "/etc/passwd"}), text_turn("x")], tools=[guarded]
+        [tool_call_turn("guarded", {"path": "/etc"}, call_id="c1"), text_turn("ok")], tools=[guarded]
+    )
+    ctx = RunContext.ephemeral(None).with_approval_handler(Approver(True))
+    events = await events_of(agent, ctx=ctx)
+    assert PermissionDenied(tool="guarded", reason="/etc is outside the sandbox", call_id="c1") in events
+    assert isinstance(events[-1], RunCompleted)
+
+
+async def test_fail_on_tool_denied_fails_the_run_as_before() -> None:
+    agent, model = agent_with(
+        [tool_call_turn("guarded", {"path": "/etc/passwd"}), text_turn("x")],
+        tools=[guarded],
+        run_config=RunConfig(fail_on_tool_denied=True),
     )
     with pytest.raises(RunError) as info:
         await agent.run("go")
     assert info.value.kind == "tool_denied"
-    assert "outside the sandbox" in str(info.value)
+    assert str(info.value).endswith("tool 'guarded' refused: /etc/passwd is outside the sandbox")
+    assert len(model.requests) == 1
 
 
 async def test_a_model_error_fails_the_run_with_its_kind() -> None:

@@ -302,16 +302,33 @@ def test_the_retry_allowance_survives_the_next_model_turn() -> None:
     assert out.next_state == ExecutingTools(calls=(CALL,), turn=1, args_retried=("lookup",))
 
 
-def test_a_denied_tool_fails_the_run_after_recording_every_result() -> None:
-    denied = ToolCallOutcome(
-        call_id="c1", name="lookup", content=(TextPart(text="outside sandbox"),), status="denied"
-    )
+DENIED = ToolCallOutcome(
+    call_id="c1",
+    name="lookup",
+    content=(TextPart(text="Error: the tool refused the call: outside sandbox"),),
+    status="denied",
+)
+
+
+def test_a_denied_tool_goes_back_to_the_model() -> None:
     out = transition(
-        ExecutingTools(calls=(CALL, CALL2), turn=0), ToolResults(outcomes=(denied, outcome_ok(CALL2))), ctx()
+        ExecutingTools(calls=(CALL, CALL2), turn=0), ToolResults(outcomes=(DENIED, outcome_ok(CALL2))), ctx()
+    )
+    assert out.next_state == CallingModel(turn=1)
+    assert [e.type for e in out.events] == ["tool_output_item", "tool_output_item", "turn_started"]
+    [first, _] = out.conversation_appends
+    assert isinstance(first, ToolResult) and first.is_error and "outside sandbox" in first.text
+
+
+def test_fail_on_tool_denied_fails_the_run_after_recording_every_result() -> None:
+    out = transition(
+        ExecutingTools(calls=(CALL, CALL2), turn=0),
+        ToolResults(outcomes=(DENIED, outcome_ok(CALL2))),
+        ctx(fail_on_tool_denied=True),
     )
     assert isinstance(out.next_state, Failed)
     assert out.next_state.error.kind == "tool_denied"
-    assert "outside sandbox" in out.next_state.error.message
+    assert out.next_state.error.message == "tool 'lookup' refused: outside sandbox"
     assert [e.type for e in out.events] == ["tool_output_item", "tool_output_item", "run_failed"]
     assert len(out.conversation_appends) == 2
 

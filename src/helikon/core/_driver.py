@@ -15,7 +15,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ._carrier import raw_constructor
-from ._json import JsonValue
+from ._tool_args import over_limit_message
+from ._tool_args import parse_args as _parse_args
 from ._tracing import RunTrace, attach, detach, traced, tracing_possible
 from .agent import AgentInput
 from .context import RunConfig, RunContext, ToolContext
@@ -45,6 +46,7 @@ from .items import (
     UserMessage,
 )
 from .loop import (
+    TOOL_DENIED_PREFIX,
     ApplyHandoff,
     ApplyingHandoff,
     CallModel,
@@ -187,6 +189,7 @@ class _Run:
                 handoffs={name: h.target for name, h in handoffs.items()} if handoffs else {},
                 agent_depth=ctx.agent_depth,
                 max_agent_depth=self.config.max_agent_depth,
+                fail_on_tool_denied=self.config.fail_on_tool_denied,
             )
             conversation: list[Item] = []
             tctx.conversation = conversation
@@ -510,6 +513,10 @@ class _Run:
                 call, f"Error: there is no tool named {call.name!r} (available: {known}).", "error"
             )
         args = call.args
+        if type(args) is str:  # not JSON, or cut at a limit (then nothing else sees it)
+            refused = over_limit_message(args)
+            if refused is not None:
+                return _outcome(call, refused, "invalid_args")
         if self.hooks:
             decision = await self.fire(
                 HookEvent("pre_tool_use", agent=agent.name, tool=call.name, call_id=call.call_id, args=args)
@@ -540,7 +547,10 @@ class _Run:
             message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
             return _outcome(call, message, "invalid_args")
         except Denied as exc:
-            return _outcome(call, exc.reason, "denied")
+            # A refusal (a path outside the sandbox, say) is data for the model, streamed
+            # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
+            self.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
+            return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
         except Exception as exc:
             return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
         finally:
@@ -673,15 +683,6 @@ def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcom
     return ToolCallOutcome(
         call_id=call.call_id, name=call.name, content=(TextPart(text=message),), status=status
     )
-
-
-def _parse_args(raw: str) -> JsonValue:
-    if not raw:
-        return {}
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw  # kept verbatim: the tool reports it to the model as invalid arguments
 
 
 def drive(

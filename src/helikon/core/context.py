@@ -54,6 +54,9 @@ class RunConfig:
             tools start — with turn markers for crash repair, instead of only after the run.
             None (the default): on for durable sessions (SQLite, PostgreSQL, Redis, or any
             session whose `durable` attribute is true), off for `MemorySession`.
+        fail_on_tool_denied: Make a tool's `ToolError.Denied` fail the run (`tool_denied`). Off by
+            default: the model reads the refusal as an error result (and `PermissionDenied` is
+            streamed), so one refused call does not end the run.
     """
 
     max_turns: int = 16
@@ -63,6 +66,7 @@ class RunConfig:
     record_requests: bool = False
     record_tool_starts: bool = False
     durable: bool | None = None
+    fail_on_tool_denied: bool = False
 
     def __post_init__(self) -> None:
         _positive_int("RunConfig", "max_turns", self.max_turns)

@@ -12,7 +12,7 @@ HelikonError
 │   └── OtherModelError        anything else (`ModelError.Other`)
 ├── ToolError                  a tool failed; the model sees it as an error result
 │   ├── InvalidArgs            the arguments did not match the schema (fed back to the model once)
-│   └── Denied                 the tool refused (not recoverable: the run fails)
+│   └── Denied                 the tool refused (not retryable into success; the model reads why)
 ├── SessionError               a session backend failed
 │   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)
 │   ├── SessionBackendError    the backend reported an error (`SessionError.Backend`)
@@ -146,7 +146,12 @@ class InvalidArgs(ToolError):
 
 
 class Denied(ToolError):
-    """The tool refused to run (a safety boundary). Not recoverable: the run fails."""
+    """The tool refused to run (a safety boundary, e.g. a path outside the sandbox).
+
+    Not recoverable: the same call cannot succeed. The model reads the reason as an error
+    result and the run streams `PermissionDenied`; `RunConfig(fail_on_tool_denied=True)`
+    fails the run (`tool_denied`) instead.
+    """
 
     def __init__(self, reason: str) -> None:
         self.reason = reason

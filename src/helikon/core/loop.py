@@ -217,6 +217,9 @@ class ModelFailed:
 
 ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied"]
 
+TOOL_DENIED_PREFIX = "Error: the tool refused the call: "
+"""What the model reads before the reason of a tool's `ToolError.Denied`."""
+
 
 @carrier
 class ToolCallOutcome:
@@ -333,6 +336,8 @@ class TransitionCtx:
     agent_depth: int = 0
     """How deeply this run is nested; a handoff nests one level deeper."""
     max_agent_depth: int = 8
+    fail_on_tool_denied: bool = False
+    """Whether a tool's `Denied` fails the run (`tool_denied`) instead of going back to the model."""
 
 
 @carrier(kw_only=False)
@@ -550,10 +555,10 @@ def _after_tools(state: ExecutingTools, input: ToolResults, ctx: TransitionCtx) 
         events.append(ToolOutputItem(item=result))
         if failure is not None:
             continue
-        if outcome.status == "denied":
+        if outcome.status == "denied" and ctx.fail_on_tool_denied:
             failure = AgentError(
                 kind="tool_denied",
-                message=f"tool {outcome.name!r} refused: {result.text}",
+                message=f"tool {outcome.name!r} refused: {result.text.removeprefix(TOOL_DENIED_PREFIX)}",
                 cause=outcome.name,
             )
         elif outcome.status == "invalid_args":

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 from ._carrier import carrier
 from ._json import JsonObject, JsonValue
+from ._tool_args import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH
 from .items import ContentPart, TextPart
 
 Ctx = TypeVar("Ctx")
@@ -75,7 +76,9 @@ class Tool(Protocol[Ctx]):
     """A callable the model can invoke.
 
     Raise `ToolError.InvalidArgs` when the arguments do not fit, `ToolError.Denied` to
-    refuse (the run fails), or any other exception (the model sees it as an error result).
+    refuse (the model reads the reason; `RunConfig.fail_on_tool_denied` fails the run
+    instead), or any other exception (the model sees it as an error result). Arguments
+    past `MAX_TOOL_ARGS_DEPTH` or `MAX_TOOL_ARGS_CHARS` never reach `invoke`.
     """
 
     @property
@@ -108,4 +111,4 @@ class Tool(Protocol[Ctx]):
         ...
 
 
-__all__ = ["Tool", "ToolEffect", "ToolOutput"]
+__all__ = ["MAX_TOOL_ARGS_CHARS", "MAX_TOOL_ARGS_DEPTH", "Tool", "ToolEffect", "ToolOutput"]
