@@ -429,16 +429,20 @@ async def test_list_sessions_pages_and_metadata_updates(postgres_pool: asyncpg.P
         await PostgresSession.list_sessions(postgres_pool, limit=0)
 
 
-async def test_chosen_ids_are_stored_and_a_partial_retry_is_refused(postgres_pool: asyncpg.Pool) -> None:
+async def test_chosen_ids_are_stored_and_a_retry_appends_only_the_rest(postgres_pool: asyncpg.Pool) -> None:
     session = await PostgresSession.open(postgres_pool, "ids")
     await session.append([say("a"), say("b")], ids=["id-a", "id-b"])
     await session.append([say("c")])
     stored = await postgres_pool.fetch("SELECT event_id FROM session_events ORDER BY sequence")
     assert [row[0] for row in stored] == ["id-a", "id-b", None]
-    with pytest.raises(UserError, match="1 of the 2 ids"):
-        await session.append([say("x"), say("b")], ids=["id-x", "id-b"])
-    records = await session.records()
-    assert [r.id for r in records][:2] == ["id-a", "id-b"] and len(records) == 3
+    with pytest.raises(UserError, match=r"id 'id-b' is stored in session 'ids' \(seq 1\) for another event"):
+        await session.append([say("x"), say("not b")], ids=["id-x", "id-b"])
+    assert len(await session.records()) == 3
+    await session.append([say("x"), say("b")], ids=["id-x", "id-b"])  # "b" is stored: only "x" is new
+    stored = await postgres_pool.fetch("SELECT event_id FROM session_events ORDER BY sequence")
+    assert [row[0] for row in stored] == ["id-a", "id-b", None, "id-x"]
+    count = await postgres_pool.fetchval("SELECT event_count FROM helikon_sessions WHERE session_id = 'ids'")
+    assert count == 4
 
 
 # --- projection checkpoints ------------------------------------------------------------------

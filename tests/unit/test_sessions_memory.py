@@ -507,9 +507,12 @@ async def test_append_arguments_are_checked_before_anything_is_written() -> None
     assert len(session) == 0
     await session.append([], expected_seq=41)  # an empty append checks nothing
     await session.append(one, ids=["a"], expected_seq=-1)
-    with pytest.raises(UserError, match="1 of the 2 ids of this append are already stored"):
-        await session.append(one * 2, ids=["b", "a"])
+    other = UserMessageEvent(content=(TextPart(text="not x"),))
+    with pytest.raises(UserError, match=r"id 'a' is stored in the session \(seq 0\) for another event"):
+        await session.append([*one, other], ids=["b", "a"])
     assert len(session) == 1
+    await session.append(one * 2, ids=["b", "a"])  # "a" is stored as it is: only "b" is new
+    assert [r.id for r in await session.records()] == ["a", "b"]
 
 
 async def test_records_carry_the_envelope_and_unreadable_events_are_refused_on_read() -> None:
