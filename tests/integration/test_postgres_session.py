@@ -382,12 +382,32 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
+async def wait_until_disconnected(pool: asyncpg.Pool, application_name: str) -> None:
+    """Until the server has no connection named `application_name` (a killed client's).
+
+    A client killed right after sending COMMIT leaves the server to finish that transaction:
+    only once its backend has exited is the log final.
+    """
+    async with pool.acquire() as conn, asyncio.timeout(60):
+        while True:
+            # pg_stat_activity is a snapshot per transaction: drop it, so each look is fresh.
+            await conn.execute("SELECT pg_stat_clear_snapshot()")
+            found = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", application_name
+            )
+            if not found:
+                return
+            await asyncio.sleep(0.01)
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.013, 0.037])
 async def test_a_writer_killed_mid_append_leaves_whole_batches(
     postgres_dsn: str, postgres_pool: asyncpg.Pool, delay: float
 ) -> None:
+    name = f"helikon-crash-writer-{delay}"
+    dsn = f"{postgres_dsn}?application_name={name}"  # asyncpg sends it as a server setting
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", BATCHES, postgres_dsn, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        sys.executable, "-c", BATCHES, dsn, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdout is not None
     try:
@@ -395,9 +415,12 @@ async def test_a_writer_killed_mid_append_leaves_whole_batches(
             async with asyncio.timeout(120):
                 assert await process.stdout.readline(), (await process.stderr.read()).decode()  # type: ignore[union-attr]
         await asyncio.sleep(delay)
+        writers = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1"
+        assert await postgres_pool.fetchval(writers, name), "the writer's connections are not named"
     finally:
         process.send_signal(signal.SIGKILL)
         await process.wait()
+    await wait_until_disconnected(postgres_pool, name)
     session = PostgresSession.open_without_migrate(postgres_pool, "crash")
     entries = await session.events()
     assert len(entries) >= 600 and len(entries) % 200 == 0, len(entries)

@@ -223,11 +223,30 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
+async def clients_named(client: aioredis.Redis, name: str) -> int:
+    return sum(1 for found in await client.client_list() if found.get("name") == name)
+
+
+async def wait_until_disconnected(client: aioredis.Redis, name: str) -> None:
+    """Until the server lists no client named `name` (a killed one's connection).
+
+    The server may not have read the killed client's last script call yet; it runs every
+    command it reads before it drops the connection, so once that is gone the log is final.
+    """
+    async with asyncio.timeout(60):
+        while True:
+            if not await clients_named(client, name):
+                return
+            await asyncio.sleep(0.01)
+
+
 async def test_a_writer_killed_mid_append_leaves_whole_batches(
     redis_url: str, redis_client: aioredis.Redis
 ) -> None:
+    name = "helikon-crash-writer"
+    url = f"{redis_url}?client_name={name}"  # redis-py names each connection (CLIENT SETNAME)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", BATCHES, redis_url, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        sys.executable, "-c", BATCHES, url, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdout is not None
     try:
@@ -235,9 +254,11 @@ async def test_a_writer_killed_mid_append_leaves_whole_batches(
             async with asyncio.timeout(120):
                 assert await process.stdout.readline()
         await asyncio.sleep(0.01)
+        assert await clients_named(redis_client, name), "the writer's connection is not named"
     finally:
         process.send_signal(signal.SIGKILL)
         await process.wait()
+    await wait_until_disconnected(redis_client, name)
     session = RedisSession(redis_client, "crash")
     entries = await session.events()
     assert len(entries) >= 600 and len(entries) % 200 == 0, len(entries)
