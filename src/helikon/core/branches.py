@@ -257,7 +257,9 @@ class Branching(ABC):
         events = [entry.event for entry in await self.events()]
         last = len(events) - 1 if expected is None else expected
         _check_cut("rewind", events[: last + 1], to_seq, -1)  # the log as the caller saw it
-        marker_id = f"helikon-rewound-{last + 1}"  # the seq it is written at: one per log
+        # Named after the session and the seq it is written at: a retry finds it, and a fork's
+        # copy of it (same seq, another session) is not taken for this caller's.
+        marker_id = f"helikon-rewound-{self.session_id}-{last + 1}"
         await self.append([Rewound(to_seq=to_seq)], ids=[marker_id], expected_seq=last)
 
     async def branches(self) -> list[Branch]:
