@@ -382,12 +382,32 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
+async def wait_until_disconnected(pool: asyncpg.Pool, application_name: str) -> None:
+    """Until the server has no connection named `application_name` (a killed client's).
+
+    A client killed right after sending COMMIT leaves the server to finish that transaction:
+    only once its backend has exited is the log final.
+    """
+    async with pool.acquire() as conn, asyncio.timeout(60):
+        while True:
+            # pg_stat_activity is a snapshot per transaction: drop it, so each look is fresh.
+            await conn.execute("SELECT pg_stat_clear_snapshot()")
+            found = await conn.fetchval(
+                "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", application_name
+            )
+            if not found:
+                return
+            await asyncio.sleep(0.01)
+
+
 @pytest.mark.parametrize("delay", [0.0, 0.013, 0.037])
 async def test_a_writer_killed_mid_append_leaves_whole_batches(
     postgres_dsn: str, postgres_pool: asyncpg.Pool, delay: float
 ) -> None:
+    name = f"helikon-crash-writer-{delay}"
+    dsn = f"{postgres_dsn}?application_name={name}"  # asyncpg sends it as a server setting
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", BATCHES, postgres_dsn, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        sys.executable, "-c", BATCHES, dsn, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdout is not None
     try:
@@ -395,9 +415,12 @@ async def test_a_writer_killed_mid_append_leaves_whole_batches(
             async with asyncio.timeout(120):
                 assert await process.stdout.readline(), (await process.stderr.read()).decode()  # type: ignore[union-attr]
         await asyncio.sleep(delay)
+        writers = "SELECT count(*) FROM pg_stat_activity WHERE application_name = $1"
+        assert await postgres_pool.fetchval(writers, name), "the writer's connections are not named"
     finally:
         process.send_signal(signal.SIGKILL)
         await process.wait()
+    await wait_until_disconnected(postgres_pool, name)
     session = PostgresSession.open_without_migrate(postgres_pool, "crash")
     entries = await session.events()
     assert len(entries) >= 600 and len(entries) % 200 == 0, len(entries)
@@ -429,16 +452,20 @@ async def test_list_sessions_pages_and_metadata_updates(postgres_pool: asyncpg.P
         await PostgresSession.list_sessions(postgres_pool, limit=0)
 
 
-async def test_chosen_ids_are_stored_and_a_partial_retry_is_refused(postgres_pool: asyncpg.Pool) -> None:
+async def test_chosen_ids_are_stored_and_a_retry_appends_only_the_rest(postgres_pool: asyncpg.Pool) -> None:
     session = await PostgresSession.open(postgres_pool, "ids")
     await session.append([say("a"), say("b")], ids=["id-a", "id-b"])
     await session.append([say("c")])
     stored = await postgres_pool.fetch("SELECT event_id FROM session_events ORDER BY sequence")
     assert [row[0] for row in stored] == ["id-a", "id-b", None]
-    with pytest.raises(UserError, match="1 of the 2 ids"):
-        await session.append([say("x"), say("b")], ids=["id-x", "id-b"])
-    records = await session.records()
-    assert [r.id for r in records][:2] == ["id-a", "id-b"] and len(records) == 3
+    with pytest.raises(UserError, match=r"id 'id-b' is stored in session 'ids' \(seq 1\) for another event"):
+        await session.append([say("x"), say("not b")], ids=["id-x", "id-b"])
+    assert len(await session.records()) == 3
+    await session.append([say("x"), say("b")], ids=["id-x", "id-b"])  # "b" is stored: only "x" is new
+    stored = await postgres_pool.fetch("SELECT event_id FROM session_events ORDER BY sequence")
+    assert [row[0] for row in stored] == ["id-a", "id-b", None, "id-x"]
+    count = await postgres_pool.fetchval("SELECT event_count FROM helikon_sessions WHERE session_id = 'ids'")
+    assert count == 4
 
 
 # --- projection checkpoints ------------------------------------------------------------------

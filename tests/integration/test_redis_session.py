@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 
 import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import ResponseError
 from session_helpers import every_kind, say, seqs, texts
 
 from helikon.core._log_cache import WARM
@@ -222,11 +223,30 @@ asyncio.run(main(*sys.argv[1:]))
 """
 
 
+async def clients_named(client: aioredis.Redis, name: str) -> int:
+    return sum(1 for found in await client.client_list() if found.get("name") == name)
+
+
+async def wait_until_disconnected(client: aioredis.Redis, name: str) -> None:
+    """Until the server lists no client named `name` (a killed one's connection).
+
+    The server may not have read the killed client's last script call yet; it runs every
+    command it reads before it drops the connection, so once that is gone the log is final.
+    """
+    async with asyncio.timeout(60):
+        while True:
+            if not await clients_named(client, name):
+                return
+            await asyncio.sleep(0.01)
+
+
 async def test_a_writer_killed_mid_append_leaves_whole_batches(
     redis_url: str, redis_client: aioredis.Redis
 ) -> None:
+    name = "helikon-crash-writer"
+    url = f"{redis_url}?client_name={name}"  # redis-py names each connection (CLIENT SETNAME)
     process = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", BATCHES, redis_url, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
+        sys.executable, "-c", BATCHES, url, "crash", stdout=subprocess.PIPE, stderr=subprocess.PIPE
     )
     assert process.stdout is not None
     try:
@@ -234,9 +254,11 @@ async def test_a_writer_killed_mid_append_leaves_whole_batches(
             async with asyncio.timeout(120):
                 assert await process.stdout.readline()
         await asyncio.sleep(0.01)
+        assert await clients_named(redis_client, name), "the writer's connection is not named"
     finally:
         process.send_signal(signal.SIGKILL)
         await process.wait()
+    await wait_until_disconnected(redis_client, name)
     session = RedisSession(redis_client, "crash")
     entries = await session.events()
     assert len(entries) >= 600 and len(entries) % 200 == 0, len(entries)
@@ -413,17 +435,40 @@ async def test_list_sessions_pages_and_metadata_updates(redis_client: aioredis.R
         await RedisSession.list_sessions(redis_client, offset=-1)
 
 
-async def test_chosen_ids_are_stored_and_a_partial_retry_is_refused(redis_client: aioredis.Redis) -> None:
+async def test_chosen_ids_are_stored_and_a_retry_appends_only_the_rest(redis_client: aioredis.Redis) -> None:
     session = RedisSession(redis_client, "ids")
     await session.append([say("a"), say("b")], ids=["id-a", "id-b"])
     await session.append([say("c")])
     entries = await redis_client.xrange(stream_key("ids"))
     assert [fields.get(b"id") for _, fields in entries] == [b"id-a", b"id-b", None]
     assert await redis_client.hgetall("helikon:session:ids:ids") == {b"id-a": b"0", b"id-b": b"1"}
-    with pytest.raises(UserError, match="1 of the 2 ids"):
-        await session.append([say("x"), say("b")], ids=["id-x", "id-b"])
+    with pytest.raises(UserError, match=r"id 'id-b' is stored in session 'ids' \(seq 1\) for another event"):
+        await session.append([say("x"), say("not b")], ids=["id-x", "id-b"])
+    assert len(await session.records()) == 3
+    await session.append([say("x"), say("b")], ids=["id-x", "id-b"])  # "b" is stored: only "x" is new
     records = await session.records()
-    assert [r.id for r in records][:2] == ["id-a", "id-b"] and len(records) == 3
+    assert [r.id for r in records][:2] == ["id-a", "id-b"] and records[3].id == "id-x" and len(records) == 4
+    assert await redis_client.hget("helikon:session:ids:ids", "id-x") == b"3"
+
+
+async def test_the_append_script_writes_a_retry_only_as_the_client_checked_it(
+    redis_client: aioredis.Redis,
+) -> None:
+    session = RedisSession(redis_client, "checked")
+    await session.append([say("a")], ids=["id-a"])
+    keys = [stream_key("checked"), counter_key("checked"), "helikon:session:checked:ids", "m", "s"]
+    script = redis_client.register_script(redis_sessions.APPEND_SCRIPT)
+    batch: list[str | int] = [2, "", 1, "checked", FORMAT_VERSION, "2"]
+    for event in (say("a"), say("b")):
+        batch += (event.type, encode_event(event), nanoseconds(event.ts))
+    batch += ["id-a", "id-b"]
+    with pytest.raises(ResponseError, match=r"HELIKON_STORED 0,$"):  # not checked at all
+        await script(keys=keys, args=[*batch[:5], "1", *batch[6:]])
+    await session.append([say("b")], ids=["id-b"])  # meanwhile another writer stores "b" too
+    with pytest.raises(ResponseError, match=r"HELIKON_STORED 0,1$"):  # checked, but not "b"
+        await script(keys=keys, args=[*batch, "0,"])
+    assert texts(await session.events()) == ["a", "b"]  # nothing written twice
+    assert await script(keys=keys, args=[*batch, "0,1"]) == -1  # checked, and all of it stored
 
 
 # --- projection checkpoints ------------------------------------------------------------------

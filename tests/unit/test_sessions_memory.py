@@ -507,9 +507,12 @@ async def test_append_arguments_are_checked_before_anything_is_written() -> None
     assert len(session) == 0
     await session.append([], expected_seq=41)  # an empty append checks nothing
     await session.append(one, ids=["a"], expected_seq=-1)
-    with pytest.raises(UserError, match="1 of the 2 ids of this append are already stored"):
-        await session.append(one * 2, ids=["b", "a"])
+    other = UserMessageEvent(content=(TextPart(text="not x"),))
+    with pytest.raises(UserError, match=r"id 'a' is stored in the session \(seq 0\) for another event"):
+        await session.append([*one, other], ids=["b", "a"])
     assert len(session) == 1
+    await session.append(one * 2, ids=["b", "a"])  # "a" is stored as it is: only "b" is new
+    assert [r.id for r in await session.records()] == ["a", "b"]
 
 
 async def test_records_carry_the_envelope_and_unreadable_events_are_refused_on_read() -> None:
@@ -529,3 +532,23 @@ async def test_records_carry_the_envelope_and_unreadable_events_are_refused_on_r
             UnreadableSessionEvent, match="event 1 of the session is stored in format version 3"
         ):
             await read()
+
+
+async def test_a_forks_copy_of_a_rewind_is_not_taken_for_a_stale_rewind_of_its_own() -> None:
+    import pytest
+
+    from helikon import MemoryStore, SessionConflict
+
+    said = user
+    store = MemoryStore()
+    parent = await store.open("parent")
+    await parent.append([said("u0"), said("u1"), said("u2"), said("u3")])
+    await parent.rewind(1, expected_seq=3)  # the marker is seq 4
+    await parent.append([said("u4")])
+    child = await parent.fork(5, session_id="child")  # copies seqs 0..5, the marker included
+    # The same rewind from the same stale view: in the child it is a conflict, not a retry.
+    with pytest.raises(SessionConflict) as raised:
+        await child.rewind(1, expected_seq=3)
+    assert (raised.value.expected_seq, raised.value.actual_seq) == (3, 6)
+    await parent.rewind(1, expected_seq=3)  # in the parent it is a retry: a no-op
+    assert len(await parent.events()) == 6 and len(await child.events()) == 7

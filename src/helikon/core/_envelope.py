@@ -1,4 +1,4 @@
-"""What every backend's `append` checks before it writes: the ids, `expected_seq`, and v1 ids.
+"""What every backend's `append` checks before it writes: the ids, `expected_seq`, retries, and v1 ids.
 
 Shared so that the four backends agree on every argument rule and message.
 """
@@ -8,10 +8,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from ._json import JsonValue
-from .exceptions import UserError
+from .codec import decode_event, encode_event
+from .exceptions import SessionConflict, UserError
 
 _V1_IDS = uuid.UUID("9b6a4f62-3c1e-5d0a-8e3b-68656c696b6f")
 """The namespace of the ids given to events stored before ids existed (format 1)."""
@@ -53,14 +54,72 @@ def check_expected_seq(expected_seq: int | None) -> int | None:
     return expected_seq
 
 
-def partly_stored(session_id: str | None, stored: int, total: int) -> UserError:
-    """The error for an append whose ids are stored already for some of its events, not all."""
-    where = f"session {session_id!r}" if session_id is not None else "the session"
-    return UserError(
-        f"{stored} of the {total} ids of this append are already stored in {where}, "
-        "so it is neither a new batch nor a retry of one: retry a failed append with exactly the same "
-        "events and ids, and give new events new ids"
-    )
+def retry_plan(
+    session_id: str | None,
+    payloads: Sequence[str | bytes],
+    ids: Sequence[str],
+    stored: Mapping[str, tuple[int, str | bytes]],
+    last: int,
+    expected: int | None,
+) -> list[int]:
+    """Which events of a batch to write when the log may hold some of its `ids` already (a retry).
+
+    Idempotency is per event id: an event whose id is stored with the same content (apart
+    from `ts`: a rebuilt event is the same event) was written by an earlier attempt and is
+    skipped; the others are written, in their order. With `expected`, the log after it may
+    hold this batch's own stored events and nothing else. Run under the append's lock.
+
+    Args:
+        session_id: For the messages (None: not known).
+        payloads: The batch's events as `encode_event` writes them.
+        ids: The batch's ids, one per event.
+        stored: Each of `ids` the log holds: its seq and its stored payload.
+        last: The log's last seq (-1: empty).
+        expected: The append's `expected_seq`, checked.
+
+    Returns:
+        The indexes of the events to write; empty when the whole batch is stored (a no-op).
+
+    Raises:
+        SessionConflict: The log after `expected` holds another writer's events.
+        UserError: An id is stored with other content: ids name events, they are not reusable.
+    """
+    rest: list[int] = []
+    ours_after = 0  # this batch's events stored after `expected`
+    changed: tuple[str, int] | None = None
+    for index, event_id in enumerate(ids):
+        found = stored.get(event_id)
+        if found is None:
+            rest.append(index)
+        elif same_content(found[1], payloads[index]):
+            ours_after += expected is not None and found[0] > expected
+        elif changed is None:
+            changed = (event_id, found[0])
+    if not rest and changed is None:
+        return []
+    if expected is not None and last - expected != ours_after:
+        raise SessionConflict(expected_seq=expected, actual_seq=last, session_id=session_id)
+    if changed is not None:
+        where = f"session {session_id!r}" if session_id is not None else "the session"
+        raise UserError(
+            f"id {changed[0]!r} is stored in {where} (seq {changed[1]}) for another event; nothing was "
+            "written: a retry must repeat each event as it was, and a new event needs a new id"
+        )
+    return rest
+
+
+def same_content(stored: str | bytes, given: str | bytes) -> bool:
+    """Whether two stored payloads are the same event, apart from `ts` (normalized by a round trip)."""
+    return _content(stored) == _content(given)
+
+
+def _content(payload: str | bytes) -> object:
+    data: object = json.loads(encode_event(decode_event(payload)))
+    if not isinstance(data, dict):
+        return data
+    content = dict(cast("dict[str, object]", data))
+    content.pop("ts", None)
+    return content
 
 
 def legacy_event_id(session_id: str, seq: int) -> str:

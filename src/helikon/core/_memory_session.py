@@ -7,10 +7,10 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from ._envelope import check_expected_seq, check_ids, check_page, metadata_json, partly_stored
+from ._envelope import check_expected_seq, check_ids, check_page, metadata_json, retry_plan
 from ._json import JsonValue
 from .branches import Branching
-from .codec import stored_version, upgrade
+from .codec import encode_event, stored_version, upgrade
 from .exceptions import SessionConflict, UnreadableSessionEvent, UserError
 from .session import (
     ConversationSnapshot,
@@ -79,7 +79,7 @@ class MemorySession(Branching):
         self._updated: datetime | None = None
         self._log: list[SessionEvent] = []
         self._ids: list[str] = []
-        self._index: set[str] = set()
+        self._index: dict[str, int] = {}  # each id's seq
         self._unreadable: int | None = None  # the first seq a reader must refuse
         # The running projection of the log: a snapshot folds only the events appended since
         # the last one (the log is append-only), like a durable session's checkpoint + tail.
@@ -140,30 +140,32 @@ class MemorySession(Branching):
         See `Session.append` for `ids` (idempotent retries) and `expected_seq`.
 
         Raises:
-            SessionConflict: The log does not end at `expected_seq`; nothing was added.
-            UserError: Bad `ids` or `expected_seq`, or only some of the `ids` are stored.
+            SessionConflict: The log does not end at `expected_seq` (its own stored events of
+                this batch aside); nothing was added.
+            UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
         """
         chosen = check_ids(events, ids)
         expected = check_expected_seq(expected_seq)
         if not events:
             return
+        last = len(self._log) - 1
         if chosen is None:
             chosen = [str(uuid.uuid4()) for _ in events]  # no place to derive one from: a UUID
         else:
-            index = self._index
-            stored = sum(1 for i in chosen if i in index)
-            if stored == len(chosen):
-                return  # a retry of an append that went through
-            if stored:
-                raise partly_stored(None, stored, len(chosen))
-        last = len(self._log) - 1
+            index, log = self._index, self._log
+            stored = {i: (index[i], encode_event(log[index[i]])) for i in chosen if i in index}
+            if stored:  # a retry: write only what its earlier attempts did not
+                payloads = [encode_event(event) for event in events]
+                rest = retry_plan(None, payloads, chosen, stored, last, expected)
+                self._add([events[k] for k in rest], [chosen[k] for k in rest])
+                return
         if expected is not None and expected != last:
             raise SessionConflict(expected_seq=expected, actual_seq=last)
         self._add(list(events), chosen)
 
     def _add(self, events: list[SessionEvent], ids: list[str]) -> None:
+        start = len(self._log)
         if self._unreadable is None:
-            start = len(self._log)
             for offset, event in enumerate(events):
                 if type(event) is UnknownEvent:  # the only kind a reader may refuse
                     try:
@@ -173,7 +175,7 @@ class MemorySession(Branching):
                         break
         self._log.extend(events)
         self._ids.extend(ids)
-        self._index.update(ids)
+        self._index.update(zip(ids, range(start, start + len(ids)), strict=True))
         if events:
             self._updated = datetime.now(UTC)
             self._created = self._created or self._updated

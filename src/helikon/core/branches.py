@@ -9,7 +9,9 @@ rewinding to a branch's `head_seq` switches to it. `fork(at_seq)` copies events
 the parent: the two then grow independently.
 
 Both refuse a cut inside an open turn (after a tool call, before its result): the
-conversation there is not one a provider accepts.
+conversation there is not one a provider accepts. Both take `expected_seq`, as `append`
+does: a caller that chose the point from an earlier read gets `SessionConflict` if another
+writer appended since, instead of silently cutting that writer's events off the branch.
 
 Every backend (`MemorySession`, SQLite, PostgreSQL, Redis) has these methods, from
 `Branching`; they are built on `append`, `events` and `records` alone.
@@ -48,6 +50,7 @@ from datetime import datetime
 from typing import Any, Self
 
 from ._carrier import carrier
+from ._envelope import check_expected_seq
 from .exceptions import SessionConflict, UserError
 from .items import ReasoningPart, ToolUsePart
 from .session import (
@@ -231,26 +234,41 @@ class Branching(ABC):
     async def _sibling(self, session_id: str) -> Self:
         """A session with id `session_id` in the same store as this one."""
 
-    async def rewind(self, to_seq: int) -> None:
+    async def rewind(self, to_seq: int, *, expected_seq: int | None = None) -> None:
         """Move the head back to `to_seq` (-1: to before the first event), deleting nothing.
 
         Also switches branches: rewind to another branch's `head_seq` (see `branches`).
-        Written with `expected_seq`, so it applies to the log it checked.
+
+        Args:
+            to_seq: The event the conversation ends at again.
+            expected_seq: The seq of the last event the caller read when it chose `to_seq`.
+                If another writer appended since, nothing is written (`SessionConflict`), so
+                their events stay on the active branch. Without it, the rewind applies to
+                the log as it reads it now. The marker's id derives from where it goes, so
+                retrying with the same arguments after a timeout is a no-op.
 
         Raises:
             UserError: `to_seq` is not in the log, is a rewind marker, or cuts between a
                 tool call and its result.
-            SessionConflict: Another writer appended meanwhile; nothing was written.
+            SessionConflict: The log no longer ends at `expected_seq` (or, without it, another
+                writer appended while this call ran); nothing was written.
         """
+        expected = check_expected_seq(expected_seq)
         events = [entry.event for entry in await self.events()]
-        _check_cut("rewind", events, to_seq, -1)
-        await self.append([Rewound(to_seq=to_seq)], expected_seq=len(events) - 1)
+        last = len(events) - 1 if expected is None else expected
+        _check_cut("rewind", events[: last + 1], to_seq, -1)  # the log as the caller saw it
+        # Named after the session and the seq it is written at: a retry finds it, and a fork's
+        # copy of it (same seq, another session) is not taken for this caller's.
+        marker_id = f"helikon-rewound-{self.session_id}-{last + 1}"
+        await self.append([Rewound(to_seq=to_seq)], ids=[marker_id], expected_seq=last)
 
     async def branches(self) -> list[Branch]:
         """Every branch of the log, the active one first (reads the whole log)."""
         return list_branches([entry.event for entry in await self.events()])
 
-    async def fork(self, at_seq: int, *, session_id: str | None = None) -> Self:
+    async def fork(
+        self, at_seq: int, *, session_id: str | None = None, expected_seq: int | None = None
+    ) -> Self:
         """A new session holding this one's events `0..at_seq`, then a `Forked` marker.
 
         The copy keeps seqs and ids, so the two share that history; each grows on its own
@@ -259,29 +277,43 @@ class Branching(ABC):
         Args:
             at_seq: The last event to share (its branch is the fork's conversation).
             session_id: The new session's id; default: a fresh one.
+            expected_seq: The seq of the last event the caller read when it chose `at_seq`:
+                if this session's log no longer ends there, nothing is written
+                (`SessionConflict`), unless `session_id` holds this very fork already (a retry).
 
         Raises:
             UserError: `at_seq` is not in the log or cuts inside a turn, or `session_id`
                 already holds another log.
+            SessionConflict: This session's log does not end at `expected_seq`.
         """
+        expected = check_expected_seq(expected_seq)
         records = await self.records()
-        events = [record.event for record in records]
+        last = len(records) - 1 if expected is None else expected
+        events = [record.event for record in records[: last + 1]]  # the log as the caller saw it
         _check_cut("fork", events, at_seq, 0)
         new_id = session_id if session_id is not None else f"{self.session_id}~{uuid.uuid4().hex[:12]}"
         if not isinstance(new_id, str) or not new_id or new_id == self.session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"fork(session_id={session_id!r}): give a new, non-empty session id")
         shared = records[: at_seq + 1]
         marker = Forked(from_session=self.session_id, at_seq=at_seq)
+        ids = [*(r.id for r in shared), f"helikon-forked-{self.session_id}-{at_seq}"]
         child = await self._sibling(new_id)
         try:
-            await child.append(
-                [*(r.event for r in shared), marker],
-                ids=[*(r.id for r in shared), f"helikon-forked-{self.session_id}-{at_seq}"],
-                expected_seq=-1,
-            )
-        except SessionConflict:
+            if last != len(records) - 1 and [r.id for r in await child.records()] != ids:
+                # The log moved since the caller read it, and this is not a retry of a fork
+                # that went through then.
+                raise SessionConflict(
+                    expected_seq=last, actual_seq=len(records) - 1, session_id=self.session_id
+                )
+            try:
+                await child.append([*(r.event for r in shared), marker], ids=ids, expected_seq=-1)
+            except SessionConflict:
+                raise UserError(
+                    f"fork: session {new_id!r} exists already; choose another session_id"
+                ) from None
+        except BaseException:
             await _close(child)
-            raise UserError(f"fork: session {new_id!r} exists already; choose another session_id") from None
+            raise
         set_metadata = getattr(child, "set_metadata", None)
         if set_metadata is not None:  # lineage where a listing shows it (the log has it anyway)
             await set_metadata(metadata={"forked_from": self.session_id, "forked_at_seq": at_seq})

@@ -341,11 +341,15 @@ class Session(Protocol):
         Args:
             events: The events, in order. An empty list writes nothing (and checks nothing).
             ids: One unique id per event, chosen by the writer; default: a fresh UUID each.
-                Appending a batch whose ids are all stored already is a no-op, so retrying
-                a failed or timed-out append with the same ids never duplicates it (a batch
-                where only some are stored is a `UserError`).
+                Idempotency is per event id: an event whose id is stored already is skipped
+                and the rest are appended, in order, so retrying a failed or timed-out append
+                with the same ids never duplicates an event (and a batch whose ids are all
+                stored is a no-op). A stored id must come with the same event (`ts` aside):
+                one with other content is a `UserError` (a `SessionConflict` if it was stored
+                after `expected_seq`: another writer's), never an overwrite.
             expected_seq: The seq of the last event the writer saw (-1: an empty log). If
-                the log ends elsewhere, the append raises `SessionConflict` and writes nothing.
+                the log ends elsewhere, the append raises `SessionConflict` and writes nothing;
+                the batch's own events stored by an earlier attempt do not count as moving it.
         """
         ...
 

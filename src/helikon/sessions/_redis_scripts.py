@@ -9,23 +9,29 @@ from __future__ import annotations
 
 # KEYS: the stream, the counter, the ids hash, the summary hash, the sessions index.
 # ARGV: n (the number of events), the expected seq ('' for none), the time (ms), the session
-# id, the events' format ('*': one per event, after the events), whether ids follow ('1'),
-# then kind, payload and ts of each event, then (if '*') each one's format, then (if '1') each
-# one's id: three arguments per event in the common case, since each one costs the client.
-# Returns the first seq written, or -1 for a retry already stored; a conflict and a partly
-# stored batch are error replies `HELIKON_CONFLICT <last seq>` and `HELIKON_PARTLY_STORED
-# <how many>`. Everything that can fail is checked before the first write, and Redis denies
-# an out-of-memory script only at its first write, so the script writes all or nothing.
+# id, the events' format ('*': one per event, after the events), whether ids follow ('1'; '2':
+# and after them the stored seqs the client checked), then kind, payload and ts of each event,
+# then (if '*') each one's format, then (if '1' or '2') each one's id, then (if '2') one
+# argument: the seq each id is stored at, comma separated ('' for one not stored). Three
+# arguments per event in the common case, since each one costs the client.
+# Returns the first seq written, or -1 when nothing was left to write. Error replies:
+# `HELIKON_CONFLICT <last seq>`; `HELIKON_STORED <seqs>` when some ids are stored already (a
+# retry) and the client has not checked those events (in that form): it compares their content,
+# then calls again with '2' and the seqs, and the script skips them and writes the rest. With
+# the expected seq, the retry's own stored events after it are not another writer's.
+# Everything that can fail is checked before the first write, and Redis denies an out-of-memory
+# script only at its first write, so the script writes all or nothing.
 APPEND_SCRIPT = """
 local n = tonumber(ARGV[1])
 if n == nil or n < 1 then
   return redis.error_reply('ERR helikon append: malformed arguments')
 end
 local per_event = ARGV[5] == '*'
-local chosen = ARGV[6] == '1'
+local chosen = ARGV[6] == '1' or ARGV[6] == '2'
+local checked = ARGV[6] == '2'
 local versions, ids = 7 + 3 * n, 7 + 3 * n
 if per_event then ids = ids + n end
-if #ARGV ~= ids - 1 + (chosen and n or 0) then
+if #ARGV ~= ids - 1 + (chosen and n or 0) + (checked and 1 or 0) then
   return redis.error_reply('ERR helikon append: malformed arguments')
 end
 local first = tonumber(redis.call('GET', KEYS[2]) or '0')
@@ -40,37 +46,60 @@ if #top > 0 then
       .. ' at or past the counter ' .. KEYS[2] .. ' (' .. first .. '): the counter was lost or changed')
   end
 end
+local skip = nil  -- each event's stored seq ('' if none) when a retry's earlier attempts stored some
+local stored = 0
 if chosen then
-  local stored = 0
+  local seqs = {}
   for i = 0, n - 1 do
-    stored = stored + redis.call('HEXISTS', KEYS[3], ARGV[ids + i])
+    local seq = redis.call('HGET', KEYS[3], ARGV[ids + i])
+    if seq then stored = stored + 1 else seq = '' end
+    seqs[i + 1] = seq
   end
-  if stored == n then return -1 end
-  if stored > 0 then return redis.error_reply('HELIKON_PARTLY_STORED ' .. stored) end
+  if stored > 0 then
+    local found = table.concat(seqs, ',')
+    if not checked or found ~= ARGV[ids + n] then
+      return redis.error_reply('HELIKON_STORED ' .. found)
+    end
+    skip = seqs
+  end
 end
-if ARGV[2] ~= '' and tonumber(ARGV[2]) ~= first - 1 then
-  return redis.error_reply('HELIKON_CONFLICT ' .. string.format('%d', first - 1))
+if stored == n then return -1 end
+if ARGV[2] ~= '' then
+  local expected = tonumber(ARGV[2])
+  local ours = 0
+  if skip then
+    for _, seq in ipairs(skip) do
+      if seq ~= '' and tonumber(seq) > expected then ours = ours + 1 end
+    end
+  end
+  if first - 1 - expected ~= ours then
+    return redis.error_reply('HELIKON_CONFLICT ' .. string.format('%d', first - 1))
+  end
 end
-redis.call('INCRBY', KEYS[2], n)
+redis.call('INCRBY', KEYS[2], n - stored)
+local next_seq = first
 for i = 0, n - 1 do
-  local seq = string.format('%d', first + i)
-  local v = ARGV[5]
-  if per_event then v = ARGV[versions + i] end
-  if chosen then
-    local id = ARGV[ids + i]
-    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[7 + 3 * i],
-      'payload', ARGV[8 + 3 * i], 'ts', ARGV[9 + 3 * i], 'v', v, 'id', id)
-    redis.call('HSET', KEYS[3], id, seq)
-  else
-    redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[7 + 3 * i],
-      'payload', ARGV[8 + 3 * i], 'ts', ARGV[9 + 3 * i], 'v', v)
+  if not skip or skip[i + 1] == '' then
+    local seq = string.format('%d', next_seq)
+    next_seq = next_seq + 1
+    local v = ARGV[5]
+    if per_event then v = ARGV[versions + i] end
+    if chosen then
+      local id = ARGV[ids + i]
+      redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[7 + 3 * i],
+        'payload', ARGV[8 + 3 * i], 'ts', ARGV[9 + 3 * i], 'v', v, 'id', id)
+      redis.call('HSET', KEYS[3], id, seq)
+    else
+      redis.call('XADD', KEYS[1], seq .. '-1', 'seq', seq, 'kind', ARGV[7 + 3 * i],
+        'payload', ARGV[8 + 3 * i], 'ts', ARGV[9 + 3 * i], 'v', v)
+    end
   end
 end
 if first == 0 then redis.call('HSETNX', KEYS[4], 'created', ARGV[3]) end
 redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
 return first
 """
-"""The Lua script `append` runs (by `EVALSHA`): check ids and expected seq, then one `XADD` per event."""
+"""The Lua script `append` runs (by `EVALSHA`): check ids and expected seq, then one `XADD` per new event."""
 
 # KEYS: the summary hash, the sessions index. ARGV: the time (ms), the session id, whether to
 # set the title ('1'), the title, the metadata JSON ('' to leave it). A session new to the

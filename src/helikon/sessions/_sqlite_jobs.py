@@ -14,7 +14,7 @@ import weakref
 from datetime import UTC, datetime
 from typing import Final
 
-from helikon.core._envelope import partly_stored
+from helikon.core._envelope import retry_plan
 from helikon.core.checkpoint import PROJECTOR_VERSION, Checkpoint, fingerprint
 from helikon.core.codec import FORMAT_VERSION, encode_event, stored_version
 from helikon.core.exceptions import SessionConflict, UserError
@@ -63,7 +63,9 @@ INSERT = (
 # Only a session's first append writes its row: an ignored insert dirties no page, while an
 # update per append would add a page to every commit (measured: a third of the append rate).
 SUMMARY = "INSERT OR IGNORE INTO helikon_sessions (session_id, created) VALUES (?, ?)"
-STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = ? AND event_id IN ({})"
+STORED_IDS = (
+    "SELECT event_id, sequence, payload FROM session_events WHERE session_id = ? AND event_id IN ({})"
+)
 SELECT = (
     "SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
     "ORDER BY sequence LIMIT ?"
@@ -152,35 +154,65 @@ def append_rows(
     try:
         (seq,) = cur.execute(NEXT, (session_id,)).fetchone()
         if expected is not None and expected != seq - 1:
-            if ids is not None and count_stored(cur, session_id, ids) == len(ids):
-                cur.execute("ROLLBACK")
-                return  # the retry of an append that went through
-            raise SessionConflict(expected_seq=expected, actual_seq=seq - 1, session_id=session_id)
+            if ids is None:
+                raise SessionConflict(expected_seq=expected, actual_seq=seq - 1, session_id=session_id)
+            append_rest(cur, session_id, rows, ids, expected, seq, created)  # maybe a retry
+            return
         try:
-            if len(rows) == 1:
-                kind, payload, ts, version = rows[0]
-                cur.execute(INSERT, (session_id, seq, kind, payload, ts, version, ids and ids[0]))
-            else:
-                cur.executemany(
-                    INSERT,
-                    [
-                        (session_id, seq + i, k, p, t, v, ids and ids[i])
-                        for i, (k, p, t, v) in enumerate(rows)
-                    ],
-                )
+            insert_rows(cur, session_id, seq, rows, ids)
         except sqlite3.IntegrityError:
             if ids is None:
                 raise
-            rollback(cur)  # before counting: the rows inserted so far would count too
-            if count_stored(cur, session_id, ids) == len(ids):
-                return
-            raise
+            # Some ids are stored already (a retry): undo this attempt's rows, start over.
+            cur.execute("ROLLBACK")
+            cur.execute("BEGIN IMMEDIATE")
+            (seq,) = cur.execute(NEXT, (session_id,)).fetchone()
+            append_rest(cur, session_id, rows, ids, expected, seq, created)
+            return
         if seq == 0:  # the session's first append (migration 2 added the sessions before it)
             cur.execute(SUMMARY, (session_id, created))
         cur.execute("COMMIT")
     except BaseException:
         rollback(cur)
         raise
+
+
+def insert_rows(
+    cur: sqlite3.Cursor, session_id: str, seq: int, rows: list[EventRow], ids: list[str] | None
+) -> None:
+    if len(rows) == 1:
+        kind, payload, ts, version = rows[0]
+        cur.execute(INSERT, (session_id, seq, kind, payload, ts, version, ids and ids[0]))
+    else:
+        cur.executemany(
+            INSERT,
+            [(session_id, seq + i, k, p, t, v, ids and ids[i]) for i, (k, p, t, v) in enumerate(rows)],
+        )
+
+
+def append_rest(
+    cur: sqlite3.Cursor,
+    session_id: str,
+    rows: list[EventRow],
+    ids: list[str],
+    expected: int | None,
+    seq: int,
+    created: str,
+) -> None:
+    """Inside the append's transaction: write the events of a retry its earlier attempts did not."""
+    stored: dict[str, tuple[int, str]] = {}
+    for start in range(0, len(ids), 500):  # SQLite caps the parameters of one statement
+        chunk = ids[start : start + 500]
+        query = STORED_IDS.format(",".join("?" * len(chunk)))
+        stored.update((i, (s, p)) for i, s, p in cur.execute(query, (session_id, *chunk)).fetchall())
+    rest = retry_plan(session_id, [row[1] for row in rows], ids, stored, seq - 1, expected)
+    if not rest:
+        cur.execute("ROLLBACK")
+        return
+    insert_rows(cur, session_id, seq, [rows[k] for k in rest], [ids[k] for k in rest])
+    if seq == 0:
+        cur.execute(SUMMARY, (session_id, created))
+    cur.execute("COMMIT")
 
 
 def missing_table(exc: sqlite3.OperationalError) -> bool:
@@ -222,19 +254,6 @@ def save_checkpoint(
             return False
         raise
     return True
-
-
-def count_stored(cur: sqlite3.Cursor, session_id: str, ids: list[str]) -> int:
-    """How many of `ids` session `session_id` holds; raises if some but not all."""
-    stored = 0
-    for start in range(0, len(ids), 500):  # SQLite caps the parameters of one statement
-        chunk = ids[start : start + 500]
-        (count,) = cur.execute(STORED_IDS.format(",".join("?" * len(chunk))), (session_id, *chunk)).fetchone()
-        stored += count
-    if 0 < stored < len(ids):
-        rollback(cur)
-        raise partly_stored(session_id, stored, len(ids))
-    return stored
 
 
 def rollback(cur: sqlite3.Cursor) -> None:

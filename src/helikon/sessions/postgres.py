@@ -67,7 +67,7 @@ from helikon.core._envelope import (
     check_page,
     legacy_event_id,
     metadata_json,
-    partly_stored,
+    retry_plan,
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
@@ -156,7 +156,12 @@ WITH next AS (
 )
 SELECT (SELECT first FROM next), (SELECT count(*) FROM inserted)
 """
-_STORED_IDS = "SELECT count(*) FROM session_events WHERE session_id = $1 AND event_id = ANY($2::text[])"
+# A retry's stored events (under the append's lock): each id's seq and payload, and the log's last seq.
+_STORED_IDS = """
+SELECT event_id, sequence, payload::text FROM session_events
+WHERE session_id = $1 AND event_id = ANY($2::text[])
+"""
+_LAST = "SELECT COALESCE(MAX(sequence), -1) FROM session_events WHERE session_id = $1"
 # payload::text: jsonb's text form (keys reordered, spaces added). Row by row: what `_fetch`
 # falls back to when the joined read below cannot be decoded in one pass.
 _SELECT = """
@@ -394,7 +399,7 @@ class PostgresSession(CachedLogSession, Branching):
             SessionUnavailable: The server cannot be reached.
             SessionBackendError: The server refused, e.g. text holding a NUL character
                 (`jsonb` cannot store U+0000). Nothing was written.
-            UserError: Bad `ids` or `expected_seq`, or only some of the `ids` are stored.
+            UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
         """
         self._check_open()
         chosen = check_ids(events, ids)
@@ -423,19 +428,40 @@ class PostgresSession(CachedLogSession, Branching):
                             expected_seq=cast(int, expected), actual_seq=first - 1, session_id=sid
                         )
             except (SessionConflict, asyncpg.UniqueViolationError):
-                # A retried append whose first attempt went through (ids are never deleted, so
-                # reading them after the rollback is safe) is a no-op; anything else stands.
-                if chosen is None or await self._stored(chosen) != len(chosen):
+                if chosen is None:
                     raise
+                # Maybe a retry whose earlier attempts stored some of the events: write the rest.
+                await self._append_rest(kinds, payloads, stamps, versions, chosen, expected)
         except _ERRORS as exc:
             raise _translate(exc, "append") from exc
 
-    async def _stored(self, ids: list[str]) -> int:
-        """How many of `ids` the log holds; raises `UserError` when some but not all."""
-        stored = int(await self._db.fetchval(_STORED_IDS, self._session_id, ids))
-        if 0 < stored < len(ids):
-            raise partly_stored(self._session_id, stored, len(ids))
-        return stored
+    async def _append_rest(
+        self,
+        kinds: list[str],
+        payloads: list[str],
+        stamps: list[datetime | None],
+        versions: list[int],
+        ids: list[str],
+        expected: int | None,
+    ) -> None:
+        """Append the events of a batch its earlier attempts did not store (see `retry_plan`)."""
+        sid = self._session_id
+        async with self._db.acquire() as conn, conn.transaction(isolation="read_committed"):
+            await conn.execute(_LOCK, sid)  # each statement after it sees every earlier append
+            stored = {row[0]: (int(row[1]), row[2]) for row in await conn.fetch(_STORED_IDS, sid, ids)}
+            last = int(await conn.fetchval(_LAST, sid))
+            rest = retry_plan(sid, payloads, ids, stored, last, expected)
+            if rest:
+                await conn.fetchrow(
+                    _INSERT,
+                    sid,
+                    [kinds[k] for k in rest],
+                    [payloads[k] for k in rest],
+                    [stamps[k] for k in rest],
+                    [versions[k] for k in rest],
+                    [ids[k] for k in rest],
+                    None,  # checked by the plan, under the lock
+                )
 
     async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
         """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.

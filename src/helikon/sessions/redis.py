@@ -54,7 +54,7 @@ from helikon.core._envelope import (
     check_page,
     legacy_event_id,
     metadata_json,
-    partly_stored,
+    retry_plan,
 )
 from helikon.core._json import JsonValue
 from helikon.core._log_cache import LogCache
@@ -147,6 +147,15 @@ def _nanoseconds(ts: datetime | None) -> int:
     if ts.tzinfo is None:
         ts = ts.replace(tzinfo=UTC)
     return (ts - _EPOCH) // timedelta(microseconds=1) * 1000
+
+
+def _payload_of(page: list[tuple[bytes, dict[bytes, bytes]]], seq: int) -> bytes | str | None:
+    """The payload of the entry in `page` whose `seq` field is `seq` (None: there is none)."""
+    for _, raw in page:
+        fields = {_text(k): v for k, v in raw.items()}
+        if fields.get("seq") is not None and int(fields["seq"]) == seq and "payload" in fields:
+            return fields["payload"]
+    return None
 
 
 def _translate(exc: BaseException, action: str) -> SessionError:
@@ -297,7 +306,7 @@ class RedisSession(CachedLogSession, Branching):
             SessionConflict: The log does not end at `expected_seq`; nothing was written.
             SessionUnavailable: The server cannot be reached.
             SessionBackendError: The server refused (e.g. out of memory). Nothing was written.
-            UserError: Bad `ids` or `expected_seq`, or only some of the `ids` are stored.
+            UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
         """
         self._check_open()
         chosen = check_ids(events, ids)
@@ -320,21 +329,65 @@ class RedisSession(CachedLogSession, Branching):
             args += versions
         if chosen is not None:
             args += chosen
+        found = await self._run_append(args, expected)
+        if found is None or chosen is None:  # written (only chosen ids are ever found stored)
+            return
+        # A retry: some ids are stored already. Compare those events with this batch's, then
+        # have the script write the rest if the ids it finds stored are still the ones checked.
+        # Ids are never deleted, so each round finds more of them: at most one round per id.
+        payloads = [str(args[7 + 3 * i]) for i in range(len(events))]  # encode_event's, above
+        args[5] = "2"
+        for _ in range(len(chosen)):
+            if not await self._plan_retry(payloads, chosen, found, expected):
+                return  # all of it is stored
+            found = await self._run_append([*args, found], expected)
+            if found is None:
+                return
+        raise SessionError.backend(RuntimeError(f"the ids in {self._ids} kept changing during the append"))
+
+    async def _run_append(self, args: list[str | int], expected: int | None) -> str | None:
+        """Run the append script; the stored seqs it reports for a retry, or None once it wrote."""
         keys = [self._stream, self._counter, self._ids, self._meta, SESSIONS_KEY]
         try:
             await self._append(keys=keys, args=args)
         except ResponseError as exc:
             reason, _, value = str(exc).partition(" ")
+            if reason == "HELIKON_STORED":
+                return value
             if reason == "HELIKON_CONFLICT":
                 actual = int(value)
                 raise SessionConflict(
                     expected_seq=cast(int, expected), actual_seq=actual, session_id=self._session_id
                 ) from None
-            if reason == "HELIKON_PARTLY_STORED":
-                raise partly_stored(self._session_id, int(value), len(events)) from None
             raise _translate(exc, "append") from exc
         except _ERRORS as exc:
             raise _translate(exc, "append") from exc
+        return None
+
+    async def _plan_retry(
+        self, payloads: list[str], ids: list[str], found: str, expected: int | None
+    ) -> list[int]:
+        """`retry_plan` for a batch whose ids the script found stored at `found` (its seqs)."""
+        seqs = found.split(",")
+        at = {ids[i]: int(seq) for i, seq in enumerate(seqs) if seq}
+        pipe = self._client.pipeline(transaction=False)
+        for seq in at.values():
+            pipe.xrange(self._stream, str(seq), str(seq))  # pyright: ignore[reportUnknownMemberType]
+        pipe.get(self._counter)  # pyright: ignore[reportUnknownMemberType]
+        try:
+            replies: list[Any] = await pipe.execute()  # pyright: ignore[reportUnknownMemberType]
+        except _ERRORS as exc:
+            raise _translate(exc, "append") from exc
+        stored: dict[str, tuple[int, bytes | str]] = {}
+        for (event_id, seq), page in zip(at.items(), replies, strict=False):
+            payload = _payload_of(cast("list[tuple[bytes, dict[bytes, bytes]]]", page), seq)
+            if payload is None:
+                raise SessionError.backend(
+                    RuntimeError(f"{self._ids} maps id {event_id!r} to seq {seq}, which {self._stream} lacks")
+                )
+            stored[event_id] = (seq, payload)
+        last = int(replies[-1] or 0) - 1
+        return retry_plan(self._session_id, payloads, ids, stored, last, expected)
 
     async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
         """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.

@@ -410,7 +410,7 @@ class SqliteSession(Branching):
             SessionConflict: The log does not end at `expected_seq`; nothing was written.
             SessionBackendError: SQLite failed, e.g. "database is locked" once `busy_timeout`
                 ran out; nothing was written and the session stays usable.
-            UserError: Bad `ids` or `expected_seq`, or only some of the `ids` are stored.
+            UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
         """
         if self._closed:
             raise UserError(f"{self!r} is closed")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from helikon.core.branches import Branching
 from helikon.core.checkpoint import CHECKPOINT_EVERY
-from helikon.core.exceptions import UserError
+from helikon.core.exceptions import SessionConflict, UserError
 from helikon.core.items import TextPart
 from helikon.core.session import (
     AssistantMessageEvent,
@@ -179,6 +179,61 @@ async def check_fork_is_isolated(backend: ConformanceBackend) -> None:
     )
 
 
+async def _conflicts(attempt: Awaitable[object], what: str, expected: int, actual: int) -> None:
+    try:
+        await attempt
+    except SessionConflict as conflict:
+        found = (conflict.expected_seq, conflict.actual_seq)
+        require(found == (expected, actual), f"{what}: the conflict says {found}, not {(expected, actual)}")
+    else:
+        raise AssertionError(f"{what} on a log ending at {actual} must raise SessionConflict")
+
+
+async def check_rewind_and_fork_with_a_stale_expected_seq_change_nothing(backend: ConformanceBackend) -> None:
+    """Two writers: one picks a rewind point, the other appends; a stale `expected_seq` changes nothing.
+
+    Without it, the rewind would re-read the log and silently take the other writer's event
+    off the active branch. With the right one, rewind and fork go through, and a retry of
+    either is a no-op.
+    """
+    sid = f"conformance-rewind-race-{uuid.uuid4().hex[:12]}"
+    mine, other = await _branching(backend.open, sid), await _branching(backend.open, sid)
+    child_id = f"{sid}-child"
+    try:
+        await mine.append([user_event("u0"), _reply("a0"), user_event("u1"), _reply("a1")])
+        seen = (await mine.events())[-1].seq  # 3: `mine` decides to go back to seq 1 from here
+        await other.append([user_event("the other writer's")])  # seq 4, meanwhile
+        await _conflicts(mine.rewind(1, expected_seq=seen), "rewind(1, expected_seq=3)", 3, 4)
+        await _conflicts(
+            mine.fork(1, session_id=child_id, expected_seq=seen), "fork(1, expected_seq=3)", 3, 4
+        )
+        require(len(await mine.events()) == 5, "a stale rewind must write nothing")
+        said = _said((await cast("Session", other).snapshot()).messages)
+        require(said[-1] == "the other writer's", f"the other writer's event left the conversation: {said}")
+        await mine.rewind(1, expected_seq=4)
+        await mine.rewind(1, expected_seq=4)  # a retry (say, after a timeout): stored once
+        kinds = [e.event.type for e in await mine.events()]
+        require(kinds.count("rewound") == 1, f"a retried rewind must be stored once: {kinds}")
+        await _conflicts(mine.rewind(0, expected_seq=4), "another rewind(0, expected_seq=4)", 4, 5)
+        fork = await mine.fork(1, session_id=child_id, expected_seq=5)
+        await close_session(fork)
+        again = await mine.fork(1, session_id=child_id, expected_seq=5)  # a retry: a no-op
+        await close_session(again)
+        await other.append([user_event("later")])
+        again = await mine.fork(1, session_id=child_id, expected_seq=5)  # a retry after the parent moved
+        await close_session(again)
+    finally:
+        await close_session(mine)
+        await close_session(other)
+    require(await _conversation(backend.open, sid) == ["u0", "a0", "later"], "the parent after the rewind")
+    require(await _conversation(backend.open, child_id) == ["u0", "a0"], "the fork")
+    child = await backend.open(child_id)
+    try:
+        require(len(await child.events()) == 3, "a retried fork must be stored once")
+    finally:
+        await close_session(child)
+
+
 async def check_cuts_inside_a_turn_are_refused(backend: ConformanceBackend) -> None:
     """Neither `fork` nor `rewind` may cut between a tool call and its result; nothing is written."""
     sid = f"conformance-cut-{uuid.uuid4().hex[:12]}"
@@ -213,6 +268,7 @@ BRANCH_CHECKS = (
     check_a_rewind_behind_a_compaction_and_a_checkpoint,
     check_fork_is_isolated,
     check_cuts_inside_a_turn_are_refused,
+    check_rewind_and_fork_with_a_stale_expected_seq_change_nothing,
 )
 
 __all__ = [
@@ -221,5 +277,6 @@ __all__ = [
     "check_branches_are_listed_and_switched",
     "check_cuts_inside_a_turn_are_refused",
     "check_fork_is_isolated",
+    "check_rewind_and_fork_with_a_stale_expected_seq_change_nothing",
     "check_rewind_survives_reopening",
 ]

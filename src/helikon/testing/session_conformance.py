@@ -58,6 +58,7 @@ from ._branch_checks import (
     check_branches_are_listed_and_switched,
     check_cuts_inside_a_turn_are_refused,
     check_fork_is_isolated,
+    check_rewind_and_fork_with_a_stale_expected_seq_change_nothing,
     check_rewind_survives_reopening,
 )
 from ._checkpoint_checks import (
@@ -383,10 +384,10 @@ async def check_a_retried_append_is_a_no_op(backend: ConformanceBackend) -> None
         )
         try:
             await first.append([user_event("c"), user_event("b again")], ids=[f"{sid}-c", f"{sid}-b"])
-        except UserError:
-            pass
+        except UserError as exc:
+            require(f"{sid}-b" in str(exc), f"the error must name the reused id: {exc}")
         else:
-            raise AssertionError("an append reusing one stored id (but not all) must be refused")
+            raise AssertionError("an append reusing a stored id for another event must be refused")
         racing = [user_event("x"), user_event("y"), user_event("z")]
         racing_ids = [f"{sid}-x", f"{sid}-y", f"{sid}-z"]
         await asyncio.gather(first.append(racing, ids=racing_ids), second.append(racing, ids=racing_ids))
@@ -408,6 +409,64 @@ async def check_a_retried_append_is_a_no_op(backend: ConformanceBackend) -> None
         require(
             [r.event for r in records] == [e.event for e in entries], "records() events differ from events()"
         )
+
+
+async def check_a_partly_stored_retry_appends_the_rest(backend: ConformanceBackend) -> None:
+    """Idempotency is per event id: a retry skips the events already stored and appends the rest, in order.
+
+    A stored id with other content (apart from `ts`) is refused, never overwritten; with
+    `expected_seq`, the writer's own stored events do not count as another writer's.
+    """
+    sid = new_id("partial")
+    first, second = await backend.open(sid), await backend.open(sid)
+    try:
+        letters = "abcd"
+        # A prefix of the batch landed (a timeout whose write went through), then the whole is retried.
+        await first.append([user_event("a"), user_event("b")], ids=[f"{sid}-a", f"{sid}-b"])
+        await first.append([user_event(x) for x in letters], ids=[f"{sid}-{x}" for x in letters])
+        await first.append([user_event("f")], ids=[f"{sid}-f"])  # then one from the middle
+        await first.append([user_event(x) for x in "efgh"], ids=[f"{sid}-{x}" for x in "efgh"])
+        # A rebuilt event (a new `ts`, the same content) is the same event.
+        await first.append([user_event("h"), user_event("i")], ids=[f"{sid}-h", f"{sid}-i"])
+        texts = said([e.event for e in await first.events()])
+        require(texts == list("abcdfeghi"), f"partly stored retries left {texts}")
+        try:
+            await first.append([user_event("j"), user_event("not i")], ids=[f"{sid}-j", f"{sid}-i"])
+        except UserError as exc:
+            require(f"{sid}-i" in str(exc), f"the error must name the id stored with other content: {exc}")
+        else:
+            raise AssertionError("an id stored with other content must be refused, not skipped or kept")
+        seen = (await first.events())[-1].seq  # 8
+        await first.append([user_event("p")], ids=[f"{sid}-p"], expected_seq=seen)
+        await first.append(
+            [user_event("p"), user_event("q")], ids=[f"{sid}-p", f"{sid}-q"], expected_seq=seen
+        )  # only its own event follows `seen`: no conflict
+        await second.append([user_event("z")])  # another writer
+        for batch, ids in (
+            ([user_event("p"), user_event("q"), user_event("r")], [f"{sid}-p", f"{sid}-q", f"{sid}-r"]),
+            ([user_event("other p")], [f"{sid}-p"]),  # another event under that id, after `seen`
+        ):
+            try:
+                await first.append(batch, ids=ids, expected_seq=seen)
+            except SessionConflict as conflict:
+                found = (conflict.expected_seq, conflict.actual_seq)
+                require(found == (seen, seen + 3), f"the conflict says {found}")
+            else:
+                raise AssertionError("another writer's event after expected_seq must be a SessionConflict")
+        await first.append([user_event("r")], ids=[f"{sid}-r"])
+        racing = [user_event(x) for x in "rstu"]
+        racing_ids = [f"{sid}-{x}" for x in "rstu"]
+        await asyncio.gather(first.append(racing, ids=racing_ids), second.append(racing, ids=racing_ids))
+        entries = await first.events()
+        records = await _records(first)
+    finally:
+        await close_session(first)
+        await close_session(second)
+    assert_contiguous([int(e.seq) for e in entries], 16)
+    texts = said([e.event for e in entries])
+    require(texts == [*"abcdfeghi", "p", "q", "z", "r", "s", "t", "u"], f"the retries left {texts}")
+    if records is not None:
+        require(records[8].id == f"{sid}-i", "a skipped event keeps its stored id")
 
 
 async def check_generated_ids_are_unique(backend: ConformanceBackend) -> None:
@@ -616,6 +675,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_unknown_event_types_survive,
     check_compaction_over_the_backend,
     check_a_retried_append_is_a_no_op,
+    check_a_partly_stored_retry_appends_the_rest,
     check_generated_ids_are_unique,
     check_expected_seq_conflicts_write_nothing,
     check_format_versions_are_read_by_their_rules,
@@ -672,6 +732,7 @@ __all__ = [
     "CRASH",
     "check_a_reader_sees_what_others_append",
     "check_a_retried_append_is_a_no_op",
+    "check_a_partly_stored_retry_appends_the_rest",
     "check_a_run_resumes_in_another_process",
     "check_append_order_and_contiguous_sequences",
     "check_checkpoint_plus_tail_is_the_projection",
@@ -689,6 +750,7 @@ __all__ = [
     "check_branches_are_listed_and_switched",
     "check_cuts_inside_a_turn_are_refused",
     "check_fork_is_isolated",
+    "check_rewind_and_fork_with_a_stale_expected_seq_change_nothing",
     "check_rewind_survives_reopening",
     "BRANCH_CHECKS",
     "check_snapshot_is_the_projection_of_the_log",
