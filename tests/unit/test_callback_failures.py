@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from helikon import (
+    AgentInput,
     ApprovalOutcome,
     GuardrailInput,
     GuardrailVerdict,
@@ -319,3 +320,12 @@ async def test_a_runner_closes_the_turn_of_a_run_whose_user_code_raised(
         await assert_turn_closed(sqlite_session, ([], ["refused"]))
     else:
         await assert_turn_closed(sqlite_session)
+
+
+async def test_a_runner_fails_the_run_of_an_agent_whose_stream_raises(sqlite_session: SqliteSession) -> None:
+    ctx = RunContext.ephemeral(None).with_session(sqlite_session)
+    stream = AsyncioRunner[Any]().run_streamed(BrokenAgent(), AgentInput.from_user_text("hi"), ctx)
+    assert_failed_with(
+        await all_events(stream), "other", "the run of agent 'billing' raised RuntimeError: boom"
+    )
+    await assert_turn_closed(sqlite_session)
