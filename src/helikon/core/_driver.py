@@ -2,18 +2,22 @@
 
 Hot path. The driver builds carriers directly (no validation of what it built itself),
 passes the model's delta objects through untouched, and raises cancellation into its
-own awaits only: a cancel callback interrupts the task while it waits on the model or
-the tools, never while the consumer's code runs between events.
+own awaits only: a cancel callback interrupts the task while it waits on the model, the
+tools or other user code (hooks, guardrails, the instructions), never while the
+consumer's code runs between events; a cancel made there is seen when the driver
+resumes, before its next await. Whatever user code raises ends the run with `RunFailed`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+import logging
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from ._callbacks import CallbackRaised
 from ._carrier import raw_constructor
 from ._tool_args import over_limit_message
 from ._tool_args import parse_args as _parse_args
@@ -65,6 +69,7 @@ from .loop import (
     ToolStatus,
     TransitionCtx,
     TransitionInput,
+    cancel_error,
     initial_state,
     transition,
 )
@@ -81,6 +86,17 @@ if TYPE_CHECKING:
 # Built once per model call when requests are recorded: every field is the driver's own.
 _request_sent = raw_constructor(RequestSent)
 
+T = TypeVar("T")
+
+logger = logging.getLogger("helikon.run")
+
+
+class _Stopped(Exception):
+    """Internal: the run's token was cancelled while the driver was suspended; the run ends cancelled."""
+
+
+_TERMINAL = (RunCompleted, RunFailed)
+
 
 class _Settled:
     """Internal marker: the model call settled into this transition input."""
@@ -96,6 +112,7 @@ class _Run:
 
     __slots__ = (
         "agent",
+        "cancelled",
         "config",
         "ctx",
         "emit",
@@ -103,6 +120,7 @@ class _Run:
         "governed",
         "guard_task",
         "guard_tripped",
+        "holding",
         "hooks",
         "injected",
         "redactor",
@@ -119,10 +137,13 @@ class _Run:
         self.injected: list[str] = []  # hook-injected system messages for the next model call
         # Where permission events raised while tools run go: a queue the run streams live.
         self.emit: Callable[[AgentEvent], None] = _drop
-        # Cancellation: `on_cancel` interrupts `task` only while `waiting` on the model or the tools.
+        # Cancellation: `on_cancel` interrupts `task` only while it is `waiting` on the model or
+        # the tools, or `holding` on other user code (a hook, a guardrail, the instructions).
         self.task: asyncio.Task[Any] | None = None
         self.waiting = False
+        self.holding = False
         self.fired = False
+        self.cancelled = False  # the token's state, as a flag: the per-event checks read it
         # Whether tool calls need the permission pipeline at all (the default guards alone do).
         self.governed = bool(
             ctx.guards
@@ -140,7 +161,21 @@ class _Run:
     # --- cancellation ----------------------------------------------------------------------
 
     def on_cancel(self) -> None:
-        if self.waiting and self.task is not None and not self.fired:
+        """The token fired: interrupt what the driver awaits, if it awaits anything."""
+        self.cancelled = True
+        task = self.task
+        if task is None or not (self.waiting or self.holding):
+            return  # the consumer's code runs: the driver checks the token when it resumes
+        if task is _current_task():
+            # Code the driver awaits cancelled in the driver's own task (a tool stopping its
+            # run): interrupting now would hit whatever that task awaits next, possibly the
+            # consumer's code. Once the task is suspended, it is suspended in the driver.
+            asyncio.get_running_loop().call_soon(self.interrupt)
+        else:
+            self.interrupt()
+
+    def interrupt(self) -> None:
+        if (self.waiting or self.holding) and self.task is not None and not self.fired:
             self.fired = True
             self.task.cancel()
 
@@ -149,7 +184,9 @@ class _Run:
         if task.cancelled() or not task.result().tripped:
             return
         self.guard_tripped = True
-        self.on_cancel()
+        if self.waiting and self.task is not None and not self.fired:  # the model call only
+            self.fired = True
+            self.task.cancel()
 
     def absorb_cancel(self) -> bool:
         """After a CancelledError: whether it came from our token (then it is withdrawn)."""
@@ -159,6 +196,25 @@ class _Run:
         if self.task is not None:
             self.task.uncancel()
         return True
+
+    async def hold(self, awaitable: Awaitable[T]) -> T:
+        """Await user code (hooks, guardrails, the instructions) so that a cancel interrupts it.
+
+        Raises `_Stopped` when the run's token did.
+        """
+        self.task = asyncio.current_task()
+        self.holding = True
+        try:
+            result = await awaitable
+        except asyncio.CancelledError:
+            if not self.absorb_cancel():
+                raise
+            raise _Stopped from None
+        finally:
+            self.holding = False
+        if self.fired:  # the code swallowed the interrupt: withdraw it; the token is checked next
+            self.absorb_cancel()
+        return result
 
     # --- the loop --------------------------------------------------------------------------
 
@@ -177,6 +233,7 @@ class _Run:
     async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
         agent, ctx, token = self.agent, self.ctx, self.ctx.cancel
         remove_callback = token.add_callback(self.on_cancel)
+        state: LoopState | None = None  # None until RunStarted is out
         try:
             handoffs = agent.handoffs_by_tool
             tctx = TransitionCtx(
@@ -184,7 +241,7 @@ class _Run:
                 tools=(*agent.tool_defs, *agent.handoff_defs) if handoffs else agent.tool_defs,
                 model_settings=agent.model_settings,
                 max_turns=self.config.max_turns,
-                system=await agent.render_system(ctx),
+                system=await self.render_system(),
                 output=agent.output_spec,
                 handoffs={name: h.target for name, h in handoffs.items()} if handoffs else {},
                 agent_depth=ctx.agent_depth,
@@ -199,23 +256,25 @@ class _Run:
                     yield event
                 return
             guard_task = self.guard_task
-            state: LoopState = initial_state(tctx)
+            state = initial_state(tctx)
             outcome = transition(state, Start(messages=input.conversation), tctx)
             while True:
                 conversation.extend(outcome.conversation_appends)
                 state, action, events = outcome.next_state, outcome.next_action, outcome.events
                 if isinstance(state, Done) and agent.output_guardrails:
-                    events = await self.check_output(state, events)
+                    events = await self.hold(self.check_output(state, events))
                 for event in events:
+                    if self.cancelled and event.__class__ in _TERMINAL:
+                        # Cancelled while the consumer handled an event before this one.
+                        event = RunFailed(error=cancel_error(token.reason), usage=_usage(state))
                     yield event
                 next_input: TransitionInput
                 if isinstance(action, CallModel):
                     if self.trace is not None:
                         self.trace.start_turn(getattr(state, "turn", 0))
                     if self.hooks:
-                        await self.fire(
-                            HookEvent("on_turn_start", agent=agent.name, turn=getattr(state, "turn", None))
-                        )
+                        turn = getattr(state, "turn", None)
+                        await self.hold(self.fire(HookEvent("on_turn_start", agent=agent.name, turn=turn)))
                     if token.is_cancelled():
                         next_input = Cancelled(reason=token.reason)
                     else:
@@ -231,7 +290,7 @@ class _Run:
                             yield self.request_sent(request, tctx.system, injected, next_input)
                     if guard_task is not None:
                         # Nothing the model asked for happens before the input is cleared.
-                        failed = await self.input_verdict(guard_task)
+                        failed = await self.hold(self.input_verdict(guard_task))
                         guard_task = None
                         if failed is not None:
                             for event in failed:
@@ -264,7 +323,10 @@ class _Run:
                             else:
                                 yield item  # pyright: ignore[reportReturnType]
                 elif isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
-                    next_input = await self.decide_handoff(state)
+                    if token.is_cancelled():
+                        next_input = Cancelled(reason=token.reason)
+                    else:
+                        next_input = await self.hold(self.decide_handoff(state))
                 else:
                     break
                 outcome = transition(state, next_input, tctx)
@@ -272,11 +334,47 @@ class _Run:
                 async for event in self.hand_off(state):
                     yield event
             if self.hooks:
-                await self.fire(HookEvent("on_run_complete", agent=agent.name))
+                await self.run_complete()
+        except _Stopped:
+            if state is None:
+                yield RunStarted(agent=agent.name)
+            yield RunFailed(error=cancel_error(token.reason), usage=_usage(state))
+            if self.hooks and state is not None:
+                await self.run_complete()
+        except CallbackRaised as exc:
+            if state is None:
+                yield RunStarted(agent=agent.name)
+            error = AgentError(kind="other", message=str(exc), cause=exc.cause)
+            yield RunFailed(error=error, usage=_usage(state))
+            if self.hooks and state is not None:
+                await self.run_complete()
         finally:
             remove_callback()
             if self.guard_task is not None and not self.guard_task.done():
                 self.guard_task.cancel()  # the run ended first (e.g. cancelled)
+
+    async def run_complete(self) -> None:
+        """The `on_run_complete` hooks, after the terminal event: one that raises is logged."""
+        try:
+            await self.fire(HookEvent("on_run_complete", agent=self.agent.name))
+        except CallbackRaised as exc:
+            logger.warning("%s after the run of %r ended", exc, self.agent.name)
+
+    def render_system(self) -> Awaitable[tuple[SystemMessage, ...]]:
+        """The agent's system messages: static text as it is, an instructions function as user code."""
+        if callable(self.agent.instructions):
+            return self.render_instructions()
+        return self.agent.render_system(self.ctx)
+
+    async def render_instructions(self) -> tuple[SystemMessage, ...]:
+        """The system messages from the instructions function; one that raises fails the run."""
+        agent = self.agent
+        try:
+            return await self.hold(agent.render_system(self.ctx))
+        except _Stopped:
+            raise
+        except Exception as exc:
+            raise CallbackRaised(f"the instructions function of {agent.name!r}", "instructions", exc) from exc
 
     async def decide_handoff(self, state: ApplyingHandoff) -> TransitionInput:
         """The `on_handoff` hooks may refuse the transfer (the model is told why)."""
@@ -302,16 +400,25 @@ class _Run:
         if self.trace is not None:
             self.trace.end_turn()
             child = child.with_trace_parent(self.trace.run_span)  # the target's spans nest under ours
-        stream = handoff.agent.run(AgentInput((), state.transcript), context=child, config=self.config)
-        async for event in stream:
-            if isinstance(event, RunStarted):
-                continue
-            if isinstance(event, RunCompleted):
-                yield RunCompleted(usage=before + event.usage)
-            elif isinstance(event, RunFailed):
-                yield replace(event, usage=before + event.usage)
-            else:
-                yield event
+        ended = False
+        try:
+            stream = handoff.agent.run(AgentInput((), state.transcript), context=child, config=self.config)
+            async for event in stream:
+                if isinstance(event, RunStarted):
+                    continue
+                if isinstance(event, RunCompleted):
+                    ended = True
+                    yield RunCompleted(usage=before + event.usage)
+                elif isinstance(event, RunFailed):
+                    ended = True
+                    yield replace(event, usage=before + event.usage)
+                else:
+                    yield event
+        except Exception as exc:  # a custom Agent's run; an LlmAgent's never raises
+            raised = CallbackRaised(f"the handoff target {state.target!r}", "handoff", exc)
+            if not ended:
+                raise raised from exc
+            logger.warning("%s after its run ended", raised)
 
     def with_injected(self, request: ModelRequest) -> ModelRequest:
         if not self.injected:
@@ -369,6 +476,8 @@ class _Run:
             iterator = agent.model.invoke(request, token).__aiter__()
             anext_ = iterator.__anext__
             while True:
+                if self.cancelled:
+                    raise _Stopped  # cancelled while the consumer handled the last delta: read no more
                 self.waiting = True
                 try:
                     event: Any = await anext_()
@@ -403,10 +512,10 @@ class _Run:
                     )
                 elif cls is Finish:
                     finish = event.reason
-        except asyncio.CancelledError:
+        except (asyncio.CancelledError, _Stopped) as exc:
             if trace is not None and span is not None:
                 trace.end_chat(span, usage=None, finish=None, error="cancelled")
-            if not self.absorb_cancel():
+            if type(exc) is not _Stopped and not self.absorb_cancel():
                 raise
             yield _Settled(Cancelled(reason=token.reason))
             return
@@ -457,9 +566,18 @@ class _Run:
                         async with semaphore:
                             return await self.run_tool(call)
 
-                    outcomes = await asyncio.gather(*(bounded(c) for c in calls))
+                    tasks = [asyncio.ensure_future(bounded(c)) for c in calls]
                 else:
-                    outcomes = await asyncio.gather(*(self.run_tool(c) for c in calls))
+                    tasks = [asyncio.ensure_future(self.run_tool(c)) for c in calls]
+                try:
+                    outcomes = await asyncio.gather(*tasks)
+                except CallbackRaised:
+                    # A hook or policy raised: the run fails, so the other calls stop (and
+                    # have stopped before it does).
+                    for task in tasks:
+                        task.cancel()
+                    await asyncio.wait(tasks)
+                    raise
         except asyncio.CancelledError:
             if not self.absorb_cancel():
                 raise
@@ -493,7 +611,12 @@ class _Run:
         """One call through every layer; what comes out (errors included) is redacted last."""
         trace = self.trace
         span = trace.start_tool(call) if trace is not None else None
-        outcome = await self.run_tool_layers(call, span)
+        try:
+            outcome = await self.run_tool_layers(call, span)
+        except CallbackRaised as exc:
+            if trace is not None and span is not None:
+                trace.end_tool(span, _outcome(call, f"Error: {exc}", "error"))
+            raise
         redactor = self.redactor
         if redactor is not None:
             content = _redact_parts(redactor, outcome.content)
@@ -575,10 +698,16 @@ class _Run:
     # --- hooks and guardrails --------------------------------------------------------------
 
     async def fire(self, event: HookEvent) -> HookDecision:
-        """Fold the hooks' decisions: the first deny wins, replacements are last-writer-wins."""
+        """Fold the hooks' decisions: the first deny wins, replacements are last-writer-wins.
+
+        A hook that raises raises `CallbackRaised`, naming the event and the hook.
+        """
         result = HookDecision.allow()
         for hook in self.hooks:
-            decision = await hook.on_event(self.ctx, event)
+            try:
+                decision = await hook.on_event(self.ctx, event)
+            except Exception as exc:
+                raise CallbackRaised(f"the {event.type} hook {type(hook).__name__}", "hook", exc) from exc
             if decision.kind == "deny":
                 return decision
             if decision.kind in ("replace_input", "replace_output"):
@@ -591,7 +720,7 @@ class _Run:
         """Run-start hooks and input guardrails; the events of a refused run, or None."""
         agent = self.agent
         if self.hooks:
-            decision = await self.fire(HookEvent("on_run_start", agent=agent.name))
+            decision = await self.hold(self.fire(HookEvent("on_run_start", agent=agent.name)))
             if decision.kind == "deny":
                 error = AgentError(
                     kind="other", message=f"a hook refused the run: {decision.reason}", cause="hook"
@@ -603,7 +732,7 @@ class _Run:
             first = [g for g in agent.input_guardrails if not getattr(g, "run_in_parallel", True)]
             beside = [g for g in agent.input_guardrails if getattr(g, "run_in_parallel", True)]
             if first:
-                verdict = await self.guard(first, guard_input)
+                verdict = await self.hold(self.guard(first, guard_input))
                 if verdict.tripped:
                     return [RunStarted(agent=agent.name), *_input_tripped(verdict)]
             if beside:
@@ -631,9 +760,7 @@ class _Run:
         if not verdict.tripped:
             return events
         usage = state.output.usage
-        error = AgentError(
-            kind="guardrail_tripwire", message="an output guardrail tripped", cause=verdict.kind
-        )
+        error = _tripwire_error("output", verdict)
         kept = tuple(e for e in events if not isinstance(e, RunCompleted))
         return (
             *kept,
@@ -642,15 +769,19 @@ class _Run:
         )
 
     async def guard(self, guardrails: Sequence[Any], input: GuardrailInput) -> GuardrailVerdict:
-        """Run guardrails concurrently; a guardrail that raises counts as a tripwire."""
+        """Run guardrails concurrently; a guardrail that raises counts as a tripwire (kind `other`)."""
         verdicts = await asyncio.gather(
             *(g.check(self.ctx, input) for g in guardrails), return_exceptions=True
         )
-        for verdict in verdicts:
+        for guardrail, verdict in zip(guardrails, verdicts, strict=True):
             if isinstance(verdict, asyncio.CancelledError):
                 raise verdict
             if isinstance(verdict, BaseException):
-                return GuardrailVerdict.tripwire("other", {"error": f"{type(verdict).__name__}: {verdict}"})
+                info: JsonValue = {
+                    "guardrail": type(guardrail).__name__,
+                    "error": f"{type(verdict).__name__}: {verdict}",
+                }
+                return GuardrailVerdict.tripwire("other", info)
             if verdict.tripped:
                 return verdict
         return GuardrailVerdict.pass_()
@@ -658,6 +789,13 @@ class _Run:
 
 def _drop(event: AgentEvent) -> None:
     return None
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop in this thread: a cancel from elsewhere
+        return None
 
 
 def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
@@ -674,9 +812,26 @@ def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[C
     return tuple(out) if changed else parts
 
 
+def _usage(state: LoopState | None) -> TokenUsage:
+    """The usage a run in `state` has spent so far."""
+    if state is None:
+        return TokenUsage()
+    return state.output.usage if isinstance(state, Done) else state.usage
+
+
 def _input_tripped(verdict: GuardrailVerdict) -> list[AgentEvent]:
-    error = AgentError(kind="guardrail_tripwire", message="an input guardrail tripped", cause=verdict.kind)
+    error = _tripwire_error("input", verdict)
     return [GuardrailTriggered(kind=verdict.kind, info=verdict.info, stage="input"), RunFailed(error=error)]
+
+
+def _tripwire_error(stage: str, verdict: GuardrailVerdict) -> AgentError:
+    """The run's error for a tripped guardrail; one that raised (see `_Run.guard`) is named."""
+    info = verdict.info
+    if verdict.kind == "other" and isinstance(info, dict) and info.keys() == {"guardrail", "error"}:
+        message = f"the {stage} guardrail {info['guardrail']} raised {info['error']}"
+    else:
+        message = f"an {stage} guardrail tripped"
+    return AgentError(kind="guardrail_tripwire", message=message, cause=verdict.kind)
 
 
 def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:

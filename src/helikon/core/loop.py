@@ -367,13 +367,7 @@ def transition(state: LoopState, input: TransitionInput, ctx: TransitionCtx) -> 
         return TransitionOutcome(state, (), _TERMINATE)
     usage = state.usage
     if isinstance(input, Cancelled):
-        kind = "timeout" if input.reason == TIMEOUT_REASON else "cancelled"
-        message = (
-            "the run timed out"
-            if kind == "timeout"
-            else f"the run was cancelled ({input.reason or 'no reason given'})"
-        )
-        return _fail(AgentError(kind=kind, message=message), usage)
+        return _fail(cancel_error(input.reason), usage)
     if isinstance(input, ModelFailed):
         return _fail(AgentError(kind="model_error", message=input.message, cause=input.kind), usage)
     if isinstance(input, Start):
@@ -389,6 +383,13 @@ def transition(state: LoopState, input: TransitionInput, ctx: TransitionCtx) -> 
     return _fail(
         AgentError(kind="other", message=f"invalid transition: {state.type} cannot take {input.type}"), usage
     )
+
+
+def cancel_error(reason: str | None) -> AgentError:
+    """Why a run cancelled with `reason` failed (`TIMEOUT_REASON`: the runner's timeout)."""
+    if reason == TIMEOUT_REASON:
+        return AgentError(kind="timeout", message="the run timed out")
+    return AgentError(kind="cancelled", message=f"the run was cancelled ({reason or 'no reason given'})")
 
 
 def _fail(error: AgentError, usage: TokenUsage) -> TransitionOutcome:
@@ -685,6 +686,7 @@ __all__ = [
     "TransitionCtx",
     "TransitionInput",
     "TransitionOutcome",
+    "cancel_error",
     "initial_state",
     "transition",
 ]

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+from ._callbacks import CallbackRaised
 from ._carrier import carrier, raw_constructor
 from ._guards import CLEAR as GUARDS_CLEAR
 from ._guards import checks as _guard_checks
@@ -189,7 +190,8 @@ async def authorize(
     """Run the permission pipeline for a call of `tool` with `args`.
 
     `emit` receives the `ApprovalRequested` events raised while the call waits for an
-    approval handler (the driver streams them).
+    approval handler (the driver streams them). What the policy or the handler raises is
+    raised as `CallbackRaised`, naming it (the driver fails the run).
     """
     subject = ToolSubject(tool, args)
     compiled = ctx.compiled_rules
@@ -215,7 +217,11 @@ async def authorize(
     policy = ctx.permission_policy
     if policy is None:
         return _verdict(True, args, "", "default")
-    decision = await policy.check(ctx, tool, args)
+    try:
+        decision = await policy.check(ctx, tool, args)
+    except Exception as exc:
+        what = f"the permission policy {type(policy).__name__}"
+        raise CallbackRaised(what, "permission_policy", exc) from exc
     kind = decision.kind
     if kind == "allow":
         return PermissionVerdict(True, args, step="policy")
@@ -329,7 +335,11 @@ async def _ask(
     handler = ctx.approval_handler
     if handler is None:
         return False, f"approval required ({prompt}) but no approval handler is installed"
-    outcome = await handler.decide(tool, prompt, args)
+    try:
+        outcome = await handler.decide(tool, prompt, args)
+    except Exception as exc:
+        what = f"the approval handler {type(handler).__name__}"
+        raise CallbackRaised(what, "approval_handler", exc) from exc
     if outcome.approved:
         return True, ""
     return False, outcome.reason or f"not approved ({prompt})"

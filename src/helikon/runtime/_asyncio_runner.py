@@ -52,7 +52,8 @@ class AsyncioRunner(Generic[Ctx]):
     (`RunConfig.durable`) as they settle, before every model call and before tools start,
     between `TurnOpened`/`TurnClosed` markers; otherwise once, after the run. Appends are best
     effort: a failure is logged, never raised. `RunConfig.timeout` cancels the run when it
-    expires.
+    expires. An agent whose stream raises (a custom `Agent`) fails the run with a
+    `RunFailed` event, and its turn is closed as failed.
 
     The recorded events include request records: a `RequestHeader` (provider, model,
     settings, system prompt, tool schemas) ahead of a model call whenever it differs from
@@ -140,6 +141,7 @@ class AsyncioRunner(Generic[Ctx]):
             run_ctx = context.with_cancel(token)
             timer = asyncio.get_running_loop().call_later(config.timeout, token.cancel, TIMEOUT_REASON)
         outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
+        ended = False  # whether the terminal event came
         self._running.add(run_id)
         try:
             async for event in agent.run(
@@ -154,11 +156,22 @@ class AsyncioRunner(Generic[Ctx]):
                 if writer is not None and type(event) is TurnStarted:
                     await writer.write(recorder.take())  # a model call is next: what settled first
                 elif isinstance(event, RunCompleted):
-                    outcome = "completed"
+                    outcome, ended = "completed", True
                 elif isinstance(event, RunFailed):
-                    outcome = "cancelled" if event.error.kind == "cancelled" else "failed"
+                    outcome, ended = ("cancelled" if event.error.kind == "cancelled" else "failed"), True
                 if type(event) is not RequestSent:  # the runner asked for it; its caller did not
                     yield event
+        except Exception as exc:
+            # An LlmAgent's stream ends in RunFailed; another agent's may raise. The run
+            # fails all the same, as an event, and its turn is closed as failed.
+            message = f"the run of agent {agent.name!r} raised {type(exc).__name__}: {exc}"
+            if ended:  # after its terminal event: the outcome stands
+                logger.warning("%s after its terminal event", message)
+            else:
+                failure = RunFailed(error=AgentError(kind="other", message=message))
+                recorder.observe(failure)
+                outcome = "failed"
+                yield failure
         finally:
             self._running.discard(run_id)
             if timer is not None:

@@ -1,0 +1,331 @@
+"""User code the run calls raises: the run ends with one `RunFailed` that names what raised,
+never with an exception out of `async for`, and a runner closes the turn as failed.
+
+Covered: every hook event the driver fires, input and output guardrails (a guardrail error is
+a tripwire, as the book says), the permission policy, the approval handler, the instructions
+function (sync and async), a handoff target that is a custom `Agent`, and a custom `Agent`
+run directly by `AsyncioRunner`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helikon import (
+    AgentInput,
+    ApprovalOutcome,
+    GuardrailInput,
+    GuardrailVerdict,
+    HookDecision,
+    HookEvent,
+    HookRegistry,
+    LlmAgent,
+    PermissionDecision,
+    RunCompleted,
+    RunConfig,
+    RunContext,
+    RunError,
+    RunFailed,
+    RunStarted,
+    RunStream,
+    tool,
+)
+from helikon.core.crash_repair import open_turn
+from helikon.core.events import AgentEvent
+from helikon.core.model import Usage
+from helikon.core.session import TurnClosed
+from helikon.runtime import AsyncioRunner
+from helikon.sessions.sqlite import SqliteDatabase, SqliteSession
+from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
+
+HANG_GUARD = 10.0  # seconds; a hang guard, not a timing assertion
+
+
+@tool
+async def echo(text: str) -> str:
+    """Echo the text back."""
+    return f"echo:{text}"
+
+
+class Raises:
+    """A hook that raises on `event_type` and allows everything else."""
+
+    def __init__(self, event_type: str) -> None:
+        self.event_type = event_type
+
+    async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
+        if event.type == self.event_type:
+            raise RuntimeError("boom")
+        return HookDecision.allow()
+
+
+class BrokenGuardrail:
+    def __init__(self, *, run_in_parallel: bool = True) -> None:
+        self.run_in_parallel = run_in_parallel
+
+    async def check(self, ctx: RunContext[Any], input: GuardrailInput) -> GuardrailVerdict:
+        raise RuntimeError("boom")
+
+
+class AskingPolicy:
+    async def check(self, ctx: RunContext[Any], tool: str, args: Any) -> PermissionDecision:
+        return PermissionDecision.ask_user("May I?")
+
+
+class BrokenPolicy:
+    async def check(self, ctx: RunContext[Any], tool: str, args: Any) -> PermissionDecision:
+        raise RuntimeError("boom")
+
+
+class BrokenApprover:
+    async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
+        raise RuntimeError("boom")
+
+
+def broken_instructions(ctx: RunContext[Any]) -> str:
+    raise RuntimeError("boom")
+
+
+async def broken_async_instructions(ctx: RunContext[Any]) -> str:
+    raise RuntimeError("boom")
+
+
+class BrokenAgent:
+    """A custom `Agent` whose stream raises after its first event."""
+
+    name = "billing"
+    description = "Answers billing questions."
+
+    def run(self, input: Any, *, context: Any = None, config: Any = None) -> RunStream:
+        async def events() -> AsyncIterator[AgentEvent]:
+            yield RunStarted(agent=self.name)
+            raise RuntimeError("boom")
+
+        return RunStream(events())
+
+
+def tool_agent(**kwargs: Any) -> LlmAgent[Any]:
+    scripts = [
+        tool_call_turn("echo", {"text": "x"}, usage=Usage(input_tokens=10, output_tokens=2)),
+        text_turn("ok"),
+    ]
+    return LlmAgent(name="a", model=MockModel.with_scripts(scripts), tools=[echo], **kwargs)
+
+
+def handoff_agent(target: Any, **kwargs: Any) -> LlmAgent[Any]:
+    model = MockModel.with_scripts([tool_call_turn("transfer_to_billing", {}), text_turn("ok")])
+    return LlmAgent(name="a", model=model, handoffs=[target], **kwargs)
+
+
+# Each case: an agent and a context whose user code raises, and what the error must say.
+Case = tuple[Callable[[], tuple[LlmAgent[Any], RunContext[Any]]], str, str]
+
+
+def plain(agent: Callable[[], LlmAgent[Any]]) -> Callable[[], tuple[LlmAgent[Any], RunContext[Any]]]:
+    return lambda: (agent(), RunContext.ephemeral(None))
+
+
+def registry_with(hook: Any) -> HookRegistry[Any]:
+    registry: HookRegistry[Any] = HookRegistry()
+    registry.push(hook)
+    return registry
+
+
+CASES: dict[str, Case] = {
+    "on_run_start hook": (
+        plain(lambda: tool_agent(hooks=[Raises("on_run_start")])),
+        "other",
+        "the on_run_start hook Raises raised RuntimeError: boom",
+    ),
+    "on_turn_start hook": (
+        plain(lambda: tool_agent(hooks=[Raises("on_turn_start")])),
+        "other",
+        "the on_turn_start hook Raises raised RuntimeError: boom",
+    ),
+    "pre_tool_use hook": (
+        plain(lambda: tool_agent(hooks=[Raises("pre_tool_use")])),
+        "other",
+        "the pre_tool_use hook Raises raised RuntimeError: boom",
+    ),
+    "post_tool_use hook in the context's registry": (
+        lambda: (tool_agent(), RunContext.ephemeral(None).with_hooks(registry_with(Raises("post_tool_use")))),
+        "other",
+        "the post_tool_use hook Raises raised RuntimeError: boom",
+    ),
+    "on_handoff hook": (
+        plain(
+            lambda: handoff_agent(
+                LlmAgent(name="billing", model=MockModel.with_scripts([text_turn("paid")])),
+                hooks=[Raises("on_handoff")],
+            )
+        ),
+        "other",
+        "the on_handoff hook Raises raised RuntimeError: boom",
+    ),
+    "input guardrail beside the model": (
+        plain(lambda: tool_agent(input_guardrails=[BrokenGuardrail()])),
+        "guardrail_tripwire",
+        "the input guardrail BrokenGuardrail raised RuntimeError: boom",
+    ),
+    "input guardrail before the model": (
+        plain(lambda: tool_agent(input_guardrails=[BrokenGuardrail(run_in_parallel=False)])),
+        "guardrail_tripwire",
+        "the input guardrail BrokenGuardrail raised RuntimeError: boom",
+    ),
+    "output guardrail": (
+        plain(lambda: tool_agent(output_guardrails=[BrokenGuardrail()])),
+        "guardrail_tripwire",
+        "the output guardrail BrokenGuardrail raised RuntimeError: boom",
+    ),
+    "permission policy": (
+        lambda: (tool_agent(), RunContext.ephemeral(None).with_permission_policy(BrokenPolicy())),
+        "other",
+        "the permission policy BrokenPolicy raised RuntimeError: boom",
+    ),
+    "approval handler": (
+        lambda: (
+            tool_agent(),
+            RunContext.ephemeral(None)
+            .with_permission_policy(AskingPolicy())
+            .with_approval_handler(BrokenApprover()),
+        ),
+        "other",
+        "the approval handler BrokenApprover raised RuntimeError: boom",
+    ),
+    "instructions function": (
+        plain(lambda: tool_agent(instructions=broken_instructions)),
+        "other",
+        "the instructions function of 'a' raised RuntimeError: boom",
+    ),
+    "async instructions function": (
+        plain(lambda: tool_agent(instructions=broken_async_instructions)),
+        "other",
+        "the instructions function of 'a' raised RuntimeError: boom",
+    ),
+    "handoff target agent": (
+        plain(lambda: handoff_agent(BrokenAgent())),
+        "other",
+        "the handoff target 'billing' raised RuntimeError: boom",
+    ),
+}
+
+
+async def all_events(stream: RunStream) -> list[AgentEvent]:
+    async def drain() -> list[AgentEvent]:
+        return [event async for event in stream]
+
+    return await asyncio.wait_for(drain(), HANG_GUARD)
+
+
+def assert_failed_with(events: list[AgentEvent], kind: str, message: str) -> RunFailed:
+    """One terminal event, last: a `RunFailed` of `kind` whose message is `message`."""
+    terminals = [e for e in events if isinstance(e, RunCompleted | RunFailed)]
+    assert terminals == [events[-1]], [e.type for e in events]
+    failed = events[-1]
+    assert isinstance(failed, RunFailed), [e.type for e in events]
+    assert failed.error.kind == kind and failed.error.message == message, failed.error
+    assert isinstance(events[0], RunStarted)
+    return failed
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_user_code_that_raises_fails_the_run_inside_the_stream(case: str) -> None:
+    build, kind, message = CASES[case]
+    agent, ctx = build()
+    events = await all_events(agent.run("hi", context=ctx))
+    assert_failed_with(events, kind, message)
+    with pytest.raises(RunError, match="raised RuntimeError: boom"):
+        await build()[0].run("hi", context=build()[1])
+
+
+async def test_the_failure_names_its_kind_and_keeps_the_usage_spent() -> None:
+    events = await all_events(tool_agent(hooks=[Raises("post_tool_use")]).run("hi"))
+    failed = assert_failed_with(events, "other", "the post_tool_use hook Raises raised RuntimeError: boom")
+    assert failed.error.cause == "hook"
+    assert failed.usage.input_tokens == 10 and failed.usage.output_tokens == 2
+    assert "tool_output_item" not in [e.type for e in events]
+
+
+async def test_a_hook_raising_for_one_call_stops_the_others_of_its_turn() -> None:
+    cancelled = asyncio.Event()
+
+    @tool
+    async def slow() -> str:
+        """Never returns."""
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "unreachable"
+
+    class RaisesForEcho:
+        async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
+            if event.type == "pre_tool_use" and event.tool == "echo":
+                await asyncio.sleep(0)  # the other call is running by now
+                raise RuntimeError("boom")
+            return HookDecision.allow()
+
+    model = MockModel.with_scripts(
+        [tool_calls_turn([("slow", {}), ("echo", {"text": "x"})]), text_turn("no")]
+    )
+    agent = LlmAgent(name="a", model=model, tools=[slow, echo], hooks=[RaisesForEcho()])
+    events = await all_events(agent.run("hi"))
+    assert_failed_with(events, "other", "the pre_tool_use hook RaisesForEcho raised RuntimeError: boom")
+    assert cancelled.is_set()
+
+
+async def test_an_on_run_complete_hook_that_raises_leaves_the_outcome_and_is_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    agent = tool_agent(hooks=[Raises("on_run_complete")])
+    with caplog.at_level(logging.WARNING, logger="helikon.run"):
+        events = await all_events(agent.run("hi"))
+    assert isinstance(events[-1], RunCompleted)
+    assert "the on_run_complete hook Raises raised RuntimeError: boom" in caplog.text
+
+
+# --- under a runner, on a durable session ------------------------------------------------------
+
+
+@pytest.fixture
+async def sqlite_session(tmp_path: Path) -> AsyncIterator[SqliteSession]:
+    async with await SqliteDatabase.open(tmp_path / "sessions.db") as db:
+        yield await SqliteSession.open(db, "user-1")
+
+
+async def assert_turn_closed(session: SqliteSession, outcomes: tuple[list[str], ...] = (["failed"],)) -> None:
+    entries = await session.events()
+    assert open_turn(entries) is None
+    closed = [e.event.outcome for e in entries if isinstance(e.event, TurnClosed)]
+    assert closed in outcomes, closed
+
+
+@pytest.mark.parametrize("case", list(CASES))
+async def test_a_runner_closes_the_turn_of_a_run_whose_user_code_raised(
+    case: str, sqlite_session: SqliteSession
+) -> None:
+    build, kind, message = CASES[case]
+    agent, ctx = build()
+    stream = AsyncioRunner[Any]().run_streamed(agent, "hi", ctx.with_session(sqlite_session), RunConfig())
+    assert_failed_with(await all_events(stream), kind, message)
+    if case.startswith("input guardrail"):
+        # A refused input leaves no trace in the session (or is rewound out of it).
+        await assert_turn_closed(sqlite_session, ([], ["refused"]))
+    else:
+        await assert_turn_closed(sqlite_session)
+
+
+async def test_a_runner_fails_the_run_of_an_agent_whose_stream_raises(sqlite_session: SqliteSession) -> None:
+    ctx = RunContext.ephemeral(None).with_session(sqlite_session)
+    stream = AsyncioRunner[Any]().run_streamed(BrokenAgent(), AgentInput.from_user_text("hi"), ctx)
+    assert_failed_with(
+        await all_events(stream), "other", "the run of agent 'billing' raised RuntimeError: boom"
+    )
+    await assert_turn_closed(sqlite_session)
