@@ -1,17 +1,19 @@
-"""Conformance checks for keep-recent-window compaction over any backend; random compacted logs.
+"""Conformance checks for compaction over any backend: the keep-recent window, and tool turns kept whole.
 
 Same shape as the checks of `helikon.testing.session_conformance` (`async def
 check_x(backend) -> None`, raising `AssertionError` with a readable message), so the suite
-can list them beside its own. `random_log` builds random logs with markers anywhere (helikon's
-property test draws them).
+can list them beside its own. `random_log` builds the random logs the second one reads (and
+helikon's own property test draws).
 """
 
 from __future__ import annotations
 
+import random
 import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
+from helikon.core import _log_cache
 from helikon.core.branches import open_calls_at
 from helikon.core.codec import decode_event, encode_event
 from helikon.core.compaction import DEFAULT_USER_SUMMARY_PREFIX, CompactingSession
@@ -41,7 +43,7 @@ from helikon.core.session import (
     project,
 )
 
-from ._conformance_util import close_session, require, user_event
+from ._conformance_util import close_session, new_id, require, user_event
 from ._mock_model import MockModel
 from ._scripts import text_turn
 
@@ -234,8 +236,52 @@ def settled(events: list[SessionEvent]) -> bool:
     return True
 
 
+async def _new_objects_read(backend: ConformanceBackend, sid: str, expected: object, when: str) -> None:
+    """New session objects read the log alike: continuing this process's projection, and cold."""
+    for path in ("continuing another object's projection", "cold (checkpoint and tail)"):
+        if path.startswith("cold"):
+            _log_cache.WARM.clear()  # only an optimization: forgetting it forces the checkpoint path
+        session = await backend.open(sid)
+        try:
+            snapshot = await session.snapshot()
+        finally:
+            await close_session(session)
+        require(snapshot == expected, f"{when}: a new object's snapshot ({path}) != project(events())")
+
+
+async def check_compaction_keeps_tool_turns_whole(backend: ConformanceBackend) -> None:
+    """Random logs with compaction markers anywhere (inside tool turns too) read exactly as `project`.
+
+    Through every read path of `backend` (the same object as the log grows, a new object that
+    continues another's projection, a new object from the stored checkpoint) the snapshot is
+    `project(events)`, and it is provider-valid whenever no turn is open: a summary never
+    parts a tool call from its result. One log runs past several checkpoint intervals.
+    """
+    for seed in range(10):
+        rng = random.Random(seed)
+        log = random_log(rng.randint, 160 if seed == 0 else rng.randint(5, 30))
+        sid = new_id(f"whole-turns-{seed}")
+        session = await backend.open(sid)
+        try:
+            written = 0
+            while written < len(log):
+                batch = log[written : written + rng.randint(1, 8)]
+                await session.append(batch)
+                written += len(batch)
+                expected = project(log[:written])
+                when = f"seed {seed}, after {written} of {len(log)} events"
+                require(await session.snapshot() == expected, f"{when}: snapshot() != project(events())")
+                if settled(log[:written]):
+                    require(is_provider_valid(expected.messages), f"{when}: not provider-valid")
+                if rng.randint(0, 3) == 0 or written == len(log):
+                    await _new_objects_read(backend, sid, expected, when)
+        finally:
+            await close_session(session)
+
+
 __all__ = [
     "Choose",
+    "check_compaction_keeps_tool_turns_whole",
     "check_window_compaction_keeps_recent_turns_and_pairs",
     "random_log",
     "settled",
