@@ -3,6 +3,7 @@ this process (`helikon.core._log_cache.WARM`), and does not trust it once the lo
 
 from __future__ import annotations
 
+import importlib
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
@@ -18,7 +19,9 @@ from helikon.core.session import Session, project
 from helikon.sessions.postgres import PostgresSession
 from helikon.sessions.redis import RedisSession, counter_key, ids_key, stream_key
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession
+from helikon.testing._compaction_checks import check_compaction_keeps_tool_turns_whole
 from helikon.testing.servers import PostgresServer, RedisServer
+from helikon.testing.session_conformance import ConformanceBackend
 
 Opener = Callable[[str], Awaitable[Session]]
 
@@ -112,3 +115,28 @@ async def test_a_replaced_log_is_read_again_not_continued(backend: tuple[Opener,
     store = getattr(third, "database", None) or getattr(third, "pool", None) or getattr(third, "client", None)
     warm = _log_cache.WARM.recall(store, sid)
     assert warm is not None and warm.as_of_seq == 11
+
+
+async def test_random_compacted_logs_read_alike_on_every_path(
+    backend: tuple[Opener, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Markers inside tool turns: the same object, a warm new object and a cold one all read `project`."""
+    open_, _ = backend
+    taken = {"warm": 0, "checkpoint": 0}
+
+    def spy(module: str, name: str, path: str) -> None:
+        real = getattr(importlib.import_module(module), name)
+
+        def counted(*args: Any) -> Any:
+            out = real(*args)
+            taken[path] += out is not None and out is not False
+            return out
+
+        monkeypatch.setattr(f"{module}.{name}", counted)
+
+    for module in ("helikon.sessions.sqlite", "helikon.sessions._cached_log"):
+        spy(module, "start_warm", "warm")
+    for module in ("helikon.sessions.sqlite", "helikon.sessions.postgres", "helikon.sessions.redis"):
+        spy(module, "load", "checkpoint")
+    await check_compaction_keeps_tool_turns_whole(ConformanceBackend(name="shared store", open=open_))
+    assert taken["warm"] and taken["checkpoint"], taken  # both fast paths were read through

@@ -45,6 +45,7 @@ from helikon import (
     UserMessageEvent,
     project,
 )
+from helikon.core.conversation_check import is_provider_valid
 from helikon.core.recorder import INTERRUPTED_TOOL_TEXT
 
 TS = datetime(2024, 1, 1, tzinfo=UTC)
@@ -226,9 +227,17 @@ def test_projection_without_compaction_is_one_item_per_message_event(log: list[A
 def test_a_full_compaction_hides_everything_before_it(before: list[Any], after: list[Any]) -> None:
     after = [e for e in after if not isinstance(e, Compacted)]  # later markers could reach back
     marker = Compacted(summary="SUMMARY", original_count=len(before))
+    hidden = project(before).messages
     combined = project([*before, marker, *after]).messages
+    tail = project(after).messages
     assert combined[0] == SystemMessage(text="SUMMARY")
-    assert combined[1:] == project(after).messages
+    assert combined[len(combined) - len(tail) :] == tail
+    # But a tool turn still open at the marker (a call waiting for its result, reasoning for
+    # its call) stays verbatim after the summary: its result must not be orphaned.
+    kept = combined[1 : len(combined) - len(tail)]
+    assert kept == hidden[len(hidden) - len(kept) :]
+    assert all(isinstance(m, ToolCall | ToolResult | AssistantMessage) for m in kept)
+    assert not kept or not is_provider_valid(hidden)
 
 
 # --- MemorySession ----------------------------------------------------------------------------

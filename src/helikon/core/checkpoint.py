@@ -70,6 +70,7 @@ event's append).
 """
 
 _STATE_FORMAT: Final = 2  # the layout `encode_state` writes; bump on any change to it
+_RULES: Final = 2  # what `project` makes of the events; bump on any change (2: tool turns kept whole)
 
 
 def _projector_version() -> str:
@@ -80,11 +81,11 @@ def _projector_version() -> str:
         typing.get_type_hints(cls)["type"].__args__[0] for cls in typing.get_args(KnownSessionEvent)
     )
     digest = hashlib.sha1(",".join(kinds).encode(), usedforsecurity=False).hexdigest()[:12]
-    return f"{_STATE_FORMAT}-{digest}"
+    return f"{_STATE_FORMAT}-{_RULES}-{digest}"
 
 
 PROJECTOR_VERSION: Final = _projector_version()
-"""This version's projector: the state layout and the event types `project` folds."""
+"""This version's projector: the state layout, the projection rules and the event types `project` folds."""
 
 
 class Checkpoint(NamedTuple):

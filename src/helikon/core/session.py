@@ -22,6 +22,7 @@ from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, runtime_ch
 from ._adapter import LazyAdapter
 from ._carrier import carrier
 from ._json import JsonValue
+from ._pair_cut import whole_cut
 from .events import TokenUsage
 from .items import (
     AssistantMessage,
@@ -104,6 +105,8 @@ class Compacted:
     marker stay, verbatim, after it. `tokens_before` is the size of the conversation it
     compacted; `summary_role` renders the summary as a system item (the book's) or as a
     positional user message. Markers written without these fields read as the book's.
+    Neither edge of the span a summary stands for ever parts a tool call from its result:
+    `project` keeps the tool turn it falls inside verbatim (see `project`).
     """
 
     type: Literal["compacted"] = "compacted"
@@ -370,6 +373,12 @@ def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
     place as a `SystemMessage` holding the summary; `Rewound` takes the conversation back
     to what it was at its `to_seq` (the events in between stay in the log, on an abandoned
     branch). Deterministic: the same log always projects to the same conversation.
+
+    A summary never orphans a tool call or result: where an edge of its span falls inside a
+    tool turn (between a call and its result, or reasoning and its call), the span shrinks
+    to keep that turn verbatim. A count starting inside a turn starts after it; a marker
+    inside a turn still waiting for results goes before the turn; a window starting inside
+    a turn starts before it.
     """
     return fold(event_step(event) for event in events)
 
@@ -456,18 +465,29 @@ class Projection:
                 drop = 0
                 while drop < len(origins) and origins[drop] < first_kept:
                     drop += 1
+                # A window starting inside a tool turn starts before it: the turn stays whole.
+                drop = whole_cut(messages, drop, -1)
+                origin = first_kept - 1 if drop == len(origins) else min(first_kept, origins[drop]) - 1
                 del messages[:drop], origins[:drop]
                 messages.insert(0, summary or SystemMessage(text=step.summary))
-                origins.insert(0, first_kept - 1)
+                origins.insert(0, max(origin, -1))
                 return
+            # The summary replaces the messages of the `original_count` events before it, except
+            # a tool turn either edge of that span falls inside: it stays verbatim, whole (the
+            # span shrinks past it), so the summary never orphans a call or a result.
             cutoff = index - max(step.original_count, 0)
             keep = len(origins)
             while keep and origins[keep - 1] >= cutoff:
                 keep -= 1
-            del messages[keep:], origins[keep:]
-            messages.append(summary or SystemMessage(text=step.summary))
-        else:
-            messages.append(step)
+            end = whole_cut(messages, len(messages), -1)  # before a turn still waiting for results
+            keep = min(whole_cut(messages, keep, 1), end)
+            # Before that turn, the summary takes the turn's origin: it goes with it when a later
+            # marker reaches back (origins stay in log order).
+            origin = origins[end] if end < len(origins) else index
+            messages[keep:end] = [summary or SystemMessage(text=step.summary)]
+            origins[keep:end] = [origin]
+            return
+        messages.append(step)
         origins.append(index)
 
     def refold(self, steps: Sequence[Step]) -> None:

@@ -1,29 +1,49 @@
-"""Conformance checks for keep-recent-window compaction over any backend.
+"""Conformance checks for compaction over any backend: the keep-recent window, and tool turns kept whole.
 
 Same shape as the checks of `helikon.testing.session_conformance` (`async def
 check_x(backend) -> None`, raising `AssertionError` with a readable message), so the suite
-can list them beside its own.
+can list them beside its own. `random_log` builds the random logs the second one reads (and
+helikon's own property test draws).
 """
 
 from __future__ import annotations
 
+import random
 import uuid
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
+from helikon.core import _log_cache
+from helikon.core.branches import open_calls_at
 from helikon.core.codec import decode_event, encode_event
 from helikon.core.compaction import DEFAULT_USER_SUMMARY_PREFIX, CompactingSession
 from helikon.core.conversation_check import is_provider_valid
-from helikon.core.items import ReasoningPart, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
+from helikon.core.items import (
+    ContentPart,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    ToolUsePart,
+    UserMessage,
+)
 from helikon.core.session import (
     AssistantMessageEvent,
     Compacted,
+    HandoffOccurred,
+    Rewound,
     SessionEvent,
     ToolCalled,
     ToolReturned,
+    TurnClosed,
+    TurnOpened,
+    UserMessageEvent,
+    active_path,
     project,
 )
 
-from ._conformance_util import close_session, require, user_event
+from ._conformance_util import close_session, new_id, require, user_event
 from ._mock_model import MockModel
 from ._scripts import text_turn
 
@@ -104,4 +124,165 @@ async def check_window_compaction_keeps_recent_turns_and_pairs(backend: Conforma
     )
 
 
-__all__ = ["check_window_compaction_keeps_recent_turns_and_pairs"]
+Choose = Callable[[int, int], int]
+"""`choose(lo, hi)`: a whole number from `lo` to `hi`, both included (`random.Random.randint`, a draw)."""
+
+
+class _LogBuilder:
+    """Builds a random log turn by turn, with compaction markers dropped in anywhere."""
+
+    def __init__(self, choose: Choose) -> None:
+        self.choose = choose
+        self.log: list[SessionEvent] = []
+        self.cuts = [-1]  # seqs where no turn is open: where a rewind may go back to
+        self.serial = 0
+
+    def _text(self, kind: str) -> tuple[ContentPart, ...]:
+        self.serial += 1  # every message distinct, so a test can tell which one it sees
+        return (TextPart(text=f"{kind} {self.serial}"),)
+
+    def add(self, events: list[SessionEvent]) -> None:
+        """Append a turn's events, each perhaps after a `Compacted` marker (inside the turn too)."""
+        for event in events:
+            if self.choose(0, 4) == 0:
+                self.log.append(self.marker())
+            self.log.append(event)
+        if events:
+            self.cuts.append(len(self.log) - 1)
+
+    def marker(self) -> Compacted:
+        """A marker as any writer may leave one: any count, a window edge or none, either role."""
+        index = len(self.log)
+        first_kept = None if self.choose(0, 2) else self.choose(-1, index + 1)
+        role: Literal["system", "user"] = "user" if self.choose(0, 1) else "system"
+        return Compacted(
+            summary=f"summary at {index}",
+            original_count=self.choose(0, index + 1),
+            first_kept_seq=first_kept,
+            summary_role=role,
+        )
+
+    def tool_turn(self) -> list[SessionEvent]:
+        """Reasoning or not, 1-3 (parallel) calls as items or as parts, their results in any order."""
+        choose = self.choose
+        ids = [f"call-{self.serial}-{i}" for i in range(choose(1, 3))]
+        self.serial += 1
+        reasoning = choose(0, 1) == 1
+        events: list[SessionEvent] = []
+        if choose(0, 1):  # Anthropic-style: the calls are parts of one assistant message
+            parts: list[ContentPart] = [ReasoningPart(text="thinking", signature="sig")] if reasoning else []
+            parts += [ToolUsePart(call_id=i, name="lookup", args={"q": i}) for i in ids]
+            events.append(AssistantMessageEvent(content=tuple(parts), agent="a"))
+        else:
+            if reasoning:
+                events.append(
+                    AssistantMessageEvent(content=(ReasoningPart(text="thinking", signature="sig"),))
+                )
+            events += [ToolCalled(call_id=i, name="lookup", args={"q": i}) for i in ids]
+        turn = choose(0, len(ids) - 1)
+        for call_id in ids[turn:] + ids[:turn]:
+            events.append(ToolReturned(call_id=call_id, content=self._text("result"), name="lookup"))
+        return events
+
+    def turn(self) -> None:
+        """One random turn: a user message, an answer, a tool turn, audit markers, or a rewind."""
+        kind = self.choose(0, 6)
+        if kind == 0:
+            self.add([UserMessageEvent(content=self._text("user"))])
+        elif kind == 1:
+            self.add([AssistantMessageEvent(content=self._text("answer"), agent="a")])
+        elif kind in (2, 3):
+            self.add(self.tool_turn())
+        elif kind == 4:
+            run = f"run-{self.serial}"
+            self.serial += 1
+            self.add(
+                [
+                    TurnOpened(run_id=run),
+                    HandoffOccurred(from_agent="a", to_agent="b"),
+                    TurnClosed(run_id=run),
+                ]
+            )
+        elif kind == 5:  # back to where no turn was open, on this branch or an abandoned one
+            self.log.append(Rewound(to_seq=self.cuts[self.choose(0, len(self.cuts) - 1)]))
+        else:
+            self.log.append(self.marker())
+
+
+def random_log(choose: Choose, turns: int) -> list[SessionEvent]:
+    """A random log of `turns` turns, as a session may hold one, markers of any writer included.
+
+    User messages, answers, tool turns (reasoning, parallel calls as items or parts, results
+    in any order), audit markers, rewinds to where no turn was open, and `Compacted` markers
+    of any count, window edge and role anywhere, inside tool turns too. Every tool call has
+    its result in the log: only markers fall between them.
+    """
+    builder = _LogBuilder(choose)
+    for _ in range(turns):
+        builder.turn()
+    return builder.log
+
+
+def settled(events: list[SessionEvent]) -> bool:
+    """Whether no turn is open at the end of the current branch (no call or reasoning waits)."""
+    if open_calls_at(events, len(events) - 1):
+        return False
+    for index in reversed(active_path(events)):
+        event = events[index]
+        if isinstance(event, AssistantMessageEvent):
+            return not (event.content and all(isinstance(p, ReasoningPart) for p in event.content))
+        if isinstance(event, UserMessageEvent | ToolCalled | ToolReturned):
+            return True
+    return True
+
+
+async def _new_objects_read(backend: ConformanceBackend, sid: str, expected: object, when: str) -> None:
+    """New session objects read the log alike: continuing this process's projection, and cold."""
+    for path in ("continuing another object's projection", "cold (checkpoint and tail)"):
+        if path.startswith("cold"):
+            _log_cache.WARM.clear()  # only an optimization: forgetting it forces the checkpoint path
+        session = await backend.open(sid)
+        try:
+            snapshot = await session.snapshot()
+        finally:
+            await close_session(session)
+        require(snapshot == expected, f"{when}: a new object's snapshot ({path}) != project(events())")
+
+
+async def check_compaction_keeps_tool_turns_whole(backend: ConformanceBackend) -> None:
+    """Random logs with compaction markers anywhere (inside tool turns too) read exactly as `project`.
+
+    Through every read path of `backend` (the same object as the log grows, a new object that
+    continues another's projection, a new object from the stored checkpoint) the snapshot is
+    `project(events)`, and it is provider-valid whenever no turn is open: a summary never
+    parts a tool call from its result. One log runs past several checkpoint intervals.
+    """
+    for seed in range(10):
+        rng = random.Random(seed)
+        log = random_log(rng.randint, 160 if seed == 0 else rng.randint(5, 30))
+        sid = new_id(f"whole-turns-{seed}")
+        session = await backend.open(sid)
+        try:
+            written = 0
+            while written < len(log):
+                batch = log[written : written + rng.randint(1, 8)]
+                await session.append(batch)
+                written += len(batch)
+                expected = project(log[:written])
+                when = f"seed {seed}, after {written} of {len(log)} events"
+                require(await session.snapshot() == expected, f"{when}: snapshot() != project(events())")
+                if settled(log[:written]):
+                    require(is_provider_valid(expected.messages), f"{when}: not provider-valid")
+                if rng.randint(0, 3) == 0 or written == len(log):
+                    await _new_objects_read(backend, sid, expected, when)
+        finally:
+            await close_session(session)
+
+
+__all__ = [
+    "Choose",
+    "check_compaction_keeps_tool_turns_whole",
+    "check_window_compaction_keeps_recent_turns_and_pairs",
+    "random_log",
+    "settled",
+]

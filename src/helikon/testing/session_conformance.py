@@ -66,7 +66,10 @@ from ._checkpoint_checks import (
     check_a_damaged_checkpoint_is_rebuilt,
     check_checkpoint_plus_tail_is_the_projection,
 )
-from ._compaction_checks import check_window_compaction_keeps_recent_turns_and_pairs
+from ._compaction_checks import (
+    check_compaction_keeps_tool_turns_whole,
+    check_window_compaction_keeps_recent_turns_and_pairs,
+)
 from ._conformance_util import (
     assert_contiguous,
     close_session,
@@ -680,6 +683,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_expected_seq_conflicts_write_nothing,
     check_format_versions_are_read_by_their_rules,
     check_window_compaction_keeps_recent_turns_and_pairs,
+    check_compaction_keeps_tool_turns_whole,
     check_checkpoint_plus_tail_is_the_projection,
     check_requests_are_rebuilt_from_the_stored_log,
     *BRANCH_CHECKS,
@@ -737,6 +741,7 @@ __all__ = [
     "check_append_order_and_contiguous_sequences",
     "check_checkpoint_plus_tail_is_the_projection",
     "check_compaction_over_the_backend",
+    "check_compaction_keeps_tool_turns_whole",
     "check_concurrent_writers_in_one_process",
     "check_concurrent_writers_in_separate_processes",
     "check_events_since_is_exclusive",
