@@ -525,7 +525,13 @@ class PostgresSession(CachedLogSession, Branching):
     async def _write_checkpoint(self) -> None:
         log = self._log
         as_of_seq = log.folded - 1
-        state = encode_state(log.projection)
+        try:
+            state = encode_state(log.projection)
+        except ValueError:
+            # A conversation whose JSON cannot be written (read from rows nested too deeply for
+            # pydantic, or holding a lone surrogate from an escape): only an optimization, skipped.
+            log.checkpoint_seq = as_of_seq
+            return
         sid = self._session_id
         try:
             # The event at as_of_seq is immutable once written, so the fingerprint of its payload,
