@@ -85,8 +85,8 @@ def upgrade(seq: int, version: int, event: SessionEvent, session_id: str | None 
     """Read `event`, decoded from a row stored in format `version`, as this version's event.
 
     Pure: the same row always gives the same event. Raises `UnreadableSessionEvent` for a
-    format newer than `FORMAT_VERSION`, and for a format-2 `UnknownEvent` not marked
-    ignorable. An `UnknownEvent` comes back carrying `version`.
+    format newer than `FORMAT_VERSION`, and for a format-2 `UnknownEvent` with a `type` its
+    writer did not mark ignorable. An `UnknownEvent` comes back carrying `version`.
 
     Example:
         ```python
