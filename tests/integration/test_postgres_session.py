@@ -20,6 +20,7 @@ from helikon.core.exceptions import SessionBackendError, SessionError, SessionUn
 from helikon.core.session import (
     SequenceId,
     Session,
+    ToolCalled,
     UnknownEvent,
     project,
 )
@@ -109,7 +110,7 @@ async def test_the_stored_format(postgres_pool: asyncpg.Pool) -> None:
         ("session_id", "text", "NO"),
         ("sequence", "bigint", "NO"),
         ("kind", "text", "NO"),
-        ("payload", "jsonb", "NO"),
+        ("payload", "json", "NO"),
         ("ts", "timestamp with time zone", "YES"),
         ("format", "integer", "NO"),
         ("event_id", "text", "YES"),
@@ -124,12 +125,12 @@ async def test_the_stored_format(postgres_pool: asyncpg.Pool) -> None:
     )
     for row, event in zip(rows, logged, strict=True):
         assert row["session_id"] == "fmt" and row["kind"] == event.type and row["format"] == FORMAT_VERSION
-        assert json.loads(row["payload"]) == json.loads(encode_event(event))
+        assert row["payload"] == encode_event(event)  # `json` keeps the codec's text, byte for byte
         assert row["ts"] == event.ts
     assert [row["sequence"] for row in rows] == list(range(len(logged)))
     migrations = await postgres_pool.fetch("SELECT version, applied_at FROM helikon_schema_migrations")
-    assert [row["version"] for row in migrations] == [1, 2, SCHEMA_VERSION]
-    assert SCHEMA_VERSION == 3
+    assert [row["version"] for row in migrations] == [1, 2, 3, SCHEMA_VERSION]
+    assert SCHEMA_VERSION == 4
     assert isinstance(migrations[0]["applied_at"], datetime)
     checkpoint_columns = await postgres_pool.fetch(
         "SELECT column_name, data_type, is_nullable FROM information_schema.columns "
@@ -222,11 +223,33 @@ async def test_four_processes_write_one_session(postgres_dsn: str, postgres_pool
 async def test_an_event_postgres_cannot_store_fails_the_whole_append(postgres_pool: asyncpg.Pool) -> None:
     session = await PostgresSession.open(postgres_pool, "nul")
     await session.append([say("before")])
-    with pytest.raises(SessionBackendError, match="unsupported Unicode escape sequence"):
-        await session.append([say("fine"), say("a NUL \x00 cannot live in jsonb"), say("also fine")])
+    # The payload may hold a NUL (escaped in its JSON); the `kind` column, TEXT, cannot.
+    odd = UnknownEvent(type="a NUL \x00 in a type", data={"type": "a NUL \x00 in a type"})
+    with pytest.raises(SessionBackendError, match="0x00"):
+        await session.append([say("fine"), odd, say("also fine")])
     assert texts(await session.events()) == ["before"]
     await session.append([say("after")])
     assert seqs(await session.events()) == [0, 1] and texts(await session.events())[-1] == "after"
+
+
+async def test_the_codecs_json_is_stored_byte_for_byte(postgres_pool: asyncpg.Pool) -> None:
+    # jsonb (before schema 4) read 1e308 and 1e20 back as ints and refused \u0000 anywhere.
+    session = await PostgresSession.open(postgres_pool, "exact")
+    args = {"b": 1e308, "a": 1e20, "z": -0.0, "tiny": 5e-324, "big": 2**70, "\x00": "NUL \x00"}
+    logged = [ToolCalled(call_id="c", name="t", args=args), say("a NUL \x00 in a text")]
+    await session.append(logged)
+    rows = await postgres_pool.fetch(
+        "SELECT payload::text FROM session_events WHERE session_id = 'exact' ORDER BY sequence"
+    )
+    assert [row[0] for row in rows] == [encode_event(event) for event in logged]
+    [called, said] = [
+        entry.event for entry in await PostgresSession.open_without_migrate(postgres_pool, "exact").events()
+    ]
+    assert said == logged[1] and isinstance(called, ToolCalled)
+    assert json.dumps(called.args) == json.dumps(args)  # the same types, digits and key order
+    await session.set_metadata(metadata={"n": 1e20, "nul": "\x00"})
+    [info] = await PostgresSession.list_sessions(postgres_pool)
+    assert json.dumps(info.metadata) == json.dumps({"n": 1e20, "nul": "\x00"})
 
 
 async def test_a_connection_killed_mid_transaction_writes_nothing(postgres_pool: asyncpg.Pool) -> None:
@@ -320,7 +343,7 @@ async def test_an_unknown_event_round_trips(postgres_pool: asyncpg.Pool) -> None
     [(seq, event), (next_seq, _)] = await old.events()
     assert (seq, next_seq) == (0, 1)
     assert isinstance(event, UnknownEvent) and event.type == "branch_switched"
-    assert event.data == json.loads(stored)  # jsonb reorders keys: compare parsed JSON
+    assert event.data == json.loads(stored)
     assert event.ts == datetime(2026, 11, 30, 7, 0, 1, tzinfo=UTC)
     assert project([event]).messages == ()
 
@@ -343,10 +366,43 @@ async def test_concurrent_migrations_are_serialized_and_idempotent(postgres_pool
     await PostgresSession.migrate(postgres_pool)
     assert [
         tuple(row) for row in await postgres_pool.fetch("SELECT version FROM helikon_schema_migrations")
-    ] == [(1,), (2,), (SCHEMA_VERSION,)]
+    ] == [(version,) for version in range(1, SCHEMA_VERSION + 1)]
     sessions = await asyncio.gather(*(PostgresSession.open(postgres_pool, f"s{i}") for i in range(4)))
     await asyncio.gather(*(s.append([say(s.session_id)]) for s in sessions))
     assert await postgres_pool.fetchval("SELECT count(*) FROM session_events") == 4
+
+
+async def test_migration_4_keeps_each_stored_text_and_checkpoint(postgres_pool: asyncpg.Pool) -> None:
+    from helikon.sessions._postgres_schema import MIGRATIONS
+
+    # A database as helikon left it at schema 3: payloads in jsonb, a checkpoint written.
+    await postgres_pool.execute(
+        "CREATE TABLE helikon_schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ)"
+    )
+    for version, statement in MIGRATIONS[:3]:
+        await postgres_pool.execute(statement)
+        await postgres_pool.execute("INSERT INTO helikon_schema_migrations VALUES ($1, now())", version)
+    old = PostgresSession.open_without_migrate(postgres_pool, "old")
+    logged = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 2)]
+    logged.append(ToolCalled(call_id="c", name="t", args={"b": 2, "a": 1.5}))
+    await old.append(logged)
+    before_snapshot = await old.snapshot()  # writes the checkpoint
+    select = "SELECT sequence, payload::text FROM session_events ORDER BY sequence"
+    before = [tuple(row) for row in await postgres_pool.fetch(select)]
+    assert '"args": {"a": 1.5, "b": 2}' in before[-1][1]  # jsonb's rendering: keys sorted, spaces
+    await PostgresSession.migrate(postgres_pool)
+    assert [tuple(row) for row in await postgres_pool.fetch(select)] == before
+    row = await postgres_pool.fetchrow(
+        "SELECT c.fingerprint, e.payload::text FROM session_checkpoints c JOIN session_events e "
+        "ON e.session_id = c.session_id AND e.sequence = c.as_of_seq"
+    )
+    assert row is not None and row[0] == fingerprint(row[1])  # still a checkpoint a reader trusts
+    fresh = PostgresSession.open_without_migrate(postgres_pool, "old")
+    assert [entry.event for entry in await fresh.events()] == logged
+    assert await PostgresSession.open_without_migrate(postgres_pool, "old").snapshot() == before_snapshot
+    after = ToolCalled(call_id="d", name="t", args={"n": 1e20})
+    await fresh.append([after])
+    assert (await postgres_pool.fetch(select))[-1][1] == encode_event(after)  # now stored as written
 
 
 async def test_migrate_waits_for_the_migration_lock(postgres_pool: asyncpg.Pool) -> None:
@@ -527,7 +583,7 @@ async def test_a_schema_before_checkpoints_still_reads_and_migrates(postgres_poo
     logged = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 3)]
     await session.append(logged)
     await postgres_pool.execute("DROP TABLE session_checkpoints")
-    await postgres_pool.execute("DELETE FROM helikon_schema_migrations WHERE version = 3")
+    await postgres_pool.execute("DELETE FROM helikon_schema_migrations WHERE version >= 3")
     before = await postgres_pool.fetch("SELECT * FROM session_events ORDER BY sequence")
     # A version 2 schema (opened without migrate): no checkpoints, read and written, no errors.
     old = PostgresSession.open_without_migrate(postgres_pool, "old")

@@ -143,7 +143,8 @@ def test_irregular_objects_fall_back_and_unknown_ones_are_kept() -> None:
     assert json.loads(encode_event(decoded)) == future
     mixed = decode_events([json.dumps(base), json.dumps(future), "{broken"])
     assert [type(e).__name__ for e in mixed] == ["UserMessageEvent", "UnknownEvent", "UnknownEvent"]
-    assert mixed[2] == UnknownEvent(type="undecodable", data={"type": "undecodable", "raw": "{broken"})
+    broken = {"type": "undecodable", "ignorable": True, "error": "not JSON", "raw": "{broken"}
+    assert mixed[2] == UnknownEvent(type="undecodable", data=broken)
     assert decode_events([]) == []
     assert FORMAT_VERSION == 2
 
@@ -319,3 +320,120 @@ def test_the_user_message_encoder_writes_what_pydantic_writes(texts: list[str], 
     assert encode_event(event) == expected
     if ts.tzinfo is UTC:
         assert decode_event(expected) == event
+
+
+# --- payloads that are no event at all: kept, never refused, never an undocumented error ------------
+
+
+def test_a_payload_that_is_no_json_object_is_kept_verbatim_in_every_format() -> None:
+    import base64
+
+    from helikon.core.codec import snapshot_from_payloads, upgrade, upgrade_all
+    from helikon.core.session import project
+
+    good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),))).encode()
+    not_utf8 = b'{"type":"user_message","content":[{"type":"text","text":"\xff\xfe"}]}'
+    cases = {
+        not_utf8: ("not UTF-8", "raw_base64", base64.b64encode(not_utf8).decode()),
+        b"{broken": ("not JSON", "raw", "{broken"),
+        b"[1, 2]": ("a JSON array, not an object", "raw", "[1, 2]"),
+        b'"text"': ("a JSON string, not an object", "raw", '"text"'),
+    }
+    for stored, (why, key, raw) in cases.items():
+        event = decode_event(stored)
+        assert isinstance(event, UnknownEvent) and event.type == "undecodable"
+        assert event.data == {"type": "undecodable", "ignorable": True, "error": why, key: raw}
+        kept = upgrade(1, 2, event, "s")  # no writer wrote it: kept even in format 2, not refused
+        assert kept == UnknownEvent(type="undecodable", data=event.data, version=2)
+        assert decode_event(encode_event(kept)) == event  # written back as that object
+        batch = decode_events([good, stored, good])
+        assert batch[1] == event and [type(e) for e in batch[::2]] == [UserMessageEvent] * 2
+        assert upgrade_all("s", [0, 1, 2], 2, batch)[1] == kept
+        assert [m.type for m in snapshot_from_payloads([good, stored, good]).messages] == ["user", "user"]
+        assert snapshot_from_payloads([good, stored]) == project(batch[:2])
+    typeless = decode_event('{"content": "no type tag"}')  # an object, but no writer's event
+    assert upgrade(0, 2, typeless) == UnknownEvent(type="unknown", data={"content": "no type tag"}, version=2)
+
+
+@pytest.mark.parametrize("depth", [1_100, 5_000, 200_000])
+def test_payloads_nested_too_deeply_to_parse_are_kept_not_raised(depth: int) -> None:
+    from helikon.core.codec import decode_joined, snapshot_from_payloads
+
+    good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),)))
+    deep = (
+        '{"type":"tool_called","call_id":"c","name":"n","args":'
+        + "[" * depth
+        + "]" * depth
+        + ',"ts":"2026-01-01T00:00:00Z"}'
+    )
+    event = decode_event(deep)
+    assert isinstance(event, UnknownEvent) and event.data["error"] == "nested too deeply to parse"
+    assert decode_event(deep.encode()) == event
+    assert decode_events([good, deep, good])[1] == event
+    assert decode_joined(",".join([good, deep, good]), 3) is None  # the caller reads row by row
+    assert [m.type for m in snapshot_from_payloads([good, deep, good]).messages] == ["user", "user"]
+    bare = "[" * depth + "]" * depth
+    assert decode_event(bare).type == "undecodable" and decode_events([bare, good])[0].type == "undecodable"
+
+
+def _mutations() -> st.SearchStrategy[bytes]:
+    """Valid stored payloads with a few bytes replaced, inserted or cut: what damage looks like."""
+
+    def mutate(payload: str, edits: list[tuple[int, int, bytes]]) -> bytes:
+        data = bytearray(payload.encode())
+        for position, kind, value in edits:
+            at = position % (len(data) + 1)
+            if kind == 0:
+                data[at : at + 1] = value
+            elif kind == 1:
+                data[at:at] = value
+            else:
+                del data[at : at + len(value)]
+        return bytes(data)
+
+    edit = st.tuples(st.integers(0, 10_000), st.integers(0, 2), st.binary(min_size=1, max_size=3))
+    return st.builds(mutate, events.map(encode_event), st.lists(edit, min_size=1, max_size=4))
+
+
+good_payloads = st.lists(events.map(lambda e: encode_event(e).encode()), max_size=5)
+
+
+@settings(max_examples=300, deadline=None)
+@given(good_payloads, st.binary(max_size=40) | _mutations(), st.integers(0, 5))
+def test_decoding_any_bytes_gives_events_or_a_documented_refusal(
+    good: list[bytes], damaged: bytes, at: int
+) -> None:
+    """One damaged payload among good ones (each read path isolates it; the good ones decode)."""
+    from helikon.core.codec import decode_joined, snapshot_from_payloads, upgrade_all
+    from helikon.core.exceptions import UnreadableSessionEvent
+    from helikon.core.session import project
+
+    at = min(at, len(good))
+    payloads = [*good[:at], damaged, *good[at:]]
+    one_by_one = [decode_event(p) for p in payloads]
+    assert [*one_by_one[:at], *one_by_one[at + 1 :]] == [decode_event(p) for p in good]
+    assert decode_events(payloads) == one_by_one
+    assert snapshot_from_payloads(payloads) == project(one_by_one)
+    if _is_utf8(damaged):
+        joined = decode_joined(b",".join(payloads).decode(), len(payloads))
+        assert joined is None or joined == one_by_one
+    for version in (1, 2):
+        refused: UnreadableSessionEvent | None = None
+        try:
+            upgraded = upgrade_all("s", list(range(len(payloads))), version, list(one_by_one))
+        except UnreadableSessionEvent as exc:  # a format-2 object of a type it does not know
+            refused = exc
+        else:
+            assert len(upgraded) == len(payloads)
+        if refused is not None:
+            event = one_by_one[refused.seq]
+            assert version == 2 and isinstance(event, UnknownEvent) and refused.seq == at
+            assert isinstance(event.data.get("type"), str)
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode()
+    except UnicodeDecodeError:
+        return False
+    return True

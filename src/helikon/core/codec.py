@@ -15,6 +15,12 @@ rewritten, an old event is upgraded as it is read (`upgrade`, pure):
   `UnreadableSessionEvent` (naming the seq): an older reader must not silently skip an
   event that changes what the log means.
 
+In every format, a stored payload that is no event of any version (not UTF-8, not JSON,
+nested too deeply to parse, a JSON value that is not an object, an object without a string
+`type`) is kept as an `UnknownEvent` and never refused: projections skip it and the rest of
+the log reads as usual. One that is no JSON object has type `"undecodable"` (see
+`decode_event`).
+
 Example:
     ```python
     from helikon.core.codec import decode_event, encode_event
@@ -30,6 +36,7 @@ Example:
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import functools
 import gc
@@ -78,8 +85,8 @@ def upgrade(seq: int, version: int, event: SessionEvent, session_id: str | None 
     """Read `event`, decoded from a row stored in format `version`, as this version's event.
 
     Pure: the same row always gives the same event. Raises `UnreadableSessionEvent` for a
-    format newer than `FORMAT_VERSION`, and for a format-2 `UnknownEvent` not marked
-    ignorable. An `UnknownEvent` comes back carrying `version`.
+    format newer than `FORMAT_VERSION`, and for a format-2 `UnknownEvent` with a `type` its
+    writer did not mark ignorable. An `UnknownEvent` comes back carrying `version`.
 
     Example:
         ```python
@@ -94,7 +101,9 @@ def upgrade(seq: int, version: int, event: SessionEvent, session_id: str | None 
         kind = event.type
         raise UnreadableSessionEvent(seq=seq, version=version, kind=kind, session_id=session_id)
     if type(event) is UnknownEvent:
-        if version >= 2 and not event.ignorable:
+        # An object without a string `type` is no writer's event (of any version): nothing an
+        # upgrade could read, so it is kept rather than making the whole session unreadable.
+        if version >= 2 and not event.ignorable and type(event.data.get("type")) is str:
             raise UnreadableSessionEvent(seq=seq, version=version, kind=event.type, session_id=session_id)
         if event.version != version:
             return UnknownEvent(type=event.type, data=event.data, version=version)
@@ -187,22 +196,70 @@ def event_kind(event: SessionEvent) -> str:
 
 
 def decode_event(payload: str | bytes | dict[str, Any]) -> SessionEvent:
-    """Decode one stored event; anything it cannot decode becomes an `UnknownEvent`."""
+    """Decode one stored event; anything it cannot decode becomes an `UnknownEvent`.
+
+    An object of a type this version does not know (or a shape it cannot read) is kept
+    verbatim. A payload that is no JSON object at all (bytes that are not UTF-8, text that
+    is not JSON or is nested too deeply to parse, another JSON value) becomes
+    `UnknownEvent(type="undecodable")` whose data is `{"type": "undecodable", "ignorable":
+    true, "error": why, "raw": the stored text}` (`"raw_base64"`, the stored bytes in
+    base64, instead of `"raw"` when they are not UTF-8): projections skip it, every reader
+    keeps it, and `append` writes it back as that object.
+    """
+    if isinstance(payload, dict):
+        return _decode_object(payload, None)
+    text = payload if isinstance(payload, str) else _utf8(payload)
+    if text is None:
+        return _undecodable(payload, "not UTF-8")
+    try:
+        obj: Any = json.loads(text)
+    except ValueError:  # (json's own message varies with the Python version: not kept)
+        return _undecodable(text, "not JSON")
+    except RecursionError:
+        return _undecodable(text, "nested too deeply to parse")
+    if type(obj) is not dict:
+        return _undecodable(text, f"a JSON {_json_kind(obj)}, not an object")
+    return _decode_object(cast("dict[str, Any]", obj), text)
+
+
+def _decode_object(obj: dict[str, Any], text: str | None) -> SessionEvent:
+    """The event a parsed stored object holds (`text`: the JSON it was parsed from, if any)."""
     from pydantic import ValidationError
 
-    try:
-        obj: Any = payload if isinstance(payload, dict) else json.loads(payload)
-    except ValueError:
-        return _unknown(payload)
     event = fast_decode(obj)
     if event is not None:
         return event
     try:
-        if isinstance(payload, dict):
-            return SESSION_EVENT_ADAPTER.validate_python(payload)
-        return SESSION_EVENT_ADAPTER.validate_json(payload)
-    except ValidationError:
-        return _unknown(payload)
+        if text is None:
+            return SESSION_EVENT_ADAPTER.validate_python(obj)
+        return SESSION_EVENT_ADAPTER.validate_json(text)
+    except (ValidationError, RecursionError):
+        kind = obj.get("type")
+        return UnknownEvent(type=kind if isinstance(kind, str) else "unknown", data=obj)
+
+
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+_JSON_KINDS: dict[type, str] = {list: "array", str: "string", int: "number", float: "number", bool: "boolean"}
+
+
+def _json_kind(value: object) -> str:
+    return "null" if value is None else _JSON_KINDS.get(type(value), "value")
+
+
+def _undecodable(stored: str | bytes, why: str) -> UnknownEvent:
+    """The ignorable `UnknownEvent` holding a stored payload that is no JSON object, verbatim."""
+    data: dict[str, Any] = {"type": "undecodable", "ignorable": True, "error": why}
+    if isinstance(stored, str):
+        data["raw"] = stored
+    else:
+        data["raw_base64"] = base64.b64encode(stored).decode("ascii")
+    return UnknownEvent(type="undecodable", data=data)
 
 
 def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
@@ -243,8 +300,9 @@ def gc_paused(count: int) -> Generator[None, None, None]:
 
 
 def _decode_many(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
-    objects = _parse_array("[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]")
-    if objects is None:  # at least one payload is not JSON: decode them one by one
+    joined = _joined(payloads)
+    objects = None if joined is None else _parse_array(joined)
+    if objects is None:  # at least one payload is not JSON (or UTF-8): decode them one by one
         return [decode_event(p) for p in payloads]
     if len(objects) != len(payloads):  # a payload held no value, or several: one by one
         return [decode_event(p) for p in payloads]
@@ -285,7 +343,8 @@ def snapshot_from_payloads(payloads: Sequence[str | bytes]) -> ConversationSnaps
     """
     if not payloads:
         return ConversationSnapshot()
-    objects = _parse_array("[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]")
+    joined = _joined(payloads)
+    objects = None if joined is None else _parse_array(joined)
     if objects is None:
         return project(decode_events(payloads))
     if len(objects) != len(payloads):  # a payload held no value, or several
@@ -297,12 +356,21 @@ def snapshot_from_payloads(payloads: Sequence[str | bytes]) -> ConversationSnaps
     return fold(steps)
 
 
+def _joined(payloads: Sequence[str | bytes]) -> str | None:
+    """The payloads as one JSON array's text; None when one is bytes that are not UTF-8."""
+    try:
+        return "[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]"
+    except UnicodeDecodeError:
+        return None
+
+
 def _parse_array(text: str) -> list[Any] | None:
     """Parse a long JSON array: orjson when installed (about twice as fast), else `json`.
 
     orjson refuses some JSON that `json` takes (NaN) and reads integers past 64 bits as
     floats; such text is parsed by `json`, so the result never depends on which parser is
-    installed.
+    installed. None when the text is not JSON, or nested too deeply to parse (orjson stops at
+    1,024 levels, `json` at Python's recursion limit): the caller decodes one by one then.
     """
     global _fast_loads
     if _fast_loads is None:
@@ -316,10 +384,10 @@ def _parse_array(text: str) -> list[Any] | None:
         # orjson reads an integer past 64 bits as a float (silently inexact): a text with
         # such a long run of digits goes to `json` (a digit run inside a string too: safe).
         parsed: Any = json.loads(text) if _long_digits(text) else _fast_loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         try:
             parsed = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
     return cast("list[Any]", parsed) if type(parsed) is list else None
 
@@ -335,21 +403,6 @@ _LONG_RUN = b"0" * 19
 def _long_digits(text: str) -> bool:
     """Whether `text` holds a run of 19 or more ASCII digits (an integer JSON may hold past 64 bits)."""
     return _LONG_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZEROS)
-
-
-def _unknown(payload: str | bytes | dict[str, Any]) -> UnknownEvent:
-    data: Any = payload
-    if not isinstance(payload, dict):
-        try:
-            data = json.loads(payload)
-        except ValueError:
-            text = payload if isinstance(payload, str) else payload.decode(errors="replace")
-            return UnknownEvent(type="undecodable", data={"type": "undecodable", "raw": text})
-    if not isinstance(data, dict):
-        return UnknownEvent(type="undecodable", data={"type": "undecodable", "raw": data})
-    obj = cast("dict[str, Any]", data)
-    kind = obj.get("type")
-    return UnknownEvent(type=kind if isinstance(kind, str) else "unknown", data=obj)
 
 
 __all__ = [

@@ -214,7 +214,8 @@ class UnknownEvent:
     `version` is the stored format version it was read in (see `helikon.core.codec`) and
     is written back with it. Format 1 keeps every unknown event; from format 2 on, a reader
     keeps one only when its writer marked it `"ignorable": true` in `data`, and refuses the
-    session otherwise (`UnreadableSessionEvent`).
+    session otherwise (`UnreadableSessionEvent`). A stored payload that is no event at all
+    (not UTF-8, not JSON) is kept in every format, as type `"undecodable"` holding it verbatim.
 
     Example:
         ```python

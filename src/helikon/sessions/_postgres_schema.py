@@ -61,6 +61,18 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         );
         """,
     ),
+    # `json`, not `jsonb`: it stores the text the codec wrote, byte for byte. `jsonb` keeps a
+    # parsed value and changed what it was given: numbers lost their exponent (1e308 read back
+    # as an int of 309 digits, 1e20 as 100000000000000000000), `\u0000` was refused, keys were
+    # reordered. Each stored row's text stays what `payload::text` (and `metadata::text`) read
+    # before; the ALTER copies the table once, under its lock.
+    (
+        4,
+        """
+        ALTER TABLE session_events ALTER COLUMN payload TYPE JSON USING payload::json;
+        ALTER TABLE helikon_sessions ALTER COLUMN metadata TYPE JSON USING metadata::json;
+        """,
+    ),
 )
 """Each schema version and the statement that brings the tables to it from the one before."""
 

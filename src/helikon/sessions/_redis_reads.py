@@ -128,6 +128,13 @@ async def script_fields(
         start = next_id(last)
 
 
+def _utf8(data: bytes) -> str | None:
+    try:
+        return data.decode()
+    except UnicodeDecodeError:
+        return None
+
+
 def _ints(csv: bytes | str) -> list[int]:
     return [int(part) for part in text(csv).split(",")]
 
@@ -140,7 +147,8 @@ def session_entries(session_id: str, after: int, fields: Fields) -> list[Session
         # The usual case: exactly the next seqs, so their comma-joined payloads decode in one
         # pass. The GC is held over the entries' wrapping too (see `gc_paused`).
         with gc_paused(count):
-            decoded = decode_joined(b",".join(payloads).decode(), count)
+            joined = _utf8(b",".join(payloads))  # None: a payload is not UTF-8 (decoded alone below)
+            decoded = None if joined is None else decode_joined(joined, count)
             if decoded is not None:
                 decoded = upgrade_all(session_id, seqs, versions, decoded)
                 return list(map(new_entry, zip(seqs, decoded, strict=True)))

@@ -70,6 +70,12 @@ SELECT = (
     "SELECT sequence, payload, format FROM session_events WHERE session_id = ? AND sequence > ? "
     "ORDER BY sequence LIMIT ?"
 )
+# The same rows with the payloads as their bytes: for a read that met a payload that is not
+# UTF-8 (which sqlite3 cannot make into a str), so the codec keeps that one as undecodable.
+SELECT_BYTES = (
+    "SELECT sequence, CAST(payload AS BLOB), format FROM session_events WHERE session_id = ? "
+    "AND sequence > ? ORDER BY sequence LIMIT ?"
+)
 # One pass over the session's primary-key range; the first and last sequence come from two
 # index seeks. `group_concat` joins in the order the loop visits the rows, which is key order
 # for exactly the plan `joined_in_order` checks (SQLite before 3.44 has no ORDER BY inside an
@@ -82,6 +88,10 @@ SELECT_JOINED = (
 _KEY_ORDER_LOOP = "SEARCH session_events USING PRIMARY KEY (session_id=? AND sequence>?)"
 SELECT_RECORDS = (
     "SELECT sequence, event_id, ts, format, payload FROM session_events "
+    "WHERE session_id = ? AND sequence > ? ORDER BY sequence"
+)
+SELECT_RECORDS_BYTES = (
+    "SELECT sequence, event_id, ts, format, CAST(payload AS BLOB) FROM session_events "
     "WHERE session_id = ? AND sequence > ? ORDER BY sequence"
 )
 # A session's event count and last update come from its last event: one primary-key seek
@@ -103,7 +113,9 @@ SET_METADATA = (
 SELECT_CHECKPOINT = (
     "SELECT as_of_seq, projector, fingerprint, state FROM session_checkpoints WHERE session_id = ?"
 )
-PAYLOAD_AT = "SELECT payload FROM session_events WHERE session_id = ? AND sequence = ?"
+# As bytes: the fingerprint hashes the payload's UTF-8, and a payload that is not UTF-8 (which
+# sqlite3 cannot read as a str) gets one too.
+PAYLOAD_AT = "SELECT CAST(payload AS BLOB) FROM session_events WHERE session_id = ? AND sequence = ?"
 # Compare-and-set on `as_of_seq`: a checkpoint only ever moves forward, unless the one stored
 # was found unusable (`?7`) or another projector wrote it, and then it is replaced.
 SAVE_CHECKPOINT = (
@@ -262,10 +274,22 @@ def rollback(cur: sqlite3.Cursor) -> None:
             cur.execute("ROLLBACK")
 
 
+def not_utf8(exc: sqlite3.Error) -> bool:
+    """Whether `exc` is sqlite3's refusal to read a TEXT value that is not UTF-8 as a str."""
+    return isinstance(exc, sqlite3.OperationalError) and str(exc).startswith("Could not decode to UTF-8")
+
+
 def read_rows(
     cur: sqlite3.Cursor, session_id: str, since: int, limit: int = -1
-) -> tuple[tuple[SequenceId, ...], tuple[str, ...], tuple[int, ...]]:
-    rows: list[tuple[SequenceId, str, int]] = cur.execute(SELECT, (session_id, since, limit)).fetchall()
+) -> tuple[tuple[SequenceId, ...], tuple[str | bytes, ...], tuple[int, ...]]:
+    try:
+        rows: list[tuple[SequenceId, str | bytes, int]] = cur.execute(
+            SELECT, (session_id, since, limit)
+        ).fetchall()
+    except sqlite3.OperationalError as exc:
+        if not not_utf8(exc):
+            raise
+        rows = cur.execute(SELECT_BYTES, (session_id, since, limit)).fetchall()
     if not rows:
         return (), (), ()
     seqs, payloads, versions = zip(*rows, strict=True)
@@ -281,7 +305,12 @@ def read_joined(cur: sqlite3.Cursor, session_id: str, since: int) -> tuple[int, 
     """
     if not joined_in_order(cur):
         return None
-    count, text, low, high, first, last = cur.execute(SELECT_JOINED, (session_id, since)).fetchone()
+    try:
+        count, text, low, high, first, last = cur.execute(SELECT_JOINED, (session_id, since)).fetchone()
+    except sqlite3.OperationalError as exc:
+        if not_utf8(exc):  # a payload that is not UTF-8: row by row, which isolates it
+            return None
+        raise
     if not count:
         return 0, 0, "", FORMAT_VERSION, FORMAT_VERSION
     if last - first + 1 != count:
@@ -317,8 +346,13 @@ def joined_in_order(cur: sqlite3.Cursor) -> bool:
 
 def read_records(
     cur: sqlite3.Cursor, session_id: str, since: int
-) -> list[tuple[int, str | None, str, int, str]]:
-    return cur.execute(SELECT_RECORDS, (session_id, since)).fetchall()
+) -> list[tuple[int, str | None, str, int, str | bytes]]:
+    try:
+        return cur.execute(SELECT_RECORDS, (session_id, since)).fetchall()
+    except sqlite3.OperationalError as exc:
+        if not not_utf8(exc):
+            raise
+        return cur.execute(SELECT_RECORDS_BYTES, (session_id, since)).fetchall()
 
 
 def list_rows(

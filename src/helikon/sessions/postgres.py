@@ -11,7 +11,7 @@ CREATE TABLE session_events (
     session_id TEXT NOT NULL,
     sequence   BIGINT NOT NULL,          -- 0, 1, 2, ... per session (SequenceId)
     kind       TEXT NOT NULL,            -- the event's `type` tag, e.g. 'user_message'
-    payload    JSONB NOT NULL,           -- the event as `helikon.core.codec.encode_event` writes it
+    payload    JSON NOT NULL,            -- the event, the text `helikon.core.codec.encode_event` wrote
     ts         TIMESTAMPTZ,              -- the event's `ts`, NULL when it has none
     format     INT NOT NULL,             -- the payload's format version (FORMAT_VERSION)
     event_id   TEXT,                     -- the id the writer chose, if it chose one (else NULL)
@@ -25,7 +25,7 @@ CREATE TABLE helikon_sessions (          -- one summary row per session, for lis
     updated     TIMESTAMPTZ NOT NULL,    -- last append (created, if none)
     event_count BIGINT NOT NULL,
     title       TEXT,
-    metadata    JSONB NOT NULL DEFAULT '{}'
+    metadata    JSON NOT NULL DEFAULT '{}'
 );
 CREATE TABLE session_checkpoints (       -- one projection checkpoint per session (optional)
     session_id  TEXT PRIMARY KEY,
@@ -126,7 +126,7 @@ class _Pool(Protocol):
     async def close(self) -> None: ...
 
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The newest version of the tables this module creates (a row of `helikon_schema_migrations`)."""
 
 MIGRATION_LOCK_KEY = 0x68656C696B6F6E01
@@ -143,7 +143,7 @@ WITH next AS (
     SELECT COALESCE(MAX(sequence), -1) + 1 AS first FROM session_events WHERE session_id = $1
 ), inserted AS (
     INSERT INTO session_events (session_id, sequence, kind, payload, ts, format, event_id)
-    SELECT $1, next.first + event.ordinal - 1, event.kind, event.payload::jsonb, event.ts, event.format,
+    SELECT $1, next.first + event.ordinal - 1, event.kind, event.payload::json, event.ts, event.format,
            event.id
     FROM next, unnest($2::text[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
         WITH ORDINALITY AS event(kind, payload, ts, format, id, ordinal)
@@ -162,16 +162,16 @@ SELECT event_id, sequence, payload::text FROM session_events
 WHERE session_id = $1 AND event_id = ANY($2::text[])
 """
 _LAST = "SELECT COALESCE(MAX(sequence), -1) FROM session_events WHERE session_id = $1"
-# payload::text: jsonb's text form (keys reordered, spaces added). Row by row: what `_fetch`
-# falls back to when the joined read below cannot be decoded in one pass.
+# payload::text: the text the writer stored (in a row from before schema 4: jsonb's rendering
+# of it, keys reordered and spaces added). Row by row: what `_fetch` falls back to when the
+# joined read below cannot be decoded in one pass.
 _SELECT = """
 SELECT sequence, payload::text, format FROM session_events
 WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
 """
 # The same payloads as one comma-joined text, in sequence order: one value to fetch and
-# decode instead of a row per event (the server's jsonb-to-text conversion is then most of
-# the fetch), with what says whether that text can stand for the rows: contiguous seqs, and
-# the lowest and highest format.
+# decode instead of a row per event, with what says whether that text can stand for the
+# rows: contiguous seqs, and the lowest and highest format.
 _SELECT_JOINED = """
 SELECT count(*), min(sequence), max(sequence), min(format), max(format),
        string_agg(payload::text, ',' ORDER BY sequence)
@@ -188,10 +188,10 @@ ORDER BY updated DESC, session_id LIMIT $1 OFFSET $2
 _SET_METADATA = """
 INSERT INTO helikon_sessions (session_id, created, updated, event_count, title, metadata)
 VALUES ($1, now(), now(), (SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = $1),
-        $2, COALESCE($4::jsonb, '{}'))
+        $2, COALESCE($4::json, '{}'))
 ON CONFLICT (session_id) DO UPDATE SET
     title = CASE WHEN $3 THEN excluded.title ELSE helikon_sessions.title END,
-    metadata = COALESCE($4::jsonb, helikon_sessions.metadata)
+    metadata = COALESCE($4::json, helikon_sessions.metadata)
 """
 
 # The stored checkpoint and the payload now at its as_of_seq (NULL: no event there), whose
@@ -397,8 +397,7 @@ class PostgresSession(CachedLogSession, Branching):
         Raises:
             SessionConflict: The log does not end at `expected_seq`; nothing was written.
             SessionUnavailable: The server cannot be reached.
-            SessionBackendError: The server refused, e.g. text holding a NUL character
-                (`jsonb` cannot store U+0000). Nothing was written.
+            SessionBackendError: The server refused; nothing was written.
             UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
         """
         self._check_open()
@@ -551,7 +550,13 @@ class PostgresSession(CachedLogSession, Branching):
     async def _write_checkpoint(self) -> None:
         log = self._log
         as_of_seq = log.folded - 1
-        state = encode_state(log.projection)
+        try:
+            state = encode_state(log.projection)
+        except ValueError:
+            # A conversation whose JSON cannot be written (read from rows nested too deeply for
+            # pydantic, or holding a lone surrogate from an escape): only an optimization, skipped.
+            log.checkpoint_seq = as_of_seq
+            return
         sid = self._session_id
         try:
             # The event at as_of_seq is immutable once written, so the fingerprint of its payload,

@@ -545,10 +545,17 @@ class RedisSession(CachedLogSession, Branching):
     async def _write_checkpoint(self) -> None:
         log = self._log
         as_of_seq = log.folded - 1
+        try:
+            state = encode_state(log.projection)
+        except ValueError:
+            # A conversation whose JSON cannot be written (read from rows nested too deeply for
+            # pydantic, or holding a lone surrogate from an escape): only an optimization, skipped.
+            log.checkpoint_seq = as_of_seq
+            return
         args: list[str | int] = [
             as_of_seq,
             PROJECTOR_VERSION,
-            encode_state(log.projection),
+            state,
             "1" if self._stale_checkpoint else "0",
             _millis(),
         ]

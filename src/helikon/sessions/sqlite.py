@@ -243,7 +243,9 @@ class SqliteDatabase:
         try:
             return fn(cur, *args)
         except sqlite3.OperationalError as exc:
-            if exc.sqlite_errorcode & 0xFF in _LOCKED_CODES:
+            # Not every OperationalError comes from SQLite (the module's own, e.g. a value it
+            # cannot convert, carry no error code).
+            if getattr(exc, "sqlite_errorcode", 0) & 0xFF in _LOCKED_CODES:
                 return BUSY
             raise SessionError.backend(exc) from exc
         except sqlite3.Error as exc:
@@ -566,7 +568,13 @@ class SqliteSession(Branching):
     async def _write_checkpoint(self) -> None:
         log = self._log
         as_of_seq = log.folded - 1
-        state = encode_state(log.projection)
+        try:
+            state = encode_state(log.projection)
+        except ValueError:
+            # A conversation whose JSON cannot be written (read from rows nested too deeply for
+            # pydantic, or holding a lone surrogate from an escape): only an optimization, skipped.
+            log.checkpoint_seq = as_of_seq
+            return
         now = rfc3339(datetime.now(UTC))
         try:
             await self._db._run(

@@ -82,6 +82,7 @@ from ._conformance_util import (
     worker_argv,
 )
 from ._crash_checks import check_a_killed_run_is_repaired, check_a_killed_writer_leaves_whole_appends
+from ._json_checks import check_exotic_json_round_trips
 from ._mock_model import MockModel
 from ._request_checks import check_requests_are_rebuilt_from_the_stored_log
 from ._scripts import text_turn
@@ -676,6 +677,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_a_failed_append_writes_nothing,
     check_a_cancelled_append_is_whole,
     check_unknown_event_types_survive,
+    check_exotic_json_round_trips,
     check_compaction_over_the_backend,
     check_a_retried_append_is_a_no_op,
     check_a_partly_stored_retry_appends_the_rest,
@@ -745,6 +747,7 @@ __all__ = [
     "check_concurrent_writers_in_one_process",
     "check_concurrent_writers_in_separate_processes",
     "check_events_since_is_exclusive",
+    "check_exotic_json_round_trips",
     "check_expected_seq_conflicts_write_nothing",
     "check_format_versions_are_read_by_their_rules",
     "check_generated_ids_are_unique",
