@@ -471,7 +471,7 @@ def _cd_texts(word: Word) -> list[str] | None:
     """The directories a `cd` operand may name, or None when unknown."""
     text = word.text
     if word.literal:
-        return None if text == "-" else [text]
+        return None if text == "-" else [_path_text(word)]
     text = _home_as_tilde(text)
     if _first_expansion(text) >= 0:
         return None
@@ -508,7 +508,8 @@ def _expand(word: Word) -> tuple[list[str], list[str]] | None:
     """
     text = word.text
     if word.literal:
-        return [text], [text]
+        path = _path_text(word)
+        return [path], [path]
     texts = [text]
     if word.glob and "{" in text:
         expanded = _brace_expand(text)
@@ -536,6 +537,11 @@ def _expand(word: Word) -> tuple[list[str], list[str]] | None:
             if head[-1] != "/":
                 system.append(head + "*")
     return system, system + dot
+
+
+def _path_text(word: Word) -> str:
+    r"""A literal word's text as a path: a `~` Bash keeps as it is (`"~"`, `\~/x`) is a file here."""
+    return "./" + word.text if word.literal_tilde else word.text
 
 
 def _first_expansion(text: str) -> int:
@@ -733,6 +739,7 @@ def _root_or_home(word: Word, cwds: list[str]) -> bool:
                 return _root_or_home(Word("~" + text[len(home) :]), cwds)
         # Unknown expansion: safe only when a named component follows the last one.
         return _only_wildcards(word.tail.split("/"))
+    text = _path_text(word)  # `rm -rf "~"` removes a file `./~`
     if text.startswith("~"):
         head, _, rest = text.partition("/")
         del head  # `~` or `~user`: a home directory either way
@@ -744,8 +751,9 @@ def _root_or_home(word: Word, cwds: list[str]) -> bool:
             return True
     if ".." not in text:
         return False
-    # `..` (and `../*`) from the start directory may be the home directory or above.
-    parts = text.split("/")
+    # `..` (and `../*`) from the start directory may be the home directory or above, as may
+    # a path climbing back past its named parts (`x/../../*`, `"~"/../..`).
+    parts = clean_path(text).split("/")
     for part in parts:
         if part not in ("", "."):
             return part == ".." and _only_wildcards(parts)

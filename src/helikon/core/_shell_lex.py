@@ -103,7 +103,7 @@ class _WordTable(dict[str, "Word | None"]):
             text = raw[1:-1]
             if raw[-1] == first and first not in text and len(raw) > 1:
                 # One quoted string (a `bash -c` script, a pattern): mostly unique, not kept.
-                return new_word(text, True, text, text, False)
+                return new_word(text, True, text, text, False, text[:1] == "~")
         elif first == "#":
             return None  # a comment
         word = _word(raw)
@@ -122,15 +122,15 @@ def _word(raw: str) -> Word | None:
     """The word `raw` (as the source spells it) stands for, or None to decline."""
     if "'" not in raw and '"' not in raw:
         if SPECIAL.search(raw) is None:
-            return new_word(raw, True, raw, raw, False)
+            return new_word(raw, True, raw, raw, False, False)
         if "{" in raw and ("," in raw or ".." in raw) and "}" in raw:
             return None  # a brace list expands to several words
-        return new_word(raw, True, raw, raw, True)
+        return new_word(raw, True, raw, raw, True, False)
     quote = raw[0]
     if (quote == "'" or quote == '"') and raw[-1] == quote and raw.count(quote) == 2:
         # One quoted string (`bash -c '…'`): the other quote character is literal in it.
         text = raw[1:-1]
-        return new_word(text, True, text, text, False)
+        return new_word(text, True, text, text, False, text[:1] == "~")
     parts: list[str] = []
     glob = False
     for single, double, plain in _QUOTED.findall(raw):
@@ -147,7 +147,23 @@ def _word(raw: str) -> Word | None:
     text = "".join(parts)
     if glob and "{" in text and _shell_resolve.BRACE_LIST.search(text):
         return None  # a brace list, maybe across quotes (`a*'x'{b,c}`): the runners skip the check
-    return new_word(text, True, text, text, glob)
+    return new_word(text, True, text, text, glob, literal_tilde(raw, text))
+
+
+def literal_tilde(raw: str, text: str) -> bool:
+    r"""Whether the word spelled `raw` (with quotes) starts its `text` with a `~` Bash keeps as it is.
+
+    Bash expands a `~` only when it starts the word unquoted and nothing up to the first
+    unquoted `/` is quoted, so `"~"`, `\~`, `''~`, `~"root"`, `~\/x` and `~"/"x` name
+    a file `~…`, while `~`, `~/"x"` and `~root` are home directories. A line continuation
+    is no quoting: `\<newline>~` is home.
+    """
+    if text[:1] != "~":
+        return False
+    raw = raw.replace("\\\n", "")
+    # A quote or backslash before the first `/` quotes part of the user name, or that `/`.
+    head = raw.partition("/")[0]
+    return raw[:1] != "~" or "'" in head or '"' in head or "\\" in head
 
 
 def read_fast(p: Parser) -> bool:
@@ -387,7 +403,7 @@ def _read_pieces(
             known: list[Any] = list(map(word_of, raws))
             if whole >= 0:
                 string = quoted.pop()[1:-1]  # one quoted string: its text, literal, no glob
-                known[whole] = new_word(string, True, string, string, False)
+                known[whole] = new_word(string, True, string, string, False, string[:1] == "~")
             # `all`, not `None in`, which would call `Word.__eq__`: a `Word` is always true.
             if not all(known):
                 return None  # a word the fast path does not read

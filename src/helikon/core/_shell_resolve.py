@@ -241,7 +241,7 @@ def _scan_permuted(spec: _Wrapper, words: list[Word]) -> tuple[Word | None, Word
             for k, letter in enumerate(letters):
                 rest = letters[k + 1 :]
                 if letter in spec.script or letter in spec.short_arg:
-                    argument = _new_word(rest, word.literal, rest, rest, False) if rest else None
+                    argument = _new_word(rest, word.literal, rest, rest, False, False) if rest else None
                     if argument is None and i < n:
                         argument = words[i]
                         i += 1
@@ -730,7 +730,7 @@ def _substituted(word: Word, start: Word) -> Word:
     text = word.text
     new = text.replace("{}", start.text)
     if word.literal and start.literal:
-        return _new_word(new, True, new, new, start.glob)
+        return _new_word(new, True, new, new, start.glob, False)
     # A `{}` in the word's literal head (tail) is in the new word's literal head (tail).
     prefix, tail = word.prefix, word.tail
     first, last = text.find("{}"), text.rfind("{}")
@@ -738,4 +738,4 @@ def _substituted(word: Word, start: Word) -> Word:
         prefix = prefix.replace("{}", start.text) if start.literal else prefix[:first] + start.prefix
     if last >= len(text) - len(tail):
         tail = tail.replace("{}", start.text) if start.literal else start.tail + text[last + 2 :]
-    return _new_word(new, False, prefix, tail, start.glob)
+    return _new_word(new, False, prefix, tail, start.glob, False)

@@ -40,7 +40,7 @@ MAX_NESTING = 12
 
 @carrier(kw_only=False)
 class Word:
-    """One shell word after quote removal.
+    r"""One shell word after quote removal.
 
     Attributes:
         text: The word with quotes removed; expansions (`$X`, `${X}`, `$(…)`, backticks,
@@ -49,6 +49,10 @@ class Word:
         prefix: The literal text before the first expansion (all of `text` when literal).
         tail: The literal text after the last expansion (all of `text` when literal).
         glob: `True` when the word has an unquoted glob or brace character (`*`, `?`, `[`, `{`).
+        literal_tilde: `True` when `text` starts with a `~` that Bash leaves as it is: a
+            quoted one (`"~"`, `'~'`, `\~`), or one whose user name holds quoting
+            (`~"root"`, `~\/x`). Such a word names a file `~…` in the working directory,
+            not a home directory (`False` for an unquoted `~`, `~/x`, `~user`).
     """
 
     text: str
@@ -56,6 +60,7 @@ class Word:
     prefix: str = ""
     tail: str = ""
     glob: bool = False
+    literal_tilde: bool = False
 
     @classmethod
     def plain(cls, text: str) -> Word:
@@ -63,7 +68,10 @@ class Word:
         return cls(text, True, text, text)
 
     def __repr__(self) -> str:
-        return f"Word({self.text!r})" if self.literal else f"Word({self.text!r}, literal=False)"
+        flags = "" if self.literal else ", literal=False"
+        if self.literal_tilde:
+            flags += ", literal_tilde=True"
+        return f"Word({self.text!r}{flags})"
 
 
 @carrier(kw_only=False)
