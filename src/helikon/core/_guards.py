@@ -31,7 +31,12 @@ from ._guard_patterns import glob_run as _glob_run
 from ._guard_patterns import glob_tokens as _glob_tokens
 from ._guard_patterns import has_glob as _has_glob
 from .path_glob import clean_path, is_protected_dotpath
-from .shell import ShellParse, SimpleCommand, Word
+from .shell import (
+    _CACHED_COMMAND_MAX,  # pyright: ignore[reportPrivateUsage]
+    ShellParse,
+    SimpleCommand,
+    Word,
+)
 
 if TYPE_CHECKING:
     from .rules import ToolSubject
@@ -107,6 +112,8 @@ def checks(subject: ToolSubject) -> Mapping[str, str | None]:
     command = subject.command
     parse = subject.parse
     if command is not None and parse is not None:
+        if len(command) > _CACHED_COMMAND_MAX:
+            return _bash_checks(parse, command)  # not kept, as its parse is not
         if command in _CHECKED:  # not `.get()`: no method call for the usual new command
             return _CHECKED[command]
         cached = _bash_checks(parse, command)
@@ -132,7 +139,7 @@ _CLEAR: Mapping[str, str | None] = MappingProxyType(
 CLEAR = _CLEAR
 """What `checks` returns whenever no built-in guard trips (always this object)."""
 # Verdicts by command string, as the parse is cached: a repeated command costs one
-# lookup. Bounded: cleared when full.
+# lookup. Bounded: short commands only (as the parse cache), cleared when full.
 _CHECKED: dict[str, Mapping[str, str | None]] = {}
 _CHECKED_MAX = 4096
 # Programs `_write_targets` reads targets from; a command made only of others (and no

@@ -107,7 +107,7 @@ class _WordTable(dict[str, "Word | None"]):
         elif first == "#":
             return None  # a comment
         word = _word(raw)
-        if word is not None:
+        if word is not None and len(raw) <= _WORD_KEPT_MAX:
             if len(self) >= _WORDS_SEEN_MAX:
                 self.clear()
             self[raw] = word
@@ -116,6 +116,7 @@ class _WordTable(dict[str, "Word | None"]):
 
 _WORDS_SEEN = _WordTable()
 _WORDS_SEEN_MAX = 4096
+_WORD_KEPT_MAX = 256  # longer words are read each time: at most some 3 MB kept
 
 
 def _word(raw: str) -> Word | None:
@@ -230,11 +231,16 @@ def read_fast(p: Parser) -> bool:
 # the depth is bounded): what each added to the parser's commands and redirections. An
 # agent's commands repeat most of theirs (`cd src && …`, `… 2>&1 | tail -n 20`), so a new
 # command mostly costs a lookup for each of them. Only text without quoted strings is kept:
-# masked, those would look alike. Bounded: cleared when full.
+# masked, those would look alike. Bounded: commands of up to `_SEGMENT_KEPT_MAX`
+# characters (some 46 bytes each at most), `_SEGMENTS_SEEN_MAX` of them at the top level
+# and `_NESTED_SEEN_MAX` at each level below (scripts in scripts are rarer), cleared when
+# full: some 40 MB at most.
 _SEGMENTS_SEEN: list[dict[str, tuple[tuple[SimpleCommand, ...], tuple[Redirect, ...]]]] = [
     {} for _ in range(MAX_NESTING + 1)
 ]
 _SEGMENTS_SEEN_MAX = 4096
+_NESTED_SEEN_MAX = 256
+_SEGMENT_KEPT_MAX = 128
 # The operators that end a simple command ("" ends the source).
 _ENDS = frozenset({"&&", "||", "|&", ";", "&", "|", "\n", ""})
 
@@ -276,8 +282,8 @@ def _read_segments(
                 return False
             first_command, first_redirect = len(out), len(redirects)
             _resolve_all(p, commands)
-            if "\\" not in key:
-                if len(seen) >= _SEGMENTS_SEEN_MAX:
+            if "\\" not in key and len(key) <= _SEGMENT_KEPT_MAX:
+                if len(seen) >= (_NESTED_SEEN_MAX if p.nesting else _SEGMENTS_SEEN_MAX):
                     seen.clear()
                 seen[key] = (tuple(out[first_command:]), tuple(redirects[first_redirect:]))
         start = k + 1
@@ -360,9 +366,10 @@ def _unmask(raws: list[str], quoted: list[str]) -> None:
 _NO_WORDS: list[Word] = []  # never extended (see `_read_pieces`)
 # The first words of commands that were neither a reserved word nor an assignment, nor had
 # a character that needs a closer look: most commands start with one of a few programs.
-# Bounded: cleared when full.
+# Bounded: names of up to `_PLAIN_START_KEPT_MAX` characters, cleared when full.
 _PLAIN_STARTS: set[str] = set()
 _PLAIN_STARTS_MAX = 1024
+_PLAIN_START_KEPT_MAX = 64
 
 
 def _read_pieces(
@@ -428,7 +435,7 @@ def _read_pieces(
                         check_assignment(known[start].text)
                         assignments += (known[start].text,)
                         start += 1
-                else:
+                elif len(raw) <= _PLAIN_START_KEPT_MAX:
                     if len(_PLAIN_STARTS) >= _PLAIN_STARTS_MAX:
                         _PLAIN_STARTS.clear()
                     _PLAIN_STARTS.add(raw)

@@ -101,17 +101,19 @@ def program_name(word: Word) -> str:
         if name is not None:
             return name
     name = _program_name(word)
-    if len(NAMES) >= NAMES_MAX:
-        NAMES.clear()
-    NAMES[word.text] = name
+    if len(word.text) <= NAME_KEPT_MAX:
+        if len(NAMES) >= NAMES_MAX:
+            NAMES.clear()
+        NAMES[word.text] = name
     return name
 
 
 # Program names already checked, by the word's text (for literal, glob-free words only:
 # the checks below depend on nothing else); `_shell_lex.read_fast` reads it too.
-# Bounded: cleared when full.
+# Bounded: words of up to `NAME_KEPT_MAX` characters, cleared when full.
 NAMES: dict[str, str] = {}
 NAMES_MAX = 2048
+NAME_KEPT_MAX = 128
 
 
 def _program_name(word: Word) -> str:
@@ -126,9 +128,12 @@ def _program_name(word: Word) -> str:
     if not name:
         raise _Unparseable(f"the program name {text!r} is a directory")
     if name not in REENTRANT and name.startswith("ld") and _LOADER.match(name):
-        # A dynamic loader runs the program named after its options: it joins the wrappers.
+        # A dynamic loader runs the program named after its options: it joins the wrappers
+        # for good, so a few names only, each no longer than a file name (255 bytes).
         if len(_WRAPPERS) >= _WRAPPERS_BASE + _LOADERS_MAX:
             raise _Unparseable(f"too many dynamic loader names: {name!r}")
+        if len(name) > 255:
+            raise _Unparseable(f"the dynamic loader name {name[:40]!r}… is longer than a file name can be")
         _WRAPPERS[name] = _LD_SO
         REENTRANT.add(name)
     return name

@@ -172,7 +172,22 @@ def parse_command(command: str) -> ShellParse:
     """
     if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"parse_command() takes the command as a str, got {type(command).__name__}")
-    return _parse_cached(command)
+    return _parse_text(command)
+
+
+# The longest command whose parse (and guard verdicts, `_guards.checks`) is kept for a
+# repeat. A parse holds some 16 to 46 bytes per character of its command (a `Word` per
+# word), so the 2048 kept parses take at most about 48 MB; a longer command, rarely
+# repeated, is parsed each time. The reader's other tables keep only short keys too: the
+# model writes the commands, and a table bounded by entries alone grew to gigabytes.
+_CACHED_COMMAND_MAX = 512
+
+
+def _parse_text(command: str) -> ShellParse:
+    """`parse_command` for a `str`, without the type check: through the cache when short."""
+    if len(command) <= _CACHED_COMMAND_MAX:
+        return _parse_cached(command)
+    return _parse(command)
 
 
 # A name with a subscript that holds a command substitution, anywhere in the text: `let`,
@@ -184,8 +199,7 @@ _SUBSCRIPT_SUBSTITUTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:[^\]\[;&|\n]|\
 _QUOTING = re.compile(r"['\"\\]")
 
 
-@lru_cache(maxsize=2048)
-def _parse_cached(command: str) -> ShellParse:
+def _parse(command: str) -> ShellParse:
     if (
         "[" in command
         and ("$" in command or "`" in command)
@@ -202,6 +216,7 @@ def _parse_cached(command: str) -> ShellParse:
     return _new_parse(tuple(parser.out), tuple(parser.redirects), "")
 
 
+_parse_cached = lru_cache(maxsize=2048)(_parse)
 _new_parse = raw_constructor(ShellParse)
 _parser_class: type[Parser] | None = None
 
