@@ -157,6 +157,7 @@ from .core.tools import Tool, ToolEffect, ToolOutput
 
 # Loaded on first access, as in `helikon.core` (see its LAZY_EXPORTS).
 if TYPE_CHECKING:
+    from helikon.core._tracing import use_tracer_provider
     from helikon.core.conversation_check import (
         InvalidConversationError,
         Repair,
@@ -229,6 +230,7 @@ __all__ = [
     "SessionState",
     "ToolContext",
     "TracerHandle",
+    "use_tracer_provider",
     # tools
     "FunctionTool",
     "Tool",

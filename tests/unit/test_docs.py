@@ -170,3 +170,12 @@ def test_only_python_blocks_are_collected() -> None:
 def test_a_failing_block_fails() -> None:
     with pytest.raises(AssertionError):
         check_block_runs(Block("python", "assert 1 == 2\n", 1), "<test>", 1)
+
+
+_PRIVATE_IMPORT = re.compile(r"^\s*(?:from|import)\s+helikon(?:\.\w+)*\._\w+", re.MULTILINE)
+
+
+@pytest.mark.parametrize(("path", "block"), _doc_params())
+def test_docs_examples_import_only_public_modules(path: str, block: Block) -> None:
+    # A page teaches what users may rely on: nothing from a `_private` module.
+    assert _PRIVATE_IMPORT.search(block.source) is None, f"{path}:{block.line}"

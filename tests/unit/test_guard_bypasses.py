@@ -295,3 +295,51 @@ def test_bypass_trips(command: str) -> None:
 @pytest.mark.parametrize("command", HOLDS + COPY_CLEAR + WRITER_CLEAR)
 def test_ordinary_command_holds(command: str) -> None:
     assert not trips(command)
+
+
+# Issue 16, item 5: Bash expands a `~` only unquoted at the start of a word, with nothing up to
+# the first unquoted `/` quoted (`bash -c 'printf "%s\n" "~" ~"root" \~ ~'` prints `~`, `~root`,
+# `~` and the home directory). A quoted one names a file `./~…`, which the guards judge as such.
+TILDE_REMOVES_HOME = [
+    "rm -rf ~",
+    "rm -rf ~/",
+    "rm -rf ~root",
+    "rm -rf ~/*",
+    'rm -rf ~/""',  # the quotes come after the `/`
+    "rm -rf \\\n~",  # a line continuation is no quoting
+    "rm -rf ~\\\n/",
+    "cd ~ && rm -rf '~'/..",  # `~/~/..` is home
+    "rm -rf '~'/../../*",  # `./~/../../*` is `../*`, which may be home's contents
+    "rm -rf x/../../*",
+]
+TILDE_REMOVES_A_FILE = [
+    'rm -rf "~"',
+    "rm -rf '~'",
+    "rm -rf \\~",
+    "rm -rf $'~'",
+    "rm -rf ''~",
+    'rm -rf "~"/',
+    'rm -rf "~/"',
+    'rm -rf "~"/*',
+    'rm -rf ~"root"',
+    'rm -rf ~"/"',
+    "rm -rf ~\\/",
+    "rm -rf './~'",
+    'cd "~" && rm -rf *',
+    "cd '~/build' && rm -rf ./*",
+]
+
+
+@pytest.mark.parametrize("command", TILDE_REMOVES_HOME)
+def test_an_unquoted_tilde_is_home(command: str) -> None:
+    assert ToolSubject.of("Bash", {"command": command}).guard("rm_root") is not None
+
+
+@pytest.mark.parametrize("command", TILDE_REMOVES_A_FILE)
+def test_a_quoted_tilde_is_a_file_named_tilde(command: str) -> None:
+    assert not trips(command)
+
+
+def test_a_quoted_tilde_still_climbs_to_a_system_path() -> None:
+    assert ToolSubject.of("Bash", {"command": "echo x > '~'/../../etc/x"}).guard("system_write")
+    assert ToolSubject.of("Bash", {"command": "echo x > '~'/.git/config"}).guard("dotpath_write")

@@ -342,3 +342,19 @@ def test_find_substitutes_each_start_with_its_literal_edges() -> None:
     ]
     assert argv("find a b -exec rm x{} \\;") == [("xa", True, "xa", "xa"), ("xb", True, "xb", "xb")]
     assert argv('find "$A" -exec rm "$Q"{}z \\;') == [("$Q$Az", False, "", "z")]
+
+
+@pytest.mark.parametrize(
+    ("command", "literal_tilde"),
+    [
+        ("rm ~ ~/x ~root ~/'x' x~ \\\n~", [False] * 6),
+        ("rm '~' \"~\" \\~ $'~' ''~ ~\"root\" ~'/'x ~\\/x \"~\"/x", [True] * 9),
+        ("rm -rf '~'", [False, True]),  # one quoted string, as the fast path reads it
+        ("rm x && rm '~' y\"\"", [False, True, False]),
+    ],
+)
+def test_a_quoted_tilde_is_marked_by_both_readers(command: str, literal_tilde: list[bool]) -> None:
+    fast, full = _both_readers(command)
+    assert fast == full, command
+    words = [w for c in parse_command(command).commands for w in c.argv[1:]]
+    assert [w.literal_tilde for w in words] == literal_tilde

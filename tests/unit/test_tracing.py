@@ -310,6 +310,26 @@ async def test_the_run_span_opens_as_the_stream_starts_and_ends_when_it_is_aband
     assert [s.name for s in spans.get_finished_spans()] == ["invoke_agent forecaster"]
 
 
+async def test_the_public_use_tracer_provider_installs_and_removes_a_provider() -> None:
+    import helikon
+
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    agent = LlmAgent(name="a", model=MockModel.with_scripts([text_turn("one"), text_turn("two")]))
+    helikon.use_tracer_provider(provider)
+    try:
+        await agent.run("hi", context=RunContext.ephemeral(None))
+    finally:
+        helikon.use_tracer_provider(None)
+    await agent.run("again", context=RunContext.ephemeral(None))  # back to the global provider
+    provider.shutdown()
+    assert [s.name for s in exporter.get_finished_spans() if s.name.startswith("invoke_agent")] == [
+        "invoke_agent a"
+    ]
+    assert helikon.use_tracer_provider is helikon.core.use_tracer_provider
+
+
 def test_tracer_handle_builder() -> None:
     built = (
         TracerHandle.builder()

@@ -163,9 +163,11 @@ LAZY_EXPORTS = {
     "LoopAgent": "helikon.core.workflows",
     "ParallelAgent": "helikon.core.workflows",
     "SequentialAgent": "helikon.core.workflows",
+    "use_tracer_provider": "helikon.core._tracing",
 }
 
 if TYPE_CHECKING:
+    from helikon.core._tracing import use_tracer_provider
     from helikon.core.conversation_check import (
         InvalidConversationError,
         Repair,
@@ -238,6 +240,7 @@ __all__ = [
     "SessionState",
     "ToolContext",
     "TracerHandle",
+    "use_tracer_provider",
     # tools
     "FunctionTool",
     "Tool",

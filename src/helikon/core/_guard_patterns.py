@@ -93,7 +93,6 @@ def has_glob(text: str) -> bool:
     return "*" in text or "?" in text or "[" in text
 
 
-@lru_cache(maxsize=1024)
 def glob_tokens(pattern: str, escapes: bool = False) -> tuple[str, ...]:
     """A glob (one component) as tokens: `*` any run, `?` any character, `=c` the character c.
 
@@ -101,6 +100,12 @@ def glob_tokens(pattern: str, escapes: bool = False) -> tuple[str, ...]:
     extglob (`@(…)`) or a class such as `[[:alpha:]]` makes the whole pattern `*`.
     With `escapes` (find's patterns), a backslash quotes the next character.
     """
+    if len(pattern) <= _PATTERN_KEPT_MAX:
+        return _kept_tokens(pattern, escapes)
+    return _tokens(pattern, escapes)
+
+
+def _tokens(pattern: str, escapes: bool) -> tuple[str, ...]:
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -131,6 +136,12 @@ def glob_tokens(pattern: str, escapes: bool = False) -> tuple[str, ...]:
             out.append("=" + char.lower())
         i += 1
     return tuple(out)
+
+
+# The tokens of the patterns seen, as commands repeat theirs (`*.pyc`). A token is a string
+# of its own, some 60 bytes a character: only short patterns are kept (at most some 8 MB).
+_kept_tokens = lru_cache(maxsize=1024)(_tokens)
+_PATTERN_KEPT_MAX = 128
 
 
 def glob_run(tokens: tuple[str, ...], states: Iterable[int], text: str) -> set[int]:

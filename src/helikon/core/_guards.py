@@ -31,7 +31,12 @@ from ._guard_patterns import glob_run as _glob_run
 from ._guard_patterns import glob_tokens as _glob_tokens
 from ._guard_patterns import has_glob as _has_glob
 from .path_glob import clean_path, is_protected_dotpath
-from .shell import ShellParse, SimpleCommand, Word
+from .shell import (
+    _CACHED_COMMAND_MAX,  # pyright: ignore[reportPrivateUsage]
+    ShellParse,
+    SimpleCommand,
+    Word,
+)
 
 if TYPE_CHECKING:
     from .rules import ToolSubject
@@ -107,6 +112,8 @@ def checks(subject: ToolSubject) -> Mapping[str, str | None]:
     command = subject.command
     parse = subject.parse
     if command is not None and parse is not None:
+        if len(command) > _CACHED_COMMAND_MAX:
+            return _bash_checks(parse, command)  # not kept, as its parse is not
         if command in _CHECKED:  # not `.get()`: no method call for the usual new command
             return _CHECKED[command]
         cached = _bash_checks(parse, command)
@@ -132,7 +139,7 @@ _CLEAR: Mapping[str, str | None] = MappingProxyType(
 CLEAR = _CLEAR
 """What `checks` returns whenever no built-in guard trips (always this object)."""
 # Verdicts by command string, as the parse is cached: a repeated command costs one
-# lookup. Bounded: cleared when full.
+# lookup. Bounded: short commands only (as the parse cache), cleared when full.
 _CHECKED: dict[str, Mapping[str, str | None]] = {}
 _CHECKED_MAX = 4096
 # Programs `_write_targets` reads targets from; a command made only of others (and no
@@ -471,7 +478,7 @@ def _cd_texts(word: Word) -> list[str] | None:
     """The directories a `cd` operand may name, or None when unknown."""
     text = word.text
     if word.literal:
-        return None if text == "-" else [text]
+        return None if text == "-" else [_path_text(word)]
     text = _home_as_tilde(text)
     if _first_expansion(text) >= 0:
         return None
@@ -508,7 +515,8 @@ def _expand(word: Word) -> tuple[list[str], list[str]] | None:
     """
     text = word.text
     if word.literal:
-        return [text], [text]
+        path = _path_text(word)
+        return [path], [path]
     texts = [text]
     if word.glob and "{" in text:
         expanded = _brace_expand(text)
@@ -536,6 +544,11 @@ def _expand(word: Word) -> tuple[list[str], list[str]] | None:
             if head[-1] != "/":
                 system.append(head + "*")
     return system, system + dot
+
+
+def _path_text(word: Word) -> str:
+    r"""A literal word's text as a path: a `~` Bash keeps as it is (`"~"`, `\~/x`) is a file here."""
+    return "./" + word.text if word.literal_tilde else word.text
 
 
 def _first_expansion(text: str) -> int:
@@ -733,6 +746,7 @@ def _root_or_home(word: Word, cwds: list[str]) -> bool:
                 return _root_or_home(Word("~" + text[len(home) :]), cwds)
         # Unknown expansion: safe only when a named component follows the last one.
         return _only_wildcards(word.tail.split("/"))
+    text = _path_text(word)  # `rm -rf "~"` removes a file `./~`
     if text.startswith("~"):
         head, _, rest = text.partition("/")
         del head  # `~` or `~user`: a home directory either way
@@ -744,8 +758,9 @@ def _root_or_home(word: Word, cwds: list[str]) -> bool:
             return True
     if ".." not in text:
         return False
-    # `..` (and `../*`) from the start directory may be the home directory or above.
-    parts = text.split("/")
+    # `..` (and `../*`) from the start directory may be the home directory or above, as may
+    # a path climbing back past its named parts (`x/../../*`, `"~"/../..`).
+    parts = clean_path(text).split("/")
     for part in parts:
         if part not in ("", "."):
             return part == ".." and _only_wildcards(parts)

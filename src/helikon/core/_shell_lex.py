@@ -103,11 +103,11 @@ class _WordTable(dict[str, "Word | None"]):
             text = raw[1:-1]
             if raw[-1] == first and first not in text and len(raw) > 1:
                 # One quoted string (a `bash -c` script, a pattern): mostly unique, not kept.
-                return new_word(text, True, text, text, False)
+                return new_word(text, True, text, text, False, text[:1] == "~")
         elif first == "#":
             return None  # a comment
         word = _word(raw)
-        if word is not None:
+        if word is not None and len(raw) <= _WORD_KEPT_MAX:
             if len(self) >= _WORDS_SEEN_MAX:
                 self.clear()
             self[raw] = word
@@ -116,21 +116,22 @@ class _WordTable(dict[str, "Word | None"]):
 
 _WORDS_SEEN = _WordTable()
 _WORDS_SEEN_MAX = 4096
+_WORD_KEPT_MAX = 256  # longer words are read each time: at most some 3 MB kept
 
 
 def _word(raw: str) -> Word | None:
     """The word `raw` (as the source spells it) stands for, or None to decline."""
     if "'" not in raw and '"' not in raw:
         if SPECIAL.search(raw) is None:
-            return new_word(raw, True, raw, raw, False)
+            return new_word(raw, True, raw, raw, False, False)
         if "{" in raw and ("," in raw or ".." in raw) and "}" in raw:
             return None  # a brace list expands to several words
-        return new_word(raw, True, raw, raw, True)
+        return new_word(raw, True, raw, raw, True, False)
     quote = raw[0]
     if (quote == "'" or quote == '"') and raw[-1] == quote and raw.count(quote) == 2:
         # One quoted string (`bash -c '…'`): the other quote character is literal in it.
         text = raw[1:-1]
-        return new_word(text, True, text, text, False)
+        return new_word(text, True, text, text, False, text[:1] == "~")
     parts: list[str] = []
     glob = False
     for single, double, plain in _QUOTED.findall(raw):
@@ -147,7 +148,23 @@ def _word(raw: str) -> Word | None:
     text = "".join(parts)
     if glob and "{" in text and _shell_resolve.BRACE_LIST.search(text):
         return None  # a brace list, maybe across quotes (`a*'x'{b,c}`): the runners skip the check
-    return new_word(text, True, text, text, glob)
+    return new_word(text, True, text, text, glob, literal_tilde(raw, text))
+
+
+def literal_tilde(raw: str, text: str) -> bool:
+    r"""Whether the word spelled `raw` (with quotes) starts its `text` with a `~` Bash keeps as it is.
+
+    Bash expands a `~` only when it starts the word unquoted and nothing up to the first
+    unquoted `/` is quoted, so `"~"`, `\~`, `''~`, `~"root"`, `~\/x` and `~"/"x` name
+    a file `~…`, while `~`, `~/"x"` and `~root` are home directories. A line continuation
+    is no quoting: `\<newline>~` is home.
+    """
+    if text[:1] != "~":
+        return False
+    raw = raw.replace("\\\n", "")
+    # A quote or backslash before the first `/` quotes part of the user name, or that `/`.
+    head = raw.partition("/")[0]
+    return raw[:1] != "~" or "'" in head or '"' in head or "\\" in head
 
 
 def read_fast(p: Parser) -> bool:
@@ -214,11 +231,16 @@ def read_fast(p: Parser) -> bool:
 # the depth is bounded): what each added to the parser's commands and redirections. An
 # agent's commands repeat most of theirs (`cd src && …`, `… 2>&1 | tail -n 20`), so a new
 # command mostly costs a lookup for each of them. Only text without quoted strings is kept:
-# masked, those would look alike. Bounded: cleared when full.
+# masked, those would look alike. Bounded: commands of up to `_SEGMENT_KEPT_MAX`
+# characters (some 46 bytes each at most), `_SEGMENTS_SEEN_MAX` of them at the top level
+# and `_NESTED_SEEN_MAX` at each level below (scripts in scripts are rarer), cleared when
+# full: some 40 MB at most.
 _SEGMENTS_SEEN: list[dict[str, tuple[tuple[SimpleCommand, ...], tuple[Redirect, ...]]]] = [
     {} for _ in range(MAX_NESTING + 1)
 ]
 _SEGMENTS_SEEN_MAX = 4096
+_NESTED_SEEN_MAX = 256
+_SEGMENT_KEPT_MAX = 128
 # The operators that end a simple command ("" ends the source).
 _ENDS = frozenset({"&&", "||", "|&", ";", "&", "|", "\n", ""})
 
@@ -260,8 +282,8 @@ def _read_segments(
                 return False
             first_command, first_redirect = len(out), len(redirects)
             _resolve_all(p, commands)
-            if "\\" not in key:
-                if len(seen) >= _SEGMENTS_SEEN_MAX:
+            if "\\" not in key and len(key) <= _SEGMENT_KEPT_MAX:
+                if len(seen) >= (_NESTED_SEEN_MAX if p.nesting else _SEGMENTS_SEEN_MAX):
                     seen.clear()
                 seen[key] = (tuple(out[first_command:]), tuple(redirects[first_redirect:]))
         start = k + 1
@@ -344,9 +366,10 @@ def _unmask(raws: list[str], quoted: list[str]) -> None:
 _NO_WORDS: list[Word] = []  # never extended (see `_read_pieces`)
 # The first words of commands that were neither a reserved word nor an assignment, nor had
 # a character that needs a closer look: most commands start with one of a few programs.
-# Bounded: cleared when full.
+# Bounded: names of up to `_PLAIN_START_KEPT_MAX` characters, cleared when full.
 _PLAIN_STARTS: set[str] = set()
 _PLAIN_STARTS_MAX = 1024
+_PLAIN_START_KEPT_MAX = 64
 
 
 def _read_pieces(
@@ -387,7 +410,7 @@ def _read_pieces(
             known: list[Any] = list(map(word_of, raws))
             if whole >= 0:
                 string = quoted.pop()[1:-1]  # one quoted string: its text, literal, no glob
-                known[whole] = new_word(string, True, string, string, False)
+                known[whole] = new_word(string, True, string, string, False, string[:1] == "~")
             # `all`, not `None in`, which would call `Word.__eq__`: a `Word` is always true.
             if not all(known):
                 return None  # a word the fast path does not read
@@ -412,7 +435,7 @@ def _read_pieces(
                         check_assignment(known[start].text)
                         assignments += (known[start].text,)
                         start += 1
-                else:
+                elif len(raw) <= _PLAIN_START_KEPT_MAX:
                     if len(_PLAIN_STARTS) >= _PLAIN_STARTS_MAX:
                         _PLAIN_STARTS.clear()
                     _PLAIN_STARTS.add(raw)

@@ -257,7 +257,7 @@ class Parser(CompoundReader):
                 # The common case, read in one step: a plain unquoted word after blanks.
                 text = m.group(1)
                 self.i = m.end()
-                words.append(new_word(text, True, text, text, False))
+                words.append(new_word(text, True, text, text, False, False))
                 continue
             self._skip_blanks()
             if self.i >= self.n:

@@ -101,17 +101,19 @@ def program_name(word: Word) -> str:
         if name is not None:
             return name
     name = _program_name(word)
-    if len(NAMES) >= NAMES_MAX:
-        NAMES.clear()
-    NAMES[word.text] = name
+    if len(word.text) <= NAME_KEPT_MAX:
+        if len(NAMES) >= NAMES_MAX:
+            NAMES.clear()
+        NAMES[word.text] = name
     return name
 
 
 # Program names already checked, by the word's text (for literal, glob-free words only:
 # the checks below depend on nothing else); `_shell_lex.read_fast` reads it too.
-# Bounded: cleared when full.
+# Bounded: words of up to `NAME_KEPT_MAX` characters, cleared when full.
 NAMES: dict[str, str] = {}
 NAMES_MAX = 2048
+NAME_KEPT_MAX = 128
 
 
 def _program_name(word: Word) -> str:
@@ -126,9 +128,12 @@ def _program_name(word: Word) -> str:
     if not name:
         raise _Unparseable(f"the program name {text!r} is a directory")
     if name not in REENTRANT and name.startswith("ld") and _LOADER.match(name):
-        # A dynamic loader runs the program named after its options: it joins the wrappers.
+        # A dynamic loader runs the program named after its options: it joins the wrappers
+        # for good, so a few names only, each no longer than a file name (255 bytes).
         if len(_WRAPPERS) >= _WRAPPERS_BASE + _LOADERS_MAX:
             raise _Unparseable(f"too many dynamic loader names: {name!r}")
+        if len(name) > 255:
+            raise _Unparseable(f"the dynamic loader name {name[:40]!r}… is longer than a file name can be")
         _WRAPPERS[name] = _LD_SO
         REENTRANT.add(name)
     return name
@@ -241,7 +246,7 @@ def _scan_permuted(spec: _Wrapper, words: list[Word]) -> tuple[Word | None, Word
             for k, letter in enumerate(letters):
                 rest = letters[k + 1 :]
                 if letter in spec.script or letter in spec.short_arg:
-                    argument = _new_word(rest, word.literal, rest, rest, False) if rest else None
+                    argument = _new_word(rest, word.literal, rest, rest, False, False) if rest else None
                     if argument is None and i < n:
                         argument = words[i]
                         i += 1
@@ -730,7 +735,7 @@ def _substituted(word: Word, start: Word) -> Word:
     text = word.text
     new = text.replace("{}", start.text)
     if word.literal and start.literal:
-        return _new_word(new, True, new, new, start.glob)
+        return _new_word(new, True, new, new, start.glob, False)
     # A `{}` in the word's literal head (tail) is in the new word's literal head (tail).
     prefix, tail = word.prefix, word.tail
     first, last = text.find("{}"), text.rfind("{}")
@@ -738,4 +743,4 @@ def _substituted(word: Word, start: Word) -> Word:
         prefix = prefix.replace("{}", start.text) if start.literal else prefix[:first] + start.prefix
     if last >= len(text) - len(tail):
         tail = tail.replace("{}", start.text) if start.literal else start.tail + text[last + 2 :]
-    return _new_word(new, False, prefix, tail, start.glob)
+    return _new_word(new, False, prefix, tail, start.glob, False)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 
-from ._shell_lex import PLAIN, SPECIAL, STOP, new_word
+from ._shell_lex import PLAIN, SPECIAL, STOP, literal_tilde, new_word
 from .shell import MAX_NESTING, Word, _Unparseable
 
 VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
@@ -102,7 +102,7 @@ class WordReader(ABC):
             chunk = m.group()
             if (end >= n or s[end] in STOP) and not SPECIAL.search(chunk):
                 self.i = end  # the common case: one unquoted run, nothing to expand
-                return new_word(chunk, True, chunk, chunk, False)
+                return new_word(chunk, True, chunk, chunk, False, False)
         b = _WordBuilder()
         start = self.i
         while self.i < n:
@@ -148,9 +148,10 @@ class WordReader(ABC):
         if self.i == start:
             return None
         word = b.build()
-        if b.unquoted_special:
+        tilde = word.text[:1] == "~" and literal_tilde(s[start : self.i], word.text)
+        if b.unquoted_special or tilde:
             # A glob such as `/*` stays as written; a program name must not have one.
-            return Word(word.text, word.literal, word.prefix, word.tail, True)
+            return Word(word.text, word.literal, word.prefix, word.tail, b.unquoted_special, tilde)
         return word
 
     def _double_quoted(self, b: _WordBuilder) -> None:

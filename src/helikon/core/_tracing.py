@@ -69,8 +69,20 @@ def _current_tracer() -> trace.Tracer:
 def use_tracer_provider(provider: trace.TracerProvider | None) -> None:
     """Trace runs with `provider` instead of the global one (None: back to the global).
 
-    For tests and for applications that keep helikon's spans on a provider of their own;
-    the usual setup is `opentelemetry.trace.set_tracer_provider(...)`.
+    The usual setup is OpenTelemetry's own `opentelemetry.trace.set_tracer_provider(...)`,
+    once at startup; that global can be set only once per process. This is for tests that
+    collect a run's spans, and for applications that keep helikon's spans on a provider of
+    their own. It applies process-wide, to every run from then on.
+
+    Example:
+        ```python
+        from opentelemetry.sdk.trace import TracerProvider
+
+        from helikon import use_tracer_provider
+
+        use_tracer_provider(TracerProvider())  # runs record to this provider from now on
+        use_tracer_provider(None)  # back to the global provider
+        ```
     """
     global _tracer
     _tracer = provider.get_tracer("helikon") if provider is not None else _DEFAULT_TRACER

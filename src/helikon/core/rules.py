@@ -33,7 +33,7 @@ from ._json import JsonValue
 from .exceptions import UserError
 from .path_glob import PathGlob, clean_path
 from .shell import ShellParse
-from .shell import _parse_cached as _parse  # pyright: ignore[reportPrivateUsage]
+from .shell import _parse_text as _parse  # pyright: ignore[reportPrivateUsage]
 
 __all__ = [
     "BASH_TOOLS",

@@ -40,7 +40,7 @@ MAX_NESTING = 12
 
 @carrier(kw_only=False)
 class Word:
-    """One shell word after quote removal.
+    r"""One shell word after quote removal.
 
     Attributes:
         text: The word with quotes removed; expansions (`$X`, `${X}`, `$(…)`, backticks,
@@ -49,6 +49,10 @@ class Word:
         prefix: The literal text before the first expansion (all of `text` when literal).
         tail: The literal text after the last expansion (all of `text` when literal).
         glob: `True` when the word has an unquoted glob or brace character (`*`, `?`, `[`, `{`).
+        literal_tilde: `True` when `text` starts with a `~` that Bash leaves as it is: a
+            quoted one (`"~"`, `'~'`, `\~`), or one whose user name holds quoting
+            (`~"root"`, `~\/x`). Such a word names a file `~…` in the working directory,
+            not a home directory (`False` for an unquoted `~`, `~/x`, `~user`).
     """
 
     text: str
@@ -56,6 +60,7 @@ class Word:
     prefix: str = ""
     tail: str = ""
     glob: bool = False
+    literal_tilde: bool = False
 
     @classmethod
     def plain(cls, text: str) -> Word:
@@ -63,7 +68,10 @@ class Word:
         return cls(text, True, text, text)
 
     def __repr__(self) -> str:
-        return f"Word({self.text!r})" if self.literal else f"Word({self.text!r}, literal=False)"
+        flags = "" if self.literal else ", literal=False"
+        if self.literal_tilde:
+            flags += ", literal_tilde=True"
+        return f"Word({self.text!r}{flags})"
 
 
 @carrier(kw_only=False)
@@ -164,7 +172,22 @@ def parse_command(command: str) -> ShellParse:
     """
     if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"parse_command() takes the command as a str, got {type(command).__name__}")
-    return _parse_cached(command)
+    return _parse_text(command)
+
+
+# The longest command whose parse (and guard verdicts, `_guards.checks`) is kept for a
+# repeat. A parse holds some 16 to 46 bytes per character of its command (a `Word` per
+# word), so the 2048 kept parses take at most about 48 MB; a longer command, rarely
+# repeated, is parsed each time. The reader's other tables keep only short keys too: the
+# model writes the commands, and a table bounded by entries alone grew to gigabytes.
+_CACHED_COMMAND_MAX = 512
+
+
+def _parse_text(command: str) -> ShellParse:
+    """`parse_command` for a `str`, without the type check: through the cache when short."""
+    if len(command) <= _CACHED_COMMAND_MAX:
+        return _parse_cached(command)
+    return _parse(command)
 
 
 # A name with a subscript that holds a command substitution, anywhere in the text: `let`,
@@ -176,8 +199,7 @@ _SUBSCRIPT_SUBSTITUTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:[^\]\[;&|\n]|\
 _QUOTING = re.compile(r"['\"\\]")
 
 
-@lru_cache(maxsize=2048)
-def _parse_cached(command: str) -> ShellParse:
+def _parse(command: str) -> ShellParse:
     if (
         "[" in command
         and ("$" in command or "`" in command)
@@ -194,6 +216,7 @@ def _parse_cached(command: str) -> ShellParse:
     return _new_parse(tuple(parser.out), tuple(parser.redirects), "")
 
 
+_parse_cached = lru_cache(maxsize=2048)(_parse)
 _new_parse = raw_constructor(ShellParse)
 _parser_class: type[Parser] | None = None
 
