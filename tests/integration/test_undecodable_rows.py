@@ -249,7 +249,8 @@ async def _check_reads(store: Store, reader: Any, payload: bytes, version: int) 
     assert [r.event for r in records] == events and records[AT].version == version
     snapshot = await reader.snapshot()
     assert snapshot == project(events)
-    assert [type(m).__name__ for m in snapshot.messages][:2] == ["UserMessage", "ToolCall"]
+    if isinstance(events[AT], UnknownEvent):  # skipped by projections; a mutation may also be a valid event
+        assert [type(m).__name__ for m in snapshot.messages][:2] == ["UserMessage", "ToolCall"]
 
 
 async def _check_store(store: Store, payload: bytes, version: int) -> None:
