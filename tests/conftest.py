@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 from typing import Any
 
@@ -10,7 +11,10 @@ from hypothesis import settings
 
 # The machines are shared and noisy: a wall-clock deadline per example only adds flakes.
 settings.register_profile("helikon", deadline=None)
-settings.load_profile("helikon")
+# CI replays the same examples on every run, so its verdict on a change is repeatable; a
+# developer's runs keep exploring new ones (and a failure they find becomes a test).
+settings.register_profile("ci", deadline=None, derandomize=True, print_blob=True)
+settings.load_profile("ci" if os.environ.get("CI") else "helikon")
 
 
 @pytest.fixture(autouse=True)
