@@ -71,11 +71,12 @@ class AsyncioRunner(Generic[Ctx]):
     One run at a time per session: runs on the same session through one runner queue
     behind each other (the session is known by its store and id, so two objects for one
     stored session share the queue). A durable run's writes are checked with
-    `expected_seq`; a run of another runner or process whose turn is open and was written
-    to in the last `stale_turn_after` seconds is waited for too (a quieter one is taken
-    for crashed and repaired). With `on_busy="fail"` a run on a busy session fails at once
-    instead (kind `session_error`, cause `busy`). Turns never interleave: a run that finds
-    another writer's turn in the middle of its own stops writing (see `PersistFailed`).
+    `expected_seq`. Another runner's or process's open turn is waited for, unless its
+    writer is gone (its process on this machine has exited: run ids name their writer) or
+    the turn has been silent for `stale_turn_after` seconds: then it is taken for crashed
+    and repaired. With `on_busy="fail"` a run on a busy session fails
+    at once instead (kind `session_error`, cause `busy`). Turns never interleave: a run that
+    finds another writer's turn in the middle of its own stops writing (see `PersistFailed`).
 
     Writes are retried: a failed one during the run at the next write, what is left at the
     end with `persist_retry`'s backoff. What still cannot be stored is reported by a
