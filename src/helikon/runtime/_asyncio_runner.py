@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
@@ -193,27 +193,55 @@ class AsyncioRunner(Generic[Ctx]):
             turns = self._turns[key] = _Turns()
         turns.users += 1
         try:
-            failure = await self._queue(turns, run_ctx.cancel)
-            if failure is not None:
+            ready = await self._start(
+                turns, session, key, owner, durable, run_id, agent.name, new_input, run_ctx
+            )
+            if isinstance(ready, AgentError):
                 yield RunStarted(agent=agent.name)
-                yield RunFailed(error=failure)
+                yield RunFailed(error=ready)
                 return
+            snapshot, recorder, writer = ready
+            config = self._recording(config, durable)
+            outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
+            terminal: RunCompleted | RunFailed | None = None
+            final_text: str | None = None
+            settled = False
+            self._running.add(run_id)
             try:
-                ready = await self._prepare(
-                    session, key, owner, durable, run_id, agent.name, new_input, run_ctx.cancel
-                )
-                if isinstance(ready, AgentError):
-                    yield RunStarted(agent=agent.name)
-                    yield RunFailed(error=ready)
-                    return
-                snapshot, recorder, writer = ready
-                run = self._run(agent, new_input, snapshot, run_ctx, config, key, recorder, writer, durable)
-                try:
-                    async for event in run:
-                        yield event
-                finally:
-                    await run.aclose()  # a consumer that left: the run stores what it has, now
+                async for event in agent.run(
+                    new_input.prepend(snapshot.messages), context=run_ctx, config=config
+                ):
+                    recorder.observe(event)
+                    if isinstance(event, ToolsStarting):  # the runner asked for it; its caller did not
+                        if durable:  # the calls, then (once they are stored) the marker
+                            await writer.write(recorder.take())
+                            await writer.write([ToolsStarted(call_ids=event.call_ids)])
+                        continue
+                    kind = type(event)
+                    if kind is TurnStarted:
+                        if durable:
+                            await writer.write(recorder.take())  # a model call is next: what settled first
+                    elif kind is RequestSent:  # the runner asked for it; its caller did not
+                        continue
+                    elif isinstance(event, MessageOutput):
+                        final_text = event.item.text
+                    elif isinstance(event, RunCompleted | RunFailed):
+                        # Held back until the run is stored: whoever sees the end may rely on the log.
+                        terminal = event
+                        outcome = _outcome(event)
+                        continue
+                    yield event
+                self._running.discard(run_id)
+                settled = True
+                report = await self._persist(key, writer, recorder, durable, outcome)
+                if report is not None:
+                    yield report
+                if terminal is not None:
+                    yield self._strict(terminal, report, final_text)
             finally:
+                self._running.discard(run_id)
+                if not settled:  # the consumer left, or the run was cancelled: store what there is
+                    await self._persist(key, writer, recorder, durable, outcome)
                 turns.lock.release()
         finally:
             if timer is not None:
@@ -222,66 +250,37 @@ class AsyncioRunner(Generic[Ctx]):
             if not turns.users and self._turns.get(key) is turns:
                 del self._turns[key]
 
-    async def _run(
+    async def _start(
         self,
-        agent: Agent[Ctx],
-        new_input: AgentInput,
-        snapshot: ConversationSnapshot,
-        run_ctx: RunContext[Any],
-        config: RunConfig,
+        turns: _Turns,
+        session: Session,
         key: object,
-        recorder: SessionRecorder,
-        writer: RunWriter,
+        owner: object,
         durable: bool,
-    ) -> AsyncGenerator[AgentEvent, None]:
-        """The run itself, once its turn is claimed: events out, the session written as they settle."""
-        config = self._recording(config, durable)
-        outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
-        terminal: RunCompleted | RunFailed | None = None
-        final_text: str | None = None
-        run_id = writer.run_id
-        self._running.add(run_id)
-        settled = False
+        run_id: str,
+        agent: str,
+        new_input: AgentInput,
+        run_ctx: RunContext[Any],
+    ) -> tuple[ConversationSnapshot, SessionRecorder, RunWriter] | AgentError:
+        """Take the run's turn on the session (the lock held, unless this fails), read it, claim it."""
+        failure = await self._queue(turns, run_ctx.cancel)
+        if failure is not None:
+            return failure
         try:
-            async for event in agent.run(
-                new_input.prepend(snapshot.messages), context=run_ctx, config=config
-            ):
-                recorder.observe(event)
-                if isinstance(event, ToolsStarting):  # the runner asked for it; its caller did not
-                    if durable:  # the calls, then (once they are stored) the marker
-                        await writer.write(recorder.take())
-                        await writer.write([ToolsStarted(call_ids=event.call_ids)])
-                    continue
-                kind = type(event)
-                if kind is TurnStarted:
-                    if durable:
-                        await writer.write(recorder.take())  # a model call is next: what settled first
-                elif kind is RequestSent:  # the runner asked for it; its caller did not
-                    continue
-                elif isinstance(event, MessageOutput):
-                    final_text = event.item.text
-                elif isinstance(event, RunCompleted | RunFailed):
-                    # Held back until the run is stored: a caller who sees the end may rely on the log.
-                    terminal = event
-                    outcome = _outcome(event)
-                    continue
-                yield event
-            self._running.discard(run_id)
-            settled = True
-            report = await self._persist(key, writer, recorder, durable, outcome)
-            if report is not None:
-                yield report
-            if terminal is not None:
-                yield self._strict(terminal, report, final_text)
-        finally:
-            self._running.discard(run_id)
-            if not settled:  # the consumer left, or the run was cancelled: store what there is
-                await self._persist(key, writer, recorder, durable, outcome)
+            ready = await self._prepare(
+                session, key, owner, durable, run_id, agent, new_input, run_ctx.cancel
+            )
+        except BaseException:
+            turns.lock.release()
+            raise
+        if isinstance(ready, AgentError):
+            turns.lock.release()
+        return ready
 
     async def _queue(self, turns: _Turns, cancel: CancellationToken) -> AgentError | None:
         """Wait for this runner's earlier runs on the session to finish (or fail, per `on_busy`)."""
         lock = turns.lock
-        if not lock.locked():
+        if turns.users == 1:  # no other run of this runner holds or waits for the session
             await lock.acquire()
             return None
         if self.on_busy == "fail":
