@@ -60,15 +60,16 @@ class Outage(MemorySession):
 
 
 class Refusing(MemorySession):
-    """A MemorySession that refuses what a real store refuses: a NUL (as `jsonb`), or a marked word."""
+    """A MemorySession that refuses what a real store refuses: a NUL (as `jsonb`), or more words."""
 
-    def __init__(self, *, word: str = "\x00") -> None:
+    def __init__(self, *words: str) -> None:
         super().__init__()
-        self.word = word
+        self.words = ("\x00", *words)
 
     async def append(self, events: Sequence[SessionEvent], **kwargs: Any) -> None:
         for event in events:
-            if any(self.word in text for text in strings(json.loads(encode_event(event)))):
+            texts = strings(json.loads(encode_event(event)))
+            if any(word in text for text in texts for word in self.words):
                 raise SessionBackendError(f"cannot store {event.type}: it holds what this store refuses")
         await super().append(events, **kwargs)
 
@@ -257,14 +258,24 @@ async def test_a_result_the_store_refuses_is_stored_plain_and_the_run_goes_on() 
 
 
 async def test_a_result_refused_even_plain_is_replaced_by_a_stored_error_result() -> None:
-    session = Refusing(word="classified")
-    result = await AsyncioRunner[None]().run(weather(result="classified"), "Weather?", ctx(session), DURABLE)
+    session = Refusing("\\u0000")  # it refuses the plain copy's text too
+    result = await AsyncioRunner[None]().run(weather(result="a\x00b"), "Weather?", ctx(session), DURABLE)
     assert result.persisted
     log = [e.event for e in await session.events()]
     [returned] = [e for e in log if isinstance(e, ToolReturned)]
     assert returned.is_error and returned.call_id == "c1" and returned.name == "lookup"
     assert "could not be stored" in returned.content[0].text  # type: ignore[union-attr]
     assert [e.outcome for e in log if isinstance(e, TurnClosed)] == ["completed"]
+
+
+async def test_a_refused_event_with_nothing_awkward_in_it_is_kept_as_if_the_store_were_down() -> None:
+    session = Refusing("12 C")  # a store failing on this event: not content a copy could fix
+    runner = AsyncioRunner[None](persist_retry=FAST)
+    result = await runner.run(weather(), "Weather?", ctx(session), DURABLE)
+    failure = result.persist_failure
+    assert failure is not None and failure.held
+    assert failure.unsaved == ("tool_returned", "assistant_message", "turn_closed")
+    assert all(not isinstance(e.event, ToolReturned) for e in await session.events())  # no stand-in
 
 
 async def test_a_non_utf8_file_name_and_arguments_too_deep_to_encode_are_stored() -> None:

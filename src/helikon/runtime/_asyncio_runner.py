@@ -387,8 +387,9 @@ class AsyncioRunner(Generic[Ctx]):
 
     async def _write_held(self, held: RunWriter) -> bool:
         """Write what an earlier run could not store; whether the way is clear for the next run."""
+        count = len(held.unsaved)
         if await held.flush() or await held.settle(self.persist_retry):
-            logger.info("stored the %s earlier unsaved event(s) of run %s", "held", held.run_id)
+            logger.info("stored the %d event(s) run %s could not store", count, held.run_id)
             return True
         if held.taken_over is not None:  # they can never be written now: said, and let go
             logger.warning("dropped run %s's unsaved events: %s", held.run_id, held.taken_over)

@@ -44,10 +44,11 @@ class RunWriter:
 
     A batch that fails because the store cannot be reached stays pending, and is retried as
     it was (same events, same ids: a no-op if the failed write went through after all)
-    before any later one. A batch the store refuses (content it cannot hold, such as a
-    lone surrogate in PostgreSQL's `jsonb`) never blocks the ones after it: its events are
-    written one by one, each that is refused again as a copy with its strings made plain,
-    else as a stand-in that says what was lost (an error result for a tool's output).
+    before any later one. A batch the store refuses is written event by event: an event
+    holding what stores refuse (a NUL, a lone surrogate: PostgreSQL's `jsonb` takes
+    neither) as a copy with its strings made plain, else as a stand-in that says what was
+    lost (an error result for a tool's output), so it never blocks the ones after it. An
+    event without such content that is refused stays pending, as if the store were down.
 
     With `end` (the seq the log ends at, -1 for an empty log) every write is checked with
     `expected_seq`: if another writer appended in between, what it appended is read, and a
@@ -227,14 +228,17 @@ class RunWriter:
     async def _store_one(
         self, event: SessionEvent, event_id: str, refusal: Exception
     ) -> Literal["stored", "again", "stop"]:
-        """Store `event`, else its plain copy, else its stand-in (under the event's own id)."""
+        """Store `event`; refused, and holding what stores refuse, its plain copy, else a stand-in.
+
+        All under the event's own id. A refused event without such content says the store is
+        failing, not the content: it stays pending (a stand-in written the moment the store
+        is back would lose it).
+        """
+        candidates: list[SessionEvent] = [event]
         plain = plain_copy(event)
-        replacement = stand_in(event, refusal)
-        candidates = [
-            event,
-            *([plain] if plain is not event else []),
-            *([replacement] if replacement else []),
-        ]
+        if plain is not event:
+            replacement = stand_in(event, refusal)
+            candidates += [plain] if replacement is None else [plain, replacement]
         for candidate in candidates:
             try:
                 await self._append([candidate], [event_id])
