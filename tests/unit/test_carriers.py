@@ -59,7 +59,14 @@ from helikon import (
     UserMessage,
     UserMessageEvent,
 )
-from helikon.core.events import AgentErrorKind, AgentEvent, GuardrailKind, RequestSent, ToolsStarting
+from helikon.core.events import (
+    AgentErrorKind,
+    AgentEvent,
+    GuardrailKind,
+    PersistFailed,
+    RequestSent,
+    ToolsStarting,
+)
 from helikon.core.items import CONTENT_PART_ADAPTER, ContentPart, Item
 from helikon.core.loop import (
     LOOP_STATE_ADAPTER,
@@ -215,6 +222,9 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
         usage=st.none() | token_usage,
     ),
     ToolsStarting: st.builds(ToolsStarting, call_ids=st.lists(text, max_size=3).map(tuple)),
+    PersistFailed: st.builds(
+        PersistFailed, unsaved=st.lists(text, max_size=3).map(tuple), error=text, held=st.booleans()
+    ),
     RunCompleted: st.builds(RunCompleted, usage=token_usage),
     RunFailed: st.builds(RunFailed, error=agent_error, usage=token_usage),
 }
@@ -501,6 +511,7 @@ TAGS: dict[type, str] = {
     StructuredOutputFailed: "structured_output_failed",
     RequestSent: "request_sent",
     ToolsStarting: "tools_starting",
+    PersistFailed: "persist_failed",
     RunCompleted: "run_completed",
     RunFailed: "run_failed",
     # session events

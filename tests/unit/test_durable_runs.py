@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -170,15 +171,17 @@ async def test_a_cancelled_durable_run_closes_its_turn_and_answers_its_calls() -
 
 
 def crashed(*, started: bool) -> list[SessionEvent]:
+    """What a writer killed an hour ago left behind (a younger open turn may be a live run's)."""
+    ts = datetime.now(UTC) - timedelta(hours=1)
     events: list[SessionEvent] = [
-        TurnOpened(run_id="r1", agent="payer"),
-        UserMessageEvent(content=(TextPart(text="pay invoice 7"),)),
-        ToolCalled(call_id="c1", name="pay", args={"invoice": 7}),
-        ToolCalled(call_id="c2", name="notify", args={}),
-        ToolReturned(call_id="c2", content=(TextPart(text="sent"),), name="notify"),
+        TurnOpened(run_id="r1", agent="payer", ts=ts),
+        UserMessageEvent(content=(TextPart(text="pay invoice 7"),), ts=ts),
+        ToolCalled(call_id="c1", name="pay", args={"invoice": 7}, ts=ts),
+        ToolCalled(call_id="c2", name="notify", args={}, ts=ts),
+        ToolReturned(call_id="c2", content=(TextPart(text="sent"),), name="notify", ts=ts),
     ]
     if started:
-        events.insert(4, ToolsStarted(call_ids=("c1", "c2")))
+        events.insert(4, ToolsStarted(call_ids=("c1", "c2"), ts=ts))
     return events
 
 
@@ -222,7 +225,7 @@ async def test_the_runner_repairs_an_open_turn_before_it_runs() -> None:
     assert outcomes == ["interrupted"]  # the new run on a MemorySession is not durable: no markers
 
 
-async def test_a_run_in_flight_in_this_runner_is_not_repaired_by_a_concurrent_one() -> None:
+async def test_a_second_run_on_the_session_waits_for_the_first_instead_of_repairing_it() -> None:
     gate = asyncio.Event()
 
     @tool
@@ -244,8 +247,14 @@ async def test_a_run_in_flight_in_this_runner_is_not_repaired_by_a_concurrent_on
         if any(isinstance(e.event, ToolsStarted) for e in await session.events()):
             break
         await asyncio.sleep(0)
-    await runner.run(agent(text_turn("two")), "two", ctx)  # sees the first turn open: leaves it
+    second_model = MockModel.with_scripts([text_turn("two")])
+    second = asyncio.ensure_future(runner.run(LlmAgent[None](name="second", model=second_model), "two", ctx))
+    for _ in range(50):
+        await asyncio.sleep(0)
+    assert second_model.requests == [] and not second.done()  # queued behind the first run
     gate.set()
-    await task
+    await asyncio.wait_for(asyncio.gather(task, second), timeout=30)
     outcomes = [e.event.outcome for e in await session.events() if isinstance(e.event, TurnClosed)]
-    assert outcomes == ["completed"]
+    assert outcomes == ["completed"]  # no repair: the first turn closed as it should
+    sent = [m.type for m in second_model.requests[0].messages]
+    assert sent == ["user", "tool_call", "tool_result", "assistant", "user"]  # after the whole first run

@@ -41,14 +41,18 @@ import contextlib
 import functools
 import gc
 import json
+import math
+import re
 from collections.abc import Callable, Generator, Sequence
-from datetime import UTC
+from dataclasses import replace
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as _encode_string  # pyright: ignore[reportUnknownVariableType]
 from typing import Any, cast
 
 from ._fast_decode import IRREGULAR, decode_objects, fast_decode, fast_step
+from ._json import JsonValue
 from .exceptions import UnreadableSessionEvent
-from .items import TextPart
+from .items import TextPart, ToolUsePart
 from .session import (
     SESSION_EVENT_ADAPTER,
     AssistantMessageEvent,
@@ -58,6 +62,8 @@ from .session import (
     SessionEntry,
     SessionEvent,
     Step,
+    ToolCalled,
+    ToolReturned,
     ToolsStarted,
     TurnClosed,
     TurnOpened,
@@ -135,19 +141,39 @@ def upgrade_all(
 
 
 def encode_event(event: SessionEvent) -> str:
-    """The stored JSON text of `event` (compact, UTF-8 friendly).
+    r"""The stored JSON text of `event` (compact, UTF-8 friendly).
 
     An assistant message's `usage` and a request header's `injected` are left out while
     they are empty: they read back as the same defaults, and most events never set them.
     A request header, a fork's lineage marker and a durable run's turn and tool-start
     markers say `"ignorable": true`, for readers that do not know them.
+
+    Every event has a stored form (a tool's output or a model's arguments must never make
+    a run's log unwritable):
+
+    - A string holding a lone surrogate (a file name `os.listdir` decoded with
+      `surrogateescape`, say) is written with each lone surrogate as a JSON `\uXXXX`
+      escape; `json` reads the very same string back. A store that refuses such escapes
+      (PostgreSQL's `jsonb`) refuses the append instead.
+    - The serializer writes JSON values nested about 250 levels deep. An event holding a
+      deeper one is stored with each of its JSON values (tool arguments, request settings,
+      tool schemas) nested more than `MAX_STORED_DEPTH` levels replaced by a note,
+      `{"unstored": "..."}`: the conversation read back shows that the value was not kept.
     """
+    try:
+        return _encode(event)
+    except ValueError:  # pydantic's serializer met a lone surrogate, or nesting too deep
+        return _encode_unusual(event)
+
+
+def _encode(event: SessionEvent) -> str:
     if type(event) is UserMessageEvent:
         text = _user_message_json(event)
         if text is not None:
             return text
     if isinstance(event, UnknownEvent):
-        return json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
+        text = json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
+        return text if text.isascii() else _escape_surrogates(text)
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
         return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
     if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted):
@@ -158,6 +184,101 @@ def encode_event(event: SessionEvent) -> str:
         head = f'{{"type":"{event.type}",'
         return head + '"ignorable":true,' + text[len(head) :]
     return SESSION_EVENT_ADAPTER.dump_json(event).decode()
+
+
+MAX_STORED_DEPTH = 128
+"""How deep a JSON value in an event the serializer cannot write is kept (see `encode_event`)."""
+
+
+def _encode_unusual(event: SessionEvent) -> str:
+    """The stored form of an event pydantic's serializer refused (rare: never on the hot path)."""
+    event = _within_depth(event)
+    try:
+        return _encode(event)
+    except ValueError:  # a lone surrogate
+        return _json_of(event)
+
+
+def _json_of(event: SessionEvent) -> str:
+    """What `_encode` writes for `event`, built with `json` and lone surrogates escaped."""
+    if isinstance(event, UnknownEvent):
+        return _encode(event)  # `json` writes it already
+    exclude: set[str] | None = None
+    if isinstance(event, AssistantMessageEvent) and event.usage is None:
+        exclude = _NO_USAGE
+    elif isinstance(event, RequestHeader) and not event.injected:
+        exclude = _NO_INJECTED
+    # Python mode: the JSON mode encodes a dict key to UTF-8, and fails on a lone surrogate.
+    data = cast(
+        "dict[str, Any]", _jsonable(SESSION_EVENT_ADAPTER.adapter.dump_python(event, exclude=exclude))
+    )
+    if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted):
+        data = {"type": data.pop("type"), "ignorable": True, **data}
+    return _escape_surrogates(json.dumps(data, separators=(",", ":"), ensure_ascii=False))
+
+
+def _jsonable(value: object) -> object:
+    """A Python-mode dump as pydantic's JSON mode writes it: times in RFC 3339, no NaN or infinity."""
+    if isinstance(value, dict):
+        return {key: _jsonable(item) for key, item in cast("dict[str, object]", value).items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(item) for item in cast("list[object]", value)]
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, datetime):
+        text = value.isoformat()
+        return text[:-6] + "Z" if text.endswith("+00:00") else text
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _escape_surrogates(text: str) -> str:
+    r"""`text` (JSON) with each lone surrogate as a `\uXXXX` escape: it only occurs inside strings."""
+    return _SURROGATE.sub(lambda found: f"\\u{ord(found.group()):04x}", text)
+
+
+def _within_depth(event: SessionEvent) -> SessionEvent:
+    """`event` with each JSON value nested deeper than `MAX_STORED_DEPTH` replaced by a note."""
+    if type(event) is ToolCalled:
+        return replace(event, args=_unstored()) if _too_deep(event.args) else event
+    if isinstance(event, UserMessageEvent | AssistantMessageEvent | ToolReturned):
+        parts = tuple(
+            replace(part, args=_unstored()) if type(part) is ToolUsePart and _too_deep(part.args) else part
+            for part in event.content
+        )
+        return replace(event, content=parts)
+    if isinstance(event, RequestHeader):
+        settings = {key: _unstored() if _too_deep(value) else value for key, value in event.settings.items()}
+        tools = tuple(
+            replace(tool, parameters=_unstored()) if _too_deep(tool.parameters) else tool
+            for tool in event.tools
+        )
+        return replace(event, settings=settings, tools=tools)
+    return event
+
+
+def _unstored() -> dict[str, JsonValue]:
+    return {"unstored": f"this value nested more than {MAX_STORED_DEPTH} levels deep; it was not stored"}
+
+
+def _too_deep(value: object) -> bool:
+    """Whether `value` nests lists and objects more than `MAX_STORED_DEPTH` levels (without recursing)."""
+    stack: list[tuple[object, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list | tuple):
+            depth += 1
+            if depth > MAX_STORED_DEPTH:
+                return True
+            children = (
+                cast("dict[str, object]", item).values()
+                if isinstance(item, dict)
+                else cast("list[object]", item)
+            )
+            stack.extend((child, depth) for child in children)
+    return False
 
 
 def _user_message_json(event: UserMessageEvent) -> str | None:
@@ -407,6 +528,7 @@ def _long_digits(text: str) -> bool:
 
 __all__ = [
     "FORMAT_VERSION",
+    "MAX_STORED_DEPTH",
     "decode_event",
     "decode_events",
     "gc_paused",

@@ -11,7 +11,8 @@ unknown* (it may have run: check before repeating anything with side effects) â€
 session whose last turn is open; a UI may call it when it opens a session.
 
 A turn that is open because its run is still going (in another process) looks the same:
-run one turn at a time per session.
+`close_interrupted_turn` does not tell them apart. `AsyncioRunner` does before it calls it
+(it waits for a turn whose writer may still be running; see `docs/runner.md`).
 
 Example:
     ```python

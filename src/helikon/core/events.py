@@ -244,6 +244,28 @@ class ToolsStarting:
 
 
 @carrier
+class PersistFailed:
+    """The runner could not store some of the run's events in its session.
+
+    Streamed right before the terminal event, once the runner's retries are spent (or
+    another writer took the session over). The run itself is unaffected: it is reported
+    as it ended, unless the runner is strict about persistence (then it fails with kind
+    `session_error`). `RunResult.persisted` is False when the stream held one.
+
+    Attributes:
+        unsaved: The `type` of each event not stored, in order.
+        error: What the session said to the last attempt.
+        held: Whether the runner still holds them: it writes them before its next run on
+            the session (so that run does not take them for lost), if it can by then.
+    """
+
+    type: Literal["persist_failed"] = "persist_failed"
+    unsaved: tuple[str, ...]
+    error: str
+    held: bool = False
+
+
+@carrier
 class RunCompleted:
     """Terminal: the run succeeded."""
 
@@ -278,6 +300,7 @@ AgentEvent: TypeAlias = (
     | StructuredOutputFailed
     | RequestSent
     | ToolsStarting
+    | PersistFailed
     | RunCompleted
     | RunFailed
 )
@@ -311,6 +334,7 @@ __all__ = [
     "HandoffItem",
     "MessageOutput",
     "PermissionDenied",
+    "PersistFailed",
     "ReasoningDelta",
     "RepairStarted",
     "RequestSent",

@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Generator
 from typing import Any, Generic, TypeVar, overload
 
 from ._carrier import carrier
-from .events import AgentEvent, MessageOutput, RunCompleted, RunFailed, TokenUsage
+from .events import AgentEvent, MessageOutput, PersistFailed, RunCompleted, RunFailed, TokenUsage
 from .exceptions import RunError, UserError
 
 T = TypeVar("T")
@@ -25,6 +25,22 @@ class RunResult(Generic[T]):
         """The last `MessageOutput` event, if any."""
         for event in reversed(self.events):
             if isinstance(event, MessageOutput):
+                return event
+        return None
+
+    @property
+    def persisted(self) -> bool:
+        """Whether the runner stored every event of the run it meant to (True without a runner).
+
+        False when the run streamed a `PersistFailed` (`persist_failure` says what is missing).
+        """
+        return self.persist_failure is None
+
+    @property
+    def persist_failure(self) -> PersistFailed | None:
+        """The run's `PersistFailed` event, if some of its events could not be stored."""
+        for event in reversed(self.events):
+            if type(event) is PersistFailed:
                 return event
         return None
 

@@ -4,18 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
+from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from helikon.core.agent import Agent, RunInput, to_agent_input
-from helikon.core.compaction import accepts_ids
+from helikon.core.agent import Agent, AgentInput, RunInput, to_agent_input
+from helikon.core.cancel import CancellationToken
 from helikon.core.context import RunConfig, RunContext
 from helikon.core.crash_repair import close_interrupted_turn
 from helikon.core.events import (
     AgentError,
     AgentEvent,
+    MessageOutput,
+    PersistFailed,
     RequestSent,
     RunCompleted,
     RunFailed,
@@ -23,23 +25,36 @@ from helikon.core.events import (
     ToolsStarting,
     TurnStarted,
 )
+from helikon.core.exceptions import SessionConflict, UserError
 from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.recorder import SessionRecorder
 from helikon.core.result import RunResult, RunStream
 from helikon.core.session import (
+    ConversationSnapshot,
     RequestHeader,
-    Rewound,
     SequenceId,
     Session,
-    SessionEvent,
     ToolsStarted,
     TurnClosed,
     TurnOpened,
 )
 
+from ._retry import RetryPolicy, _cancelled_within  # pyright: ignore[reportPrivateUsage]
+from ._run_ids import new_run_id, writer_gone
+from ._writer import RunWriter, TurnOutcome
+
 Ctx = TypeVar("Ctx")
 
 logger = logging.getLogger("helikon.runtime")
+
+OnBusy = Literal["wait", "fail"]
+"""What a run does when its session is busy with another run: wait its turn, or fail at once."""
+
+_DEFAULT_PERSIST_RETRY = RetryPolicy(
+    max_attempts=4, base_delay=0.25, multiplier=2.0, max_delay=2.0, jitter=0.5
+)
+_MAX_CLAIMS = 16
+"""How often a run re-reads a session that another writer keeps appending to before it gives up."""
 
 
 class AsyncioRunner(Generic[Ctx]):
@@ -50,10 +65,26 @@ class AsyncioRunner(Generic[Ctx]):
     open (`helikon.core.crash_repair`); during the run it records the events with a
     `SessionRecorder` and appends them to the session: on a durable session
     (`RunConfig.durable`) as they settle, before every model call and before tools start,
-    between `TurnOpened`/`TurnClosed` markers; otherwise once, after the run. Appends are best
-    effort: a failure is logged, never raised. `RunConfig.timeout` cancels the run when it
-    expires. An agent whose stream raises (a custom `Agent`) fails the run with a
-    `RunFailed` event, and its turn is closed as failed.
+    between `TurnOpened`/`TurnClosed` markers; otherwise once, after the run.
+    `RunConfig.timeout` cancels the run when it expires. An agent whose stream raises (a
+    custom `Agent`) fails the run with a `RunFailed` event, and its turn is closed as failed.
+
+    One run at a time per session: runs on the same session through one runner queue
+    behind each other (the session is known by its store and id, so two objects for one
+    stored session share the queue). A durable run's writes are checked with
+    `expected_seq`. Another runner's or process's open turn is waited for, unless its
+    writer is gone (its process on this machine has exited: run ids name their writer) or
+    the turn has been silent for `stale_turn_after` seconds: then it is taken for crashed
+    and repaired. With `on_busy="fail"` a run on a busy session fails
+    at once instead (kind `session_error`, cause `busy`). Turns never interleave: a run that
+    finds another writer's turn in the middle of its own stops writing (see `PersistFailed`).
+
+    Writes are retried: a failed one during the run at the next write, what is left at the
+    end with `persist_retry`'s backoff. What still cannot be stored is reported by a
+    `PersistFailed` event before the terminal one (`RunResult.persisted` is then False),
+    and kept: this runner writes it before its next run on the session, so that run does
+    not take the turn for interrupted. With `strict=True` such a run fails instead (kind
+    `session_error`, cause `not_persisted`: `collect` raises `RunError`).
 
     The recorded events include request records: a `RequestHeader` (provider, model,
     settings, system prompt, tool schemas) ahead of a model call whenever it differs from
@@ -61,6 +92,15 @@ class AsyncioRunner(Generic[Ctx]):
     `helikon.core.request_log`). To find the latest header without reading the whole log
     every run, the runner remembers, per session, how far it has read, and reads only the
     events after that (the first run on a session reads its log once).
+
+    Args:
+        persist_retry: How the writes left at the end of a run are retried (default: 4
+            attempts in all, 0.25 s doubling to at most 2 s).
+        strict: Fail a run whose events could not all be stored.
+        on_busy: `"wait"` (the default) or `"fail"`, when the session is busy with another run.
+        stale_turn_after: Seconds without a new event after which another writer's open
+            turn is taken for crashed (and repaired) rather than waited for. Set it above
+            your longest model or tool call when several processes run on one session.
 
     Example:
         ```python
@@ -85,10 +125,38 @@ class AsyncioRunner(Generic[Ctx]):
         ```
     """
 
-    __slots__ = ("_configs", "_headers", "_running")
+    __slots__ = (
+        "_configs",
+        "_headers",
+        "_held",
+        "_running",
+        "_turns",
+        "on_busy",
+        "persist_retry",
+        "stale_turn_after",
+        "strict",
+    )
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        persist_retry: RetryPolicy | None = None,
+        strict: bool = False,
+        on_busy: OnBusy = "wait",
+        stale_turn_after: float = 30.0,
+    ) -> None:
+        if on_busy not in ("wait", "fail"):
+            raise UserError(f"AsyncioRunner(on_busy={on_busy!r}): must be 'wait' or 'fail'")
+        stale: object = stale_turn_after
+        if isinstance(stale, bool) or not isinstance(stale, int | float) or stale < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"AsyncioRunner(stale_turn_after={stale!r}): must be a number of seconds >= 0")
+        self.persist_retry = persist_retry or _DEFAULT_PERSIST_RETRY
+        self.strict = strict
+        self.on_busy: OnBusy = on_busy
+        self.stale_turn_after = float(stale_turn_after)
         self._headers: dict[object, _HeaderState] = {}
+        self._turns: dict[object, _Turns] = {}  # per session: the queue of this runner's runs on it
+        self._held: dict[object, RunWriter] = {}  # per session: a past run's events not stored yet
         self._running: set[str] = set()  # the run ids of this runner's runs in flight
         self._configs: tuple[RunConfig, RunConfig] | None = None  # the last config, and it recording
 
@@ -113,81 +181,276 @@ class AsyncioRunner(Generic[Ctx]):
         new_input = to_agent_input(input)
         session = context.session
         durable = config.durable if config.durable is not None else is_durable(session)
-        run_id = uuid.uuid4().hex
-        try:
-            state = await self._look(session)
-            if state.open_turn is not None and state.open_turn[1] not in self._running:
-                # The last turn was never closed: its writer died mid-run. Close it first, so
-                # the conversation this run continues is one providers accept.
-                await close_interrupted_turn(session, since=SequenceId(state.open_turn[0] - 1))
-                state = await self._look(session)
-            snapshot = await session.snapshot()
-        except Exception as exc:
-            error = AgentError(
-                kind="session_error",
-                message=f"could not read the session before the run: {type(exc).__name__}: {exc}",
-            )
-            yield RunStarted(agent=agent.name)
-            yield RunFailed(error=error)
-            return
-        turn = TurnOpened(run_id=run_id, agent=agent.name) if durable else None
-        recorder = SessionRecorder(new_input.messages, last_header=state.header, turn=turn)
-        writer = _RunWriter(session, run_id) if durable else None
-        config = self._recording(config, durable)
+        run_id = new_run_id()
         run_ctx: RunContext[Any] = context
         timer: asyncio.TimerHandle | None = None
-        if config.timeout is not None:
+        if config.timeout is not None:  # from the start: waiting for the session counts too
             token = context.cancel.child_token()
             run_ctx = context.with_cancel(token)
             timer = asyncio.get_running_loop().call_later(config.timeout, token.cancel, TIMEOUT_REASON)
-        outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
-        ended = False  # whether the terminal event came
-        self._running.add(run_id)
+        key, owner = _identity(session)
+        turns = self._turns.get(key)
+        if turns is None:
+            turns = self._turns[key] = _Turns()
+        turns.users += 1
         try:
-            async for event in agent.run(
-                new_input.prepend(snapshot.messages), context=run_ctx, config=config
-            ):
-                recorder.observe(event)
-                if isinstance(event, ToolsStarting):  # the runner asked for it; its caller did not
-                    if writer is not None:  # the calls, then (once they are stored) the marker
-                        await writer.write(recorder.take())
-                        await writer.write([ToolsStarted(call_ids=event.call_ids)])
-                    continue
-                if writer is not None and type(event) is TurnStarted:
-                    await writer.write(recorder.take())  # a model call is next: what settled first
-                elif isinstance(event, RunCompleted):
-                    outcome, ended = "completed", True
-                elif isinstance(event, RunFailed):
-                    outcome, ended = ("cancelled" if event.error.kind == "cancelled" else "failed"), True
-                if type(event) is not RequestSent:  # the runner asked for it; its caller did not
-                    yield event
-        except Exception as exc:
-            # An LlmAgent's stream ends in RunFailed; another agent's may raise. The run
-            # fails all the same, as an event, and its turn is closed as failed.
-            message = f"the run of agent {agent.name!r} raised {type(exc).__name__}: {exc}"
-            if ended:  # after its terminal event: the outcome stands
-                logger.warning("%s after its terminal event", message)
-            else:
-                failure = RunFailed(error=AgentError(kind="other", message=message))
-                recorder.observe(failure)
-                outcome = "failed"
-                yield failure
+            ready = await self._start(
+                turns, session, key, owner, durable, run_id, agent.name, new_input, run_ctx
+            )
+            if isinstance(ready, AgentError):
+                yield RunStarted(agent=agent.name)
+                yield RunFailed(error=ready)
+                return
+            snapshot, recorder, writer = ready
+            config = self._recording(config, durable)
+            outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
+            terminal: RunCompleted | RunFailed | None = None
+            final_text: str | None = None
+            settled = False
+            self._running.add(run_id)
+            try:
+                try:
+                    async for event in agent.run(
+                        new_input.prepend(snapshot.messages), context=run_ctx, config=config
+                    ):
+                        recorder.observe(event)
+                        if isinstance(event, ToolsStarting):  # the runner asked for it; its caller did not
+                            if durable:  # the calls, then (once they are stored) the marker
+                                await writer.write(recorder.take())
+                                await writer.write([ToolsStarted(call_ids=event.call_ids)])
+                            continue
+                        kind = type(event)
+                        if kind is TurnStarted:
+                            if durable:  # a model call is next: store what settled first
+                                await writer.write(recorder.take())
+                        elif kind is RequestSent:  # the runner asked for it; its caller did not
+                            continue
+                        elif isinstance(event, MessageOutput):
+                            final_text = event.item.text
+                        elif isinstance(event, RunCompleted | RunFailed):
+                            # Held back until the run is stored: whoever sees the end may rely on the log.
+                            terminal = event
+                            outcome = _outcome(event)
+                            continue
+                        yield event
+                except Exception as exc:
+                    # An LlmAgent's stream ends in RunFailed; another agent's may raise. The run
+                    # fails all the same, as an event, and its turn is closed as failed.
+                    message = f"the run of agent {agent.name!r} raised {type(exc).__name__}: {exc}"
+                    if terminal is not None:  # after its terminal event: the outcome stands
+                        logger.warning("%s after its terminal event", message)
+                    else:
+                        terminal = RunFailed(error=AgentError(kind="other", message=message))
+                        recorder.observe(terminal)
+                        outcome = "failed"
+                self._running.discard(run_id)
+                settled = True
+                report = await self._persist(key, writer, recorder, durable, outcome)
+                if report is not None:
+                    yield report
+                if terminal is not None:
+                    yield self._strict(terminal, report, final_text)
+            finally:
+                self._running.discard(run_id)
+                if not settled:  # the consumer left, or the run was cancelled: store what there is
+                    await self._persist(key, writer, recorder, durable, outcome)
+                turns.lock.release()
         finally:
-            self._running.discard(run_id)
             if timer is not None:
                 timer.cancel()
-            events = recorder.drain()
-            if writer is None:
+            turns.users -= 1
+            if not turns.users and self._turns.get(key) is turns:
+                del self._turns[key]
+
+    async def _start(
+        self,
+        turns: _Turns,
+        session: Session,
+        key: object,
+        owner: object,
+        durable: bool,
+        run_id: str,
+        agent: str,
+        new_input: AgentInput,
+        run_ctx: RunContext[Any],
+    ) -> tuple[ConversationSnapshot, SessionRecorder, RunWriter] | AgentError:
+        """Take the run's turn on the session (the lock held, unless this fails), read it, claim it."""
+        failure = await self._queue(turns, run_ctx.cancel)
+        if failure is not None:
+            return failure
+        try:
+            ready = await self._prepare(
+                session, key, owner, durable, run_id, agent, new_input, run_ctx.cancel
+            )
+        except BaseException:
+            turns.lock.release()
+            raise
+        if isinstance(ready, AgentError):
+            turns.lock.release()
+        return ready
+
+    async def _queue(self, turns: _Turns, cancel: CancellationToken) -> AgentError | None:
+        """Wait for this runner's earlier runs on the session to finish (or fail, per `on_busy`)."""
+        lock = turns.lock
+        if turns.users == 1:  # no other run of this runner holds or waits for the session
+            await lock.acquire()
+            return None
+        if self.on_busy == "fail":
+            return _busy("another run of this runner is in progress on this session")
+        acquiring = asyncio.ensure_future(lock.acquire())
+        cancelled = asyncio.ensure_future(cancel.wait())
+        try:
+            await asyncio.wait((acquiring, cancelled), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            cancelled.cancel()
+            acquiring.cancel()
+            if acquiring.done() and not acquiring.cancelled():
+                lock.release()
+            raise
+        cancelled.cancel()
+        if acquiring.done():
+            return None  # the run sees a cancel that came meanwhile by itself
+        acquiring.cancel()
+        return _cancelled(cancel)
+
+    async def _prepare(
+        self,
+        session: Session,
+        key: object,
+        owner: object,
+        durable: bool,
+        run_id: str,
+        agent: str,
+        new_input: AgentInput,
+        cancel: CancellationToken,
+    ) -> tuple[ConversationSnapshot, SessionRecorder, RunWriter] | AgentError:
+        """Read the session and claim the run's turn in it: the history, the recorder and the writer.
+
+        First what an earlier run of this runner could not store; then a turn left open is
+        waited for (another writer's, still going) or repaired (a crashed one's); a durable
+        run then writes its first events with `expected_seq`, so that a writer that came in
+        between is seen (and the session read again) rather than interleaved with.
+        """
+        try:
+            held = self._held.pop(key, None)
+            if held is not None and not await self._write_held(held):
+                self._held[key] = held
+                return AgentError(
+                    kind="session_error",
+                    cause="not_persisted",
+                    message=(
+                        f"the previous run's {len(held.unsaved)} event(s) on this session are still not "
+                        f"stored ({held.error}); the run did not start, so that they keep their place"
+                    ),
+                )
+            for _ in range(_MAX_CLAIMS):
+                state = await self._look(session, key, owner)
+                state = await self._wait_for_open_turn(session, key, owner, state, cancel)
+                if isinstance(state, AgentError):
+                    return state
+                snapshot = await session.snapshot()
+                turn = TurnOpened(run_id=run_id, agent=agent) if durable else None
+                recorder = SessionRecorder(new_input.messages, last_header=state.header, turn=turn)
+                if not durable:
+                    return snapshot, recorder, RunWriter(session, run_id)
+                writer = RunWriter(session, run_id, end=-1 if state.seq is None else int(state.seq))
                 try:
-                    await session.append(events)
-                except Exception:
-                    logger.warning(
-                        "could not append %d event(s) to the session after the run",
-                        len(events),
-                        exc_info=True,
-                    )
+                    await writer.claim(recorder.take())
+                except SessionConflict:
+                    continue  # another writer appended since the look: read again
+                return snapshot, recorder, writer
+        except Exception as exc:
+            return AgentError(
+                kind="session_error",
+                message=f"could not read the session before the run: {type(exc).__name__}: {exc}",
+            )
+        return _busy(f"other writers kept appending to the session ({_MAX_CLAIMS} tries to start the run)")
+
+    async def _wait_for_open_turn(
+        self, session: Session, key: object, owner: object, state: _HeaderState, cancel: CancellationToken
+    ) -> _HeaderState | AgentError:
+        """The session once its last turn is closed: waited for while live, repaired once stale."""
+        delay = 0.05
+        while state.open_turn is not None and state.open_turn[1] not in self._running:
+            seq, run_id = state.open_turn
+            if writer_gone(run_id) or not self._recent(state):
+                # The last turn was never closed: its writer died mid-run. Close it first, so
+                # the conversation this run continues is one providers accept.
+                await close_interrupted_turn(session, since=SequenceId(seq - 1))
+            elif self.on_busy == "fail":
+                return _busy(
+                    f"run {run_id} (another runner or process) has its turn open since seq {seq}; "
+                    f"AsyncioRunner(on_busy='wait') waits for it, and a turn silent for "
+                    f"stale_turn_after={self.stale_turn_after:g} s is taken for crashed and repaired"
+                )
+            elif await _cancelled_within(cancel, delay):
+                return _cancelled(cancel)
             else:
-                await writer.close(events, "refused" if recorder.refused else outcome)
+                delay = min(delay * 2, 1.0)
+            state = await self._look(session, key, owner)
+        return state
+
+    def _recent(self, state: _HeaderState) -> bool:
+        """Whether the session's open turn was written to recently enough to be a live run's."""
+        stamp = state.last_ts
+        if stamp is None or not self.stale_turn_after:
+            return False
+        return (datetime.now(UTC) - stamp).total_seconds() < self.stale_turn_after
+
+    async def _write_held(self, held: RunWriter) -> bool:
+        """Write what an earlier run could not store; whether the way is clear for the next run."""
+        count = len(held.unsaved)
+        if await held.flush() or await held.settle(self.persist_retry):
+            logger.info("stored the %d event(s) run %s could not store", count, held.run_id)
+            return True
+        if held.taken_over is not None:  # they can never be written now: said, and let go
+            logger.warning("dropped run %s's unsaved events: %s", held.run_id, held.taken_over)
+            return True
+        return False
+
+    async def _persist(
+        self, key: object, writer: RunWriter, recorder: SessionRecorder, durable: bool, outcome: TurnOutcome
+    ) -> PersistFailed | None:
+        """Write the rest of the run (retrying with backoff); what could not be stored, if anything."""
+        events = recorder.drain()
+        if durable:
+            await writer.close(events, "refused" if recorder.refused else outcome)
+        else:
+            await writer.write(events)
+        if await writer.settle(self.persist_retry):
+            return None
+        held = writer.taken_over is None
+        if held:
+            if key not in self._held and len(self._held) >= _MAX_SESSIONS:
+                oldest = next(iter(self._held))
+                dropped = self._held.pop(oldest)
+                logger.warning("dropped run %s's unsaved events: too many sessions held", dropped.run_id)
+            self._held[key] = writer
+        unsaved = writer.unsaved
+        logger.warning(
+            "run %s: %d event(s) not stored in the session (%s)%s",
+            writer.run_id,
+            len(unsaved),
+            writer.error,
+            "; kept for the next run on it" if held else "",
+        )
+        return PersistFailed(unsaved=unsaved, error=writer.error or "", held=held)
+
+    def _strict(
+        self, terminal: RunCompleted | RunFailed, report: PersistFailed | None, final_text: str | None
+    ) -> RunCompleted | RunFailed:
+        if not self.strict or report is None or type(terminal) is not RunCompleted:
+            return terminal
+        error = AgentError(
+            kind="session_error",
+            cause="not_persisted",
+            message=(
+                f"the run completed, but {len(report.unsaved)} of its events are not stored in the "
+                f"session ({report.error})"
+            ),
+            final_text=final_text,
+        )
+        return RunFailed(error=error, usage=terminal.usage)
 
     def _recording(self, config: RunConfig, durable: bool) -> RunConfig:
         """`config` recording requests, and tool starts for a durable run (the copy is kept)."""
@@ -200,19 +463,12 @@ class AsyncioRunner(Generic[Ctx]):
         self._configs = (config, recording)
         return recording
 
-    async def _look(self, session: Session) -> _HeaderState:
+    async def _look(self, session: Session, key: object, owner: object) -> _HeaderState:
         """What the runner knows of `session`: its latest `RequestHeader`, and a turn left open.
 
         Brought up to date by reading only the events after the last look.
         """
-        # A server opens a new session object per request: known by its store and id, the
-        # session is read from where the last look stopped (`events(since)` on a fresh object
-        # fetches only that tail), not from the start.
-        store = _store_of(session)
-        session_id = getattr(session, "session_id", None)
-        key: object = (id(store), session_id) if store is not None and session_id is not None else id(session)
         state = self._headers.get(key)
-        owner = store if store is not None and session_id is not None else session
         if state is None or state.session is not owner:
             state = _HeaderState(owner)
             if len(self._headers) >= _MAX_SESSIONS:
@@ -229,6 +485,8 @@ class AsyncioRunner(Generic[Ctx]):
                 elif isinstance(event, TurnClosed) and state.open_turn and state.open_turn[1] == event.run_id:
                     state.open_turn = None
             state.seq = entries[-1].seq
+            stamp: object = getattr(entries[-1].event, "ts", None)
+            state.last_ts = stamp if isinstance(stamp, datetime) else None
         return state
 
 
@@ -248,68 +506,40 @@ def is_durable(session: Session) -> bool:
     return inner is not None and inner is not session and is_durable(inner)
 
 
-TurnOutcome = Literal["completed", "failed", "cancelled", "refused", "interrupted"]
+def _outcome(terminal: RunCompleted | RunFailed) -> TurnOutcome:
+    if isinstance(terminal, RunCompleted):
+        return "completed"
+    return "cancelled" if terminal.error.kind == "cancelled" else "failed"
 
 
-class _RunWriter:
-    """Appends a durable run's events as they settle, each batch with ids derived from the run.
+def _busy(why: str) -> AgentError:
+    return AgentError(kind="session_error", cause="busy", message=f"the session is busy: {why}")
 
-    A failed write is logged and its batch kept, to be retried as it was (same events, same
-    ids) before the next one: the ids make the retry a no-op if the failed write went
-    through after all.
+
+def _cancelled(cancel: CancellationToken) -> AgentError:
+    """The error of a run cancelled (or timed out) before it started, as the loop words it."""
+    if cancel.reason == TIMEOUT_REASON:
+        return AgentError(kind="timeout", message="the run timed out")
+    return AgentError(
+        kind="cancelled", message=f"the run was cancelled ({cancel.reason or 'no reason given'})"
+    )
+
+
+def _identity(session: Session) -> tuple[object, object]:
+    """The key a runner knows `session` by, and the object that key stands for.
+
+    A server opens a new session object per request: a durable session is known by its
+    store and id (so the objects of one stored session share what the runner knows of it,
+    and its queue), any other by the object itself; a wrapper is known as its `inner` one.
     """
-
-    __slots__ = ("_count", "_ids", "_pending", "_run_id", "_session", "_written")
-
-    def __init__(self, session: Session, run_id: str) -> None:
-        self._session = session
-        self._run_id = run_id
-        self._pending: list[tuple[list[SessionEvent], list[str]]] = []  # batches not yet stored
-        self._count = 0
-        self._written = 0  # events stored so far
-        self._ids = accepts_ids(session)
-
-    async def write(self, events: list[SessionEvent]) -> None:
-        if events:
-            start, self._count = self._count, self._count + len(events)
-            self._pending.append((events, [f"{self._run_id}-{n}" for n in range(start, self._count)]))
-        while self._pending:
-            batch, ids = self._pending[0]
-            try:
-                if self._ids:
-                    await self._session.append(batch, ids=ids)
-                else:
-                    await self._session.append(batch)
-            except Exception:
-                count = len(batch)
-                logger.warning(
-                    "could not append %d event(s) to the session during the run", count, exc_info=True
-                )
-                return
-            del self._pending[0]
-            self._written += len(batch)
-
-    async def close(self, events: list[SessionEvent], outcome: TurnOutcome) -> None:
-        """Write the rest and the `TurnClosed`; a refused run's written events are rewound away."""
-        if outcome == "refused":
-            if not self._written:
-                self._pending.clear()  # nothing of it is stored: it leaves no trace
-                return
-            events = [*events, *await self._rewind_marker()]
-        await self.write([*events, TurnClosed(run_id=self._run_id, outcome=outcome)])
-
-    async def _rewind_marker(self) -> list[SessionEvent]:
-        # The refused input is already in the log: a rewind to just before the turn takes it
-        # out of the conversation (the log keeps it, for the audit).
-        try:
-            entries = await self._session.events()
-        except Exception:
-            logger.warning("could not read the session to take back a refused input", exc_info=True)
-            return []
-        for entry in entries:
-            if type(entry.event) is TurnOpened and entry.event.run_id == self._run_id:  # pyright: ignore[reportAttributeAccessIssue]
-                return [Rewound(to_seq=int(entry.seq) - 1)]
-        return []
+    inner = getattr(session, "inner", None)
+    while inner is not None and inner is not session:
+        session, inner = inner, getattr(inner, "inner", None)
+    store = _store_of(session)
+    session_id = getattr(session, "session_id", None)
+    if store is not None and session_id is not None:
+        return (id(store), session_id), store
+    return id(session), session
 
 
 def _store_of(session: Session) -> object | None:
@@ -322,16 +552,27 @@ def _store_of(session: Session) -> object | None:
 
 
 _MAX_SESSIONS = 64
-"""How many sessions a runner remembers the latest header of (each costs a reference)."""
+"""How many sessions a runner remembers the latest header of, and holds unsaved events for."""
+
+
+class _Turns:
+    """One session's queue in a runner: the lock its runs take in turn, and how many use it."""
+
+    __slots__ = ("lock", "users")
+
+    def __init__(self) -> None:
+        self.lock = asyncio.Lock()
+        self.users = 0
 
 
 class _HeaderState:
-    """What a runner knows of one session's request headers: the latest, and up to which seq."""
+    """What a runner knows of one session: its latest request header, up to which seq, a turn left open."""
 
-    __slots__ = ("header", "open_turn", "seq", "session")
+    __slots__ = ("header", "last_ts", "open_turn", "seq", "session")
 
     def __init__(self, session: object) -> None:
         self.session = session  # the session object, or the store its objects share
         self.seq: SequenceId | None = None
         self.header: RequestHeader | None = None
         self.open_turn: tuple[int, str] | None = None  # (seq, run id) of a TurnOpened not yet closed
+        self.last_ts: datetime | None = None  # the time of the latest event read

@@ -25,7 +25,7 @@ _CONTENT = (TokenDelta, ReasoningDelta, ToolCallDelta)
 
 @carrier
 class RetryPolicy:
-    """How `RetryingModel` retries.
+    """How `RetryingModel` retries, and how `AsyncioRunner` retries a session write (`persist_retry`).
 
     The n-th retry waits `min(max_delay, base_delay * multiplier ** (n - 1))` seconds,
     less a random share of up to `jitter` of it (so concurrent callers spread out), and
@@ -60,8 +60,10 @@ class RetryPolicy:
         if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"RetryPolicy(jitter={jitter!r}): must be a number between 0 and 1")
 
-    def delay(self, retry: int, error: ModelError, rng: random.Random | None = None) -> float:
-        """Seconds to wait before retry number `retry` (1-based) after `error`."""
+    def delay(
+        self, retry: int, error: BaseException | None = None, rng: random.Random | None = None
+    ) -> float:
+        """Seconds to wait before retry number `retry` (1-based) after `error` (a hint it may carry)."""
         backoff = min(self.max_delay, self.base_delay * self.multiplier ** (retry - 1))
         backoff -= backoff * self.jitter * (rng or random).random()
         if isinstance(error, RateLimited) and error.retry_after_ms is not None:
