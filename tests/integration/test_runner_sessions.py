@@ -20,6 +20,7 @@ import asyncpg
 import pytest
 
 from helikon import LlmAgent, ModelRequest, PersistFailed, RunCompleted, RunContext, tool
+from helikon.core._tool_args import DEPTH_CUT
 from helikon.core.crash_repair import OUTCOME_UNKNOWN_TEXT
 from helikon.core.exceptions import RunError
 from helikon.core.items import TextPart
@@ -106,17 +107,20 @@ async def awkward_run(session: Session) -> tuple[list[SessionEvent], list[Any]]:
     return await log_of(session), list(second.requests[0].messages)
 
 
-def check_awkward(log: list[SessionEvent], sent: list[Any], *, exact: bool) -> None:
+def check_awkward(log: list[SessionEvent], sent: list[Any]) -> None:
     turns = turns_of(log)
     assert [kinds[-1] for _, kinds in turns] == ["assistant_message", "assistant_message"]
     assert [e.outcome for e in log if isinstance(e, TurnClosed)] == ["completed", "completed"]
     results = [e for e in log if isinstance(e, ToolReturned)]
     assert [r.call_id for r in results] == ["c1", "c2"]
     text = results[0].content[0].text  # type: ignore[union-attr]
-    # Stored exactly where the store keeps any string; as its plain copy where it refuses one.
-    assert text == (f"{NAME}\nnotes.md" if exact else "report-\\udcff.txt\nnotes.md")
+    assert text == f"{NAME}\nnotes.md"  # every store keeps the lone surrogate exactly
     [_, deep_call] = [e for e in log if isinstance(e, ToolCalled)]
-    assert isinstance(deep_call.args, dict) and "unstored" in deep_call.args  # too deep to keep: said so
+    # Past the argument depth limit: the call keeps its first characters and says so, and the
+    # model was told its arguments were invalid (values too deep to store at all are the codec's
+    # test: tests/unit/test_codec_unusual.py).
+    assert isinstance(deep_call.args, str) and deep_call.args.endswith(DEPTH_CUT)
+    assert results[1].is_error
     assert all(OUTCOME_UNKNOWN_TEXT not in getattr(m, "text", "") for m in sent)
     assert [m.type for m in sent] == [
         "user",
@@ -131,17 +135,17 @@ def check_awkward(log: list[SessionEvent], sent: list[Any], *, exact: bool) -> N
 
 async def test_awkward_content_is_stored_on_sqlite(tmp_path: Path) -> None:
     async with await SqliteDatabase.open(tmp_path / "s.db") as db:
-        check_awkward(*await awkward_run(await SqliteSession.open(db, "files")), exact=True)
+        check_awkward(*await awkward_run(await SqliteSession.open(db, "files")))
 
 
 async def test_awkward_content_is_stored_on_redis(redis_url: str) -> None:
     async with await RedisSession.connect(redis_url, "files") as session:
-        check_awkward(*await awkward_run(session), exact=True)
+        check_awkward(*await awkward_run(session))
 
 
 async def test_awkward_content_is_stored_on_postgres(postgres_pool: asyncpg.Pool) -> None:
-    # jsonb refuses a lone surrogate, even escaped: the runner stores the result's plain copy.
-    check_awkward(*await awkward_run(await PostgresSession.open(postgres_pool, "files")), exact=False)
+    # The json column keeps the codec's text, lone-surrogate escapes included.
+    check_awkward(*await awkward_run(await PostgresSession.open(postgres_pool, "files")))
 
 
 # --- 11: a run that could not be saved says so ---------------------------------------------------
