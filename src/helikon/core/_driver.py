@@ -674,6 +674,8 @@ class _Run:
             # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
             self.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
             return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
+        except CallbackRaised:
+            raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
         except Exception as exc:
             return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
         finally:
