@@ -4,9 +4,10 @@ never with an exception out of `async for`, and a runner closes the turn as fail
 Covered: every hook event the driver fires, input and output guardrails (a guardrail error is
 a tripwire, as the book says), the permission policy, the approval handler, the instructions
 function (sync and async), a handoff target that is a custom `Agent`, and a custom `Agent`
-run directly by `AsyncioRunner`; a validator on the output type that raises (in the loop and
-in `collect(output_type=...)`); and an `on_subagent_stop` hook of every workflow agent and of
-`AgentAsTool`.
+run directly by `AsyncioRunner`; each of hooks, guardrails, policy and approval handler also
+returning the wrong kind of value; a validator on the output type that raises (in the loop and
+in `collect(output_type=...)`); an `on_subagent_stop` hook of every workflow agent and of
+`AgentAsTool`; and a `CompactingSession` token counter under a runner.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from helikon import (
     AgentAsTool,
     AgentInput,
     ApprovalOutcome,
+    CompactingSession,
     GraphAgent,
     GuardrailInput,
     GuardrailVerdict,
@@ -97,6 +99,30 @@ class BrokenPolicy:
 class BrokenApprover:
     async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
         raise RuntimeError("boom")
+
+
+class ReturnsNone:
+    """Every user callable at once, each returning None (a forgotten `return`)."""
+
+    run_in_parallel = True
+
+    async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> Any:
+        return None
+
+    async def check(self, ctx: RunContext[Any], *args: Any) -> Any:
+        return None
+
+
+class SyncGuardrail:
+    """A guardrail whose `check` is a plain function: its verdict cannot be awaited."""
+
+    def check(self, ctx: RunContext[Any], input: GuardrailInput) -> GuardrailVerdict:
+        return GuardrailVerdict.pass_()
+
+
+class YesApprover:
+    async def decide(self, tool: str, prompt: str, args: Any) -> Any:
+        return True
 
 
 def broken_instructions(ctx: RunContext[Any]) -> str:
@@ -223,6 +249,43 @@ CASES: dict[str, Case] = {
         plain(lambda: handoff_agent(BrokenAgent())),
         "other",
         "the handoff target 'billing' raised RuntimeError: boom",
+    ),
+    # What the run calls returning the wrong kind of value fails the run the same way.
+    "hook that returns None": (
+        plain(lambda: tool_agent(hooks=[ReturnsNone()])),
+        "other",
+        "the on_run_start hook ReturnsNone returned None, not a HookDecision (e.g. HookDecision.allow())",
+    ),
+    "input guardrail beside the model that returns None": (
+        plain(lambda: tool_agent(input_guardrails=[ReturnsNone()])),
+        "guardrail_tripwire",
+        "the input guardrail ReturnsNone returned None, not a GuardrailVerdict",
+    ),
+    "input guardrail with a sync check": (
+        plain(lambda: tool_agent(input_guardrails=[SyncGuardrail()])),
+        "guardrail_tripwire",
+        "the input guardrail SyncGuardrail raised TypeError: "
+        "object GuardrailVerdict can't be used in 'await' expression",
+    ),
+    "output guardrail that returns None": (
+        plain(lambda: tool_agent(output_guardrails=[ReturnsNone()])),
+        "guardrail_tripwire",
+        "the output guardrail ReturnsNone returned None, not a GuardrailVerdict",
+    ),
+    "permission policy that returns None": (
+        lambda: (tool_agent(), RunContext.ephemeral(None).with_permission_policy(ReturnsNone())),
+        "other",
+        "the permission policy ReturnsNone returned None, not a PermissionDecision",
+    ),
+    "approval handler that returns True": (
+        lambda: (
+            tool_agent(),
+            RunContext.ephemeral(None)
+            .with_permission_policy(AskingPolicy())
+            .with_approval_handler(YesApprover()),
+        ),
+        "other",
+        "the approval handler YesApprover returned True, not an ApprovalOutcome",
     ),
 }
 
@@ -501,3 +564,31 @@ async def test_a_runner_closes_the_turn_of_a_workflow_whose_hook_raised(
     stream = AsyncioRunner[Any]().run_streamed(build(), "hi", ctx, RunConfig())
     assert_failed_with(await all_events(stream), "other", message)
     await assert_turn_closed(sqlite_session)
+
+
+# --- a CompactingSession's token counter ---------------------------------------------------------
+
+
+class BrokenCounter:
+    def count(self, items: Any) -> int:
+        raise RuntimeError("boom")
+
+
+async def test_a_token_counter_that_raises_skips_compaction_and_the_turn_is_stored_whole(
+    sqlite_session: SqliteSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    summarizer = MockModel.with_scripts([text_turn("summary")])
+    session = CompactingSession(sqlite_session, summarizer, threshold=10, token_counter=BrokenCounter())
+    ctx = RunContext.ephemeral(None).with_session(session)
+    with caplog.at_level(logging.WARNING, logger="helikon.sessions"):
+        events = await all_events(AsyncioRunner[Any]().run_streamed(tool_agent(), "hi", ctx))
+    assert isinstance(events[-1], RunCompleted)
+    await assert_turn_closed(sqlite_session, (["completed"],))
+    messages = (await sqlite_session.snapshot()).messages  # every event of the run was stored
+    assert [type(m).__name__ for m in messages] == [
+        "UserMessage",
+        "ToolCall",
+        "ToolResult",
+        "AssistantMessage",
+    ]
+    assert "compaction skipped: the token counter BrokenCounter raised RuntimeError: boom" in caplog.text
