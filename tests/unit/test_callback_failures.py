@@ -4,28 +4,38 @@ never with an exception out of `async for`, and a runner closes the turn as fail
 Covered: every hook event the driver fires, input and output guardrails (a guardrail error is
 a tripwire, as the book says), the permission policy, the approval handler, the instructions
 function (sync and async), a handoff target that is a custom `Agent`, and a custom `Agent`
-run directly by `AsyncioRunner`.
+run directly by `AsyncioRunner`; each of hooks, guardrails, policy and approval handler also
+returning the wrong kind of value; a validator on the output type that raises (in the loop and
+in `collect(output_type=...)`); an `on_subagent_stop` hook of every workflow agent and of
+`AgentAsTool`; and a `CompactingSession` token counter under a runner.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Self
 
 import pytest
+from pydantic import AfterValidator, BaseModel, field_validator, model_validator
 
 from helikon import (
+    AgentAsTool,
     AgentInput,
     ApprovalOutcome,
+    CompactingSession,
+    GraphAgent,
     GuardrailInput,
     GuardrailVerdict,
     HookDecision,
     HookEvent,
     HookRegistry,
     LlmAgent,
+    LoopAgent,
+    ParallelAgent,
     PermissionDecision,
     RunCompleted,
     RunConfig,
@@ -34,8 +44,11 @@ from helikon import (
     RunFailed,
     RunStarted,
     RunStream,
+    SequentialAgent,
+    SwarmAgent,
     tool,
 )
+from helikon.core.agent import Agent
 from helikon.core.crash_repair import open_turn
 from helikon.core.events import AgentEvent
 from helikon.core.model import Usage
@@ -86,6 +99,30 @@ class BrokenPolicy:
 class BrokenApprover:
     async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
         raise RuntimeError("boom")
+
+
+class ReturnsNone:
+    """Every user callable at once, each returning None (a forgotten `return`)."""
+
+    run_in_parallel = True
+
+    async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> Any:
+        return None
+
+    async def check(self, ctx: RunContext[Any], *args: Any) -> Any:
+        return None
+
+
+class SyncGuardrail:
+    """A guardrail whose `check` is a plain function: its verdict cannot be awaited."""
+
+    def check(self, ctx: RunContext[Any], input: GuardrailInput) -> GuardrailVerdict:
+        return GuardrailVerdict.pass_()
+
+
+class YesApprover:
+    async def decide(self, tool: str, prompt: str, args: Any) -> Any:
+        return True
 
 
 def broken_instructions(ctx: RunContext[Any]) -> str:
@@ -213,6 +250,43 @@ CASES: dict[str, Case] = {
         "other",
         "the handoff target 'billing' raised RuntimeError: boom",
     ),
+    # What the run calls returning the wrong kind of value fails the run the same way.
+    "hook that returns None": (
+        plain(lambda: tool_agent(hooks=[ReturnsNone()])),
+        "other",
+        "the on_run_start hook ReturnsNone returned None, not a HookDecision (e.g. HookDecision.allow())",
+    ),
+    "input guardrail beside the model that returns None": (
+        plain(lambda: tool_agent(input_guardrails=[ReturnsNone()])),
+        "guardrail_tripwire",
+        "the input guardrail ReturnsNone returned None, not a GuardrailVerdict",
+    ),
+    "input guardrail with a sync check": (
+        plain(lambda: tool_agent(input_guardrails=[SyncGuardrail()])),
+        "guardrail_tripwire",
+        "the input guardrail SyncGuardrail raised TypeError: "
+        "object GuardrailVerdict can't be used in 'await' expression",
+    ),
+    "output guardrail that returns None": (
+        plain(lambda: tool_agent(output_guardrails=[ReturnsNone()])),
+        "guardrail_tripwire",
+        "the output guardrail ReturnsNone returned None, not a GuardrailVerdict",
+    ),
+    "permission policy that returns None": (
+        lambda: (tool_agent(), RunContext.ephemeral(None).with_permission_policy(ReturnsNone())),
+        "other",
+        "the permission policy ReturnsNone returned None, not a PermissionDecision",
+    ),
+    "approval handler that returns True": (
+        lambda: (
+            tool_agent(),
+            RunContext.ephemeral(None)
+            .with_permission_policy(AskingPolicy())
+            .with_approval_handler(YesApprover()),
+        ),
+        "other",
+        "the approval handler YesApprover returned True, not an ApprovalOutcome",
+    ),
 }
 
 
@@ -240,7 +314,7 @@ async def test_user_code_that_raises_fails_the_run_inside_the_stream(case: str) 
     agent, ctx = build()
     events = await all_events(agent.run("hi", context=ctx))
     assert_failed_with(events, kind, message)
-    with pytest.raises(RunError, match="raised RuntimeError: boom"):
+    with pytest.raises(RunError, match=re.escape(message)):
         await build()[0].run("hi", context=build()[1])
 
 
@@ -329,3 +403,192 @@ async def test_a_runner_fails_the_run_of_an_agent_whose_stream_raises(sqlite_ses
         await all_events(stream), "other", "the run of agent 'billing' raised RuntimeError: boom"
     )
     await assert_turn_closed(sqlite_session)
+
+
+# --- a validator on the output type that raises --------------------------------------------------
+
+
+class FieldRaises(BaseModel):
+    category: str
+
+    @field_validator("category")
+    @classmethod
+    def known(cls, value: str) -> str:
+        raise RuntimeError("boom")
+
+
+class ModelRaises(BaseModel):
+    category: str
+
+    @model_validator(mode="after")
+    def known(self) -> Self:
+        raise KeyError("boom")
+
+
+def lookup(value: int) -> int:
+    raise LookupError("boom")
+
+
+HINT = "; to reject a value, raise ValueError in the validator"
+
+# Each case: the output type, a model answer that parses, and what the run's error says.
+VALIDATORS: dict[str, tuple[Any, str, str]] = {
+    "field validator": (
+        FieldRaises,
+        '{"category": "x"}',
+        "a validator of the output type FieldRaises raised RuntimeError: boom" + HINT,
+    ),
+    "model validator": (
+        ModelRaises,
+        '{"category": "x"}',
+        "a validator of the output type ModelRaises raised KeyError: 'boom'" + HINT,
+    ),
+    "validator inside a wrapped type": (
+        list[Annotated[int, AfterValidator(lookup)]],
+        '{"response": [1]}',
+        "a validator of the output type list raised LookupError: boom" + HINT,
+    ),
+}
+
+
+def structured_agent(output_type: Any, answer: str) -> LlmAgent[Any]:
+    model = MockModel.with_scripts([text_turn(answer, usage=Usage(input_tokens=7, output_tokens=3))])
+    return LlmAgent(name="a", model=model, output_type=output_type)
+
+
+@pytest.mark.parametrize("case", list(VALIDATORS))
+async def test_an_output_validator_that_raises_fails_the_run_inside_the_stream(case: str) -> None:
+    output_type, answer, message = VALIDATORS[case]
+    events = await all_events(structured_agent(output_type, answer).run("hi"))
+    failed = assert_failed_with(events, "other", message)
+    assert failed.error.cause == "output_validator"
+    assert failed.usage.input_tokens == 7 and failed.usage.output_tokens == 3
+    assert "repair_started" not in [e.type for e in events]  # the model cannot fix a bug in the validator
+    with pytest.raises(RunError, match=re.escape(message)):
+        await structured_agent(output_type, answer).run("hi")
+
+
+@pytest.mark.parametrize("case", list(VALIDATORS))
+async def test_a_runner_closes_the_turn_of_a_run_whose_output_validator_raised(
+    case: str, sqlite_session: SqliteSession
+) -> None:
+    output_type, answer, message = VALIDATORS[case]
+    ctx = RunContext.ephemeral(None).with_session(sqlite_session)
+    stream = AsyncioRunner[Any]().run_streamed(structured_agent(output_type, answer), "hi", ctx)
+    assert_failed_with(await all_events(stream), "other", message)
+    await assert_turn_closed(sqlite_session)
+
+
+@pytest.mark.parametrize("case", list(VALIDATORS))
+async def test_collect_into_an_output_type_whose_validator_raises_raises_run_error(case: str) -> None:
+    output_type, answer, message = VALIDATORS[case]
+    agent = LlmAgent(name="a", model=MockModel.with_scripts([text_turn(answer)]))
+    with pytest.raises(RunError, match=re.escape(message)) as raised:
+        await agent.run("hi").collect(output_type=output_type)
+    assert raised.value.error.kind == "other" and raised.value.error.cause == "output_validator"
+
+
+# --- on_subagent_stop hooks of the workflow agents and AgentAsTool -----------------------------
+
+
+def answers(name: str, *texts: str) -> LlmAgent[Any]:
+    return LlmAgent(name=name, model=MockModel.with_scripts([text_turn(t) for t in texts]))
+
+
+def graph() -> GraphAgent[Any]:
+    return GraphAgent("wf", nodes={"a": answers("a", "one"), "b": answers("b", "two")}, edges=[("a", "b")])
+
+
+def agent_as_tool() -> LlmAgent[Any]:
+    model = MockModel.with_scripts([tool_call_turn("sub", {"input": "x"}), text_turn("done")])
+    return LlmAgent(name="wf", model=model, tools=[AgentAsTool(answers("sub", "one"))])
+
+
+def swarm() -> SwarmAgent[Any]:
+    triage = LlmAgent(
+        name="triage", model=MockModel.with_scripts([tool_call_turn("transfer_to_billing", {})])
+    )
+    return SwarmAgent(name="wf", members=[triage, answers("billing", "paid")])
+
+
+STOP_HOOK = "the on_subagent_stop hook Raises raised RuntimeError: boom"
+
+# Each case: the agent, the hook event whose hook raises, and the run's error message. A swarm
+# has no sub-agents (its members hand off), so its members' own hooks stand in.
+WORKFLOWS: dict[str, tuple[Callable[[], Agent[Any]], str, str]] = {
+    "SequentialAgent": (
+        lambda: SequentialAgent("wf").then(answers("a", "one")).then(answers("b", "two")),
+        "on_subagent_stop",
+        STOP_HOOK,
+    ),
+    "ParallelAgent": (
+        lambda: ParallelAgent("wf").add(answers("a", "one")).add(answers("b", "two")),
+        "on_subagent_stop",
+        STOP_HOOK,
+    ),
+    "LoopAgent": (
+        lambda: LoopAgent("wf", max_iterations=2).then(answers("a", "one", "two")),
+        "on_subagent_stop",
+        STOP_HOOK,
+    ),
+    "GraphAgent": (graph, "on_subagent_stop", STOP_HOOK),
+    "AgentAsTool": (agent_as_tool, "on_subagent_stop", STOP_HOOK),
+    "SwarmAgent": (swarm, "on_handoff", "the on_handoff hook Raises raised RuntimeError: boom"),
+}
+
+
+def hooked(event_type: str) -> RunContext[Any]:
+    return RunContext.ephemeral(None).with_hooks(registry_with(Raises(event_type)))
+
+
+@pytest.mark.parametrize("kind", list(WORKFLOWS))
+async def test_a_workflow_whose_hook_raises_ends_with_one_run_failed(kind: str) -> None:
+    build, event_type, message = WORKFLOWS[kind]
+    events = await all_events(build().run("hi", context=hooked(event_type)))
+    failed = assert_failed_with(events, "other", message)
+    assert failed.error.cause == "hook"
+    assert "tool_output_item" not in [e.type for e in events]  # AgentAsTool: not a tool error
+    with pytest.raises(RunError, match=re.escape(message)):
+        await build().run("hi", context=hooked(event_type))
+    await asyncio.sleep(0)
+    current = asyncio.current_task()
+    assert not {t for t in asyncio.all_tasks() if t is not current and not t.done()}  # no orphans
+
+
+@pytest.mark.parametrize("kind", list(WORKFLOWS))
+async def test_a_runner_closes_the_turn_of_a_workflow_whose_hook_raised(
+    kind: str, sqlite_session: SqliteSession
+) -> None:
+    build, event_type, message = WORKFLOWS[kind]
+    ctx = hooked(event_type).with_session(sqlite_session)
+    stream = AsyncioRunner[Any]().run_streamed(build(), "hi", ctx, RunConfig())
+    assert_failed_with(await all_events(stream), "other", message)
+    await assert_turn_closed(sqlite_session)
+
+
+# --- a CompactingSession's token counter ---------------------------------------------------------
+
+
+class BrokenCounter:
+    def count(self, items: Any) -> int:
+        raise RuntimeError("boom")
+
+
+async def test_a_token_counter_that_raises_skips_compaction_and_the_turn_is_stored_whole(
+    sqlite_session: SqliteSession, caplog: pytest.LogCaptureFixture
+) -> None:
+    summarizer = MockModel.with_scripts([text_turn("summary")])
+    session = CompactingSession(sqlite_session, summarizer, threshold=10, token_counter=BrokenCounter())
+    ctx = RunContext.ephemeral(None).with_session(session)
+    with caplog.at_level(logging.WARNING, logger="helikon.sessions"):
+        events = await all_events(AsyncioRunner[Any]().run_streamed(tool_agent(), "hi", ctx))
+    assert isinstance(events[-1], RunCompleted)
+    await assert_turn_closed(sqlite_session, (["completed"],))
+    messages = (await sqlite_session.snapshot()).messages  # every event of the run was stored
+    assert [type(m).__name__ for m in messages] == [
+        "UserMessage",
+        "ToolCall",
+        "ToolResult",
+        "AssistantMessage",
+    ]
+    assert "compaction skipped: the token counter BrokenCounter raised RuntimeError: boom" in caplog.text

@@ -1,16 +1,43 @@
 """`CallbackRaised`: code the run calls on the user's behalf raised, so the run fails.
 
-Hooks, permission policies, approval handlers, the instructions function and handoff
-targets are user code. What they raise is wrapped where they are called, named, and
-turned by the driver into the run's `RunFailed` (never an exception out of the stream).
+Hooks, guardrails, permission policies, approval handlers, the instructions function,
+handoff targets and validators on the output type are user code. What they raise (or a
+wrong kind of value they return) is wrapped where they are called, named, and turned
+into the run's `RunFailed` (never an exception out of the stream).
 """
 
 from __future__ import annotations
+
+_MAX_REPR = 80  # a returned value is quoted this far: enough to recognise it
+
+
+def raised(what: str, exc: BaseException) -> str:
+    """How a run's error says that `what` raised `exc`."""
+    return f"{what} raised {type(exc).__name__}: {exc}"
+
+
+def returned(what: str, value: object, expected: str) -> str:
+    """How a run's error says that `what` returned `value` where `expected` was due."""
+    return f"{what} returned {short_repr(value)}, not {expected}"
+
+
+def short_repr(value: object) -> str:
+    """`repr(value)`, cut to a length an error message can quote."""
+    text = repr(value)
+    return text if len(text) <= _MAX_REPR else text[: _MAX_REPR - 3] + "..."
 
 
 class CallbackRaised(Exception):
     """`what` (e.g. "the pre_tool_use hook Audit") raised `exc`; `cause` is its kind, for `AgentError`."""
 
     def __init__(self, what: str, cause: str, exc: BaseException) -> None:
-        super().__init__(f"{what} raised {type(exc).__name__}: {exc}")
+        super().__init__(raised(what, exc))
+        self.cause = cause
+
+
+class CallbackReturned(CallbackRaised):
+    """`what` returned `value` instead of `expected`: as much a bug in it as a raise."""
+
+    def __init__(self, what: str, cause: str, value: object, expected: str) -> None:
+        Exception.__init__(self, returned(what, value, expected))
         self.cause = cause

@@ -17,7 +17,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._callbacks import CallbackRaised
+from ._callbacks import CallbackRaised, CallbackReturned, short_repr
 from ._carrier import raw_constructor
 from ._json import JsonValue
 from ._tool_args import over_limit_message
@@ -675,6 +675,8 @@ class _Run:
             # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
             self.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
             return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
+        except CallbackRaised:
+            raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
         except Exception as exc:
             return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
         finally:
@@ -701,7 +703,8 @@ class _Run:
     async def fire(self, event: HookEvent) -> HookDecision:
         """Fold the hooks' decisions: the first deny wins, replacements are last-writer-wins.
 
-        A hook that raises raises `CallbackRaised`, naming the event and the hook.
+        A hook that raises, or returns something else than a `HookDecision`, raises
+        `CallbackRaised`, naming the event and the hook.
         """
         result = HookDecision.allow()
         for hook in self.hooks:
@@ -709,6 +712,10 @@ class _Run:
                 decision = await hook.on_event(self.ctx, event)
             except Exception as exc:
                 raise CallbackRaised(f"the {event.type} hook {type(hook).__name__}", "hook", exc) from exc
+            # User code, typed or not: None, say, from a forgotten `return`.
+            if not isinstance(decision, HookDecision):  # pyright: ignore[reportUnnecessaryIsInstance]
+                what = f"the {event.type} hook {type(hook).__name__}"
+                raise CallbackReturned(what, "hook", decision, "a HookDecision (e.g. HookDecision.allow())")
             if decision.kind == "deny":
                 return decision
             if decision.kind in ("replace_input", "replace_output"):
@@ -770,22 +777,28 @@ class _Run:
         )
 
     async def guard(self, guardrails: Sequence[Any], input: GuardrailInput) -> GuardrailVerdict:
-        """Run guardrails concurrently; a guardrail that raises counts as a tripwire (kind `other`)."""
+        """Run guardrails concurrently; one that raises, or returns no verdict, trips (kind `other`)."""
         verdicts = await asyncio.gather(
-            *(g.check(self.ctx, input) for g in guardrails), return_exceptions=True
+            *(self.check_one(g, input) for g in guardrails), return_exceptions=True
         )
         for guardrail, verdict in zip(guardrails, verdicts, strict=True):
             if isinstance(verdict, asyncio.CancelledError):
                 raise verdict
+            name = type(guardrail).__name__
             if isinstance(verdict, BaseException):
-                info: JsonValue = {
-                    "guardrail": type(guardrail).__name__,
-                    "error": f"{type(verdict).__name__}: {verdict}",
-                }
-                return GuardrailVerdict.tripwire("other", info)
+                error = f"{type(verdict).__name__}: {verdict}"
+                return GuardrailVerdict.tripwire("other", {"guardrail": name, "error": error})
+            if not isinstance(verdict, GuardrailVerdict):  # e.g. None: a `return` forgotten
+                return GuardrailVerdict.tripwire(
+                    "other", {"guardrail": name, "returned": short_repr(verdict)}
+                )
             if verdict.tripped:
                 return verdict
         return GuardrailVerdict.pass_()
+
+    async def check_one(self, guardrail: Any, input: GuardrailInput) -> object:
+        """`guardrail.check`, awaited here: one that raises at the call (a plain function) trips alone."""
+        return await guardrail.check(self.ctx, input)
 
 
 def _drop(event: AgentEvent) -> None:
@@ -826,10 +839,14 @@ def _input_tripped(verdict: GuardrailVerdict) -> list[AgentEvent]:
 
 
 def _tripwire_error(stage: str, verdict: GuardrailVerdict) -> AgentError:
-    """The run's error for a tripped guardrail; one that raised (see `_Run.guard`) is named."""
+    """The run's error for a tripped guardrail; one that raised or returned no verdict is named."""
     info = verdict.info
     if verdict.kind == "other" and isinstance(info, dict) and info.keys() == {"guardrail", "error"}:
         message = f"the {stage} guardrail {info['guardrail']} raised {info['error']}"
+    elif verdict.kind == "other" and isinstance(info, dict) and info.keys() == {"guardrail", "returned"}:
+        message = (
+            f"the {stage} guardrail {info['guardrail']} returned {info['returned']}, not a GuardrailVerdict"
+        )
     else:
         message = f"an {stage} guardrail tripped"
     return AgentError(kind="guardrail_tripwire", message=message, cause=verdict.kind)

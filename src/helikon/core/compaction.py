@@ -45,6 +45,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
+from ._callbacks import raised
 from .cancel import CancellationToken
 from .conversation_check import ensure_provider_valid
 from .exceptions import SessionConflict, UserError
@@ -75,6 +76,10 @@ from .session import (
     event_step,
     fold,
 )
+
+
+class _CounterRaised(Exception):
+    """The token counter raised (the message names it and what it raised)."""
 
 
 def _warn(message: str, *, exc_info: bool = False) -> None:
@@ -170,9 +175,10 @@ class CompactingSession:
             providers hoist to the top-level instructions. `"user"`: a `UserMessage` in
             place, starting with `DEFAULT_USER_SUMMARY_PREFIX`.
 
-    The user's events are always persisted first. A failed or blank summary is logged and
-    skipped; a failure to read or write `inner` propagates. Assumes one logical writer per
-    wrapper: concurrent writers should share the inner backend, not a wrapper.
+    The user's events are always persisted first. A failed or blank summary, or a token
+    counter that raises, is logged and compaction skipped; a failure to read or write
+    `inner` propagates. Assumes one logical writer per wrapper: concurrent writers should
+    share the inner backend, not a wrapper.
 
     Example:
         ```python
@@ -269,10 +275,28 @@ class CompactingSession:
         return await self._maybe_compact(force=True)
 
     async def _maybe_compact(self, *, force: bool = False) -> Compacted | None:
+        try:
+            return await self._compact(force=force)
+        except _CounterRaised as exc:
+            # The events are stored: a broken counter skips compaction, like a failed
+            # summary. Raising would tell the writer they were not, and a runner would
+            # then hold back the rest of the run (its TurnClosed too) behind a retry.
+            _warn(f"compaction skipped: {exc}", exc_info=True)
+            return None
+
+    def _count(self, items: Sequence[Item]) -> int:
+        """`token_counter.count(items)`; what it raises is raised as `_CounterRaised`, naming it."""
+        counter = self.token_counter
+        try:
+            return counter.count(items)
+        except Exception as exc:
+            raise _CounterRaised(raised(f"the token counter {type(counter).__name__}", exc)) from exc
+
+    async def _compact(self, *, force: bool) -> Compacted | None:
         entries = await self.inner.events()
         steps = [event_step(entry.event) for entry in entries]
         messages = fold(steps).messages
-        tokens = self.token_counter.count(messages)
+        tokens = self._count(messages)
         self._estimate = tokens
         if tokens <= self.threshold and not force:
             return None
@@ -325,7 +349,7 @@ class CompactingSession:
         rendered: Item = (
             UserMessage.from_text(summary) if self.summary_role == "user" else SystemMessage(text=summary)
         )
-        self._estimate = self.token_counter.count([rendered, *messages[cut:]])
+        self._estimate = self._count([rendered, *messages[cut:]])
         return marker
 
     def _window_cut(
@@ -357,7 +381,7 @@ class CompactingSession:
         best = count
         size = 0
         for j in range(count - 1, start, -1):
-            size += self.token_counter.count([messages[j]])
+            size += self._count([messages[j]])
             if size > budget:
                 break
             if inside[j] or origins[j] is None:

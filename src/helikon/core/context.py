@@ -18,6 +18,7 @@ from dataclasses import field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ._callbacks import CallbackRaised
 from ._carrier import carrier
 from ._json import JsonValue
 from ._memory_session import MemorySession
@@ -645,12 +646,19 @@ class ToolContext(Generic[Ctx]):
         return self._max_agent_depth
 
     async def subagent_stopped(self, agent: str) -> None:
-        """Fire the run's `on_subagent_stop` hooks for `agent` (a sub-agent this tool ran)."""
+        """Fire the run's `on_subagent_stop` hooks for `agent` (a sub-agent this tool ran).
+
+        A hook that raises fails the run (not only this tool's call), as the run's other
+        hooks do: let what this raises propagate out of the tool.
+        """
         from .governance import HookEvent
 
         run = self._run
         for hook in run.hooks:
-            await hook.on_event(run, HookEvent("on_subagent_stop", agent=agent))
+            try:
+                await hook.on_event(run, HookEvent("on_subagent_stop", agent=agent))
+            except Exception as exc:
+                raise CallbackRaised(f"the on_subagent_stop hook {type(hook).__name__}", "hook", exc) from exc
 
     def subagent_context(self) -> RunContext[Ctx]:
         """The context for a sub-agent this tool runs: `RunContext.isolated_child()` of the run."""

@@ -47,7 +47,7 @@ from .items import (
     UserMessage,
 )
 from .model import FinishReason, ModelRequest, ModelSettings, ToolDef
-from .output import OutputSpec
+from .output import OutputSpec, validator_raised
 
 FINALIZE_PROMPT = "Now give your final answer as a JSON object that matches the `{name}` schema."
 REPAIR_PROMPT = (
@@ -597,7 +597,14 @@ def _after_structured(
     events, _calls, message = _model_events(input.items)
     appends = input.items
     text = message.text if message is not None else ""
-    errors = ctx.output.validate(text)
+    try:
+        errors = ctx.output.validate(text)
+    except Exception as exc:  # a bug in a validator of the output type: the run fails, naming it
+        error = AgentError(
+            kind="other", message=validator_raised(ctx.output.name, exc), cause="output_validator"
+        )
+        events.append(RunFailed(error=error, usage=usage))
+        return TransitionOutcome(Failed(error=error, usage=usage), tuple(events), _TERMINATE, appends)
     if not errors:
         events.append(RunCompleted(usage=usage))
         content = message.content if message is not None else ()

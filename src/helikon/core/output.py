@@ -6,6 +6,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
 
+from ._callbacks import raised
 from ._carrier import carrier
 from ._json import JsonObject
 from .exceptions import UserError
@@ -21,7 +22,20 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
 
 
 OutputValidator: TypeAlias = Callable[[str], tuple[str, ...]]
-"""Validates final text; returns the schema errors (empty when it validates)."""
+"""Validates final text; returns the schema errors (empty when it validates).
+
+What else it raises is a bug in a validator of the output type (see `validator_raised`).
+"""
+
+
+def validator_raised(name: str, exc: Exception) -> str:
+    """The run's error when a validator of the output type `name` raised `exc`.
+
+    pydantic reports only `ValueError` and `AssertionError` as validation errors (which the
+    model is asked to repair); anything else propagates, and no repair turn can fix it.
+    """
+    what = raised(f"a validator of the output type {name}", exc)
+    return f"{what}; to reject a value, raise ValueError in the validator"
 
 
 @carrier

@@ -28,13 +28,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._callbacks import CallbackRaised
+from ._callbacks import CallbackRaised, CallbackReturned
 from ._carrier import carrier, raw_constructor
 from ._guards import CLEAR as GUARDS_CLEAR
 from ._guards import checks as _guard_checks
 from ._json import JsonValue
 from .events import AgentEvent, ApprovalRequested
-from .governance import PermissionMode
+from .governance import ApprovalOutcome, PermissionDecision, PermissionMode
 from .path_glob import PathGlob
 from .rules import EDIT_TOOLS, READ_TOOLS, AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
 from .tools import ToolEffect
@@ -190,8 +190,9 @@ async def authorize(
     """Run the permission pipeline for a call of `tool` with `args`.
 
     `emit` receives the `ApprovalRequested` events raised while the call waits for an
-    approval handler (the driver streams them). What the policy or the handler raises is
-    raised as `CallbackRaised`, naming it (the driver fails the run).
+    approval handler (the driver streams them). What the policy or the handler raises (or a
+    wrong kind of value it returns) is raised as `CallbackRaised`, naming it (the driver fails
+    the run).
     """
     subject = ToolSubject(tool, args)
     compiled = ctx.compiled_rules
@@ -222,6 +223,10 @@ async def authorize(
     except Exception as exc:
         what = f"the permission policy {type(policy).__name__}"
         raise CallbackRaised(what, "permission_policy", exc) from exc
+    # User code, typed or not: None, say, from a forgotten `return`.
+    if not isinstance(decision, PermissionDecision):  # pyright: ignore[reportUnnecessaryIsInstance]
+        what = f"the permission policy {type(policy).__name__}"
+        raise CallbackReturned(what, "permission_policy", decision, "a PermissionDecision")
     kind = decision.kind
     if kind == "allow":
         return PermissionVerdict(True, args, step="policy")
@@ -340,6 +345,10 @@ async def _ask(
     except Exception as exc:
         what = f"the approval handler {type(handler).__name__}"
         raise CallbackRaised(what, "approval_handler", exc) from exc
+    # User code, typed or not: a bare True, say.
+    if not isinstance(outcome, ApprovalOutcome):  # pyright: ignore[reportUnnecessaryIsInstance]
+        what = f"the approval handler {type(handler).__name__}"
+        raise CallbackReturned(what, "approval_handler", outcome, "an ApprovalOutcome")
     if outcome.approved:
         return True, ""
     return False, outcome.reason or f"not approved ({prompt})"

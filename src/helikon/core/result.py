@@ -95,7 +95,10 @@ class RunStream:
         """Drain the stream into a `RunResult`; with `output_type`, parse the final text into it.
 
         Raises:
-            RunError: the run failed (the subclass matches the failure, e.g. `MaxTurnsExceeded`).
+            RunError: the run failed (the subclass matches the failure, e.g. `MaxTurnsExceeded`),
+                or its final text does not parse into `output_type` (`InvalidStructuredOutput`;
+                kind `other` when a validator of `output_type` raised something other than
+                `ValueError`).
         """
         events: list[AgentEvent] = []
         append = events.append
@@ -123,8 +126,13 @@ class RunStream:
 
 def _parse(output: Any, text: str) -> Any:
     from .events import AgentError
+    from .output import validator_raised
 
-    value, errors = output.validate_text(text)
+    try:
+        value, errors = output.validate_text(text)
+    except Exception as exc:  # a bug in a validator of the output type, not a mismatch
+        error = AgentError(kind="other", message=validator_raised(output.name, exc), cause="output_validator")
+        raise RunError.from_agent_error(error) from exc
     if errors:
         raise RunError.from_agent_error(
             AgentError(

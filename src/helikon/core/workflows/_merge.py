@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+from .._callbacks import CallbackRaised
 from ..agent import Agent, AgentInput
 from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
@@ -140,11 +141,22 @@ async def aclose(events: AsyncIterator[AgentEvent]) -> None:
 
 
 async def subagent_stopped(ctx: RunContext[Any], agent: str) -> None:
-    """Fire `on_subagent_stop` on the run's hooks once a child's stream has drained."""
+    """Fire `on_subagent_stop` on the run's hooks once a child's stream has drained.
+
+    A hook that raises raises `CallbackRaised`, naming it; the workflow fails with `hook_failed`.
+    """
     if len(ctx.hooks):
         event = HookEvent("on_subagent_stop", agent=agent)
         for hook in ctx.hooks:
-            await hook.on_event(ctx, event)
+            try:
+                await hook.on_event(ctx, event)
+            except Exception as exc:
+                raise CallbackRaised(f"the on_subagent_stop hook {type(hook).__name__}", "hook", exc) from exc
+
+
+def hook_failed(exc: CallbackRaised, usage: TokenUsage) -> RunFailed:
+    """The workflow's terminal event when a hook it fired raised (as the driver words it)."""
+    return RunFailed(error=AgentError(kind="other", message=str(exc), cause=exc.cause), usage=usage)
 
 
 def failed_child(kind: str, name: str, role: str, run: ChildRun) -> AgentError:

@@ -5,13 +5,23 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, Self, TypeVar
 
+from .._callbacks import CallbackRaised
 from ..agent import Agent, AgentInput
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, AgentUpdated, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
 from ..exceptions import UserError
 from ..items import AssistantMessage, Item, UserMessage
 from ._base import WorkflowAgent
-from ._merge import DEFAULT_CONFIG, ChildRun, aggregate, cancelled, check_agent, preflight, subagent_stopped
+from ._merge import (
+    DEFAULT_CONFIG,
+    ChildRun,
+    aggregate,
+    cancelled,
+    check_agent,
+    hook_failed,
+    preflight,
+    subagent_stopped,
+)
 from .parallel import merged_json
 
 Ctx = TypeVar("Ctx")
@@ -160,7 +170,11 @@ class GraphAgent(WorkflowAgent[Ctx]):
                     continue
                 run = item
                 total = total + run.usage
-                await subagent_stopped(ctx, run.agent.name)
+                try:
+                    await subagent_stopped(ctx, run.agent.name)
+                except CallbackRaised as exc:  # the others stop as `fan` closes
+                    yield hook_failed(exc, total)
+                    return
                 if run.error is not None:
                     failed.append(run)
                     _descendants(run.index, succs, skipped)

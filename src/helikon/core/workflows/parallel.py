@@ -6,6 +6,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any, Self, TypeVar
 
+from .._callbacks import CallbackRaised
 from ..agent import Agent, AgentInput
 from ..context import RunConfig, RunContext
 from ..events import (
@@ -27,6 +28,7 @@ from ._merge import (
     cancelled,
     check_agent,
     check_key,
+    hook_failed,
     preflight,
     subagent_stopped,
 )
@@ -140,7 +142,11 @@ class ParallelAgent(WorkflowAgent[Ctx]):
                     state.set(run.key, run.text)
                 else:
                     failed.append(run)
-                await subagent_stopped(ctx, run.agent.name)
+                try:
+                    await subagent_stopped(ctx, run.agent.name)
+                except CallbackRaised as exc:  # the others stop as `fan` closes
+                    yield hook_failed(exc, total)
+                    return
         finally:
             await fan.close()
         if failed:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
+from .._callbacks import CallbackRaised
 from ..agent import AgentInput
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, RunCompleted, RunFailed, RunStarted, TokenUsage
-from ._merge import DEFAULT_CONFIG, ChildRun, failed_child, preflight
+from ._merge import DEFAULT_CONFIG, ChildRun, failed_child, hook_failed, preflight
 from ._steps import StepsAgent, run_step
 
 Ctx = TypeVar("Ctx")
@@ -57,6 +58,9 @@ class SequentialAgent(StepsAgent[Ctx]):
             try:
                 async for event in step:
                     yield event
+            except CallbackRaised as exc:  # its on_subagent_stop hook raised
+                yield hook_failed(exc, total + run.usage)
+                return
             finally:
                 await step.aclose()
             total = total + run.usage
