@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, CallbackReturned, short_repr
 from ._carrier import raw_constructor
-from ._json import JsonValue
 from ._tool_args import over_limit_message
 from ._tool_args import parse_args as _parse_args
 from ._tracing import RunTrace, attach, detach, traced, tracing_possible
