@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, CallbackReturned, short_repr
 from ._carrier import raw_constructor
-from ._json import JsonValue
 from ._tool_args import over_limit_message
 from ._tool_args import parse_args as _parse_args
 from ._tracing import RunTrace, attach, detach, traced, tracing_possible
@@ -40,6 +39,7 @@ from .events import (
 )
 from .exceptions import Denied, InvalidArgs, ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent, PermissionMode
+from .governance.permissions import authorize
 from .items import (
     AssistantMessage,
     ContentPart,
@@ -75,13 +75,12 @@ from .loop import (
     transition,
 )
 from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
-from .permissions import authorize
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from .agent import LlmAgent
-    from .redaction import Redactor
+    from .governance.redaction import Redactor
 
 
 # Built once per model call when requests are recorded: every field is the driver's own.
