@@ -187,7 +187,7 @@ def _parse_text(command: str) -> ShellParse:
     """`parse_command` for a `str`, without the type check: through the cache when short."""
     if len(command) <= _CACHED_COMMAND_MAX:
         return _parse_cached(command)
-    return _parse(command)
+    return _read(command)
 
 
 # A name with a subscript that holds a command substitution, anywhere in the text: `let`,
@@ -199,7 +199,7 @@ _SUBSCRIPT_SUBSTITUTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:[^\]\[;&|\n]|\
 _QUOTING = re.compile(r"['\"\\]")
 
 
-def _parse(command: str) -> ShellParse:
+def _read(command: str) -> ShellParse:
     if (
         "[" in command
         and ("$" in command or "`" in command)
@@ -216,7 +216,7 @@ def _parse(command: str) -> ShellParse:
     return _new_parse(tuple(parser.out), tuple(parser.redirects), "")
 
 
-_parse_cached = lru_cache(maxsize=2048)(_parse)
+_parse_cached = lru_cache(maxsize=2048)(_read)
 _new_parse = raw_constructor(ShellParse)
 _parser_class: type[Parser] | None = None
 
