@@ -7,7 +7,7 @@ so there is nothing equivalent to time against):
     uv run python benchmarks/governance.py            # ~20 s
     uv run python benchmarks/governance.py --json out.json
 
-Each figure is one full `helikon.core.permissions.authorize` decision, as the driver makes
+Each figure is one full `helikon.core.governance.permissions.authorize` decision, as the driver makes
 it for every tool call (parse the call once, 25 deny rules, the default guards plus 5 user
 guards, 20 allow rules, the mode, no policy), timed over many calls; the median of
 `--repeats` blocks is reported (the rows take turns, block by block, so a change in the
@@ -26,8 +26,8 @@ import time
 from typing import Any
 
 from helikon import CancellationToken, LlmAgent, RunContext, ToolEffect, tool
-from helikon.core.permissions import authorize
-from helikon.core.rules import AllowRule, DenyRule, GuardRule
+from helikon.core.governance.permissions import authorize
+from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule
 from helikon.testing import FunctionModel, text_turn, tool_call_turn
 
 TARGET_US = 50.0

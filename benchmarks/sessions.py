@@ -472,7 +472,7 @@ async def decode_alone(log: Log) -> Callable[[], Awaitable[int]]:
     """A cold helikon read with the IO taken away: the whole log's stored payloads, joined as
     the backends fetch them, decoded into typed events and wrapped as entries (the floor
     under any cold read of typed events, whatever the database)."""
-    from helikon.core.codec import decode_joined, encode_event, gc_paused, new_entry
+    from helikon.core.session.codec import decode_joined, encode_event, gc_paused, new_entry
 
     entries = await log.session.events()
     text, count = ",".join(encode_event(entry.event) for entry in entries), len(entries)
@@ -492,9 +492,9 @@ async def compacted_snapshots(store: Store, args: argparse.Namespace, result: di
     session's checkpoint is kept as current as in use; the cold reads then load the
     checkpoint and fold the tail after it.
     """
-    from helikon.core.compaction import CompactingSession
     from helikon.core.items import TextPart
     from helikon.core.session import UserMessageEvent
+    from helikon.core.session.compaction import CompactingSession
     from helikon.testing import FunctionModel, text_turn
 
     log = await store.log("compacted")

@@ -21,12 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from .core._function_tool import FunctionTool, tool
 from .core._json import JsonObject, JsonValue
-from .core._memory_session import MemorySession, MemoryStore
 from .core.agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
-from .core.agent_tool import AgentAsTool
-from .core.branches import Branch, Lineage
 from .core.cancel import CancellationToken
-from .core.compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .core.context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
 from .core.events import (
     AGENT_EVENT_ADAPTER,
@@ -127,8 +123,6 @@ from .core.model import (
     Usage,
 )
 from .core.output import OutputType
-from .core.recorder import SessionRecorder
-from .core.request_log import rebuild_request, rebuild_requests
 from .core.result import RunResult, RunStream
 from .core.runner import Runner
 from .core.session import (
@@ -153,8 +147,14 @@ from .core.session import (
     UserMessageEvent,
     project,
 )
-from .core.swarm import SwarmAgent, SwarmBuildError
+from .core.session.branches import Branch, Lineage
+from .core.session.compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
+from .core.session.memory import MemorySession, MemoryStore
+from .core.session.recorder import SessionRecorder
+from .core.session.request_log import rebuild_request, rebuild_requests
 from .core.tools import Tool, ToolEffect, ToolOutput
+from .core.workflows.agent_tool import AgentAsTool
+from .core.workflows.swarm import SwarmAgent, SwarmBuildError
 
 # Loaded on first access, as in `helikon.core` (see its LAZY_EXPORTS).
 if TYPE_CHECKING:
@@ -166,9 +166,9 @@ if TYPE_CHECKING:
         is_provider_valid,
         repair_conversation,
     )
-    from helikon.core.permissions import PermissionVerdict
-    from helikon.core.redaction import Redactor
-    from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+    from helikon.core.governance.permissions import PermissionVerdict
+    from helikon.core.governance.redaction import Redactor
+    from helikon.core.governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
     from helikon.core.workflows import (
         GraphAgent,
         GraphBuilder,

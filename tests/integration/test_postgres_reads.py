@@ -9,9 +9,9 @@ import asyncpg
 import pytest
 from session_helpers import say, seqs, texts
 
-from helikon.core.codec import FORMAT_VERSION, decode_events, encode_event, upgrade_all
 from helikon.core.exceptions import UnreadableSessionEvent
 from helikon.core.session import SequenceId, UnknownEvent
+from helikon.core.session.codec import FORMAT_VERSION, decode_events, encode_event, upgrade_all
 from helikon.sessions.postgres import PostgresSession
 
 pytestmark = pytest.mark.integration

@@ -13,9 +13,6 @@ import asyncpg
 import pytest
 from session_helpers import every_kind, say, seqs, texts
 
-from helikon.core._log_cache import WARM
-from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
-from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
     SequenceId,
@@ -24,6 +21,9 @@ from helikon.core.session import (
     UnknownEvent,
     project,
 )
+from helikon.core.session._log_cache import WARM
+from helikon.core.session.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
+from helikon.core.session.codec import FORMAT_VERSION, encode_event
 from helikon.sessions.postgres import MIGRATION_LOCK_KEY, SCHEMA_VERSION, PostgresSession, open_session
 from helikon.testing import session_conformance as conformance
 from helikon.testing.servers import PostgresServer, free_port

@@ -18,9 +18,9 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from session_helpers import say, seqs, texts
 
-from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionUnavailable, UnreadableSessionEvent
 from helikon.core.session import SequenceId, UnknownEvent, UserMessageEvent
+from helikon.core.session.codec import FORMAT_VERSION, encode_event
 from helikon.sessions import _redis_reads
 from helikon.sessions import redis as redis_sessions
 from helikon.sessions.redis import RedisSession, counter_key, stream_key

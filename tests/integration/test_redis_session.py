@@ -14,9 +14,6 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 from session_helpers import every_kind, say, seqs, texts
 
-from helikon.core._log_cache import WARM
-from helikon.core.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
-from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
     SequenceId,
@@ -25,6 +22,9 @@ from helikon.core.session import (
     UserMessageEvent,
     project,
 )
+from helikon.core.session._log_cache import WARM
+from helikon.core.session.checkpoint import CHECKPOINT_EVERY, PROJECTOR_VERSION, fingerprint
+from helikon.core.session.codec import FORMAT_VERSION, encode_event
 from helikon.sessions import redis as redis_sessions
 from helikon.sessions.redis import RedisSession, checkpoint_key, counter_key, open_session, stream_key
 from helikon.testing import session_conformance as conformance

@@ -21,7 +21,6 @@ import pytest
 
 from helikon import LlmAgent, ModelRequest, PersistFailed, RunCompleted, RunContext, tool
 from helikon.core._tool_args import DEPTH_CUT
-from helikon.core.crash_repair import OUTCOME_UNKNOWN_TEXT
 from helikon.core.exceptions import RunError
 from helikon.core.items import TextPart
 from helikon.core.session import (
@@ -33,6 +32,7 @@ from helikon.core.session import (
     TurnClosed,
     TurnOpened,
 )
+from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT
 from helikon.runtime import AsyncioRunner, RetryPolicy
 from helikon.sessions.postgres import PostgresSession
 from helikon.sessions.redis import RedisSession

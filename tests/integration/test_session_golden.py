@@ -20,7 +20,6 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
-from helikon.core._envelope import legacy_event_id
 from helikon.core.items import TextPart
 from helikon.core.session import (
     AssistantMessageEvent,
@@ -34,6 +33,7 @@ from helikon.core.session import (
     UserMessageEvent,
     project,
 )
+from helikon.core.session._envelope import legacy_event_id
 from helikon.sessions.postgres import PostgresSession
 from helikon.sessions.redis import RedisSession
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession

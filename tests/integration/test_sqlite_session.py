@@ -18,7 +18,6 @@ from typing import Any
 import pytest
 from session_helpers import every_kind, say, texts
 
-from helikon.core.codec import FORMAT_VERSION, encode_event
 from helikon.core.exceptions import SessionBackendError, SessionError, UnreadableSessionEvent, UserError
 from helikon.core.items import TextPart
 from helikon.core.session import (
@@ -29,6 +28,7 @@ from helikon.core.session import (
     UserMessageEvent,
     project,
 )
+from helikon.core.session.codec import FORMAT_VERSION, encode_event
 from helikon.sessions import sqlite as sqlite_module
 from helikon.sessions.sqlite import SCHEMA_VERSION, SqliteDatabase, SqliteSession, open_session
 

@@ -27,10 +27,10 @@ from hypothesis import strategies as st
 from redis._parsers import _AsyncRESP2Parser  # pyright: ignore[reportPrivateUsage]
 from session_helpers import every_kind, say
 
-from helikon.core.checkpoint import CHECKPOINT_EVERY
-from helikon.core.codec import encode_event
 from helikon.core.exceptions import UnreadableSessionEvent
 from helikon.core.session import SequenceId, SessionEvent, ToolCalled, UnknownEvent, project
+from helikon.core.session.checkpoint import CHECKPOINT_EVERY
+from helikon.core.session.codec import encode_event
 from helikon.sessions.postgres import PostgresSession
 from helikon.sessions.redis import RedisSession, counter_key, stream_key
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession

@@ -1,5 +1,5 @@
 """A new session object continues the projection an earlier object of the same session built in
-this process (`helikon.core._log_cache.WARM`), and does not trust it once the log was replaced."""
+this process (`helikon.core.session._log_cache.WARM`), and does not trust it once the log was replaced."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 import redis.asyncio as aioredis
 from session_helpers import say
 
-from helikon.core import _log_cache
-from helikon.core.session import Session, project
+from helikon.core.session import Session, _log_cache, project
 from helikon.sessions.postgres import PostgresSession
 from helikon.sessions.redis import RedisSession, counter_key, ids_key, stream_key
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession

@@ -20,7 +20,7 @@ _SCRIPT = textwrap.dedent(
     import asyncio, gc
 
     from helikon import RunContext, ToolEffect
-    from helikon.core.permissions import authorize
+    from helikon.core.governance.permissions import authorize
 
 
     def rss_mb() -> float:
@@ -73,7 +73,7 @@ def test_many_large_unique_commands_keep_the_memory_flat() -> None:
 
 
 def test_a_command_too_long_to_keep_is_judged_afresh_each_time() -> None:
-    from helikon.core.rules import ToolSubject
+    from helikon.core.governance.rules import ToolSubject
 
     command = "rm -rf / " + " ".join(f"f{i}" for i in range(300))  # past the parse cache's bound
     for _ in range(2):
@@ -82,7 +82,7 @@ def test_a_command_too_long_to_keep_is_judged_afresh_each_time() -> None:
 
 
 def test_a_dynamic_loader_name_no_file_can_have_fails_closed() -> None:
-    from helikon.core.shell import parse_command
+    from helikon.core.governance.shell import parse_command
 
     name = "ld-linux" + "x" * 300 + ".so"
     assert "longer than a file name can be" in parse_command(f"{name} rm -rf /").error

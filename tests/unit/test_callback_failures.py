@@ -49,10 +49,10 @@ from helikon import (
     tool,
 )
 from helikon.core.agent import Agent
-from helikon.core.crash_repair import open_turn
 from helikon.core.events import AgentEvent
 from helikon.core.model import Usage
 from helikon.core.session import TurnClosed
+from helikon.core.session.crash_repair import open_turn
 from helikon.runtime import AsyncioRunner
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession
 from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn

@@ -10,16 +10,6 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helikon.core._log_cache import LogCache
-from helikon.core.checkpoint import (
-    PROJECTOR_VERSION,
-    Checkpoint,
-    decode_state,
-    encode_state,
-    fingerprint,
-    load,
-    restored_projection,
-)
 from helikon.core.items import ImagePart, ReasoningPart, TextPart, UrlSource, UserMessage
 from helikon.core.session import (
     AssistantMessageEvent,
@@ -35,6 +25,16 @@ from helikon.core.session import (
     UserMessageEvent,
     event_step,
     project,
+)
+from helikon.core.session._log_cache import LogCache
+from helikon.core.session.checkpoint import (
+    PROJECTOR_VERSION,
+    Checkpoint,
+    decode_state,
+    encode_state,
+    fingerprint,
+    load,
+    restored_projection,
 )
 
 _text = st.text(max_size=8)

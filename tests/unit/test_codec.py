@@ -12,8 +12,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helikon import UnknownEvent
-from helikon.core._fast_decode import fast_decode
-from helikon.core.codec import FORMAT_VERSION, decode_event, decode_events, encode_event
 from helikon.core.items import (
     AudioPart,
     Base64Source,
@@ -38,6 +36,8 @@ from helikon.core.session import (
     TurnOpened,
     UserMessageEvent,
 )
+from helikon.core.session._fast_decode import fast_decode
+from helikon.core.session.codec import FORMAT_VERSION, decode_event, decode_events, encode_event
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -168,15 +168,15 @@ irregular = st.dictionaries(
 @settings(max_examples=200)
 @given(st.lists(events.map(encode_event) | irregular | st.just("not json"), max_size=12))
 def test_the_snapshot_fast_path_equals_decode_then_project(payloads: list[str]) -> None:
-    from helikon.core.codec import snapshot_from_payloads
     from helikon.core.session import project
+    from helikon.core.session.codec import snapshot_from_payloads
 
     assert snapshot_from_payloads(payloads) == project(decode_events(payloads))
 
 
 def test_the_snapshot_fast_path_honours_compaction() -> None:
-    from helikon.core.codec import snapshot_from_payloads
     from helikon.core.items import SystemMessage, UserMessage
+    from helikon.core.session.codec import snapshot_from_payloads
 
     log = [
         UserMessageEvent(content=(TextPart(text="old"),)),
@@ -188,7 +188,7 @@ def test_the_snapshot_fast_path_honours_compaction() -> None:
 
 
 def test_payloads_that_are_not_exactly_one_json_value_are_decoded_one_by_one() -> None:
-    from helikon.core.codec import snapshot_from_payloads
+    from helikon.core.session.codec import snapshot_from_payloads
 
     good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),)))
     odd = ["", good + "," + good, good]
@@ -198,7 +198,7 @@ def test_payloads_that_are_not_exactly_one_json_value_are_decoded_one_by_one() -
 
 
 def test_joined_payloads_decode_like_rows_or_ask_for_rows() -> None:
-    from helikon.core.codec import decode_joined
+    from helikon.core.session.codec import decode_joined
 
     log = [
         UserMessageEvent(content=(TextPart(text="a, b"),)),
@@ -219,7 +219,7 @@ def test_joined_payloads_decode_like_rows_or_ask_for_rows() -> None:
 def test_json_that_orjson_refuses_still_decodes_as_json_would() -> None:
     import math
 
-    from helikon.core.codec import decode_joined
+    from helikon.core.session.codec import decode_joined
 
     good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),)))
     odd = '{"type":"measured","value":NaN,"big":123456789012345678901234567890}'
@@ -232,8 +232,8 @@ def test_json_that_orjson_refuses_still_decodes_as_json_would() -> None:
 
 
 def test_upgrade_reads_each_format_by_its_own_rules() -> None:
-    from helikon.core.codec import stored_version, upgrade, upgrade_all
     from helikon.core.exceptions import UnreadableSessionEvent
+    from helikon.core.session.codec import stored_version, upgrade, upgrade_all
 
     unknown = decode_event('{"type":"merged","to_seq":3}')
     ignorable = decode_event('{"type":"ui_note","ignorable":true}')
@@ -275,7 +275,7 @@ def test_integers_past_64_bits_stay_exact_in_batch_decoding() -> None:
 @settings(max_examples=200)
 @given(st.lists(events.map(encode_event) | irregular, max_size=12))
 def test_the_batch_path_decodes_each_payload_as_decode_event_does(payloads: list[str]) -> None:
-    from helikon.core.codec import decode_joined
+    from helikon.core.session.codec import decode_joined
 
     assert decode_joined(",".join(payloads), len(payloads)) == [decode_event(p) for p in payloads]
 
@@ -284,7 +284,7 @@ def test_fast_built_carriers_are_ordinary_frozen_instances() -> None:
     import dataclasses
     import pickle
 
-    from helikon.core.codec import decode_joined
+    from helikon.core.session.codec import decode_joined
 
     original = AssistantMessageEvent(content=(TextPart(text="hi"), ReasoningPart(text="r")), agent="a")
     [event] = decode_joined(encode_event(original), 1) or []
@@ -297,7 +297,7 @@ def test_fast_built_carriers_are_ordinary_frozen_instances() -> None:
 
 
 def test_long_digit_runs_are_found_anywhere_in_any_text() -> None:
-    from helikon.core.codec import _long_digits  # pyright: ignore[reportPrivateUsage]
+    from helikon.core.session.codec import _long_digits  # pyright: ignore[reportPrivateUsage]
 
     assert _long_digits('{"n":1234567890123456789}')
     assert _long_digits('é"' + "9" * 19 + "\udc80")
@@ -331,8 +331,8 @@ def test_the_user_message_encoder_writes_what_pydantic_writes(texts: list[str], 
 def test_a_payload_that_is_no_json_object_is_kept_verbatim_in_every_format() -> None:
     import base64
 
-    from helikon.core.codec import snapshot_from_payloads, upgrade, upgrade_all
     from helikon.core.session import project
+    from helikon.core.session.codec import snapshot_from_payloads, upgrade, upgrade_all
 
     good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),))).encode()
     not_utf8 = b'{"type":"user_message","content":[{"type":"text","text":"\xff\xfe"}]}'
@@ -360,7 +360,7 @@ def test_a_payload_that_is_no_json_object_is_kept_verbatim_in_every_format() -> 
 
 @pytest.mark.parametrize("depth", [1_100, 5_000, 200_000])
 def test_payloads_nested_too_deeply_to_parse_are_kept_not_raised(depth: int) -> None:
-    from helikon.core.codec import decode_joined, snapshot_from_payloads
+    from helikon.core.session.codec import decode_joined, snapshot_from_payloads
 
     good = encode_event(UserMessageEvent(content=(TextPart(text="hi"),)))
     deep = (
@@ -417,9 +417,9 @@ _FIXED_NOW = datetime(2026, 1, 2, tzinfo=UTC)
 
 
 def _check_read_paths(good: list[bytes], payloads: list[bytes], damaged: bytes, at: int) -> None:
-    from helikon.core.codec import decode_joined, snapshot_from_payloads, upgrade_all
     from helikon.core.exceptions import UnreadableSessionEvent
     from helikon.core.session import project
+    from helikon.core.session.codec import decode_joined, snapshot_from_payloads, upgrade_all
 
     one_by_one = [decode_event(p) for p in payloads]
     assert [*one_by_one[:at], *one_by_one[at + 1 :]] == [decode_event(p) for p in good]

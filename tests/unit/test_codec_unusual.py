@@ -10,8 +10,6 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helikon.core import codec
-from helikon.core.codec import MAX_STORED_DEPTH, decode_event, decode_events, encode_event
 from helikon.core.items import TextPart, ToolUsePart
 from helikon.core.model import ToolDef
 from helikon.core.session import (
@@ -23,7 +21,9 @@ from helikon.core.session import (
     TurnOpened,
     UnknownEvent,
     UserMessageEvent,
+    codec,
 )
+from helikon.core.session.codec import MAX_STORED_DEPTH, decode_event, decode_events, encode_event
 
 
 def nested(depth: int) -> Any:

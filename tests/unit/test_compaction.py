@@ -27,7 +27,6 @@ from helikon import (
     UserError,
     UserMessage,
 )
-from helikon.core.compaction import DEFAULT_COMPACTION_PROMPT
 from helikon.core.session import (
     Compacted,
     ConversationSnapshot,
@@ -36,6 +35,7 @@ from helikon.core.session import (
     SessionEvent,
     UserMessageEvent,
 )
+from helikon.core.session.compaction import DEFAULT_COMPACTION_PROMPT
 from helikon.testing import MockModel, text_turn
 
 
@@ -228,7 +228,6 @@ async def test_custom_counter_settings_and_prompt_are_used() -> None:
 
 # --- keep-recent-window compaction -------------------------------------------------------------
 
-from helikon.core.codec import decode_event, encode_event  # noqa: E402
 from helikon.core.conversation_check import is_provider_valid  # noqa: E402
 from helikon.core.session import (  # noqa: E402
     AssistantMessageEvent,
@@ -236,6 +235,7 @@ from helikon.core.session import (  # noqa: E402
     ToolReturned,
     project,
 )
+from helikon.core.session.codec import decode_event, encode_event  # noqa: E402
 
 
 def said(text: str) -> AssistantMessageEvent:

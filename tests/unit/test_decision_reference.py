@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helikon import ApprovalOutcome, PermissionMode, RunContext, ToolEffect
-from helikon.core import _guards
 from helikon.core.events import AgentEvent, ApprovalRequested
-from helikon.core.permissions import authorize
-from helikon.core.rules import (
+from helikon.core.governance import _guards
+from helikon.core.governance.permissions import authorize
+from helikon.core.governance.rules import (
     _STANDARD_DIRS,
     _TRANSPARENT,
     AllowRule,
@@ -32,7 +32,7 @@ from helikon.core.rules import (
     ToolSubject,
     allowed_by,
 )
-from helikon.core.shell import ShellParse, SimpleCommand, parse_command
+from helikon.core.governance.shell import ShellParse, SimpleCommand, parse_command
 
 CORPUS = [
     e["command"]

@@ -1,5 +1,5 @@
 """Durable runs: the runner appends a run's events as they settle, with turn markers, and repairs
-a turn a crashed writer left open (`helikon.core.crash_repair`)."""
+a turn a crashed writer left open (`helikon.core.session.crash_repair`)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,7 @@ from typing import Any
 import pytest
 
 from helikon import LlmAgent, MemorySession, RunConfig, RunContext, TextPart, tool
-from helikon.core.compaction import CompactingSession
 from helikon.core.conversation_check import is_provider_valid
-from helikon.core.crash_repair import (
-    NEVER_STARTED_TEXT,
-    OUTCOME_UNKNOWN_TEXT,
-    close_interrupted_turn,
-    open_turn,
-)
 from helikon.core.exceptions import RunError
 from helikon.core.governance import GuardrailInput, GuardrailVerdict
 from helikon.core.session import (
@@ -29,6 +22,13 @@ from helikon.core.session import (
     TurnClosed,
     TurnOpened,
     UserMessageEvent,
+)
+from helikon.core.session.compaction import CompactingSession
+from helikon.core.session.crash_repair import (
+    NEVER_STARTED_TEXT,
+    OUTCOME_UNKNOWN_TEXT,
+    close_interrupted_turn,
+    open_turn,
 )
 from helikon.runtime import AsyncioRunner
 from helikon.runtime._asyncio_runner import is_durable

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from helikon.core.rules import GuardRule, ToolSubject
+from helikon.core.governance.rules import GuardRule, ToolSubject
 
 GUARDS = GuardRule.destructive_defaults()
 

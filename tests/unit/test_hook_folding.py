@@ -16,7 +16,7 @@ from helikon import (
     ToolOutputItem,
     tool,
 )
-from helikon.core.rules import DenyRule
+from helikon.core.governance.rules import DenyRule
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
 calls: list[str] = []

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from helikon.core.rules import DenyRule, ToolSubject
-from helikon.core.shell import parse_command
+from helikon.core.governance.rules import DenyRule, ToolSubject
+from helikon.core.governance.shell import parse_command
 
 HIDDEN_RM = [
     "echo $[1<<X]\nrm y",  # the old $[…] arithmetic, read as a here-doc

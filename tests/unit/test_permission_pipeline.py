@@ -24,8 +24,8 @@ from helikon import (
     tool,
 )
 from helikon.core.events import AgentEvent
-from helikon.core.permissions import CompiledRules, authorize
-from helikon.core.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
+from helikon.core.governance.permissions import CompiledRules, authorize
+from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
 from helikon.core.session import ToolReturned
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helikon.core.exceptions import UserError
-from helikon.core.redaction import REDACTED, Redactor, env_secrets, is_secret_name
+from helikon.core.governance.redaction import REDACTED, Redactor, env_secrets, is_secret_name
 
 PLAIN = Redactor()
 

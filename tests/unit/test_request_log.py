@@ -8,13 +8,14 @@ from typing import Any
 import pytest
 
 from helikon import LlmAgent, MemorySession, ModelSettings, RunConfig, RunContext
-from helikon.core.codec import decode_event, decode_events, encode_event, snapshot_from_payloads
 from helikon.core.events import RequestSent, TokenUsage
 from helikon.core.exceptions import UserError
 from helikon.core.items import AssistantMessage, TextPart, ToolCall, ToolResult, UserMessage
 from helikon.core.model import ToolDef, Usage
-from helikon.core.recorder import SessionRecorder
-from helikon.core.request_log import (
+from helikon.core.session import AssistantMessageEvent, RequestHeader, UserMessageEvent, project
+from helikon.core.session.codec import decode_event, decode_events, encode_event, snapshot_from_payloads
+from helikon.core.session.recorder import SessionRecorder
+from helikon.core.session.request_log import (
     header_of,
     rebuild_request,
     rebuild_requests,
@@ -22,7 +23,6 @@ from helikon.core.request_log import (
     settings_to_json,
     turn_starts,
 )
-from helikon.core.session import AssistantMessageEvent, RequestHeader, UserMessageEvent, project
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
 from helikon.testing._request_checks import convert, lookup, same_request
@@ -185,7 +185,7 @@ def test_the_header_is_not_conversation_and_decodes_on_the_fast_path() -> None:
     payload = encode_event(header)
     assert '"injected"' not in payload and ", " not in payload  # compact
     assert decode_event(payload) == header
-    from helikon.core._fast_decode import fast_decode
+    from helikon.core.session._fast_decode import fast_decode
 
     assert fast_decode(json.loads(payload)) == header
     assert snapshot_from_payloads([encode_event(user), payload]).messages == (UserMessage.from_text("hi"),)

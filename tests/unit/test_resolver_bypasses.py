@@ -1,4 +1,4 @@
-"""Bypasses of the wrapper and re-entry resolver (`_shell_resolve`), each confirmed with
+"""Bypasses of the wrapper and re-entry resolver (`governance.shell._resolve`), each confirmed with
 real tools: the parse named another program, or none, while `rm` ran.
 
 Each must now list `rm` among its programs or fail closed (unparseable); the ordinary
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from helikon.core.rules import AllowRule, DenyRule
-from helikon.core.shell import parse_command
+from helikon.core.governance.rules import AllowRule, DenyRule
+from helikon.core.governance.shell import parse_command
 
 DENY_RM = DenyRule.bash_command("rm")
 

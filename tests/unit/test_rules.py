@@ -9,8 +9,8 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from helikon.core.exceptions import UserError
-from helikon.core.path_glob import PathGlob, clean_path, is_protected_dotpath
-from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject, allowed_by
+from helikon.core.governance.path_glob import PathGlob, clean_path, is_protected_dotpath
+from helikon.core.governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject, allowed_by
 
 GUARDS = GuardRule.destructive_defaults()
 
@@ -334,8 +334,8 @@ _PATH_PIECES = st.sampled_from(
     st.booleans(),
 )
 def test_the_dotpath_prefilter_never_hides_a_trip(texts: list[str], cwds: list[str], literal: bool) -> None:
-    from helikon.core import _guards
-    from helikon.core.shell import Word
+    from helikon.core.governance import _guards
+    from helikon.core.governance.shell import Word
 
     targets = [Word(t, literal, t.split("$")[0], t.rsplit("}", 1)[-1]) for t in texts]
     directories = ["", *cwds]
@@ -357,7 +357,7 @@ def test_guard_verdicts_are_shared_by_command_and_read_from_the_subjects_parse()
 
 @given(st.lists(_PATH_PIECES, max_size=6).map("/".join), st.lists(_PATH_PIECES, max_size=3).map("/".join))
 def test_the_system_path_shortcut_agrees_with_the_full_check(text: str, cwd: str) -> None:
-    from helikon.core import _guards
+    from helikon.core.governance import _guards
 
     def reference(text: str, cwds: list[str], unknown: bool) -> bool:  # without the `..` shortcut
         if text.startswith("~"):

@@ -19,9 +19,6 @@ from typing import Any
 import pytest
 
 from helikon import LlmAgent, MemorySession, PersistFailed, RunCompleted, RunConfig, RunContext, tool
-from helikon.core.codec import encode_event
-from helikon.core.compaction import CompactingSession
-from helikon.core.crash_repair import OUTCOME_UNKNOWN_TEXT, close_interrupted_turn
 from helikon.core.exceptions import RunError, SessionBackendError, SessionUnavailable
 from helikon.core.items import TextPart
 from helikon.core.session import (
@@ -34,6 +31,9 @@ from helikon.core.session import (
     TurnOpened,
     UserMessageEvent,
 )
+from helikon.core.session.codec import encode_event
+from helikon.core.session.compaction import CompactingSession
+from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT, close_interrupted_turn
 from helikon.runtime import AsyncioRunner, RetryPolicy
 from helikon.runtime._run_ids import _machine, new_run_id, writer_gone  # pyright: ignore[reportPrivateUsage]
 from helikon.testing import MockModel, text_turn, tool_call_turn

@@ -11,10 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from helikon import MemorySession, ModelRequest
-from helikon.core.branches import cut_problem
-from helikon.core.compaction import CompactingSession
 from helikon.core.conversation_check import ensure_provider_valid, is_provider_valid
-from helikon.core.crash_repair import close_interrupted_turn
 from helikon.core.items import (
     AssistantMessage,
     Item,
@@ -37,6 +34,9 @@ from helikon.core.session import (
     UserMessageEvent,
     project,
 )
+from helikon.core.session.branches import cut_problem
+from helikon.core.session.compaction import CompactingSession
+from helikon.core.session.crash_repair import close_interrupted_turn
 from helikon.testing import FunctionModel, text_turn
 from helikon.testing._compaction_checks import check_window_compaction_keeps_recent_turns_and_pairs
 from helikon.testing._scripts import Script

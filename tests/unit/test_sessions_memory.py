@@ -46,7 +46,7 @@ from helikon import (
     project,
 )
 from helikon.core.conversation_check import is_provider_valid
-from helikon.core.recorder import INTERRUPTED_TOOL_TEXT
+from helikon.core.session.recorder import INTERRUPTED_TOOL_TEXT
 
 TS = datetime(2024, 1, 1, tzinfo=UTC)
 

@@ -11,8 +11,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from helikon.core.exceptions import UserError
-from helikon.core.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
-from helikon.core.shell import MAX_NESTING, Redirect, ShellParse, SimpleCommand, Word, parse_command
+from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
+from helikon.core.governance.shell import (
+    MAX_NESTING,
+    Redirect,
+    ShellParse,
+    SimpleCommand,
+    Word,
+    parse_command,
+)
 
 CORPUS: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "data" / "shell_corpus.json").read_text(encoding="utf-8")
@@ -282,8 +289,8 @@ _PLAIN_PIECES = st.sampled_from(
 
 
 def _both_readers(command: str) -> list[tuple[object, ...]]:
-    from helikon.core._shell_parse import Parser
-    from helikon.core.shell import _Unparseable
+    from helikon.core.governance.shell import _Unparseable
+    from helikon.core.governance.shell._parse import Parser
 
     results: list[tuple[object, ...]] = []
     for fast in (True, False):
@@ -315,8 +322,8 @@ def test_the_fast_path_agrees_with_the_full_reader_on_the_corpus(entry: dict[str
 
 
 def test_the_fast_path_covers_common_commands() -> None:
-    from helikon.core._shell_lex import read_fast
-    from helikon.core._shell_parse import Parser
+    from helikon.core.governance.shell._lex import read_fast
+    from helikon.core.governance.shell._parse import Parser
 
     for command in (
         "cd src && git status --short && timeout 60 pytest -q tests/ 2>&1 | tail -n 5",

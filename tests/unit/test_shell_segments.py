@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helikon.core import _shell_lex
-from helikon.core._shell_parse import Parser
-from helikon.core.shell import MAX_NESTING, ShellParse, _parse_cached, parse_command
+from helikon.core.governance.shell import MAX_NESTING, ShellParse, _parse_cached, parse_command
+from helikon.core.governance.shell import _lex as _shell_lex
+from helikon.core.governance.shell._parse import Parser
 
 
 def _fresh(command: str) -> ShellParse:

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from helikon.core.codec import decode_joined, gc_paused
 from helikon.core.items import TextPart
 from helikon.core.session import UserMessageEvent
+from helikon.core.session.codec import decode_joined, gc_paused
 from helikon.sessions._sqlite_jobs import append_rows, event_row, joined_in_order, migrate_schema, read_joined
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession
 

@@ -1,10 +1,10 @@
-"""The in-process registry of projections (`helikon.core._log_cache.WARM`): what it hands out."""
+"""The in-process registry of projections (`helikon.core.session._log_cache.WARM`): what it hands out."""
 
 from __future__ import annotations
 
-from helikon.core._log_cache import LogCache, WarmProjections, start_warm
 from helikon.core.items import TextPart
 from helikon.core.session import SequenceId, SessionEntry, UserMessageEvent, project
+from helikon.core.session._log_cache import LogCache, WarmProjections, start_warm
 
 LOG = [UserMessageEvent(content=(TextPart(text=f"m{i}"),)) for i in range(10)]  # one stored log
 

@@ -8,12 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from ._function_tool import FunctionTool, tool
 from ._json import JsonObject, JsonValue
-from ._memory_session import MemorySession, MemoryStore
 from .agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
-from .agent_tool import AgentAsTool
-from .branches import Branch, Lineage
 from .cancel import CancellationToken
-from .compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
 from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
 from .events import (
     AGENT_EVENT_ADAPTER,
@@ -114,8 +110,6 @@ from .model import (
     Usage,
 )
 from .output import OutputType
-from .recorder import SessionRecorder
-from .request_log import rebuild_request, rebuild_requests
 from .result import RunResult, RunStream
 from .runner import Runner
 from .session import (
@@ -140,19 +134,25 @@ from .session import (
     UserMessageEvent,
     project,
 )
-from .swarm import SwarmAgent, SwarmBuildError
+from .session.branches import Branch, Lineage
+from .session.compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
+from .session.memory import MemorySession, MemoryStore
+from .session.recorder import SessionRecorder
+from .session.request_log import rebuild_request, rebuild_requests
 from .tools import Tool, ToolEffect, ToolOutput
+from .workflows.agent_tool import AgentAsTool
+from .workflows.swarm import SwarmAgent, SwarmBuildError
 
 # Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
 # which a run pays only when a tool call reaches the permission pipeline.
 LAZY_EXPORTS = {
-    "AllowRule": "helikon.core.rules",
-    "DenyRule": "helikon.core.rules",
-    "GuardAction": "helikon.core.rules",
-    "GuardRule": "helikon.core.rules",
-    "ToolSubject": "helikon.core.rules",
-    "PermissionVerdict": "helikon.core.permissions",
-    "Redactor": "helikon.core.redaction",
+    "AllowRule": "helikon.core.governance.rules",
+    "DenyRule": "helikon.core.governance.rules",
+    "GuardAction": "helikon.core.governance.rules",
+    "GuardRule": "helikon.core.governance.rules",
+    "ToolSubject": "helikon.core.governance.rules",
+    "PermissionVerdict": "helikon.core.governance.permissions",
+    "Redactor": "helikon.core.governance.redaction",
     "InvalidConversationError": "helikon.core.conversation_check",
     "Repair": "helikon.core.conversation_check",
     "ensure_provider_valid": "helikon.core.conversation_check",
@@ -176,9 +176,9 @@ if TYPE_CHECKING:
         is_provider_valid,
         repair_conversation,
     )
-    from helikon.core.permissions import PermissionVerdict
-    from helikon.core.redaction import Redactor
-    from helikon.core.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+    from helikon.core.governance.permissions import PermissionVerdict
+    from helikon.core.governance.redaction import Redactor
+    from helikon.core.governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
     from helikon.core.workflows import (
         GraphAgent,
         GraphBuilder,
@@ -375,3 +375,7 @@ __all__ = [
     "JsonObject",
     "JsonValue",
 ]
+
+from . import _moved  # noqa: E402  (last: the old flat paths, helikon.core.codec and the like, still import)
+
+_moved.install()

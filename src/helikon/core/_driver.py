@@ -39,6 +39,7 @@ from .events import (
 )
 from .exceptions import Denied, InvalidArgs, ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent, PermissionMode
+from .governance.permissions import authorize
 from .items import (
     AssistantMessage,
     ContentPart,
@@ -74,13 +75,12 @@ from .loop import (
     transition,
 )
 from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
-from .permissions import authorize
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
     from .agent import LlmAgent
-    from .redaction import Redactor
+    from .governance.redaction import Redactor
 
 
 # Built once per model call when requests are recorded: every field is the driver's own.

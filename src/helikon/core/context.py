@@ -21,15 +21,15 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 from ._callbacks import CallbackRaised
 from ._carrier import carrier
 from ._json import JsonValue
-from ._memory_session import MemorySession
 from .cancel import CancellationToken
 from .exceptions import UserError
 from .governance import ApprovalHandler, HookRegistry, PermissionMode, PermissionPolicy
+from .session.memory import MemorySession
 
 if TYPE_CHECKING:
-    from .permissions import CompiledRules
-    from .redaction import Redactor
-    from .rules import AllowRule, DenyRule, GuardRule
+    from .governance.permissions import CompiledRules
+    from .governance.redaction import Redactor
+    from .governance.rules import AllowRule, DenyRule, GuardRule
     from .session import Session
 
 Ctx = TypeVar("Ctx")
@@ -396,7 +396,7 @@ class RunContext(Generic[Ctx]):
         `with_cancel`, ...) so the rules are grouped once, not per run.
         """
         if self._compiled_rules is None:
-            from .permissions import CompiledRules
+            from .governance.permissions import CompiledRules
 
             self._compiled_rules = CompiledRules(self._deny_rules, self._allow_rules, self._guard_rules)
         return self._compiled_rules
@@ -411,7 +411,7 @@ class RunContext(Generic[Ctx]):
         """Every guard the pipeline evaluates: the built-in ones (unless disabled), then yours."""
         if not self._default_guards:
             return self._guard_rules
-        from .rules import GuardRule
+        from .governance.rules import GuardRule
 
         return (*GuardRule.destructive_defaults(), *self._guard_rules)
 
@@ -431,7 +431,7 @@ class RunContext(Generic[Ctx]):
         if not self._redact:
             return None
         if self._redactor is None:
-            from ._redactor_cache import default_redactor
+            from .governance._redactor_cache import default_redactor
 
             self._redactor = default_redactor(self._extra_secrets)
         return self._redactor
@@ -503,14 +503,14 @@ class RunContext(Generic[Ctx]):
         Example:
             ```python
             from helikon import RunContext
-            from helikon.core.rules import DenyRule
+            from helikon.core.governance.rules import DenyRule
 
             rules = [DenyRule.tool("WebFetch"), DenyRule.edit("dist/**")]
             ctx = RunContext.ephemeral(None).with_deny_rules(rules)
             assert len(ctx.deny_rules) == 2
             ```
         """
-        from .rules import DenyRule
+        from .governance.rules import DenyRule
 
         new = self._copy()
         new._deny_rules = _checked(rules, DenyRule, "with_deny_rules")
@@ -519,7 +519,7 @@ class RunContext(Generic[Ctx]):
 
     def with_allow_rules(self, rules: Iterable[AllowRule]) -> RunContext[Ctx]:
         """Pre-approve calls `rules` cover, in every mode, after deny rules and guards (replaces earlier)."""
-        from .rules import AllowRule
+        from .governance.rules import AllowRule
 
         new = self._copy()
         new._allow_rules = _checked(rules, AllowRule, "with_allow_rules")
@@ -528,7 +528,7 @@ class RunContext(Generic[Ctx]):
 
     def with_guard_rules(self, rules: Iterable[GuardRule]) -> RunContext[Ctx]:
         """Add your own guards, evaluated after the built-in ones (replaces earlier guard rules)."""
-        from .rules import GuardRule
+        from .governance.rules import GuardRule
 
         new = self._copy()
         new._guard_rules = _checked(rules, GuardRule, "with_guard_rules")

@@ -211,7 +211,7 @@ class SessionConflict(SessionError):
 class UnreadableSessionEvent(SessionError):
     """A stored event this version of helikon must not skip and cannot read.
 
-    Either its format version is newer than `helikon.core.codec.FORMAT_VERSION`, or it is
+    Either its format version is newer than `helikon.core.session.codec.FORMAT_VERSION`, or it is
     a format-2 (or later) event of a type this version does not know that its writer did
     not mark `"ignorable": true`. Upgrade paigasus-helikon to read the session.
 
@@ -223,7 +223,7 @@ class UnreadableSessionEvent(SessionError):
     """
 
     def __init__(self, *, seq: int, version: int, kind: str | None, session_id: str | None = None) -> None:
-        from .codec import FORMAT_VERSION  # the codec imports this module
+        from .session.codec import FORMAT_VERSION  # the codec imports this module
 
         where = f"session {session_id!r}" if session_id is not None else "the session"
         if version > FORMAT_VERSION:

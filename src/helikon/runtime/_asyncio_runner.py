@@ -12,7 +12,6 @@ from typing import Any, Generic, Literal, TypeVar
 from helikon.core.agent import Agent, AgentInput, RunInput, to_agent_input
 from helikon.core.cancel import CancellationToken
 from helikon.core.context import RunConfig, RunContext
-from helikon.core.crash_repair import close_interrupted_turn
 from helikon.core.events import (
     AgentError,
     AgentEvent,
@@ -27,7 +26,6 @@ from helikon.core.events import (
 )
 from helikon.core.exceptions import SessionConflict, UserError
 from helikon.core.loop import TIMEOUT_REASON
-from helikon.core.recorder import SessionRecorder
 from helikon.core.result import RunResult, RunStream
 from helikon.core.session import (
     ConversationSnapshot,
@@ -38,6 +36,8 @@ from helikon.core.session import (
     TurnClosed,
     TurnOpened,
 )
+from helikon.core.session.crash_repair import close_interrupted_turn
+from helikon.core.session.recorder import SessionRecorder
 
 from ._retry import RetryPolicy, _cancelled_within  # pyright: ignore[reportPrivateUsage]
 from ._run_ids import new_run_id, writer_gone
@@ -62,7 +62,7 @@ class AsyncioRunner(Generic[Ctx]):
 
     Before the run it reads `context.session.snapshot()` and puts that history in front of
     the input (a read failure fails the run), first closing a turn a crashed writer left
-    open (`helikon.core.crash_repair`); during the run it records the events with a
+    open (`helikon.core.session.crash_repair`); during the run it records the events with a
     `SessionRecorder` and appends them to the session: on a durable session
     (`RunConfig.durable`) as they settle, before every model call and before tools start,
     between `TurnOpened`/`TurnClosed` markers; otherwise once, after the run.
@@ -89,7 +89,7 @@ class AsyncioRunner(Generic[Ctx]):
     The recorded events include request records: a `RequestHeader` (provider, model,
     settings, system prompt, tool schemas) ahead of a model call whenever it differs from
     the session's latest one, and each assistant message's usage (see
-    `helikon.core.request_log`). To find the latest header without reading the whole log
+    `helikon.core.session.request_log`). To find the latest header without reading the whole log
     every run, the runner remembers, per session, how far it has read, and reads only the
     events after that (the first run on a session reads its log once).
 

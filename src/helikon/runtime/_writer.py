@@ -10,7 +10,6 @@ from collections.abc import Sequence
 from typing import Literal, cast
 
 from helikon.core._json import JsonValue
-from helikon.core.compaction import accepts_ids
 from helikon.core.exceptions import SessionConflict, SessionUnavailable
 from helikon.core.items import TextPart, ToolUsePart
 from helikon.core.session import (
@@ -25,6 +24,7 @@ from helikon.core.session import (
     TurnOpened,
     UserMessageEvent,
 )
+from helikon.core.session.compaction import accepts_ids
 
 from ._retry import RetryPolicy
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 
-from helikon.core._log_cache import WARM, LogCache, start_warm
-from helikon.core.checkpoint import CHECKPOINT_EVERY
 from helikon.core.exceptions import UserError
 from helikon.core.session import ConversationSnapshot, SequenceId, SessionEntry
+from helikon.core.session._log_cache import WARM, LogCache, start_warm
+from helikon.core.session.checkpoint import CHECKPOINT_EVERY
 
 
 class CachedLogSession(ABC):
@@ -71,7 +71,7 @@ class CachedLogSession(ABC):
         """The projection of the whole log: a checkpoint plus the events after it.
 
         A session object that has read nothing yet starts from the session's checkpoint (if
-        it is usable, see `helikon.core.checkpoint`); later calls fold only new events. Once
+        it is usable, see `helikon.core.session.checkpoint`); later calls fold only new events. Once
         `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
         """
         self._check_open()

@@ -44,7 +44,7 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         ON CONFLICT (session_id) DO NOTHING;
         """,
     ),
-    # A projection checkpoint per session (`helikon.core.checkpoint`), so a cold snapshot reads
+    # A projection checkpoint per session (`helikon.core.session.checkpoint`), so a cold snapshot reads
     # it and the tail instead of the whole log. Starts empty (readers fill it in); no event is
     # touched. `state` is TEXT, not JSONB: it is only ever read back whole, and JSONB would
     # parse and re-render a whole conversation on every write.

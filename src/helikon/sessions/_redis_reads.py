@@ -24,8 +24,8 @@ from redis.asyncio.connection import DefaultParser
 from redis.commands.core import AsyncScript
 from redis.utils import HIREDIS_AVAILABLE
 
-from helikon.core.codec import decode_events, decode_joined, gc_paused, new_entry, upgrade_all
 from helikon.core.session import SequenceId, SessionEntry
+from helikon.core.session.codec import decode_events, decode_joined, gc_paused, new_entry, upgrade_all
 
 Fields = tuple[list[int], list[int] | int, list[bytes]]
 """The seqs, format versions (one int when all alike) and payloads of a run of entries."""

@@ -155,7 +155,7 @@ return {more, last, table.concat(seqs, ','), table.concat(lengths, ','), table.c
 # The payload of the entry holding seq `id` (found by seeking to `<id>-*` and checking the
 # `seq` field, which is the truth: the ID is only a way to seek), as a Lua function both
 # checkpoint scripts share. A fingerprint is computed here, on the server, with `redis.sha1hex`
-# (the same SHA-1 as `helikon.core.checkpoint.fingerprint`), so no payload travels for it.
+# (the same SHA-1 as `helikon.core.session.checkpoint.fingerprint`), so no payload travels for it.
 PAYLOAD_AT = """
 local function payload_at(stream, id)
   for _, entry in ipairs(redis.call('XRANGE', stream, id, id)) do
@@ -176,7 +176,7 @@ end
 
 # KEYS: the checkpoint hash, the stream. Returns {} when there is no checkpoint, else its
 # `as_of_seq`, `projector`, `fingerprint` and `state`, and the fingerprint of the payload the
-# stream holds at `as_of_seq` now ('' if none): what `helikon.core.checkpoint.load` compares.
+# stream holds at `as_of_seq` now ('' if none): what `helikon.core.session.checkpoint.load` compares.
 CHECKPOINT_READ_SCRIPT = (
     PAYLOAD_AT
     + """

@@ -14,11 +14,11 @@ import weakref
 from datetime import UTC, datetime
 from typing import Final
 
-from helikon.core._envelope import retry_plan
-from helikon.core.checkpoint import PROJECTOR_VERSION, Checkpoint, fingerprint
-from helikon.core.codec import FORMAT_VERSION, encode_event, stored_version
 from helikon.core.exceptions import SessionConflict, UserError
 from helikon.core.session import SequenceId, SessionEvent, SessionInfo, UnknownEvent
+from helikon.core.session._envelope import retry_plan
+from helikon.core.session.checkpoint import PROJECTOR_VERSION, Checkpoint, fingerprint
+from helikon.core.session.codec import FORMAT_VERSION, encode_event, stored_version
 
 SCHEMA_VERSION: Final = 3
 """The newest schema migration this version of helikon knows and applies."""
@@ -42,7 +42,7 @@ MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
         """INSERT OR IGNORE INTO helikon_sessions (session_id, created)
             SELECT session_id, COALESCE(MIN(NULLIF(ts, '')), '') FROM session_events GROUP BY session_id""",
     )),
-    # A projection checkpoint per session (`helikon.core.checkpoint`), so a cold snapshot reads
+    # A projection checkpoint per session (`helikon.core.session.checkpoint`), so a cold snapshot reads
     # it and the tail instead of the whole log. Starts empty: readers fill it in. A rowid table,
     # since a row holds a whole conversation and WITHOUT ROWID suits only small rows.
     (3, ("""CREATE TABLE IF NOT EXISTS session_checkpoints (

@@ -11,7 +11,7 @@ CREATE TABLE session_events (
     session_id TEXT NOT NULL,
     sequence   BIGINT NOT NULL,          -- 0, 1, 2, ... per session (SequenceId)
     kind       TEXT NOT NULL,            -- the event's `type` tag, e.g. 'user_message'
-    payload    JSON NOT NULL,            -- the event, the text `helikon.core.codec.encode_event` wrote
+    payload    JSON NOT NULL,            -- the event, the text the codec's `encode_event` wrote
     ts         TIMESTAMPTZ,              -- the event's `ts`, NULL when it has none
     format     INT NOT NULL,             -- the payload's format version (FORMAT_VERSION)
     event_id   TEXT,                     -- the id the writer chose, if it chose one (else NULL)
@@ -30,9 +30,9 @@ CREATE TABLE helikon_sessions (          -- one summary row per session, for lis
 CREATE TABLE session_checkpoints (       -- one projection checkpoint per session (optional)
     session_id  TEXT PRIMARY KEY,
     as_of_seq   BIGINT NOT NULL,         -- the last event the state folds
-    projector   TEXT NOT NULL,           -- helikon.core.checkpoint.PROJECTOR_VERSION that built it
+    projector   TEXT NOT NULL,           -- helikon.core.session.checkpoint.PROJECTOR_VERSION that built it
     fingerprint TEXT NOT NULL,           -- SHA-1 (hex) of the UTF-8 of payload::text at as_of_seq
-    state       TEXT NOT NULL,           -- helikon.core.checkpoint.encode_state (JSON)
+    state       TEXT NOT NULL,           -- helikon.core.session.checkpoint.encode_state (JSON)
     written     TIMESTAMPTZ NOT NULL
 );
 CREATE TABLE helikon_schema_migrations (version INT PRIMARY KEY, applied_at TIMESTAMPTZ);
@@ -40,7 +40,7 @@ CREATE TABLE helikon_schema_migrations (version INT PRIMARY KEY, applied_at TIME
 
 The summary row is written by the same statement as the events of each append. A checkpoint
 row is written by readers (see `PostgresSession.snapshot`) and is never the truth: a reader
-trusts one only as `helikon.core.checkpoint` describes, and folds the whole log otherwise.
+trusts one only as `helikon.core.session.checkpoint` describes, and folds the whole log otherwise.
 
 Requires the `sessions-postgres` extra: `pip install 'paigasus-helikon[sessions-postgres]'`.
 """
@@ -61,34 +61,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.postgres needs asyncpg: pip install 'paigasus-helikon[sessions-postgres]'"
     ) from exc
 
-from helikon.core._envelope import (
-    check_expected_seq,
-    check_ids,
-    check_page,
-    legacy_event_id,
-    metadata_json,
-    retry_plan,
-)
 from helikon.core._json import JsonValue
-from helikon.core._log_cache import LogCache
-from helikon.core.branches import Branching
-from helikon.core.checkpoint import (
-    PROJECTOR_VERSION,
-    Checkpoint,
-    encode_state,
-    fingerprint,
-    load,
-)
-from helikon.core.codec import (
-    FORMAT_VERSION,
-    decode_events,
-    decode_joined,
-    encode_event,
-    gc_paused,
-    new_entry,
-    stored_version,
-    upgrade_all,
-)
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
     SequenceId,
@@ -97,6 +70,33 @@ from helikon.core.session import (
     SessionInfo,
     SessionRecord,
     UnknownEvent,
+)
+from helikon.core.session._envelope import (
+    check_expected_seq,
+    check_ids,
+    check_page,
+    legacy_event_id,
+    metadata_json,
+    retry_plan,
+)
+from helikon.core.session._log_cache import LogCache
+from helikon.core.session.branches import Branching
+from helikon.core.session.checkpoint import (
+    PROJECTOR_VERSION,
+    Checkpoint,
+    encode_state,
+    fingerprint,
+    load,
+)
+from helikon.core.session.codec import (
+    FORMAT_VERSION,
+    decode_events,
+    decode_joined,
+    encode_event,
+    gc_paused,
+    new_entry,
+    stored_version,
+    upgrade_all,
 )
 
 from ._cached_log import CachedLogSession
@@ -195,7 +195,7 @@ ON CONFLICT (session_id) DO UPDATE SET
 """
 
 # The stored checkpoint and the payload now at its as_of_seq (NULL: no event there), whose
-# `helikon.core.checkpoint.fingerprint` the client computes: PostgreSQL's sha1() is not in
+# `helikon.core.session.checkpoint.fingerprint` the client computes: PostgreSQL's sha1() is not in
 # every build (nor before version 11), and one event's payload is small.
 _CHECKPOINT = """
 SELECT c.as_of_seq, c.projector, c.fingerprint, c.state, e.payload::text
@@ -469,7 +469,7 @@ class PostgresSession(CachedLogSession, Branching):
 
         Raises:
             UnreadableSessionEvent: An event of a newer format, or of an unknown type not
-                marked ignorable (see `helikon.core.codec`).
+                marked ignorable (see `helikon.core.session.codec`).
         """
         self._check_open()
         try:

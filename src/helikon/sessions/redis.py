@@ -6,7 +6,7 @@ hash `helikon:session:<id>:ids`, each writer-chosen event id to its seq (what ma
 append a no-op); the summary hash `helikon:session:<id>:meta` (`created` in milliseconds
 since the Unix epoch, `title`, `metadata` as JSON); and the projection checkpoint hash
 `helikon:session:<id>:checkpoint` (`as_of_seq`, `projector`, `fingerprint`: SHA-1 hex of the
-`payload` at `as_of_seq`, `state`, `written` in ms; see `helikon.core.checkpoint`), which
+`payload` at `as_of_seq`, `state`, `written` in ms; see `helikon.core.session.checkpoint`), which
 readers write and which is never the truth: a reader trusts it only as that module says. The sorted set
 `helikon:sessions` holds every session id scored by the time of its last append (ms): what
 `list_sessions` pages through, taking each one's event count from its counter. An entry's
@@ -16,7 +16,7 @@ ID is `<seq>-1` and its fields are
 | --- | --- |
 | `seq` | the event's `SequenceId`, decimal (0, 1, 2, ...) |
 | `kind` | the event's `type` tag, e.g. `user_message` |
-| `payload` | the event as `helikon.core.codec.encode_event` writes it (JSON) |
+| `payload` | the event as `helikon.core.session.codec.encode_event` writes it (JSON) |
 | `ts` | the event's `ts` in nanoseconds since the Unix epoch, decimal; `0` when it has none |
 | `v` | the payload's format version (`FORMAT_VERSION`); absent in format-1 entries |
 | `id` | the id the writer chose for the event; absent if it chose none (and in format 1) |
@@ -48,19 +48,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.redis needs redis-py: pip install 'paigasus-helikon[sessions-redis]'"
     ) from exc
 
-from helikon.core._envelope import (
-    check_expected_seq,
-    check_ids,
-    check_page,
-    legacy_event_id,
-    metadata_json,
-    retry_plan,
-)
 from helikon.core._json import JsonValue
-from helikon.core._log_cache import LogCache
-from helikon.core.branches import Branching
-from helikon.core.checkpoint import PROJECTOR_VERSION, Checkpoint, encode_state, load
-from helikon.core.codec import decode_events, encode_event, gc_paused, stored_version, upgrade_all
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
     SequenceId,
@@ -69,6 +57,18 @@ from helikon.core.session import (
     SessionInfo,
     SessionRecord,
 )
+from helikon.core.session._envelope import (
+    check_expected_seq,
+    check_ids,
+    check_page,
+    legacy_event_id,
+    metadata_json,
+    retry_plan,
+)
+from helikon.core.session._log_cache import LogCache
+from helikon.core.session.branches import Branching
+from helikon.core.session.checkpoint import PROJECTOR_VERSION, Checkpoint, encode_state, load
+from helikon.core.session.codec import decode_events, encode_event, gc_paused, stored_version, upgrade_all
 
 from ._cached_log import CachedLogSession
 from ._redis_reads import next_id, parses_in_c, script_fields, session_entries, xrange_fields
@@ -119,7 +119,7 @@ def meta_key(session_id: str) -> str:
 
 
 def checkpoint_key(session_id: str) -> str:
-    """The key of `session_id`'s projection checkpoint hash (see `helikon.core.checkpoint`)."""
+    """The key of `session_id`'s projection checkpoint hash (see `helikon.core.session.checkpoint`)."""
     return f"{KEY_PREFIX}{session_id}:checkpoint"
 
 
@@ -396,7 +396,7 @@ class RedisSession(CachedLogSession, Branching):
 
         Raises:
             UnreadableSessionEvent: An event of a newer format, or of an unknown type not
-                marked ignorable (see `helikon.core.codec`).
+                marked ignorable (see `helikon.core.session.codec`).
         """
         self._check_open()
         start = "-" if since is None or since < 0 else f"{int(since) + 1}"

@@ -5,7 +5,7 @@ Standard library `sqlite3` only. Every call that can block runs on the worker th
 IMMEDIATE`), so each session's sequence numbers stay contiguous whatever the number of
 writers. The stored format (`docs/sessions-sqlite.md`) is stable: table `session_events(
 session_id, sequence, kind, payload, ts, format, event_id)`, one row per event (`payload`:
-`helikon.core.codec.encode_event`'s JSON), and `helikon_sessions`, one row per session.
+`helikon.core.session.codec.encode_event`'s JSON), and `helikon_sessions`, one row per session.
 """
 
 from __future__ import annotations
@@ -29,29 +29,7 @@ except ImportError as exc:  # pragma: no cover - a Python built without SQLite
         "library's sqlite3 module, which this Python was built without"
     ) from exc
 
-from helikon.core._envelope import (
-    check_expected_seq,
-    check_ids,
-    check_page,
-    legacy_event_id,
-    metadata_json,
-)
 from helikon.core._json import JsonValue
-from helikon.core._log_cache import WARM, LogCache, start_warm
-from helikon.core.branches import Branching
-from helikon.core.checkpoint import (
-    CHECKPOINT_EVERY,
-    Checkpoint,
-    encode_state,
-    load,
-)
-from helikon.core.codec import (
-    decode_events,
-    decode_joined,
-    gc_paused,
-    new_entry,
-    upgrade_all,
-)
 from helikon.core.exceptions import SessionBackendError, SessionError, UserError
 from helikon.core.session import (
     ConversationSnapshot,
@@ -60,6 +38,28 @@ from helikon.core.session import (
     SessionEvent,
     SessionInfo,
     SessionRecord,
+)
+from helikon.core.session._envelope import (
+    check_expected_seq,
+    check_ids,
+    check_page,
+    legacy_event_id,
+    metadata_json,
+)
+from helikon.core.session._log_cache import WARM, LogCache, start_warm
+from helikon.core.session.branches import Branching
+from helikon.core.session.checkpoint import (
+    CHECKPOINT_EVERY,
+    Checkpoint,
+    encode_state,
+    load,
+)
+from helikon.core.session.codec import (
+    decode_events,
+    decode_joined,
+    gc_paused,
+    new_entry,
+    upgrade_all,
 )
 
 from ._sqlite_jobs import (
@@ -440,7 +440,7 @@ class SqliteSession(Branching):
 
         Raises:
             UnreadableSessionEvent: An event of a newer format, or of an unknown type not
-                marked ignorable (see `helikon.core.codec`).
+                marked ignorable (see `helikon.core.session.codec`).
         """
         if self._closed:
             raise UserError(f"{self!r} is closed")
@@ -519,7 +519,7 @@ class SqliteSession(Branching):
         """The projection of the whole log: a checkpoint plus the events after it.
 
         A session object that has read nothing yet starts from the session's checkpoint (if
-        it is usable, see `helikon.core.checkpoint`); later calls fold only new events. Once
+        it is usable, see `helikon.core.session.checkpoint`); later calls fold only new events. Once
         `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
         """
         if self._closed:

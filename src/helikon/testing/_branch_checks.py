@@ -1,4 +1,4 @@
-"""Conformance checks for branches: rewind, listing and switching branches, fork (`helikon.core.branches`)."""
+"""Conformance checks for branches: rewind, listing and switching branches, fork (`core.session.branches`)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,6 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, cast
 
-from helikon.core.branches import Branching
-from helikon.core.checkpoint import CHECKPOINT_EVERY
 from helikon.core.exceptions import SessionConflict, UserError
 from helikon.core.items import TextPart
 from helikon.core.session import (
@@ -20,6 +18,8 @@ from helikon.core.session import (
     ToolReturned,
     project,
 )
+from helikon.core.session.branches import Branching
+from helikon.core.session.checkpoint import CHECKPOINT_EVERY
 
 from ._conformance_util import close_session, require, user_event
 
@@ -40,7 +40,7 @@ async def _branching(open_: Callable[[str], Awaitable[Session]], session_id: str
     if not isinstance(session, Branching):
         await close_session(session)
         raise AssertionError(
-            f"{session!r} has no rewind/branches/fork: subclass helikon.core.branches.Branching"
+            f"{session!r} has no rewind/branches/fork: subclass helikon.core.session.branches.Branching"
         )
     return session
 

@@ -1,4 +1,4 @@
-"""Conformance checks of projection checkpoints (`helikon.core.checkpoint`): O(tail) snapshots.
+"""Conformance checks of projection checkpoints (`helikon.core.session.checkpoint`): O(tail) snapshots.
 
 A backend may keep a checkpoint of its projection so a new session object reads it plus the
 tail. Whatever it keeps, `snapshot()` must equal `project(events())` exactly: these checks
@@ -14,7 +14,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Literal
 
 from helikon.core._json import JsonValue
-from helikon.core.checkpoint import CHECKPOINT_EVERY
 from helikon.core.items import TextPart
 from helikon.core.session import (
     AssistantMessageEvent,
@@ -28,6 +27,7 @@ from helikon.core.session import (
     UserMessageEvent,
     project,
 )
+from helikon.core.session.checkpoint import CHECKPOINT_EVERY
 
 from ._conformance_util import new_id
 

@@ -13,10 +13,6 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Literal
 
-from helikon.core import _log_cache
-from helikon.core.branches import open_calls_at
-from helikon.core.codec import decode_event, encode_event
-from helikon.core.compaction import DEFAULT_USER_SUMMARY_PREFIX, CompactingSession
 from helikon.core.conversation_check import is_provider_valid
 from helikon.core.items import (
     ContentPart,
@@ -39,9 +35,13 @@ from helikon.core.session import (
     TurnClosed,
     TurnOpened,
     UserMessageEvent,
+    _log_cache,
     active_path,
     project,
 )
+from helikon.core.session.branches import open_calls_at
+from helikon.core.session.codec import decode_event, encode_event
+from helikon.core.session.compaction import DEFAULT_USER_SUMMARY_PREFIX, CompactingSession
 
 from ._conformance_util import close_session, new_id, require, user_event
 from ._mock_model import MockModel

@@ -87,7 +87,7 @@ async def check_a_killed_run_is_repaired(backend: ConformanceBackend) -> None:
     from helikon.core.agent import LlmAgent
     from helikon.core.context import RunContext
     from helikon.core.conversation_check import is_provider_valid
-    from helikon.core.crash_repair import OUTCOME_UNKNOWN_TEXT
+    from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT
     from helikon.runtime import AsyncioRunner
 
     sid = new_id("killed-run")

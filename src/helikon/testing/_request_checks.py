@@ -40,7 +40,7 @@ async def check_requests_are_rebuilt_from_the_stored_log(backend: ConformanceBac
     """Two tool runs through the runner: a new object's log rebuilds each model request exactly."""
     from helikon.core.agent import LlmAgent
     from helikon.core.context import RunContext
-    from helikon.core.request_log import rebuild_request, rebuild_requests
+    from helikon.core.session.request_log import rebuild_request, rebuild_requests
     from helikon.runtime import AsyncioRunner
 
     model = MockModel.with_scripts(

@@ -36,7 +36,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from helikon.core.compaction import CompactingSession
 from helikon.core.exceptions import SessionConflict, UnreadableSessionEvent, UserError
 from helikon.core.items import SystemMessage, TextPart
 from helikon.core.session import (
@@ -51,6 +50,7 @@ from helikon.core.session import (
     UnknownEvent,
     project,
 )
+from helikon.core.session.compaction import CompactingSession
 
 from ._branch_checks import (
     BRANCH_CHECKS,
@@ -104,7 +104,7 @@ class ConformanceBackend:
     damage_checkpoint: DamageCheckpoint | None = None
     """Spoils a session's stored projection checkpoint (see `DamageCheckpoint`), if the store keeps one."""
     branching: bool = True
-    """Whether its sessions have `rewind`, `branches` and `fork` (`helikon.core.branches.Branching`)."""
+    """Whether its sessions have `rewind`, `branches` and `fork` (`core.session.branches.Branching`)."""
 
 
 Check = Callable[[ConformanceBackend], Awaitable[None]]

@@ -23,7 +23,7 @@ the log reads as usual. One that is no JSON object has type `"undecodable"` (see
 
 Example:
     ```python
-    from helikon.core.codec import decode_event, encode_event
+    from helikon.core.session.codec import decode_event, encode_event
     from helikon.core.session import ToolCalled, UnknownEvent
 
     event = ToolCalled(call_id="c1", name="lookup", args={"q": "x"})
@@ -49,11 +49,10 @@ from datetime import UTC, datetime
 from json.encoder import encode_basestring as _encode_string  # pyright: ignore[reportUnknownVariableType]
 from typing import Any, cast
 
-from ._fast_decode import IRREGULAR, decode_objects, fast_decode, fast_step
-from ._json import JsonValue
-from .exceptions import UnreadableSessionEvent
-from .items import TextPart, ToolUsePart
-from .session import (
+from .._json import JsonValue
+from ..exceptions import UnreadableSessionEvent
+from ..items import TextPart, ToolUsePart
+from . import (
     SESSION_EVENT_ADAPTER,
     AssistantMessageEvent,
     ConversationSnapshot,
@@ -73,6 +72,7 @@ from .session import (
     fold,
     project,
 )
+from ._fast_decode import IRREGULAR, decode_objects, fast_decode, fast_step
 
 FORMAT_VERSION = 2
 """The newest stored event format: what this version writes, and the newest it reads."""
@@ -96,7 +96,7 @@ def upgrade(seq: int, version: int, event: SessionEvent, session_id: str | None 
 
     Example:
         ```python
-        from helikon.core.codec import decode_event, upgrade
+        from helikon.core.session.codec import decode_event, upgrade
         from helikon.core.session import UnknownEvent
 
         old = decode_event('{"type": "branch_switched", "branch": "b2"}')

@@ -29,15 +29,15 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .agent import LlmAgent, RunInput, to_agent_input
-from .context import RunConfig, RunContext
-from .events import AgentError, AgentEvent, AgentUpdated, HandoffItem, RunFailed, RunStarted, TokenUsage
-from .exceptions import UserError
-from .handoff import Handoff
-from .result import RunResult, RunStream
+from ..agent import LlmAgent, RunInput, to_agent_input
+from ..context import RunConfig, RunContext
+from ..events import AgentError, AgentEvent, AgentUpdated, HandoffItem, RunFailed, RunStarted, TokenUsage
+from ..exceptions import UserError
+from ..handoff import Handoff
+from ..result import RunResult, RunStream
 
 if TYPE_CHECKING:
-    from .agent import AgentInput
+    from ..agent import AgentInput
 
 Ctx = TypeVar("Ctx")
 

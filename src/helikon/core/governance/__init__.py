@@ -22,12 +22,12 @@ import enum
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
-from ._carrier import carrier
-from ._json import JsonValue
-from .events import GuardrailKind
+from .._carrier import carrier
+from .._json import JsonValue
+from ..events import GuardrailKind
 
 if TYPE_CHECKING:
-    from .context import RunContext
+    from ..context import RunContext
 
 Ctx = TypeVar("Ctx")
 

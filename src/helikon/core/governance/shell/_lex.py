@@ -3,8 +3,8 @@
 Most commands an agent runs hold nothing but words, simple quoting, operators and
 redirections. `read_fast` splits such a command at its operators with one `re.split`
 (its quoted strings masked first, see `_QUOTED_STRING`), cuts the pieces into words with
-`str.split`, and hands each simple command to `_shell_resolve.resolve`, exactly as the
-character-level reader in `_shell_parse` would; at the first construct it does not cover
+`str.split`, and hands each simple command to `_resolve.resolve`, exactly as the
+character-level reader in `_parse` would; at the first construct it does not cover
 (an expansion, an escape, a parenthesis, a here-doc, a comment, a reserved word, a brace
 list, ...) it declines, taking back whatever it added to the parser's results, and the
 full reader runs instead. A property test over the adversarial corpus and generated
@@ -19,13 +19,13 @@ import re
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from . import _shell_resolve
-from ._carrier import raw_constructor
-from ._shell_env import check_assignment
-from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
+from ..._carrier import raw_constructor
+from . import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
+from . import _resolve as _resolve
+from ._env import check_assignment
 
 if TYPE_CHECKING:
-    from ._shell_parse import Parser
+    from ._parse import Parser
 
 MAX_COMMANDS = 512  # a bound on work per call: a longer script is not analysed
 
@@ -146,7 +146,7 @@ def _word(raw: str) -> Word | None:
         else:
             parts.append(single or double)
     text = "".join(parts)
-    if glob and "{" in text and _shell_resolve.BRACE_LIST.search(text):
+    if glob and "{" in text and _resolve.BRACE_LIST.search(text):
         return None  # a brace list, maybe across quotes (`a*'x'{b,c}`): the runners skip the check
     return new_word(text, True, text, text, glob, literal_tilde(raw, text))
 
@@ -292,10 +292,10 @@ def _read_segments(
 
 def _resolve_all(p: Parser, commands: _Commands) -> None:
     """Append what `commands` (from `_read_pieces`) run to `p.out`."""
-    resolve = _shell_resolve.resolve
-    resolve_runner = _shell_resolve.resolve_runner
-    names = _shell_resolve.NAMES
-    reentrant = _shell_resolve.REENTRANT
+    resolve = _resolve.resolve
+    resolve_runner = _resolve.resolve_runner
+    names = _resolve.NAMES
+    reentrant = _resolve.REENTRANT
     out = p.out
     braceless = p.braceless
     for words, redirects, assignments in commands:

@@ -19,7 +19,7 @@ Example:
     import asyncio
 
     from helikon import MemorySession, TextPart, ToolCalled, UserMessageEvent
-    from helikon.core.crash_repair import close_interrupted_turn
+    from helikon.core.session.crash_repair import close_interrupted_turn
     from helikon.core.session import ToolReturned, ToolsStarted, TurnClosed, TurnOpened
 
     async def main() -> None:
@@ -43,9 +43,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .exceptions import SessionConflict
-from .items import TextPart, ToolUsePart
-from .session import (
+from ..exceptions import SessionConflict
+from ..items import TextPart, ToolUsePart
+from . import (
     AssistantMessageEvent,
     SequenceId,
     Session,

@@ -14,7 +14,7 @@ Pattern syntax:
 - case-insensitive.
 
 ```python
-from helikon.core.path_glob import PathGlob
+from helikon.core.governance.path_glob import PathGlob
 
 assert PathGlob.compile(".env").matches("config/.ENV")
 assert PathGlob.compile("src/**").matches("./src/../src/app/main.py")
@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from .exceptions import UserError
+from ..exceptions import UserError
 
 __all__ = ["PathGlob", "clean_path", "is_protected_dotpath"]
 

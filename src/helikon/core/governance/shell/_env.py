@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .shell import _Unparseable
+from . import _Unparseable
 
 # Prompt strings and the command run before a prompt (expanded with command substitution),
 # the startup files a non-interactive shell sources, exported functions, shell options

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from .items import AssistantMessage, Item, ReasoningPart, ToolCall, ToolResult, ToolUsePart
+from ..items import AssistantMessage, Item, ReasoningPart, ToolCall, ToolResult, ToolUsePart
 
 
 def _call_ids(item: Item) -> list[str]:

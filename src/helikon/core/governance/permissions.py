@@ -12,8 +12,8 @@ Example:
     import asyncio
 
     from helikon import RunContext
-    from helikon.core.permissions import authorize
-    from helikon.core.rules import DenyRule
+    from helikon.core.governance.permissions import authorize
+    from helikon.core.governance.rules import DenyRule
     from helikon.core.tools import ToolEffect
 
     ctx = RunContext.ephemeral(None).with_deny_rules([DenyRule.bash_command("curl")])
@@ -28,19 +28,19 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from ._callbacks import CallbackRaised, CallbackReturned
-from ._carrier import carrier, raw_constructor
+from .._callbacks import CallbackRaised, CallbackReturned
+from .._carrier import carrier, raw_constructor
+from .._json import JsonValue
+from ..events import AgentEvent, ApprovalRequested
+from ..tools import ToolEffect
+from . import ApprovalOutcome, PermissionDecision, PermissionMode
 from ._guards import CLEAR as GUARDS_CLEAR
 from ._guards import checks as _guard_checks
-from ._json import JsonValue
-from .events import AgentEvent, ApprovalRequested
-from .governance import ApprovalOutcome, PermissionDecision, PermissionMode
 from .path_glob import PathGlob
 from .rules import EDIT_TOOLS, READ_TOOLS, AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
-from .tools import ToolEffect
 
 if TYPE_CHECKING:
-    from .context import RunContext
+    from ..context import RunContext
 
 Step = Literal["deny_rule", "guard", "allow_rule", "mode", "policy", "approval", "default"]
 

@@ -1,7 +1,7 @@
 """The compound commands of the full shell reader: `if`, loops, `case`, groups, functions, `[[ ]]`.
 
 `CompoundReader` walks each compound command's lists through the command-level hooks
-`_shell_parse.Parser` supplies (`parse_list`, `parse_command`, the blank and operator
+`_parse.Parser` supplies (`parse_list`, `parse_command`, the blank and operator
 scanners, trailing redirections); `COMPOUND` maps the reserved word that opens one to its
 reader.
 """
@@ -12,10 +12,10 @@ import re
 from abc import abstractmethod
 from collections.abc import Callable
 
-from ._shell_env import check_assignment
-from ._shell_lex import STOP
-from ._shell_words import VAR_NAME, WordReader, arith_check
-from .shell import Redirect, SimpleCommand, Word, _Unparseable
+from . import Redirect, SimpleCommand, Word, _Unparseable
+from ._env import check_assignment
+from ._lex import STOP
+from ._words import VAR_NAME, WordReader, arith_check
 
 _literal = Word.plain
 _COPROC_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*[ \t]+(?=[{(])")

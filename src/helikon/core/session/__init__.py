@@ -19,12 +19,11 @@ from dataclasses import field
 from datetime import UTC, datetime
 from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, runtime_checkable
 
-from ._adapter import LazyAdapter
-from ._carrier import carrier
-from ._json import JsonValue
-from ._pair_cut import whole_cut
-from .events import TokenUsage
-from .items import (
+from .._adapter import LazyAdapter
+from .._carrier import carrier
+from .._json import JsonValue
+from ..events import TokenUsage
+from ..items import (
     AssistantMessage,
     ContentPart,
     Item,
@@ -33,7 +32,8 @@ from .items import (
     ToolResult,
     UserMessage,
 )
-from .model import ToolDef
+from ..model import ToolDef
+from ._pair_cut import whole_cut
 
 SequenceId = NewType("SequenceId", int)
 """A position in one session's log: 0 for the first event, then +1 per event."""
@@ -120,7 +120,7 @@ class Compacted:
 
 @carrier
 class RequestHeader:
-    """The part of the model requests from here on that is not conversation (see `helikon.core.request_log`).
+    """The part of the model requests from here on that is not conversation (see `request_log`).
 
     A runner writes one before a model call only when it differs from the last one in the
     log: `provider`, `model`, `settings` (the `ModelSettings` fields that are set, as JSON),
@@ -144,7 +144,7 @@ class Rewound:
 
     The events after `to_seq` up to this marker leave the conversation (`project`) but stay
     in the log (`events()`): a branch abandoned, to which a later `Rewound` can switch back
-    by naming its last event. Appended by `rewind` (see `helikon.core.branches`).
+    by naming its last event. Appended by `rewind` (see `helikon.core.session.branches`).
     """
 
     type: Literal["rewound"] = "rewound"
@@ -154,7 +154,7 @@ class Rewound:
 
 @carrier
 class Forked:
-    """This session was forked from `from_session` at its `at_seq` (see `helikon.core.branches`).
+    """This session was forked from `from_session` at its `at_seq` (see `helikon.core.session.branches`).
 
     `fork` copies the parent's events 0..`at_seq` (same seqs, same ids) and appends this
     marker after them; a fork of a fork so keeps its whole ancestry in its log. Projects to
@@ -169,7 +169,7 @@ class Forked:
 
 @carrier
 class TurnOpened:
-    """A run began writing this session as it goes (a durable run, see `helikon.core.crash_repair`).
+    """A run began writing this session as it goes (a durable run, see `helikon.core.session.crash_repair`).
 
     Its `TurnClosed` (same `run_id`) follows when the run ends; a turn still open when the
     session is next used was cut short by a crash. Projects to nothing.
@@ -211,7 +211,7 @@ class UnknownEvent:
     It is kept verbatim, so it round-trips unchanged through `events()` and `append`;
     `project` skips it. `data` is the whole stored JSON object, `type` key included.
 
-    `version` is the stored format version it was read in (see `helikon.core.codec`) and
+    `version` is the stored format version it was read in (see `helikon.core.session.codec`) and
     is written back with it. Format 1 keeps every unknown event; from format 2 on, a reader
     keeps one only when its writer marked it `"ignorable": true` in `data`, and refuses the
     session otherwise (`UnreadableSessionEvent`). A stored payload that is no event at all
@@ -277,7 +277,7 @@ def _session_event_type() -> object:
 
 
 SESSION_EVENT_ADAPTER: LazyAdapter[KnownSessionEvent] = LazyAdapter(_session_event_type)
-"""JSON (de)serialization of the known `SessionEvent` variants (see `helikon.core.codec` for all)."""
+"""JSON (de)serialization of the known `SessionEvent` variants (see `helikon.core.session.codec` for all)."""
 
 
 class SessionEntry(NamedTuple):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .events import (
+from ..events import (
     AgentEvent,
     GuardrailTriggered,
     HandoffItem,
@@ -14,8 +14,8 @@ from .events import (
     ToolCallItem,
     ToolOutputItem,
 )
-from .items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
-from .session import (
+from ..items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
+from . import (
     AssistantMessageEvent,
     HandoffOccurred,
     RequestHeader,

@@ -12,9 +12,9 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, cast
 
-from ._carrier import raw_constructor
-from .events import TokenUsage
-from .items import (
+from .._carrier import raw_constructor
+from ..events import TokenUsage
+from ..items import (
     AssistantMessage,
     AudioPart,
     Base64Source,
@@ -30,8 +30,8 @@ from .items import (
     UrlSource,
     UserMessage,
 )
-from .model import ToolDef
-from .session import (
+from ..model import ToolDef
+from . import (
     AssistantMessageEvent,
     Compacted,
     Forked,

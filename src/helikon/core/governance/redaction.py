@@ -11,7 +11,7 @@ Two passes, both replacing with `***`:
    values shorter than 8 characters or common words are never scanned for.
 
 ```python
-from helikon.core.redaction import Redactor
+from helikon.core.governance.redaction import Redactor
 
 redactor = Redactor(["sk-live-0123456789"])
 text = 'GITHUB_TOKEN=ghp_abc export DB_PASSWORD=hunter22 {"openai_api_key": "x1"} sk-LIVE-0123456789'
@@ -25,8 +25,8 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from ._json import JsonValue
-from .exceptions import UserError
+from .._json import JsonValue
+from ..exceptions import UserError
 
 __all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "env_secrets", "is_secret_name"]
 
@@ -98,7 +98,7 @@ class Redactor:
     """Scrubs secrets from text; build once per run, then call `redact` per tool output.
 
     ```python
-    from helikon.core.redaction import Redactor
+    from helikon.core.governance.redaction import Redactor
 
     redactor = Redactor.from_environ({"STRIPE_API_KEY": "rk_live_abcdef123"}, extra=["my-app-secret-1"])
     assert redactor.redact("key rk_live_abcdef123 / my-app-secret-1") == "key *** / ***"

@@ -5,11 +5,11 @@ Bash command parsed, the path normalized) and every rule reuses it, so fifty rul
 and the default guards cost a few microseconds per call. Passing `(tool, args)` to a
 rule directly also works (the parse is cached).
 
-A Bash command that cannot be analysed (see `helikon.core.shell`) fails closed: it
+A Bash command that cannot be analysed (see `helikon.core.governance.shell`) fails closed: it
 matches every deny rule, no allow rule, and trips every default guard.
 
 ```python
-from helikon.core.rules import AllowRule, DenyRule, GuardRule, ToolSubject
+from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule, ToolSubject
 
 call = ToolSubject.of("Bash", {"command": "git status && sudo rm -rf /"})
 assert DenyRule.bash_command("rm").matches(call)
@@ -25,12 +25,12 @@ from collections.abc import Iterable, Mapping
 from enum import StrEnum
 from typing import Literal
 
+from .._carrier import carrier
+from .._json import JsonValue
+from ..exceptions import UserError
 from . import _guards
-from ._carrier import carrier
 from ._guards import LOWER_NAMES as _LOWER_NAMES
 from ._guards import learn_lower_names as _learn_lower_names
-from ._json import JsonValue
-from .exceptions import UserError
 from .path_glob import PathGlob, clean_path
 from .shell import ShellParse
 from .shell import _parse_text as _parse  # pyright: ignore[reportPrivateUsage]
@@ -65,7 +65,7 @@ class ToolSubject:
     """One tool call, read once for every rule: the parsed command, the normalized path.
 
     ```python
-    from helikon.core.rules import ToolSubject
+    from helikon.core.governance.rules import ToolSubject
 
     call = ToolSubject.of("Bash", {"command": "cd src && timeout 5 pytest -q"})
     assert call.programs == frozenset({"cd", "pytest", "timeout"})
@@ -221,7 +221,7 @@ class DenyRule:
     """Refuse a call; evaluated first, so it holds even in `BYPASS` mode.
 
     ```python
-    from helikon.core.rules import DenyRule
+    from helikon.core.governance.rules import DenyRule
 
     rule = DenyRule.bash_command("rm")
     assert rule.matches("Bash", {"command": "echo ok && sudo /bin/rm -rf ."})
@@ -288,7 +288,7 @@ class AllowRule:
     or a path outside the standard bin directories.
 
     ```python
-    from helikon.core.rules import AllowRule
+    from helikon.core.governance.rules import AllowRule
 
     git = AllowRule.bash_command("git")
     assert git.matches("Bash", {"command": "git status && git diff | git apply"})
@@ -344,7 +344,7 @@ def allowed_by(rules: Iterable[AllowRule], tool: str | ToolSubject, args: JsonVa
     """Whether `rules` together allow the call: one rule matches, or the Bash rules cover every sub-command.
 
     ```python
-    from helikon.core.rules import AllowRule, allowed_by
+    from helikon.core.governance.rules import AllowRule, allowed_by
 
     rules = [AllowRule.bash_command("git"), AllowRule.bash_command("ls")]
     assert allowed_by(rules, "Bash", {"command": "ls && git status"})
@@ -384,7 +384,7 @@ class GuardRule:
     and `GuardRule.deny(rule, reason)` guard with any `DenyRule`.
 
     ```python
-    from helikon.core.rules import DenyRule, GuardAction, GuardRule
+    from helikon.core.governance.rules import DenyRule, GuardAction, GuardRule
 
     guard = GuardRule.ask(DenyRule.bash_command("git"), "git changes the repository")
     assert guard.check("Bash", {"command": "git push"}) == "git changes the repository"

@@ -31,15 +31,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from ._json import JsonObject, JsonValue
-from .context import RunConfig
-from .events import MessageOutput, RunFailed
-from .exceptions import InvalidArgs, ToolError, UserError
-from .tools import ToolEffect, ToolOutput
+from .._json import JsonObject, JsonValue
+from ..context import RunConfig
+from ..events import MessageOutput, RunFailed
+from ..exceptions import InvalidArgs, ToolError, UserError
+from ..tools import ToolEffect, ToolOutput
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .context import ToolContext
+    from ..agent import Agent
+    from ..context import ToolContext
 
 Ctx = TypeVar("Ctx")
 

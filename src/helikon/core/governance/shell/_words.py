@@ -1,4 +1,4 @@
-"""The word reader behind `_shell_parse.Parser`: quoting, escapes and expansions.
+"""The word reader behind `_parse.Parser`: quoting, escapes and expansions.
 
 Reads one shell word the way Bash removes its quotes (`'…'`, `"…"`, `$'…'`, `$"…"`,
 backslashes, line continuations) and records where its expansions are (`$X`, `${…}`,
@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from abc import ABC, abstractmethod
 
-from ._shell_lex import PLAIN, SPECIAL, STOP, literal_tilde, new_word
-from .shell import MAX_NESTING, Word, _Unparseable
+from . import MAX_NESTING, Word, _Unparseable
+from ._lex import PLAIN, SPECIAL, STOP, literal_tilde, new_word
 
 VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
 _SAFE_PARAM = re.compile(r"[A-Za-z0-9_#!@*?:\-+=%/.,^~ \[\]]*")

@@ -2,7 +2,7 @@
 
 `Wrapper` describes one (`timeout DURATION cmd`, `sudo -u USER cmd`, `su USER -c CMD`):
 which short and long options take an argument, which one holds a shell string, how many
-operands come before the command. `_shell_resolve` strips them by these tables.
+operands come before the command. `_resolve` strips them by these tables.
 """
 
 from __future__ import annotations

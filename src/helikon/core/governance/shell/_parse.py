@@ -2,10 +2,10 @@
 
 A character-level reader over the POSIX/Bash lexical rules (blanks, operators, here-docs
 here; quotes, escapes, `$'…'`, `$(…)`, backticks, `${…}`, `$((…))` in
-`_shell_words.WordReader`) that walks lists and simple commands (the compound ones,
+`_words.WordReader`) that walks lists and simple commands (the compound ones,
 `if`, loops, `case`, groups, subshells, functions, `[[ ]]`, in
-`_shell_compound.CompoundReader`) and hands each simple command's words to
-`_shell_resolve.resolve`. A command `_shell_lex.read_fast` can read in one pass never
+`_compound.CompoundReader`) and hands each simple command's words to
+`_resolve.resolve`. A command `_lex.read_fast` can read in one pass never
 gets here.
 """
 
@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import re
 
-from . import _shell_resolve
-from ._shell_compound import COMPOUND, UNEXPECTED, CompoundReader
-from ._shell_env import check_assignment
-from ._shell_lex import (
+from . import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
+from . import _resolve as _resolve
+from ._compound import COMPOUND, UNEXPECTED, CompoundReader
+from ._env import check_assignment
+from ._lex import (
     ASSIGNMENT,
     FAST_WORD,
     IO_NUMBER,
@@ -28,10 +29,9 @@ from ._shell_lex import (
     new_word,
     read_fast,
 )
-from .shell import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
 
 _literal = Word.plain
-_STDIN_READERS = _shell_resolve.POSIX_SHELLS | {"source", ".", "eval"}
+_STDIN_READERS = _resolve.POSIX_SHELLS | {"source", ".", "eval"}
 # In an assignment's subscript, what this reader would cut the word at or evaluate.
 _UNSAFE_SUBSCRIPT = re.compile(r"[\s<>;&|()#'\"`\\$]")
 
@@ -45,7 +45,7 @@ class Parser(CompoundReader):
         "braceless", "heredocs", "i", "n", "nesting", "out", "plain", "redirects", "s", "stdin_scripts"
     )  # fmt: skip
 
-    fast = True  # try `_shell_lex.read_fast` first (the tests turn it off to compare)
+    fast = True  # try `_lex.read_fast` first (the tests turn it off to compare)
 
     def __init__(self, src: str, nesting: int, out: list[SimpleCommand] | None = None,
                  redirects: list[Redirect] | None = None) -> None:  # fmt: skip
@@ -58,7 +58,7 @@ class Parser(CompoundReader):
         # No `$`, backslash, backtick, parenthesis, non-ASCII or odd blank in the source (see
         # `read_fast`): nor in a script taken from it, whose characters are all the source's.
         self.plain = False
-        # Resolving words `read_fast` read, which hold no brace list (see `_shell_lex._word`).
+        # Resolving words `read_fast` read, which hold no brace list (see `_lex._word`).
         self.braceless = False
         self.out: list[SimpleCommand] = [] if out is None else out
         self.redirects: list[Redirect] = [] if redirects is None else redirects
@@ -294,7 +294,7 @@ class Parser(CompoundReader):
             words.append(word)
         self.redirects.extend(redirects)
         if words:
-            _shell_resolve.resolve(self, words, tuple(redirects), tuple(assignments), (), heredoc_bodies)
+            _resolve.resolve(self, words, tuple(redirects), tuple(assignments), (), heredoc_bodies)
 
     def _function_def(self) -> bool:
         j = self.i + 1

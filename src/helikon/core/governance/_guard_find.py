@@ -13,8 +13,8 @@ from collections.abc import Iterator
 from operator import attrgetter
 
 from ._guard_patterns import glob_matches, glob_run, glob_tokens
-from ._shell_wrappers import WRAPPERS as WRAPPER_SPECS
 from .shell import SimpleCommand, Word
+from .shell._wrappers import WRAPPERS as WRAPPER_SPECS
 
 _TEXT = attrgetter("text")
 FIND_NAME_TESTS = frozenset({"-name", "-iname"})

@@ -11,22 +11,22 @@ import re
 from operator import attrgetter
 from typing import TYPE_CHECKING
 
-from ._carrier import raw_constructor
-from ._shell_env import check_assignment
-from ._shell_wrappers import JOINING as _JOINING
-from ._shell_wrappers import LD_SO as _LD_SO
-from ._shell_wrappers import LONG_FLAGS as _LONG_FLAGS
-from ._shell_wrappers import OPAQUE_RUNNERS as _OPAQUE_RUNNERS
-from ._shell_wrappers import SCRIPT as _SCRIPT
-from ._shell_wrappers import SU as _SU
-from ._shell_wrappers import WATCH as _WATCH
-from ._shell_wrappers import WRAPPERS as _WRAPPERS
-from ._shell_wrappers import XARGS as _XARGS
-from ._shell_wrappers import Wrapper as _Wrapper
-from .shell import Redirect, SimpleCommand, Word, _Unparseable
+from ..._carrier import raw_constructor
+from . import Redirect, SimpleCommand, Word, _Unparseable
+from ._env import check_assignment
+from ._wrappers import JOINING as _JOINING
+from ._wrappers import LD_SO as _LD_SO
+from ._wrappers import LONG_FLAGS as _LONG_FLAGS
+from ._wrappers import OPAQUE_RUNNERS as _OPAQUE_RUNNERS
+from ._wrappers import SCRIPT as _SCRIPT
+from ._wrappers import SU as _SU
+from ._wrappers import WATCH as _WATCH
+from ._wrappers import WRAPPERS as _WRAPPERS
+from ._wrappers import XARGS as _XARGS
+from ._wrappers import Wrapper as _Wrapper
 
 if TYPE_CHECKING:
-    from ._shell_parse import Parser as _Parser
+    from ._parse import Parser as _Parser
 
 
 _literal = Word.plain
@@ -109,7 +109,7 @@ def program_name(word: Word) -> str:
 
 
 # Program names already checked, by the word's text (for literal, glob-free words only:
-# the checks below depend on nothing else); `_shell_lex.read_fast` reads it too.
+# the checks below depend on nothing else); `_lex.read_fast` reads it too.
 # Bounded: words of up to `NAME_KEPT_MAX` characters, cleared when full.
 NAMES: dict[str, str] = {}
 NAMES_MAX = 2048

@@ -6,7 +6,7 @@ fetches only the entries appended after them (by any writer, in any process). Re
 long session then cost the tail, not the whole log.
 
 A cache may also start from a projection checkpoint (`start_at`, see
-`helikon.core.checkpoint`): it then holds the projection of events 0..`as_of_seq` without
+`helikon.core.session.checkpoint`): it then holds the projection of events 0..`as_of_seq` without
 their entries, and only the entries after them. `snapshot()` needs nothing more; a read
 of `events()` reaching before them fetches the missing prefix once (`fill_prefix`).
 """
@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from . import ConversationSnapshot, Projection, SequenceId, SessionEntry, SessionEvent, event_step
 from .checkpoint import copy_projection, restored_projection
-from .session import ConversationSnapshot, Projection, SequenceId, SessionEntry, SessionEvent, event_step
 
 
 class LogCache:

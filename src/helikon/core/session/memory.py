@@ -7,12 +7,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from ._envelope import check_expected_seq, check_ids, check_page, metadata_json, retry_plan
-from ._json import JsonValue
-from .branches import Branching
-from .codec import encode_event, stored_version, upgrade
-from .exceptions import SessionConflict, UnreadableSessionEvent, UserError
-from .session import (
+from .._json import JsonValue
+from ..exceptions import SessionConflict, UnreadableSessionEvent, UserError
+from . import (
     ConversationSnapshot,
     Projection,
     SequenceId,
@@ -23,6 +20,9 @@ from .session import (
     UnknownEvent,
     event_step,
 )
+from ._envelope import check_expected_seq, check_ids, check_page, metadata_json, retry_plan
+from .branches import Branching
+from .codec import encode_event, stored_version, upgrade
 
 
 class MemorySession(Branching):
@@ -30,7 +30,7 @@ class MemorySession(Branching):
 
     It keeps the same envelope as the durable backends (an id per event, idempotent
     retries, `expected_seq`) and reads an `UnknownEvent` by the same rules as if it had been
-    stored (`helikon.core.codec.upgrade`), so code tested on it behaves the same on them.
+    stored (`helikon.core.session.codec.upgrade`), so code tested on it behaves the same on them.
 
     Example:
         ```python

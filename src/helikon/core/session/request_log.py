@@ -13,7 +13,7 @@ message) leaves no turn to rebuild.
 Example:
     ```python
     from helikon.core.items import TextPart
-    from helikon.core.request_log import rebuild_request
+    from helikon.core.session.request_log import rebuild_request
     from helikon.core.session import AssistantMessageEvent, RequestHeader, UserMessageEvent
 
     log = [
@@ -31,14 +31,14 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from ._adapter import LazyAdapter
-from ._json import JsonValue
-from .conversation_check import valid_request
-from .events import RequestSent
-from .exceptions import UserError
-from .items import Item, SystemMessage
-from .model import ModelRequest, ModelSettings
-from .session import (
+from .._adapter import LazyAdapter
+from .._json import JsonValue
+from ..conversation_check import valid_request
+from ..events import RequestSent
+from ..exceptions import UserError
+from ..items import Item, SystemMessage
+from ..model import ModelRequest, ModelSettings
+from . import (
     AssistantMessageEvent,
     Projection,
     RequestHeader,
@@ -70,7 +70,7 @@ def header_of(sent: RequestSent) -> RequestHeader:
         ```python
         from helikon.core.events import RequestSent
         from helikon.core.model import ModelSettings
-        from helikon.core.request_log import header_of
+        from helikon.core.session.request_log import header_of
 
         header = header_of(RequestSent(provider="p", model="m", settings=ModelSettings(temperature=0.0)))
         assert header.settings == {"temperature": 0.0}

@@ -49,11 +49,10 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Self
 
-from ._carrier import carrier
-from ._envelope import check_expected_seq
-from .exceptions import SessionConflict, UserError
-from .items import ReasoningPart, ToolUsePart
-from .session import (
+from .._carrier import carrier
+from ..exceptions import SessionConflict, UserError
+from ..items import ReasoningPart, ToolUsePart
+from . import (
     AssistantMessageEvent,
     Forked,
     Rewound,
@@ -65,6 +64,7 @@ from .session import (
     ToolReturned,
     active_path,
 )
+from ._envelope import check_expected_seq
 
 
 @carrier

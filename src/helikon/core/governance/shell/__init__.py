@@ -11,7 +11,7 @@ nesting past the bound, look-alike characters in a program name, ...) makes the 
 *unparseable*; the rules then fail closed. See `docs/shell-matcher.md`.
 
 ```python
-from helikon.core.shell import parse_command
+from helikon.core.governance.shell import parse_command
 
 parsed = parse_command("cd src && FOO=1 sudo -u root rm -rf build 2>/dev/null")
 assert [c.program for c in parsed.commands] == ["cd", "rm"]
@@ -26,11 +26,11 @@ import re
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
-from ._carrier import carrier, raw_constructor
-from .exceptions import UserError
+from ..._carrier import carrier, raw_constructor
+from ...exceptions import UserError
 
 if TYPE_CHECKING:
-    from ._shell_parse import Parser
+    from ._parse import Parser
 
 __all__ = ["MAX_NESTING", "Redirect", "ShellParse", "SimpleCommand", "Word", "parse_command"]
 
@@ -187,7 +187,7 @@ def _parse_text(command: str) -> ShellParse:
     """`parse_command` for a `str`, without the type check: through the cache when short."""
     if len(command) <= _CACHED_COMMAND_MAX:
         return _parse_cached(command)
-    return _parse(command)
+    return _read(command)
 
 
 # A name with a subscript that holds a command substitution, anywhere in the text: `let`,
@@ -199,7 +199,7 @@ _SUBSCRIPT_SUBSTITUTION = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\[(?:[^\]\[;&|\n]|\
 _QUOTING = re.compile(r"['\"\\]")
 
 
-def _parse(command: str) -> ShellParse:
+def _read(command: str) -> ShellParse:
     if (
         "[" in command
         and ("$" in command or "`" in command)
@@ -216,7 +216,7 @@ def _parse(command: str) -> ShellParse:
     return _new_parse(tuple(parser.out), tuple(parser.redirects), "")
 
 
-_parse_cached = lru_cache(maxsize=2048)(_parse)
+_parse_cached = lru_cache(maxsize=2048)(_read)
 _new_parse = raw_constructor(ShellParse)
 _parser_class: type[Parser] | None = None
 
@@ -225,7 +225,7 @@ def _load_parser() -> type[Parser]:
     # Imported on first use, not per call (an import statement costs about a
     # microsecond), and not at the top: the parser needs the types above.
     global _parser_class
-    from ._shell_parse import Parser
+    from ._parse import Parser
 
     _parser_class = Parser
     return Parser

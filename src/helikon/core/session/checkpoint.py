@@ -22,7 +22,7 @@ it. Folding resumes at `as_of_seq + 1` exactly, so no event is applied twice or 
 
 Example:
     ```python
-    from helikon.core.checkpoint import decode_state, encode_state, restored_projection
+    from helikon.core.session.checkpoint import decode_state, encode_state, restored_projection
     from helikon.core.items import TextPart
     from helikon.core.session import UserMessageEvent, event_step, project
 
@@ -46,9 +46,9 @@ import typing
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple, cast
 
-from ._adapter import LazyAdapter
-from ._carrier import raw_constructor
-from .items import (
+from .._adapter import LazyAdapter
+from .._carrier import raw_constructor
+from ..items import (
     ITEM_ADAPTER,
     AssistantMessage,
     ContentPart,
@@ -59,7 +59,7 @@ from .items import (
     ToolResult,
     UserMessage,
 )
-from .session import KnownSessionEvent, Projection
+from . import KnownSessionEvent, Projection
 
 CHECKPOINT_EVERY: Final = 128
 """Events folded past a session's checkpoint before a reader writes a newer one.

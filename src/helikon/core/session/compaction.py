@@ -21,7 +21,7 @@ Example:
     import asyncio
 
     from helikon import MemorySession
-    from helikon.core.compaction import CompactingSession
+    from helikon.core.session.compaction import CompactingSession
     from helikon.core.items import TextPart
     from helikon.core.session import UserMessageEvent
     from helikon.testing import MockModel, text_turn
@@ -45,11 +45,11 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from ._callbacks import raised
-from .cancel import CancellationToken
-from .conversation_check import ensure_provider_valid
-from .exceptions import SessionConflict, UserError
-from .items import (
+from .._callbacks import raised
+from ..cancel import CancellationToken
+from ..conversation_check import ensure_provider_valid
+from ..exceptions import SessionConflict, UserError
+from ..items import (
     AssistantMessage,
     ContentPart,
     Item,
@@ -61,8 +61,8 @@ from .items import (
     ToolUsePart,
     UserMessage,
 )
-from .model import Model, ModelRequest, ModelSettings, TokenDelta
-from .session import (
+from ..model import Model, ModelRequest, ModelSettings, TokenDelta
+from . import (
     AssistantMessageEvent,
     Compacted,
     ConversationSnapshot,
@@ -185,7 +185,7 @@ class CompactingSession:
         import asyncio
 
         from helikon import MemorySession
-        from helikon.core.compaction import CompactingSession
+        from helikon.core.session.compaction import CompactingSession
         from helikon.core.items import TextPart
         from helikon.core.session import Compacted, UserMessageEvent
         from helikon.testing import MockModel, text_turn

@@ -10,9 +10,9 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from ._json import JsonValue
+from .._json import JsonValue
+from ..exceptions import SessionConflict, UserError
 from .codec import decode_event, encode_event
-from .exceptions import SessionConflict, UserError
 
 _V1_IDS = uuid.UUID("9b6a4f62-3c1e-5d0a-8e3b-68656c696b6f")
 """The namespace of the ids given to events stored before ids existed (format 1)."""

@@ -1,0 +1,79 @@
+"""Old import paths of the modules that moved into `core`'s families.
+
+`core/` was one flat folder until 0.2; its session, governance and shell modules now live in
+`core/session/`, `core/governance/` and `core/governance/shell/`, and the other compositions of
+agents in `core/workflows/`. Code written against the old paths keeps working: importing an old
+name gives the new module itself (the same object, so patching either name patches both).
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.abc
+import importlib.machinery
+import sys
+from collections.abc import Sequence
+from types import MappingProxyType, ModuleType
+
+MOVED = MappingProxyType(
+    {
+        "helikon.core.codec": "helikon.core.session.codec",
+        "helikon.core._fast_decode": "helikon.core.session._fast_decode",
+        "helikon.core._envelope": "helikon.core.session._envelope",
+        "helikon.core._log_cache": "helikon.core.session._log_cache",
+        "helikon.core._memory_session": "helikon.core.session.memory",
+        "helikon.core.branches": "helikon.core.session.branches",
+        "helikon.core.checkpoint": "helikon.core.session.checkpoint",
+        "helikon.core.compaction": "helikon.core.session.compaction",
+        "helikon.core.crash_repair": "helikon.core.session.crash_repair",
+        "helikon.core.request_log": "helikon.core.session.request_log",
+        "helikon.core.recorder": "helikon.core.session.recorder",
+        "helikon.core.permissions": "helikon.core.governance.permissions",
+        "helikon.core.rules": "helikon.core.governance.rules",
+        "helikon.core.path_glob": "helikon.core.governance.path_glob",
+        "helikon.core.redaction": "helikon.core.governance.redaction",
+        "helikon.core._redactor_cache": "helikon.core.governance._redactor_cache",
+        "helikon.core._guards": "helikon.core.governance._guards",
+        "helikon.core._guard_find": "helikon.core.governance._guard_find",
+        "helikon.core._guard_patterns": "helikon.core.governance._guard_patterns",
+        "helikon.core.shell": "helikon.core.governance.shell",
+        "helikon.core._shell_compound": "helikon.core.governance.shell._compound",
+        "helikon.core._shell_env": "helikon.core.governance.shell._env",
+        "helikon.core._shell_lex": "helikon.core.governance.shell._lex",
+        "helikon.core._shell_parse": "helikon.core.governance.shell._parse",
+        "helikon.core._shell_resolve": "helikon.core.governance.shell._resolve",
+        "helikon.core._shell_words": "helikon.core.governance.shell._words",
+        "helikon.core._shell_wrappers": "helikon.core.governance.shell._wrappers",
+        "helikon.core.swarm": "helikon.core.workflows.swarm",
+        "helikon.core.agent_tool": "helikon.core.workflows.agent_tool",
+        "helikon.core._pair_cut": "helikon.core.session._pair_cut",
+    }
+)
+"""Old module name -> the module it is now."""
+
+
+class _Alias(importlib.abc.Loader):
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
+        return None  # a throwaway module; exec_module puts the real one in its place
+
+    def exec_module(self, module: ModuleType) -> None:
+        # The import system reads sys.modules again after exec_module, so the import
+        # statement binds the moved module itself.
+        sys.modules[module.__name__] = importlib.import_module(MOVED[module.__name__])
+
+
+class MovedModules(importlib.abc.MetaPathFinder):
+    """Finds an old module name in `MOVED` and loads it as the module it is now."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MOVED:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, _Alias())
+
+
+def install() -> None:
+    """Put the finder on `sys.meta_path` once (a no-op when it is already there)."""
+    if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
+        sys.meta_path.append(MovedModules())
