@@ -11,6 +11,7 @@ object of a type this version does not know), naming its seq; the events after i
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -122,6 +123,7 @@ class Store:
 
     open: Callable[[str], Any]
     write_raw: Callable[[str, int, bytes, int], Awaitable[bool]]  # False: the store cannot hold it
+    name: str = ""
 
 
 @pytest.fixture
@@ -191,7 +193,7 @@ async def redis_script_store(redis_url: str) -> AsyncIterator[Store]:
 
 @pytest.fixture(params=["sqlite", "postgres", "redis_hiredis", "redis_script"])
 def store(request: pytest.FixtureRequest) -> Store:
-    return request.getfixturevalue(f"{request.param}_store")
+    return dataclasses.replace(request.getfixturevalue(f"{request.param}_store"), name=request.param)
 
 
 # --- the checks -------------------------------------------------------------------------------------
@@ -292,7 +294,11 @@ async def test_a_snapshot_that_writes_a_checkpoint_over_a_damaged_row(store: Sto
     logged = [say(str(n)) for n in range(CHECKPOINT_EVERY + 5)]
     await writer.append(logged)
     if not await store.write_raw(sid, len(logged), payload, 2):
-        pytest.skip("this store cannot hold the payload")
+        # Only PostgreSQL refuses a row outright (its json column takes UTF-8 JSON text only):
+        # such a row cannot be there to read, and the log stays as it was.
+        assert payload == SPECIAL[0] and store.name == "postgres"
+        assert [e.event for e in await store.open(sid).events()] == logged
+        return
     await writer.append(AFTER)
     expected = await writer.snapshot()  # folds all of them: writes a checkpoint (or skips it)
     for _ in range(2):  # a cold object (from the checkpoint, if one was written), twice
