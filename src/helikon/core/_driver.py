@@ -11,7 +11,6 @@ resumes, before its next await. Whatever user code raises ends the run with `Run
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import replace
@@ -19,17 +18,16 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, CallbackReturned, short_repr
 from ._carrier import raw_constructor
-from ._tool_args import over_limit_message
 from ._tool_args import parse_args as _parse_args
-from ._tracing import RunTrace, attach, detach, traced, tracing_possible
+from ._tool_calls import run_tool
+from ._tracing import RunTrace, traced, tracing_possible
 from .agent import AgentInput
-from .context import RunConfig, RunContext, ToolContext
+from .context import RunConfig, RunContext
 from .conversation_check import valid_request
 from .events import (
     AgentError,
     AgentEvent,
     GuardrailTriggered,
-    PermissionDenied,
     RequestSent,
     RunCompleted,
     RunFailed,
@@ -37,9 +35,8 @@ from .events import (
     TokenUsage,
     ToolsStarting,
 )
-from .exceptions import Denied, InvalidArgs, ModelError
+from .exceptions import ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent, PermissionMode
-from .governance.permissions import authorize
 from .items import (
     AssistantMessage,
     ContentPart,
@@ -51,7 +48,6 @@ from .items import (
     UserMessage,
 )
 from .loop import (
-    TOOL_DENIED_PREFIX,
     ApplyHandoff,
     ApplyingHandoff,
     CallModel,
@@ -67,7 +63,6 @@ from .loop import (
     Start,
     ToolCallOutcome,
     ToolResults,
-    ToolStatus,
     TransitionCtx,
     TransitionInput,
     cancel_error,
@@ -77,10 +72,7 @@ from .loop import (
 from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
 
 if TYPE_CHECKING:
-    from opentelemetry.trace import Span
-
     from .agent import LlmAgent
-    from .governance.redaction import Redactor
 
 
 # Built once per model call when requests are recorded: every field is the driver's own.
@@ -556,7 +548,7 @@ class _Run:
         self.waiting = True
         try:
             if len(calls) == 1:
-                outcomes: Sequence[ToolCallOutcome] = (await self.run_tool(calls[0]),)
+                outcomes: Sequence[ToolCallOutcome] = (await run_tool(self, calls[0]),)
             else:
                 limit = self.config.parallel_tool_call_limit
                 if limit is not None and limit < len(calls):
@@ -564,11 +556,11 @@ class _Run:
 
                     async def bounded(call: ToolCall) -> ToolCallOutcome:
                         async with semaphore:
-                            return await self.run_tool(call)
+                            return await run_tool(self, call)
 
                     tasks = [asyncio.ensure_future(bounded(c)) for c in calls]
                 else:
-                    tasks = [asyncio.ensure_future(self.run_tool(c)) for c in calls]
+                    tasks = [asyncio.ensure_future(run_tool(self, c)) for c in calls]
                 try:
                     outcomes = await asyncio.gather(*tasks)
                 except CallbackRaised:
@@ -606,96 +598,6 @@ class _Run:
             self.emit = _drop
             if not tools.done():
                 tools.cancel()
-
-    async def run_tool(self, call: ToolCall) -> ToolCallOutcome:
-        """One call through every layer; what comes out (errors included) is redacted last."""
-        trace = self.trace
-        span = trace.start_tool(call) if trace is not None else None
-        try:
-            outcome = await self.run_tool_layers(call, span)
-        except CallbackRaised as exc:
-            if trace is not None and span is not None:
-                trace.end_tool(span, _outcome(call, f"Error: {exc}", "error"))
-            raise
-        redactor = self.redactor
-        if redactor is not None:
-            content = _redact_parts(redactor, outcome.content)
-            if content is not outcome.content:
-                outcome = replace(outcome, content=content)
-        if trace is not None and span is not None:
-            trace.end_tool(span, outcome)
-        return outcome
-
-    async def run_tool_layers(self, call: ToolCall, span: Span | None = None) -> ToolCallOutcome:
-        """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
-        agent, ctx = self.agent, self.ctx
-        tool = agent.tools_by_name.get(call.name)
-        if tool is None:
-            known = ", ".join(sorted(agent.tools_by_name)) or "none"
-            return _outcome(
-                call, f"Error: there is no tool named {call.name!r} (available: {known}).", "error"
-            )
-        args = call.args
-        if type(args) is str:  # not JSON, or cut at a limit (then nothing else sees it)
-            refused = over_limit_message(args)
-            if refused is not None:
-                return _outcome(call, refused, "invalid_args")
-        if self.hooks:
-            decision = await self.fire(
-                HookEvent("pre_tool_use", agent=agent.name, tool=call.name, call_id=call.call_id, args=args)
-            )
-            if decision.kind == "deny":
-                return _outcome(call, f"Error: a hook blocked the call: {decision.reason}", "error")
-            if decision.kind == "replace_input":
-                args = decision.value
-        if self.governed:
-            verdict = await authorize(ctx, call.name, args, tool.effect, call_id=call.call_id, emit=self.emit)
-            if not verdict.allowed:
-                self.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))
-                return _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
-            args = verdict.args
-        tool_ctx = ToolContext(
-            ctx,
-            call_id=call.call_id,
-            tool_name=call.name,
-            max_agent_depth=self.config.max_agent_depth,
-            span=span,
-        )
-        # The tool's own spans (an HTTP client's, say) nest under execute_tool: the span is
-        # current while the tool runs, in this task only.
-        token = attach(span) if span is not None else None
-        try:
-            content = (await tool.invoke(tool_ctx, args)).to_parts()
-        except InvalidArgs as exc:
-            message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
-            return _outcome(call, message, "invalid_args")
-        except Denied as exc:
-            # A refusal (a path outside the sandbox, say) is data for the model, streamed
-            # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
-            self.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
-            return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
-        except CallbackRaised:
-            raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
-        except Exception as exc:
-            return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
-        finally:
-            if token is not None:
-                detach(token)
-        if self.hooks:
-            decision = await self.fire(
-                HookEvent(
-                    "post_tool_use",
-                    agent=agent.name,
-                    tool=call.name,
-                    call_id=call.call_id,
-                    output="".join(p.text for p in content if isinstance(p, TextPart)),
-                )
-            )
-            if decision.kind == "replace_output":
-                value = decision.value
-                text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-                content = (TextPart(text=text),)
-        return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content)
 
     # --- hooks and guardrails --------------------------------------------------------------
 
@@ -811,20 +713,6 @@ def _current_task() -> asyncio.Task[Any] | None:
         return None
 
 
-def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
-    """`parts` with secrets scrubbed from their text; the same tuple when nothing changed."""
-    out: list[ContentPart] = []
-    changed = False
-    for part in parts:
-        if type(part) is TextPart:
-            text = redactor.redact(part.text)
-            if text != part.text:
-                part = TextPart(text=text)
-                changed = True
-        out.append(part)
-    return tuple(out) if changed else parts
-
-
 def _usage(state: LoopState | None) -> TokenUsage:
     """The usage a run in `state` has spent so far."""
     if state is None:
@@ -849,12 +737,6 @@ def _tripwire_error(stage: str, verdict: GuardrailVerdict) -> AgentError:
     else:
         message = f"an {stage} guardrail tripped"
     return AgentError(kind="guardrail_tripwire", message=message, cause=verdict.kind)
-
-
-def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:
-    return ToolCallOutcome(
-        call_id=call.call_id, name=call.name, content=(TextPart(text=message),), status=status
-    )
 
 
 def drive(

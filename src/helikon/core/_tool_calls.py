@@ -1,0 +1,141 @@
+"""One tool call through its layers.
+
+In order: PreToolUse hooks, the permission pipeline, the tool, PostToolUse hooks, then secret
+redaction of whatever came out (DESIGN.md §3).
+
+Every failure of the call itself becomes a result the model reads; only user code that raised
+(`CallbackRaised`) fails the run.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ._callbacks import CallbackRaised
+from ._tool_args import over_limit_message
+from ._tracing import attach, detach
+from .context import ToolContext
+from .events import PermissionDenied
+from .exceptions import Denied, InvalidArgs
+from .governance import HookEvent
+from .governance.permissions import authorize
+from .items import ContentPart, TextPart, ToolCall
+from .loop import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolStatus
+
+if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
+    from ._driver import _Run
+    from .governance.redaction import Redactor
+
+
+async def run_tool(run: _Run, call: ToolCall) -> ToolCallOutcome:
+    """One call through every layer; what comes out (errors included) is redacted last."""
+    trace = run.trace
+    span = trace.start_tool(call) if trace is not None else None
+    try:
+        outcome = await _layers(run, call, span)
+    except CallbackRaised as exc:
+        if trace is not None and span is not None:
+            trace.end_tool(span, _outcome(call, f"Error: {exc}", "error"))
+        raise
+    redactor = run.redactor
+    if redactor is not None:
+        content = _redact_parts(redactor, outcome.content)
+        if content is not outcome.content:
+            outcome = replace(outcome, content=content)
+    if trace is not None and span is not None:
+        trace.end_tool(span, outcome)
+    return outcome
+
+
+async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutcome:
+    """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
+    agent, ctx = run.agent, run.ctx
+    tool = agent.tools_by_name.get(call.name)
+    if tool is None:
+        known = ", ".join(sorted(agent.tools_by_name)) or "none"
+        return _outcome(call, f"Error: there is no tool named {call.name!r} (available: {known}).", "error")
+    args = call.args
+    if type(args) is str:  # not JSON, or cut at a limit (then nothing else sees it)
+        refused = over_limit_message(args)
+        if refused is not None:
+            return _outcome(call, refused, "invalid_args")
+    if run.hooks:
+        decision = await run.fire(
+            HookEvent("pre_tool_use", agent=agent.name, tool=call.name, call_id=call.call_id, args=args)
+        )
+        if decision.kind == "deny":
+            return _outcome(call, f"Error: a hook blocked the call: {decision.reason}", "error")
+        if decision.kind == "replace_input":
+            args = decision.value
+    if run.governed:
+        verdict = await authorize(ctx, call.name, args, tool.effect, call_id=call.call_id, emit=run.emit)
+        if not verdict.allowed:
+            run.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))
+            return _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
+        args = verdict.args
+    tool_ctx = ToolContext(
+        ctx,
+        call_id=call.call_id,
+        tool_name=call.name,
+        max_agent_depth=run.config.max_agent_depth,
+        span=span,
+    )
+    # The tool's own spans (an HTTP client's, say) nest under execute_tool: the span is
+    # current while the tool runs, in this task only.
+    token = attach(span) if span is not None else None
+    try:
+        content = (await tool.invoke(tool_ctx, args)).to_parts()
+    except InvalidArgs as exc:
+        message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
+        return _outcome(call, message, "invalid_args")
+    except Denied as exc:
+        # A refusal (a path outside the sandbox, say) is data for the model, streamed
+        # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
+        run.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
+        return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
+    except CallbackRaised:
+        raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
+    except Exception as exc:
+        return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
+    finally:
+        if token is not None:
+            detach(token)
+    if run.hooks:
+        decision = await run.fire(
+            HookEvent(
+                "post_tool_use",
+                agent=agent.name,
+                tool=call.name,
+                call_id=call.call_id,
+                output="".join(p.text for p in content if isinstance(p, TextPart)),
+            )
+        )
+        if decision.kind == "replace_output":
+            value = decision.value
+            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+            content = (TextPart(text=text),)
+    return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content)
+
+
+def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
+    """`parts` with secrets scrubbed from their text; the same tuple when nothing changed."""
+    out: list[ContentPart] = []
+    changed = False
+    for part in parts:
+        if type(part) is TextPart:
+            text = redactor.redact(part.text)
+            if text != part.text:
+                part = TextPart(text=text)
+                changed = True
+        out.append(part)
+    return tuple(out) if changed else parts
+
+
+def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:
+    return ToolCallOutcome(
+        call_id=call.call_id, name=call.name, content=(TextPart(text=message),), status=status
+    )
