@@ -8,6 +8,11 @@ into the run's `RunFailed` (never an exception out of the stream).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+T = TypeVar("T")
+
 _MAX_REPR = 80  # a returned value is quoted this far: enough to recognise it
 
 
@@ -41,3 +46,21 @@ class CallbackReturned(CallbackRaised):
     def __init__(self, what: str, cause: str, value: object, expected: str) -> None:
         Exception.__init__(self, returned(what, value, expected))
         self.cause = cause
+
+
+async def call_user(
+    what: str, cause: str, call: Callable[[], Awaitable[object]], expected: type[T], expected_text: str
+) -> T:
+    """Await user code `call()`, which must give an `expected`; anything else is `CallbackRaised`.
+
+    `what` names the code in the run's error ("the permission policy Strict"), `cause` is its
+    kind for `AgentError.cause`, `expected_text` what it should have returned ("a PermissionDecision").
+    """
+    try:
+        value = await call()
+    except Exception as exc:
+        raise CallbackRaised(what, cause, exc) from exc
+    # User code, typed or not: None, say, from a forgotten `return`.
+    if not isinstance(value, expected):
+        raise CallbackReturned(what, cause, value, expected_text)
+    return value

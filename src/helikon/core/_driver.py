@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._callbacks import CallbackRaised, CallbackReturned, short_repr
+from ._callbacks import CallbackRaised, call_user, short_repr
 from ._carrier import raw_constructor
 from ._tool_args import parse_args as _parse_args
 from ._tool_calls import run_tool
@@ -609,14 +609,13 @@ class _Run:
         """
         result = HookDecision.allow()
         for hook in self.hooks:
-            try:
-                decision = await hook.on_event(self.ctx, event)
-            except Exception as exc:
-                raise CallbackRaised(f"the {event.type} hook {type(hook).__name__}", "hook", exc) from exc
-            # User code, typed or not: None, say, from a forgotten `return`.
-            if not isinstance(decision, HookDecision):  # pyright: ignore[reportUnnecessaryIsInstance]
-                what = f"the {event.type} hook {type(hook).__name__}"
-                raise CallbackReturned(what, "hook", decision, "a HookDecision (e.g. HookDecision.allow())")
+            decision = await call_user(
+                f"the {event.type} hook {type(hook).__name__}",
+                "hook",
+                lambda hook=hook: hook.on_event(self.ctx, event),
+                HookDecision,
+                "a HookDecision (e.g. HookDecision.allow())",
+            )
             if decision.kind == "deny":
                 return decision
             if decision.kind in ("replace_input", "replace_output"):

@@ -28,7 +28,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._callbacks import CallbackRaised, CallbackReturned
+from .._callbacks import call_user
 from .._carrier import carrier, raw_constructor
 from .._json import JsonValue
 from ..events import AgentEvent, ApprovalRequested
@@ -218,15 +218,13 @@ async def authorize(
     policy = ctx.permission_policy
     if policy is None:
         return _verdict(True, args, "", "default")
-    try:
-        decision = await policy.check(ctx, tool, args)
-    except Exception as exc:
-        what = f"the permission policy {type(policy).__name__}"
-        raise CallbackRaised(what, "permission_policy", exc) from exc
-    # User code, typed or not: None, say, from a forgotten `return`.
-    if not isinstance(decision, PermissionDecision):  # pyright: ignore[reportUnnecessaryIsInstance]
-        what = f"the permission policy {type(policy).__name__}"
-        raise CallbackReturned(what, "permission_policy", decision, "a PermissionDecision")
+    decision = await call_user(
+        f"the permission policy {type(policy).__name__}",
+        "permission_policy",
+        lambda: policy.check(ctx, tool, args),
+        PermissionDecision,
+        "a PermissionDecision",
+    )
     kind = decision.kind
     if kind == "allow":
         return PermissionVerdict(True, args, step="policy")
@@ -340,15 +338,13 @@ async def _ask(
     handler = ctx.approval_handler
     if handler is None:
         return False, f"approval required ({prompt}) but no approval handler is installed"
-    try:
-        outcome = await handler.decide(tool, prompt, args)
-    except Exception as exc:
-        what = f"the approval handler {type(handler).__name__}"
-        raise CallbackRaised(what, "approval_handler", exc) from exc
-    # User code, typed or not: a bare True, say.
-    if not isinstance(outcome, ApprovalOutcome):  # pyright: ignore[reportUnnecessaryIsInstance]
-        what = f"the approval handler {type(handler).__name__}"
-        raise CallbackReturned(what, "approval_handler", outcome, "an ApprovalOutcome")
+    outcome = await call_user(
+        f"the approval handler {type(handler).__name__}",
+        "approval_handler",
+        lambda: handler.decide(tool, prompt, args),
+        ApprovalOutcome,
+        "an ApprovalOutcome",
+    )
     if outcome.approved:
         return True, ""
     return False, outcome.reason or f"not approved ({prompt})"
