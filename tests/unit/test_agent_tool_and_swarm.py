@@ -29,6 +29,7 @@ from helikon import (
     tool,
 )
 from helikon.core.events import AgentEvent
+from helikon.core.exceptions import UserError
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
@@ -166,6 +167,17 @@ async def test_the_entry_defaults_to_the_first_member() -> None:
     swarm = SwarmAgent(name="s", members=[member("a", text_turn("from a")), member("b", text_turn("from b"))])
     assert swarm.entry == "a"
     assert (await swarm.run("hi")).final_output == "from a"
+
+
+async def test_run_sync_inside_a_running_loop_is_a_user_error_for_a_swarm_too() -> None:
+    swarm = SwarmAgent(name="s", members=[member("a", text_turn("from a"))])
+    with pytest.raises(UserError, match="inside a running event loop"):
+        swarm.run_sync("hi")
+
+
+def test_run_sync_runs_a_swarm_to_completion() -> None:
+    swarm = SwarmAgent(name="s", members=[member("a", text_turn("from a"))])
+    assert swarm.run_sync("hi").final_output == "from a"
 
 
 async def test_max_handoffs_stops_a_ping_pong() -> None:

@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ._carrier import carrier
+from ._sync import run_sync
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
@@ -316,17 +317,7 @@ class LlmAgent(Generic[Ctx]):
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
     ) -> RunResult[str]:
         """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
-        import asyncio
-
-        try:
-            asyncio.get_running_loop()  # a running loop means we were called from async code
-        except RuntimeError:
-            pass
-        else:
-            raise UserError(
-                "run_sync() was called inside a running event loop; use `await agent.run(...)` instead"
-            )
-        return asyncio.run(self.run(input, context=context, config=config).collect())
+        return run_sync(lambda: self.run(input, context=context, config=config))
 
 
 __all__ = ["Agent", "AgentInput", "Instructions", "LlmAgent", "RunInput", "to_agent_input"]

@@ -1,8 +1,12 @@
 """The exceptions helikon raises, all under one root.
 
+The tree below is every one of them; those defined outside this module name their module.
+
 ```
 HelikonError
 ├── UserError                  misuse: a bad argument, a missing extra, a bad config (also a ValueError)
+│   ├── GraphBuildError        a graph that cannot run, e.g. a cycle (`core.workflows.graph`)
+│   └── SwarmBuildError        a swarm that cannot work, e.g. no members (`core.workflows.swarm`)
 ├── ModelError                 a model call failed (raised by `Model.invoke`)
 │   ├── Unavailable            the provider is down or overloaded (5xx, 529)
 │   ├── RateLimited            429; `retry_after_ms` carries the provider's hint
@@ -11,19 +15,25 @@ HelikonError
 │   ├── Transport              the connection failed or dropped
 │   └── OtherModelError        anything else (`ModelError.Other`)
 ├── ToolError                  a tool failed; the model sees it as an error result
-│   ├── InvalidArgs            the arguments did not match the schema (fed back to the model once)
-│   └── Denied                 the tool refused (not retryable into success; the model reads why)
+│   ├── InvalidArgs            the arguments did not match the schema, or passed the depth/size limits
+│   └── Denied                 the tool refused; the model reads why (`fail_on_tool_denied` fails the run)
 ├── SessionError               a session backend failed
 │   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)
 │   ├── SessionBackendError    the backend reported an error (`SessionError.Backend`)
 │   ├── SessionConflict        `append(..., expected_seq=n)` found the log past `n`; nothing written
 │   └── UnreadableSessionEvent a stored event is from a newer format, or of an unknown, non-ignorable type
-└── RunError                   a run ended in `RunFailed`; `.error` is the `AgentError` carrier
-    ├── MaxTurnsExceeded
-    ├── MaxAgentDepthExceeded
-    ├── InvalidStructuredOutput   `.schema_errors`, `.final_text`
-    ├── RunCancelled
-    └── RunTimeout
+├── RunError                   a run ended in `RunFailed`; `.error` is the `AgentError` carrier
+│   ├── MaxTurnsExceeded          kind `max_turns_exceeded`
+│   ├── MaxAgentDepthExceeded     kind `max_agent_depth_exceeded`
+│   ├── MaxIterationsExceeded     kind `max_iterations_exceeded` (`LoopAgent`)
+│   ├── MaxHandoffsExceeded       kind `max_handoffs_exceeded` (`SwarmAgent`)
+│   ├── InvalidStructuredOutput   kind `invalid_structured_output`; `.schema_errors`, `.final_text`
+│   ├── RunCancelled              kind `cancelled`
+│   └── RunTimeout                kind `timeout`
+│                                 (any other kind, e.g. `session_error`, `tool_denied`: a plain RunError)
+├── InvalidConversationError   a conversation is not provider-valid and `strict` forbids repair
+│                              (`core.conversation_check`)
+└── ServerError                a throwaway test server could not start or stop (`testing.servers`)
 ```
 
 Inside an event stream a failure is a `RunFailed` event, never an exception raised

@@ -6,6 +6,7 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Generic, TypeVar
 
+from .._sync import run_sync
 from .._tracing import RunTrace, tracing_possible, within
 from ..agent import AgentInput, RunInput, to_agent_input
 from ..context import RunConfig, RunContext
@@ -63,15 +64,7 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
     ) -> RunResult[str]:
         """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
-        import asyncio
-
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:
-            pass
-        else:
-            raise UserError("run_sync() was called inside a running event loop; use `await agent.run(...)`")
-        return asyncio.run(self.run(input, context=context, config=config).collect())
+        return run_sync(lambda: self.run(input, context=context, config=config))
 
     @abstractmethod
     def _events(

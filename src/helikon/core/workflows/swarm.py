@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+from .._sync import run_sync
 from ..agent import LlmAgent, RunInput, to_agent_input
 from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, AgentUpdated, HandoffItem, RunFailed, RunStarted, TokenUsage
@@ -114,10 +115,8 @@ class SwarmAgent(Generic[Ctx]):
     def run_sync(
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
     ) -> RunResult[str]:
-        """Run to completion from synchronous code (not inside a running event loop)."""
-        import asyncio
-
-        return asyncio.run(self.run(input, context=context, config=config).collect())
+        """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
+        return run_sync(lambda: self.run(input, context=context, config=config))
 
     async def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig
