@@ -153,8 +153,6 @@ from .core.session.memory import MemorySession, MemoryStore
 from .core.session.recorder import SessionRecorder
 from .core.session.request_log import rebuild_request, rebuild_requests
 from .core.tools import Tool, ToolEffect, ToolOutput
-from .core.workflows.agent_tool import AgentAsTool
-from .core.workflows.swarm import SwarmAgent, SwarmBuildError
 
 # Loaded on first access, as in `helikon.core` (see its LAZY_EXPORTS).
 if TYPE_CHECKING:
@@ -177,6 +175,8 @@ if TYPE_CHECKING:
         ParallelAgent,
         SequentialAgent,
     )
+    from helikon.core.workflows.agent_tool import AgentAsTool
+    from helikon.core.workflows.swarm import SwarmAgent, SwarmBuildError
 
 
 def __getattr__(name: str) -> Any:

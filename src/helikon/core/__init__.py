@@ -140,8 +140,6 @@ from .session.memory import MemorySession, MemoryStore
 from .session.recorder import SessionRecorder
 from .session.request_log import rebuild_request, rebuild_requests
 from .tools import Tool, ToolEffect, ToolOutput
-from .workflows.agent_tool import AgentAsTool
-from .workflows.swarm import SwarmAgent, SwarmBuildError
 
 # Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
 # which a run pays only when a tool call reaches the permission pipeline.
@@ -165,6 +163,11 @@ LAZY_EXPORTS = {
     "ParallelAgent": "helikon.core.workflows",
     "SequentialAgent": "helikon.core.workflows",
     "use_tracer_provider": "helikon.core._tracing",
+    # Importing a module of core/workflows/ runs that package's __init__ (every workflow,
+    # and with them the tracing module and opentelemetry's API: ~20 ms).
+    "AgentAsTool": "helikon.core.workflows.agent_tool",
+    "SwarmAgent": "helikon.core.workflows.swarm",
+    "SwarmBuildError": "helikon.core.workflows.swarm",
 }
 
 if TYPE_CHECKING:
@@ -187,6 +190,8 @@ if TYPE_CHECKING:
         ParallelAgent,
         SequentialAgent,
     )
+    from helikon.core.workflows.agent_tool import AgentAsTool
+    from helikon.core.workflows.swarm import SwarmAgent, SwarmBuildError
 
 
 def __getattr__(name: str) -> Any:

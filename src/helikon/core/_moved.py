@@ -9,7 +9,6 @@ name gives the new module itself (the same object, so patching either name patch
 from __future__ import annotations
 
 import importlib
-import importlib.abc
 import importlib.machinery
 import sys
 from collections.abc import Sequence
@@ -52,7 +51,7 @@ MOVED = MappingProxyType(
 """Old module name -> the module it is now."""
 
 
-class _Alias(importlib.abc.Loader):
+class _Alias:  # a loader (duck-typed: importlib.abc costs ~9 ms to import)
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None  # a throwaway module; exec_module puts the real one in its place
 
@@ -62,15 +61,15 @@ class _Alias(importlib.abc.Loader):
         sys.modules[module.__name__] = importlib.import_module(MOVED[module.__name__])
 
 
-class MovedModules(importlib.abc.MetaPathFinder):
-    """Finds an old module name in `MOVED` and loads it as the module it is now."""
+class MovedModules:
+    """A meta path finder: an old module name in `MOVED` loads as the module it is now."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
         if fullname not in MOVED:
             return None
-        return importlib.machinery.ModuleSpec(fullname, _Alias())
+        return importlib.machinery.ModuleSpec(fullname, _Alias())  # pyright: ignore[reportArgumentType]  (a duck-typed Loader)
 
 
 def install() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -18,6 +17,8 @@ def run_sync(start: Callable[[], RunStream]) -> RunResult[str]:
     Inside a running loop `asyncio.run` cannot work, so that is a `UserError` raised before
     the run is started (nothing is left half-begun).
     """
+    import asyncio  # here, not at the top: `import helikon` stays cheap (~25 ms of asyncio)
+
     try:
         asyncio.get_running_loop()  # a running loop means we were called from async code
     except RuntimeError:
