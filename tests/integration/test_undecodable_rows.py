@@ -28,6 +28,7 @@ from hypothesis import strategies as st
 from redis._parsers import _AsyncRESP2Parser  # pyright: ignore[reportPrivateUsage]
 from session_helpers import every_kind, say
 
+from damage import mutate
 from helikon.core.exceptions import UnreadableSessionEvent
 from helikon.core.session import SequenceId, SessionEvent, ToolCalled, UnknownEvent, project
 from helikon.core.session.checkpoint import CHECKPOINT_EVERY
@@ -73,20 +74,6 @@ SPECIAL: list[bytes] = [
 ]
 
 
-def _mutate(payload: str, edits: list[tuple[int, int, bytes]]) -> bytes:
-    """`payload` with a few bytes replaced, inserted or cut: what damage looks like."""
-    data = bytearray(payload.encode())
-    for position, kind, value in edits:
-        at = position % (len(data) + 1)
-        if kind == 0:
-            data[at : at + 1] = value
-        elif kind == 1:
-            data[at:at] = value
-        else:
-            del data[at : at + len(value)]
-    return bytes(data)
-
-
 def _reshape(payload: str, field: int, value: Any) -> bytes:
     """`payload` with one field's value replaced by any JSON value: a wrong shape, still JSON."""
     obj = json.loads(payload)
@@ -108,7 +95,7 @@ reshaped = st.builds(_reshape, st.sampled_from(GOOD), st.integers(0, 20), json_v
 damage = st.one_of(
     st.sampled_from(SPECIAL),
     st.binary(max_size=64),
-    st.builds(_mutate, st.sampled_from(GOOD), edits),
+    st.builds(mutate, st.sampled_from(GOOD), edits),
     reshaped,
     json_values.map(lambda value: json.dumps(value).encode()),
 )

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from damage import mutate
 from helikon import UnknownEvent
 from helikon.core.items import (
     AudioPart,
@@ -381,18 +382,6 @@ def test_payloads_nested_too_deeply_to_parse_are_kept_not_raised(depth: int) -> 
 
 def _mutations() -> st.SearchStrategy[bytes]:
     """Valid stored payloads with a few bytes replaced, inserted or cut: what damage looks like."""
-
-    def mutate(payload: str, edits: list[tuple[int, int, bytes]]) -> bytes:
-        data = bytearray(payload.encode())
-        for position, kind, value in edits:
-            at = position % (len(data) + 1)
-            if kind == 0:
-                data[at : at + 1] = value
-            elif kind == 1:
-                data[at:at] = value
-            else:
-                del data[at : at + len(value)]
-        return bytes(data)
 
     edit = st.tuples(st.integers(0, 10_000), st.integers(0, 2), st.binary(min_size=1, max_size=3))
     return st.builds(mutate, events.map(encode_event), st.lists(edit, min_size=1, max_size=4))
