@@ -21,7 +21,7 @@ assert reasons and "recursive remove" in reasons[0]
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
 from typing import Literal
 
@@ -71,6 +71,9 @@ class ToolSubject:
     assert call.programs == frozenset({"cd", "pytest", "timeout"})
     assert ToolSubject.of("Write", {"path": "./a/../.env"}).path == ".env"
     ```
+
+    `read` reads a Bash command into its `ShellParse`; the permission pipeline passes the
+    `ParseCache.read` of the run's governance so that a repeated command is read once.
     """
 
     __slots__ = ("_guard_cache", "allow_programs", "args", "command", "deny_all", "edits", "parse", "path",
@@ -90,7 +93,9 @@ class ToolSubject:
     """The programs an allow rule must cover, or `None` when no program rule may allow it."""
     _guard_cache: Mapping[str, str | None] | None
 
-    def __init__(self, tool: str, args: JsonValue = None) -> None:
+    def __init__(
+        self, tool: str, args: JsonValue = None, *, read: Callable[[str], ShellParse] | None = None
+    ) -> None:
         if not isinstance(tool, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"the tool name must be a str, got {type(tool).__name__}")
         self.tool = tool
@@ -104,7 +109,9 @@ class ToolSubject:
             command = args.get("command") if isinstance(args, dict) else None
             if isinstance(command, str):
                 self.command = command
-                self.parse = parse = _parse(command)  # `parse_command` without its str check, done here
+                self.parse = parse = (read or _parse)(
+                    command
+                )  # `parse_command` without its str check, done here
             else:
                 self.command = None
                 self.parse = parse = ShellParse(error="the command argument is missing or not a string")

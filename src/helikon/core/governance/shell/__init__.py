@@ -32,7 +32,7 @@ from ...exceptions import UserError
 if TYPE_CHECKING:
     from ._parse import Parser
 
-__all__ = ["MAX_NESTING", "Redirect", "ShellParse", "SimpleCommand", "Word", "parse_command"]
+__all__ = ["MAX_NESTING", "ParseCache", "Redirect", "ShellParse", "SimpleCommand", "Word", "parse_command"]
 
 MAX_NESTING = 12
 """How deep `$(…)`, backticks, subshells, groups, `bash -c` and `eval` may nest."""
@@ -229,3 +229,6 @@ def _load_parser() -> type[Parser]:
 
     _parser_class = Parser
     return Parser
+
+
+from ._cache import ParseCache  # noqa: E402  (the cache reads through parse_command above)
