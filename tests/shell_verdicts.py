@@ -170,10 +170,14 @@ def read_fixture() -> Iterator[dict[str, Any]]:
 
 
 def main() -> None:
+    """Record every command again: those of the fixture (a command is never dropped) and today's corpora."""
+    commands = dict.fromkeys(entry["command"] for entry in read_fixture()) if FIXTURE.exists() else {}
+    commands.update(dict.fromkeys(all_commands()))
+    records = [record(command) for command in commands]
     FIXTURE.parent.mkdir(exist_ok=True)
     with FIXTURE.open("w", encoding="utf-8") as out:
-        for command in all_commands():
-            out.write(json.dumps(record(command), ensure_ascii=False, separators=(",", ":")) + "\n")
+        for entry in records:
+            out.write(json.dumps(entry, ensure_ascii=False, separators=(",", ":")) + "\n")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 `resolve` records a program that runs no other command as it is. For one that may
 (`_programs.runs_others`) it follows what runs:
 
-1. a runner whose commands are not modelled (`gdb`, `parallel`, ...) fails closed;
+1. a runner whose commands are not modelled (`gdb`, `parallel`, ...) fails closed, also
+   behind wrappers;
 2. the assignments before it are checked (`PS4=…`, `BASH_ENV=…` hide commands);
 3. wrappers (`sudo`, `timeout`, `env`, a dynamic loader, ...) are stripped with their
    options (`_options.strip_options`), one after the other: each is recorded as a wrapper
@@ -53,18 +54,23 @@ def resolve(
 
 def _resolve_runner(p: Reader, call: Call) -> None:
     """`resolve` for a program that may run other commands."""
-    if call.program in OPAQUE_RUNNERS:
-        raise Unparseable(f"{call.program} runs commands in ways not analysed")
+    _refuse_opaque(call.program)
     for assignment in call.assignments:
         check_assignment(assignment)
     while (spec := wrapper_of(call.program)) is not None:
         if _unwrap(p, call, spec):
             return  # the wrapper runs a shell string, its stdin or nothing: all recorded
+        _refuse_opaque(call.program)  # `timeout 5 gdb -ex 'shell rm x'` hides `rm` as `gdb` alone does
     handler = HANDLERS.get(call.program)
     if handler is None:
         call.record(p, stdin_args=call.stdin_args)
     else:
         handler(p, call)
+
+
+def _refuse_opaque(program: str) -> None:
+    if program in OPAQUE_RUNNERS:
+        raise Unparseable(f"{program} runs commands in ways not analysed")
 
 
 def _unwrap(p: Reader, call: Call, spec: Wrapper) -> bool:
