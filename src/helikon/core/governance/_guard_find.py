@@ -9,7 +9,8 @@ syntax; `wrapper_moves` finds a wrapper option that runs the command elsewhere (
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 from ._guard_patterns import glob_matches, glob_run, glob_tokens
 from .shell import SimpleCommand, Word
@@ -398,14 +399,16 @@ def sed_write_files(command: SimpleCommand) -> Iterator[Word]:
 # their names, not their options, so those are read from the source text).
 CHDIR_WRAPPERS = frozenset({"env", "unshare", "nsenter", "su", "runuser", "sudo"})
 # Per wrapper: (short options that move, long options that move).
-CHDIR_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "env": ("C", ("chdir",)),
-    "unshare": ("w", ("wd",)),
-    "nsenter": ("w", ("wd",)),
-    "su": ("l", ("login",)),
-    "runuser": ("l", ("login",)),
-    "sudo": ("iD", ("login", "chdir")),
-}
+CHDIR_OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "env": ("C", ("chdir",)),
+        "unshare": ("w", ("wd",)),
+        "nsenter": ("w", ("wd",)),
+        "su": ("l", ("login",)),
+        "runuser": ("l", ("login",)),
+        "sudo": ("iD", ("login", "chdir")),
+    }
+)
 SOURCE_WORD = re.compile(r"[^\s;&|()<>]+")
 
 

@@ -1,9 +1,10 @@
 """The built-in destructive guards behind `GuardRule.destructive_defaults()`.
 
-Each check reads a `ToolSubject` and returns a short detail (the offending target)
-when it trips. Bash write targets come from redirections and from the arguments of the
-programs in `_WRITERS`; relative targets are resolved against every directory a `cd`
-in the command may have moved to (order-insensitive, so a `cd` in a subshell counts too).
+`bash_checks` reads a parsed Bash command and `path_checks` a written file's path; each
+guard gives a short detail (the offending target) when it trips. Bash write targets come
+from redirections and from the arguments of the programs that write (`_ALL_OPERANDS`,
+`_write_targets`); relative targets are resolved against every directory a `cd` in the
+command may have moved to (order-insensitive, so a `cd` in a subshell counts too).
 Globs and brace lists are judged by what they may match (`/e?c/x`, `.g{i,}t/x`), a `~`
 path climbing above home from `/`, and a `find` that writes what it finds by whether its
 name tests may pick a `.git`, `.ssh` or `.env` entry. See docs/shell-matcher.md.

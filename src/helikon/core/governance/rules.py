@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Literal
 
 from .._carrier import carrier
@@ -359,11 +360,13 @@ class GuardAction(StrEnum):
     ASK = "ask"
 
 
-_BUILTIN_REASONS = {
-    "rm_root": "recursive remove of / or the home directory",
-    "system_write": "write to a protected system path (/, /etc, /usr, /bin, /sbin, /sys, /boot, /dev)",
-    "dotpath_write": "write to a protected .git, .ssh or .env path",
-}
+_BUILTIN_REASONS = MappingProxyType(
+    {
+        "rm_root": "recursive remove of / or the home directory",
+        "system_write": "write to a protected system path (/, /etc, /usr, /bin, /sbin, /sys, /boot, /dev)",
+        "dotpath_write": "write to a protected .git, .ssh or .env path",
+    }
+)
 
 
 @carrier(kw_only=False)

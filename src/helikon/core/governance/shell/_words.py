@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from abc import ABC, abstractmethod
+from types import MappingProxyType
 
 from ._lex import PLAIN, PLAIN_WORD, SPECIAL, STOP, literal_tilde
 from ._types import MAX_NESTING, Unparseable, Word
@@ -19,10 +20,10 @@ _SAFE_PARAM = re.compile(r"[A-Za-z0-9_#!@*?:\-+=%/.,^~ \[\]]*")
 _UNSAFE_ARITH = re.compile(r"\$\(|[`'\"\\]")
 _GLOB_CHARS = frozenset("*?[")
 _DOUBLE_QUOTED_SPECIAL = re.compile(r'["\\$`]')  # what ends a run of text inside double quotes
-_ANSI = {
+_ANSI = MappingProxyType({
     "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
     "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?",
-}  # fmt: skip
+})  # fmt: skip
 
 
 def _ends_word(s: str, i: int) -> bool:
