@@ -359,19 +359,20 @@ def test_a_quoted_tilde_is_marked(command: str, literal_tilde: list[bool]) -> No
     st.lists(st.tuples(_PLAIN_PIECES, st.sampled_from([" ", "", "  ", "\t", "\n"])), max_size=6),
     st.booleans(),
 )
-def test_the_plain_word_shortcut_reads_what_the_word_reader_reads(
+def test_the_plain_words_shortcut_reads_what_the_word_reader_reads(
     pieces: list[tuple[str, str]], may_assign: bool
 ) -> None:
     from helikon.core.governance.shell._parse import Parser
 
     text = "".join(p + sep for p, sep in pieces)
     shortcut, general = Parser(text, 0), Parser(text, 0)
-    word = shortcut.read_plain_word(may_assign=may_assign)
-    if word is None:
+    words = shortcut.read_plain_words(may_assign=may_assign)
+    if not words:
         assert shortcut.i == 0
         return
-    general._skip_blanks()  # pyright: ignore[reportPrivateUsage]
-    assert general._maybe_redirect() is None and not general._peek_op()  # pyright: ignore[reportPrivateUsage]
-    assert general._read_word() == word  # pyright: ignore[reportPrivateUsage]
+    assert not (may_assign and "=" in words[0].text)
+    for word in words:
+        general._skip_blanks()  # pyright: ignore[reportPrivateUsage]
+        assert general._maybe_redirect() is None and not general._peek_op()  # pyright: ignore[reportPrivateUsage]
+        assert general._read_word() == word  # pyright: ignore[reportPrivateUsage]
     assert general.i == shortcut.i
-    assert not (may_assign and "=" in word.text)

@@ -11,11 +11,13 @@ MAX_COMMANDS = 512
 # A run of characters with no special meaning to the shell (no blank, operator, quote,
 # backslash, `$` or backtick).
 PLAIN = re.compile(r"[^ \t\n;&|()<>'\"\\$`]+")
-# Blanks, then a word that is one unquoted run with nothing special in it: no quote,
-# expansion, glob, brace, comment, operator, and no leading digit (`2>` is a redirection).
-PLAIN_WORD = re.compile(
-    r"[ \t]*([^ \t\n;&|()<>'\"\\$`*?\[{#0-9][^ \t\n;&|()<>'\"\\$`*?\[{]*)(?=[ \t\n;&|()<>]|\Z)"
+# Words that are each one unquoted run with nothing special in it, after blanks: no quote,
+# expansion, glob, brace, comment or operator, and none right before a `<` or `>` (`2>`
+# is a redirection).
+PLAIN_WORDS = re.compile(
+    r"(?:[ \t]*[^ \t\n;&|()<>'\"\\$`*?\[{#][^ \t\n;&|()<>'\"\\$`*?\[{]*(?=[ \t\n;&|()]|\Z))+"
 )
+BLANKS = re.compile(r"[ \t]+")
 # Text shaped like a reserved word (`if`, `{`, `[[`, ...) where a command starts.
 RESERVED_PEEK = re.compile(r"(?:\[\[|\]\]|[A-Za-z_{}!]+)(?=[\s;&|()<>]|$)")
 # The descriptor before a redirection operator: `2>`, `{fd}>`.

@@ -63,7 +63,8 @@ def parse_command(command: str) -> ShellParse:
     """
     if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise UserError(f"parse_command() takes the command as a str, got {type(command).__name__}")
-    if _SUBSCRIPT_SUBSTITUTION.search(_QUOTING.sub("", command)):
+    could_hold_one = "[" in command and ("$" in command or "`" in command)
+    if could_hold_one and _SUBSCRIPT_SUBSTITUTION.search(_QUOTING.sub("", command)):
         return ShellParse(error="an array subscript holds a command substitution")
     parser = Parser(command, 0)
     try:
@@ -265,9 +266,9 @@ class Parser(CompoundReader):
         heredoc_bodies: list[tuple[list[str], bool]] = []
         while True:
             # Before the program, a word with `=` may be an assignment: the general path reads it.
-            plain = self.read_plain_word(may_assign=not words)
-            if plain is not None:
-                words.append(plain)
+            plain = self.read_plain_words(may_assign=not words)
+            if plain:
+                words += plain
                 continue
             self._skip_blanks()
             if self.i >= self.n:

@@ -12,7 +12,7 @@ import re
 from abc import ABC, abstractmethod
 from types import MappingProxyType
 
-from ._lex import PLAIN, PLAIN_WORD, SPECIAL, STOP, literal_tilde
+from ._lex import BLANKS, PLAIN, PLAIN_WORDS, SPECIAL, STOP, literal_tilde
 from ._types import MAX_NESTING, Unparseable, Word
 
 VAR_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9@*#?$!-]")
@@ -100,21 +100,24 @@ class WordReader(ABC):
                     return j if inner_close == j - 1 else -1
         return -1
 
-    def read_plain_word(self, *, may_assign: bool = False) -> Word | None:
-        """The usual word, read in one step: blanks, then one unquoted run with nothing special.
+    def read_plain_words(self, *, may_assign: bool = False) -> list[Word]:
+        """The usual words, read in one step: each one unquoted run with nothing special in it.
 
-        With `may_assign`, a word with `=` is declined (it may be an assignment). Its
-        contract: when it returns a word (None leaves the position as it is), it is the
-        word `_skip_blanks()` then `_read_word()` would read, and it leaves the position
-        where they would; the word starts with no operator, redirection or comment, so
-        the command reader would read a word there too (`test_shell.py` holds the two
-        readers to it). A shortcut for speed: most words of an agent's command are such.
+        With `may_assign`, a first word with `=` declines them all (it may be an
+        assignment). Its contract: the words are those `_skip_blanks()` then `_read_word()`,
+        repeated, would read, and it leaves the position where they would; none starts
+        an operator, a redirection or a comment, so the command reader would read a word
+        at each (`test_shell.py` holds the two readers to it). None read leaves the
+        position as it is. A shortcut for speed: most words of an agent's command are such.
         """
-        m = PLAIN_WORD.match(self.s, self.i)
-        if m is None or (may_assign and "=" in m.group(1)):
-            return None
+        m = PLAIN_WORDS.match(self.s, self.i)
+        if m is None:
+            return []
+        texts = BLANKS.split(m.group().strip(" \t"))
+        if may_assign and "=" in texts[0]:
+            return []
         self.i = m.end()
-        return Word.plain(m.group(1))
+        return [Word(text, True, text, text) for text in texts]
 
     def _read_word(self) -> Word | None:
         """Read the word at `self.i` (None when an operator or the end is there)."""
