@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .core._function_tool import FunctionTool, tool
 from .core._json import JsonObject, JsonValue
-from .core.agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
+from .core.agent import Agent, Instructions, LlmAgent
 from .core.cancel import CancellationToken
 from .core.context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
 from .core.events import (
@@ -88,6 +88,7 @@ from .core.governance import (
     PermissionPolicy,
 )
 from .core.handoff import Handoff
+from .core.input import AgentInput, RunInput
 from .core.items import (
     ITEM_ADAPTER,
     AssistantMessage,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._function_tool import FunctionTool, tool
 from ._json import JsonObject, JsonValue
-from .agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
+from .agent import Agent, Instructions, LlmAgent
 from .cancel import CancellationToken
 from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
 from .events import (
@@ -75,6 +75,7 @@ from .governance import (
     PermissionPolicy,
 )
 from .handoff import Handoff
+from .input import AgentInput, RunInput
 from .items import (
     ITEM_ADAPTER,
     AssistantMessage,
