@@ -19,7 +19,6 @@ __version__ = "0.1.0"
 
 from typing import TYPE_CHECKING, Any
 
-from .core._function_tool import FunctionTool, tool
 from .core._json import JsonObject, JsonValue
 from .core.agent import Agent, Instructions, LlmAgent
 from .core.cancel import CancellationToken
@@ -153,7 +152,7 @@ from .core.session.compaction import CompactingSession, HeuristicTokenCounter, T
 from .core.session.memory import MemorySession, MemoryStore
 from .core.session.recorder import SessionRecorder
 from .core.session.request_log import rebuild_request, rebuild_requests
-from .core.tools import Tool, ToolEffect, ToolOutput
+from .core.tools import FunctionTool, Tool, ToolEffect, ToolOutput, tool
 
 # Loaded on first access, as in `helikon.core` (see its LAZY_EXPORTS).
 if TYPE_CHECKING:

@@ -6,7 +6,6 @@ serialized or a tool/output schema is built). Never imports a sibling package.
 
 from typing import TYPE_CHECKING, Any
 
-from ._function_tool import FunctionTool, tool
 from ._json import JsonObject, JsonValue
 from .agent import Agent, Instructions, LlmAgent
 from .cancel import CancellationToken
@@ -140,7 +139,7 @@ from .session.compaction import CompactingSession, HeuristicTokenCounter, TokenC
 from .session.memory import MemorySession, MemoryStore
 from .session.recorder import SessionRecorder
 from .session.request_log import rebuild_request, rebuild_requests
-from .tools import Tool, ToolEffect, ToolOutput
+from .tools import FunctionTool, Tool, ToolEffect, ToolOutput, tool
 
 # Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
 # which a run pays only when a tool call reaches the permission pipeline.
