@@ -12,7 +12,7 @@ from ._mock_model import MockModel
 from ._scripts import text_turn, tool_call_turn, tool_calls_turn
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
+    from ._conformance_backend import ConformanceBackend
 
 
 @tool
