@@ -47,7 +47,7 @@ _EAGER = {
         InvalidConversationError Repair ensure_provider_valid is_provider_valid repair_conversation
     """,
     ".governance": """
-        ApprovalHandler ApprovalOutcome Guardrail GuardrailInput GuardrailVerdict Hook HookDecision
+        ApprovalHandler ApprovalOutcome Governance Guardrail GuardrailInput GuardrailVerdict Hook HookDecision
         HookEvent HookRegistry PermissionDecision PermissionMode PermissionPolicy
     """,
     ".exceptions": """
@@ -228,6 +228,7 @@ if typing.TYPE_CHECKING:
     from .governance import (
         ApprovalHandler as ApprovalHandler,
         ApprovalOutcome as ApprovalOutcome,
+        Governance as Governance,
         Guardrail as Guardrail,
         GuardrailInput as GuardrailInput,
         GuardrailVerdict as GuardrailVerdict,
