@@ -306,6 +306,9 @@ class PostgresSession(CachedLogSession, Branching):
         ```
     """
 
+    durable = True  # a store that outlives the process: runs write as they go
+    supports_ids = True
+
     __slots__ = ("_closed", "_db", "_log", "_owns_pool", "_pool", "_session_id", "_stale_checkpoint")
 
     def __init__(self, pool: Pool, session_id: str, *, owns_pool: bool = False) -> None:

@@ -211,6 +211,9 @@ class RedisSession(CachedLogSession, Branching):
         ```
     """
 
+    durable = True  # a store that outlives the process: runs write as they go
+    supports_ids = True
+
     __slots__ = (
         "_append",
         "_checkpoint",

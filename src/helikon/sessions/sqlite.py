@@ -350,6 +350,9 @@ class SqliteSession(Branching):
         ```
     """
 
+    durable = True  # a store that outlives the process: runs write as they go
+    supports_ids = True
+
     __slots__ = ("_closed", "_db", "_log", "_owns_db", "_session_id", "_stale_checkpoint")
 
     def __init__(self, db: SqliteDatabase, session_id: str) -> None:
