@@ -355,7 +355,7 @@ class PostgresSession(StoredSession):
         """Open the session `session_id` on a `pool` whose database is already migrated."""
         return cls(pool, session_id)
 
-    # --- the Session protocol ----------------------------------------------------------------
+    # --- the store's part of the Session (see StoredSession) -----------------------------------
 
     @property
     def pool(self) -> Pool:

@@ -259,7 +259,7 @@ class RedisSession(StoredSession):
             raise _translate(exc, "connect") from exc
         return cls(client, session_id, owns_client=True)
 
-    # --- the Session protocol ----------------------------------------------------------------
+    # --- the store's part of the Session (see StoredSession) -----------------------------------
 
     @property
     def client(self) -> aioredis.Redis:
