@@ -406,6 +406,24 @@ def check_session(session: object) -> Session:
 
     Raises:
         UserError: A flag is missing or not a bool; the message names it and says what to declare.
+
+    Example:
+        ```python
+        from helikon import UserError
+        from helikon.core.session import check_session
+
+        class Notes:  # a log with no flags declared
+            async def append(self, events): ...
+            async def events(self, since=None): return []
+            async def snapshot(self): ...
+
+        message = ""
+        try:
+            check_session(Notes())
+        except UserError as exc:
+            message = str(exc)
+        assert message.startswith("Notes does not declare durable and supports_ids")
+        ```
     """
     missing = [name for name in _DECLARED if not isinstance(getattr(session, name, None), bool)]
     if missing:
