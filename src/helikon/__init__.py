@@ -123,6 +123,13 @@ from .core.model import (
     ToolDef,
     Usage,
 )
+from .core.model_strings import (
+    LazyModel,
+    model_prefixes,
+    register_model_prefix,
+    resolve_model,
+    unregister_model_prefix,
+)
 from .core.output import OutputType
 from .core.result import RunResult, RunStream
 from .core.runner import Runner
@@ -271,6 +278,12 @@ __all__ = [
     "ToolChoice",
     "ToolDef",
     "Usage",
+    # model strings
+    "LazyModel",
+    "model_prefixes",
+    "register_model_prefix",
+    "resolve_model",
+    "unregister_model_prefix",
     # agent events
     "AGENT_EVENT_ADAPTER",
     "AgentError",

@@ -110,6 +110,13 @@ from .model import (
     ToolDef,
     Usage,
 )
+from .model_strings import (
+    LazyModel,
+    model_prefixes,
+    register_model_prefix,
+    resolve_model,
+    unregister_model_prefix,
+)
 from .output import OutputType
 from .result import RunResult, RunStream
 from .runner import Runner
@@ -286,6 +293,12 @@ __all__ = [
     "ToolChoice",
     "ToolDef",
     "Usage",
+    # model strings
+    "LazyModel",
+    "model_prefixes",
+    "register_model_prefix",
+    "resolve_model",
+    "unregister_model_prefix",
     # agent events
     "AGENT_EVENT_ADAPTER",
     "AgentError",
