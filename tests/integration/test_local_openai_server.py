@@ -8,16 +8,18 @@ every request it got, as Ollama, vLLM or llama.cpp would be reached.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-from collections.abc import AsyncIterator
-from dataclasses import dataclass, field
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from helikon import LlmAgent, RunError, Transport
+from helikon.cli._main import main
 from helikon.core.cancel import CancellationToken
 from helikon.core.items import UserMessage
 from helikon.core.model import ModelRequest
@@ -37,52 +39,58 @@ class Received:
     body: Any
 
 
-@dataclass
-class ChatServer:
-    """A minimal HTTP/1.1 server speaking the chat-completions stream, one response per connection."""
+class _Handler(BaseHTTPRequestHandler):
+    """Answers `POST /v1/chat/completions` with the recorded stream; anything else is a 404."""
 
-    received: list[Received] = field(default_factory=lambda: [])
-    server: asyncio.Server | None = None
+    server: ChatServer
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        body = self.rfile.read(length)
+        headers = {name.lower(): value for name, value in self.headers.items()}
+        self.server.received.append(Received("POST", self.path, headers, json.loads(body) if body else None))
+        if self.path == "/v1/chat/completions":
+            status, content_type, payload = 200, RECORDED.headers["content-type"], RECORDED.body
+        else:
+            status, content_type, payload = 404, "application/json", b'{"error":"not found"}'
+        self.send_response(status)
+        self.send_header("content-type", content_type)
+        self.send_header("content-length", str(len(payload)))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep the test output quiet
+        pass
+
+
+class ChatServer(ThreadingHTTPServer):
+    """A real HTTP server on 127.0.0.1 speaking the chat-completions stream, in a thread.
+
+    A thread rather than the test's event loop, so sync callers (`helikon demo`, which
+    starts its own loop) reach it too.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.received: list[Received] = []
 
     @property
     def base_url(self) -> str:
-        assert self.server is not None
-        port = self.server.sockets[0].getsockname()[1]
-        return f"http://127.0.0.1:{port}/v1"
-
-    async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = (await reader.readuntil(b"\r\n\r\n")).decode("latin-1")
-        request_line, *header_lines = head.split("\r\n")
-        method, path, _ = request_line.split(" ", 2)
-        headers = {
-            name.strip().lower(): value.strip()
-            for name, _, value in (line.partition(":") for line in header_lines if line)
-        }
-        body = await reader.readexactly(int(headers.get("content-length", "0")))
-        self.received.append(Received(method, path, headers, json.loads(body) if body else None))
-        if (method, path) == ("POST", "/v1/chat/completions"):
-            status, content_type, payload = "200 OK", RECORDED.headers["content-type"], RECORDED.body
-        else:
-            status, content_type, payload = "404 Not Found", "application/json", b'{"error":"not found"}'
-        writer.write(
-            f"HTTP/1.1 {status}\r\ncontent-type: {content_type}\r\ncontent-length: {len(payload)}\r\n"
-            "connection: close\r\n\r\n".encode()
-            + payload
-        )
-        await writer.drain()
-        writer.close()
-        await writer.wait_closed()
+        return f"http://127.0.0.1:{self.server_address[1]}/v1"
 
 
 @pytest.fixture
-async def chat_server() -> AsyncIterator[ChatServer]:
+def chat_server() -> Iterator[ChatServer]:
     server = ChatServer()
-    server.server = await asyncio.start_server(server.handle, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
     try:
         yield server
     finally:
-        server.server.close()
-        await server.server.wait_closed()
+        server.shutdown()
+        server.server_close()
+        thread.join()
 
 
 @pytest.fixture(autouse=True)
@@ -154,3 +162,22 @@ async def test_a_run_on_an_unreachable_server_fails_naming_it() -> None:
     agent = LlmAgent(name="local", model=f"openai-compatible:llama3.2@{base_url}")
     with pytest.raises(RunError, match=f"could not reach {base_url}/"):
         await agent.run("Hi")
+
+
+def test_helikon_demo_runs_on_a_model_string(
+    chat_server: ChatServer, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["demo", "--model", f"openai-compatible:gpt-5@{chat_server.base_url}"]) == 0
+    out = capsys.readouterr().out
+    assert f"Running on openai-compatible:gpt-5@{chat_server.base_url} (--model)." in out
+    assert "Paris." in out  # the recorded answer, streamed by the demo
+    assert "scripted" not in out
+    (sent,) = chat_server.received
+    assert sent.body["model"] == "gpt-5"
+    assert [t["function"]["name"] for t in sent.body["tools"]] == ["lookup_spending", "budget_status"]
+
+
+def test_helikon_demo_on_an_unreachable_server_says_which(capsys: pytest.CaptureFixture[str]) -> None:
+    base_url = f"http://127.0.0.1:{_refused_port()}/v1"
+    assert main(["demo", "--model", f"openai-compatible:gpt-5@{base_url}"]) == 1
+    assert f"could not reach {base_url}/" in capsys.readouterr().err
