@@ -184,6 +184,16 @@ def register_model_prefix(
 def unregister_model_prefix(prefix: str) -> None:
     """Remove a prefix `register_model_prefix` added (models already resolved keep working).
 
+    Example:
+        ```python
+        from helikon import model_prefixes, register_model_prefix, unregister_model_prefix
+        from helikon.testing import MockModel
+
+        register_model_prefix("scratch", lambda rest: MockModel.with_scripts([]))
+        unregister_model_prefix("scratch")
+        assert "scratch" not in model_prefixes()
+        ```
+
     Raises:
         UserError: If `prefix` is built in or not registered.
     """
