@@ -161,6 +161,10 @@ from .core.session.memory import MemorySession, MemoryStore
 from .core.session.recorder import SessionRecorder
 from .core.session.request_log import rebuild_request, rebuild_requests
 from .core.tools import Tool, ToolEffect, ToolOutput
+from .providers._strings import register_builtin_prefixes as _register_builtin_prefixes
+
+# Core never imports a provider: the built-in model-string prefixes are registered from here.
+_register_builtin_prefixes()
 
 # Loaded on first access, as in `helikon.core` (see its LAZY_EXPORTS).
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from helikon import (
     unregister_model_prefix,
 )
 from helikon.core import model_strings
-from helikon.core.model_strings import split_compatible
+from helikon.providers._strings import split_compatible
 from helikon.providers.anthropic import AnthropicModel
 from helikon.providers.bedrock import BedrockModel
 from helikon.providers.gemini import GeminiModel

@@ -29,13 +29,11 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import importlib.util
 import re
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeAlias
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, TypeAlias
 
 from .exceptions import UserError
 from .model import Model, ModelCapabilities, ModelEvent, ModelRequest
@@ -47,10 +45,6 @@ ModelFactory: TypeAlias = Callable[[str], Model]
 """Builds a `Model` from the part of a model string after `<prefix>:`."""
 
 _PREFIX = re.compile(r"[a-z][a-z0-9._-]*\Z")
-_COMPATIBLE = re.compile(r"(?P<model>.+?)@(?P<url>https?://.+)\Z")
-COMPATIBLE_FORM = (
-    "openai-compatible:<model>@<base_url>, e.g. openai-compatible:llama3.2@http://localhost:8000/v1"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,63 +58,30 @@ class _Prefix:
     model_name: Callable[[str], str] | None = None  # the model's name from the rest, checking its form
 
 
-def split_compatible(rest: str) -> tuple[str, str]:
-    """`(model, base_url)` of an `openai-compatible:` string's rest, `<model>@<base_url>`.
+# The built-in prefixes are declared by `helikon.providers._strings`, which the facade imports:
+# core never imports a sibling package, so it holds only the mechanism.
+_BUILTIN: dict[str, _Prefix] = {}
+_registry: dict[str, _Prefix] = {}
 
-    The model part may hold `@` and `:` (Ollama's `llama3.2:3b`); the split is at the `@`
-    that starts the `http://` or `https://` base URL.
 
-    Example:
-        ```python
-        from helikon.core.model_strings import split_compatible
+def register_builtin_prefix(
+    prefix: str,
+    factory: ModelFactory,
+    *,
+    provider: str,
+    sdk: str,
+    extra: str,
+    model_name: Callable[[str], str] | None = None,
+) -> None:
+    """Declare a prefix of a helikon provider (for `helikon.providers`; users call `register_model_prefix`).
 
-        assert split_compatible("llama3.2:3b@http://localhost:11434/v1") == (
-            "llama3.2:3b",
-            "http://localhost:11434/v1",
-        )
-        ```
-
-    Raises:
-        UserError: If the rest is not `<model>@<base_url>` with a URL that names a host.
+    `sdk` is the module its extra installs: a string naming it fails at once, with the
+    `pip install` of `extra`, when that module is missing. `model_name` checks the rest of a
+    string and returns the model's name (default: the rest).
     """
-    match = _COMPATIBLE.match(rest)
-    if match is None or not urlsplit(match["url"]).hostname:
-        raise UserError(f"model string 'openai-compatible:{rest}': write {COMPATIBLE_FORM}")
-    return match["model"], match["url"]
-
-
-def _builtin(prefix: str) -> ModelFactory:
-    """The factory of a built-in prefix: it imports the provider adapters only when called."""
-
-    def build(rest: str) -> Model:
-        builders: dict[str, ModelFactory] = importlib.import_module("helikon.providers._strings").BUILDERS
-        return builders[prefix](rest)
-
-    return build
-
-
-def _compatible_name(rest: str) -> str:
-    return split_compatible(rest)[0]
-
-
-def _builtins() -> dict[str, _Prefix]:
-    def entry(prefix: str, provider: str, sdk: str, extra: str, name: Any = None) -> _Prefix:
-        return _Prefix(_builtin(prefix), provider, sdk, extra, name)
-
-    return {
-        "openai": entry("openai", "openai", "openai", "openai"),
-        "openai-responses": entry("openai-responses", "openai", "openai", "openai"),
-        "openai-compatible": entry("openai-compatible", "openai", "openai", "openai", _compatible_name),
-        "ollama": entry("ollama", "openai", "openai", "openai"),
-        "anthropic": entry("anthropic", "anthropic", "anthropic", "anthropic"),
-        "gemini": entry("gemini", "gemini", "google.genai", "gemini"),
-        "gemini-vertex": entry("gemini-vertex", "gemini", "google.genai", "gemini"),
-        "bedrock": entry("bedrock", "aws.bedrock", "aiobotocore", "bedrock"),
-    }
-
-
-_BUILTIN: dict[str, _Prefix] = _builtins()
-_registry: dict[str, _Prefix] = dict(_BUILTIN)
+    entry = _Prefix(factory, provider, sdk, extra, model_name)
+    _BUILTIN[prefix] = entry
+    _registry[prefix] = entry
 
 
 def model_prefixes() -> tuple[str, ...]:
@@ -340,7 +301,7 @@ __all__ = [
     "ModelFactory",
     "model_prefixes",
     "register_model_prefix",
+    "register_builtin_prefix",
     "resolve_model",
-    "split_compatible",
     "unregister_model_prefix",
 ]

@@ -1,19 +1,44 @@
-"""How each built-in model-string prefix builds its model (see `helikon.core.model_strings`).
+"""The built-in model-string prefixes: how each builds its model (see `helikon.core.model_strings`).
 
-Each builder imports its provider module when called, so a string loads only its own SDK.
-Keys and endpoints come from the environment, as the providers' own constructors read them.
+`register_builtin_prefixes` registers them; the facade calls it as `import helikon` runs,
+since core never imports a provider. Each builder imports its provider module only when called, so a string
+loads only its own SDK. Keys and endpoints come from the environment, as the providers' own
+constructors read them.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
+from urllib.parse import urlsplit
 
+from helikon.core.exceptions import UserError
 from helikon.core.model import Model
-from helikon.core.model_strings import split_compatible
+from helikon.core.model_strings import register_builtin_prefix
 
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 """Where `ollama:` models are served unless `OLLAMA_BASE_URL` says otherwise."""
+
+_COMPATIBLE = re.compile(r"(?P<model>.+?)@(?P<url>https?://.+)\Z")
+COMPATIBLE_FORM = (
+    "openai-compatible:<model>@<base_url>, e.g. openai-compatible:llama3.2@http://localhost:8000/v1"
+)
+
+
+def split_compatible(rest: str) -> tuple[str, str]:
+    """`(model, base_url)` of an `openai-compatible:` string's rest, `<model>@<base_url>`.
+
+    The model part may hold `@` and `:` (Ollama's `llama3.2:3b`); the split is at the `@`
+    that starts the `http://` or `https://` base URL.
+
+    Raises:
+        UserError: If the rest is not `<model>@<base_url>` with a URL that names a host.
+    """
+    match = _COMPATIBLE.match(rest)
+    if match is None or not urlsplit(match["url"]).hostname:
+        raise UserError(f"model string 'openai-compatible:{rest}': write {COMPATIBLE_FORM}")
+    return match["model"], match["url"]
 
 
 def _openai(rest: str) -> Model:
@@ -65,14 +90,23 @@ def _bedrock(rest: str) -> Model:
     return BedrockModel.converse(rest)
 
 
-BUILDERS: dict[str, Callable[[str], Model]] = {
-    "openai": _openai,
-    "openai-responses": _openai_responses,
-    "openai-compatible": _openai_compatible,
-    "ollama": _ollama,
-    "anthropic": _anthropic,
-    "gemini": _gemini,
-    "gemini-vertex": _gemini_vertex,
-    "bedrock": _bedrock,
-}
-"""The built-in prefixes' builders, by prefix."""
+def _compatible_name(rest: str) -> str:
+    return split_compatible(rest)[0]
+
+
+def register_builtin_prefixes() -> None:
+    """Register the built-in prefixes (the facade does, as `import helikon` runs)."""
+
+    def openai(prefix: str, factory: Callable[[str], Model], **more: Callable[[str], str]) -> None:
+        register_builtin_prefix(prefix, factory, provider="openai", sdk="openai", extra="openai", **more)
+
+    openai("openai", _openai)
+    openai("openai-responses", _openai_responses)
+    openai("openai-compatible", _openai_compatible, model_name=_compatible_name)
+    openai("ollama", _ollama)
+    register_builtin_prefix("anthropic", _anthropic, provider="anthropic", sdk="anthropic", extra="anthropic")
+    register_builtin_prefix("gemini", _gemini, provider="gemini", sdk="google.genai", extra="gemini")
+    register_builtin_prefix(
+        "gemini-vertex", _gemini_vertex, provider="gemini", sdk="google.genai", extra="gemini"
+    )
+    register_builtin_prefix("bedrock", _bedrock, provider="aws.bedrock", sdk="aiobotocore", extra="bedrock")
