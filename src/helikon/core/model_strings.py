@@ -58,7 +58,7 @@ class _Prefix:
     model_name: Callable[[str], str] | None = None  # the model's name from the rest, checking its form
 
 
-# The built-in prefixes are declared by `helikon.providers._strings`, which the facade imports:
+# The built-in prefixes are declared in `helikon.providers._strings` and registered by the facade:
 # core never imports a sibling package, so it holds only the mechanism.
 _BUILTIN: dict[str, _Prefix] = {}
 _registry: dict[str, _Prefix] = {}
