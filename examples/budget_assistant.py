@@ -1,8 +1,9 @@
 """The Quickstart: a budgeting assistant that calls two tools, then advises in plain text.
 
 Run it with `uv run python examples/budget_assistant.py` (or `helikon demo`). The answer
-streams to the terminal as it arrives. With no API key it runs on helikon's built-in
-scripted model and says so.
+streams to the terminal as it arrives. It runs on the first provider whose key is set
+(OpenAI, Anthropic, Gemini, AWS Bedrock); with none it runs on helikon's built-in scripted
+model and says so. `helikon demo --model <model string>` runs it on any model.
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ import sys
 
 from pydantic import BaseModel, Field
 
-from helikon import LlmAgent, Model, RunContext, RunFailed, TokenDelta, ToolCallItem, ToolOutputItem, tool
+from helikon import (
+    LlmAgent,
+    Model,
+    RunContext,
+    RunFailed,
+    TokenDelta,
+    ToolCallItem,
+    ToolOutputItem,
+    resolve_model,
+    tool,
+)
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
 INSTRUCTIONS = (
@@ -79,22 +90,39 @@ def scripted_model() -> MockModel:
     )
 
 
+# (label, model string, variables of which one must be set, and a second such group if any),
+# in the order they are tried.
+PROVIDERS = [
+    ("OpenAI", "openai:gpt-5-mini", ("OPENAI_API_KEY",), ()),
+    ("Anthropic", "anthropic:claude-sonnet-4-6", ("ANTHROPIC_API_KEY",), ()),
+    ("Gemini", "gemini:gemini-2.5-flash", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), ()),
+    (
+        "AWS Bedrock",
+        "bedrock:amazon.nova-lite-v1:0",
+        ("AWS_ACCESS_KEY_ID", "AWS_PROFILE"),
+        ("AWS_REGION", "AWS_DEFAULT_REGION"),
+    ),
+]
+
+
 def pick_model() -> Model:
-    """OpenAI or Anthropic when its key is set; otherwise the scripted model. Says which."""
-    try:
-        if os.environ.get("OPENAI_API_KEY"):
-            from helikon.providers.openai import OpenAIModel
-
-            print("Running on OpenAI (gpt-5-mini): OPENAI_API_KEY is set.\n")
-            return OpenAIModel.chat("gpt-5-mini")
-        if os.environ.get("ANTHROPIC_API_KEY"):
-            from helikon.providers.anthropic import AnthropicModel
-
-            print("Running on Anthropic (claude-sonnet-4-6): ANTHROPIC_API_KEY is set.\n")
-            return AnthropicModel.messages("claude-sonnet-4-6")
-    except ImportError as exc:  # the key is set but the provider's extra is not installed
-        print(f"({exc}; falling back to the scripted model)", file=sys.stderr)
-    print("No OPENAI_API_KEY or ANTHROPIC_API_KEY set: running on helikon's built-in scripted model.\n")
+    """The first provider whose key is set; otherwise the scripted model. Says which."""
+    for label, model, keys, region in PROVIDERS:
+        key = next((name for name in keys if os.environ.get(name)), None)
+        if key is None or (region and not any(os.environ.get(name) for name in region)):
+            continue
+        try:
+            resolved = resolve_model(model)
+        except ImportError as exc:  # the key is set but the provider's extra is not installed
+            print(f"({exc}; trying the next provider)", file=sys.stderr)
+            continue
+        print(f"Running on {label} ({model}): {key} is set.\n")
+        return resolved
+    print(
+        "No OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY or AWS credentials set: "
+        "running on helikon's built-in scripted model.\n"
+        "(Pick any model with `helikon demo --model <prefix>:<model>`, e.g. --model ollama:llama3.2)\n"
+    )
     return scripted_model()
 
 

@@ -17,6 +17,7 @@ Example:
 import typing
 
 from . import core as _core
+from .providers._strings import register_builtin_prefixes as _register_builtin_prefixes
 
 if typing.TYPE_CHECKING:
     from .core import *  # noqa: F403  (what type checkers read: core's names, each re-exported)
@@ -24,6 +25,9 @@ if typing.TYPE_CHECKING:
 __version__ = "0.1.0"
 
 __all__ = sorted([*_core.__all__, "__version__"])  # pyright: ignore[reportUnsupportedDunderAll]
+
+# Core never imports a provider: the built-in model-string prefixes are registered from here.
+_register_builtin_prefixes()
 
 # The names core has loaded already; the others load from core on first access.
 globals().update({name: value for name, value in vars(_core).items() if name in _core.__all__})

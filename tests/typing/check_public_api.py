@@ -13,8 +13,10 @@ from helikon import (
     AgentEvent,
     AgentInput,
     FunctionTool,
+    LazyModel,
     LlmAgent,
     MemorySession,
+    Model,
     ModelRequest,
     RunConfig,
     RunContext,
@@ -23,6 +25,9 @@ from helikon import (
     Session,
     TokenUsage,
     ToolContext,
+    model_prefixes,
+    register_model_prefix,
+    resolve_model,
     tool,
 )
 from helikon.runtime import AsyncioRunner, RetryingModel, RetryPolicy
@@ -69,3 +74,10 @@ async def checks() -> None:
     assert_type(runner.run_streamed(agent, "x", ctx), RunStream)
     retrying = RetryingModel(FunctionModel(script), RetryPolicy(max_attempts=2))
     assert_type(retrying.policy, RetryPolicy)
+
+    by_string = LlmAgent[int](name="b", model="openai:gpt-5-mini")
+    assert_type(by_string.model, Model)
+    assert_type(resolve_model("anthropic:claude-sonnet-4-6"), Model)
+    assert_type(LazyModel("gemini:gemini-2.5-flash").build(), Model)
+    assert_type(model_prefixes(), tuple[str, ...])
+    register_model_prefix("typed", lambda rest: MockModel.with_scripts([]), provider="typed")

@@ -28,6 +28,7 @@ _EAGER = {
         Finish FinishReason Model ModelCapabilities ModelEvent ModelRequest ModelSettings
         NamedToolChoice ReasoningDelta ResponseFormat TokenDelta ToolCallDelta ToolChoice ToolDef Usage
     """,
+    ".model_strings": "LazyModel model_prefixes register_model_prefix resolve_model unregister_model_prefix",
     ".events": """
         AGENT_EVENT_ADAPTER AgentError AgentEvent AgentUpdated ApprovalRequested GuardrailTriggered
         HandoffItem MessageOutput PermissionDenied PersistFailed RepairStarted RequestSent RunCompleted
@@ -165,6 +166,13 @@ if typing.TYPE_CHECKING:
         ToolChoice as ToolChoice,
         ToolDef as ToolDef,
         Usage as Usage,
+    )
+    from .model_strings import (
+        LazyModel as LazyModel,
+        model_prefixes as model_prefixes,
+        register_model_prefix as register_model_prefix,
+        resolve_model as resolve_model,
+        unregister_model_prefix as unregister_model_prefix,
     )
     from .events import (
         AGENT_EVENT_ADAPTER as AGENT_EVENT_ADAPTER,

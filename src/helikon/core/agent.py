@@ -40,6 +40,7 @@ from .handoff import Handoff
 from .input import RunInput, to_agent_input
 from .items import SystemMessage
 from .model import Model, ModelSettings, ToolDef
+from .model_strings import resolve_model
 from .output import OutputSpec, OutputType
 from .result import RunResult, RunStream
 from .tools import Tool
@@ -84,7 +85,9 @@ class LlmAgent(Generic[Ctx]):
 
     Args:
         name: The agent's name (non-empty).
-        model: Any `Model`.
+        model: Any `Model`, or a model string such as `"openai:gpt-5-mini"` (see
+            `resolve_model`: checked now, built on the first model call, so no API key is
+            needed to build the agent).
         instructions: The system prompt: text, or a (sync or async) function of the `RunContext`.
         description: What the agent does, for agents that hand off to it.
         tools: The tools the model may call (unique names).
@@ -122,7 +125,7 @@ class LlmAgent(Generic[Ctx]):
         self,
         *,
         name: str,
-        model: Model,
+        model: Model | str,
         instructions: Instructions | None = None,
         description: str = "",
         tools: Sequence[Tool[Ctx]] = (),
@@ -136,9 +139,12 @@ class LlmAgent(Generic[Ctx]):
     ) -> None:
         if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
+        if isinstance(model, str):
+            model = resolve_model(model)
         if not callable(getattr(model, "invoke", None)) or not callable(getattr(model, "capabilities", None)):
             raise UserError(
-                f"LlmAgent(model={model!r}): expected a Model (an object with invoke() and capabilities())"
+                f"LlmAgent(model={model!r}): expected a Model (an object with invoke() and capabilities()) "
+                "or a model string such as 'openai:gpt-5-mini'"
             )
         if instructions is not None and not isinstance(instructions, str) and not callable(instructions):
             raise UserError(

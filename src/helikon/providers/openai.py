@@ -10,16 +10,18 @@ Example:
 
     model = OpenAIModel.chat("gpt-4o")             # reads OPENAI_API_KEY
     model = OpenAIModel.responses("gpt-5-mini")    # the Responses API
-    local = OpenAIModel.chat("llama3", base_url="http://localhost:11434/v1", api_key="unused")
+    local = OpenAIModel.chat("llama3.2", base_url="http://localhost:11434/v1")  # no key needed
     ```
 """
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from collections.abc import AsyncIterator
 from typing import Any, Literal, cast
+from urllib.parse import urlsplit
 
 try:
     import openai
@@ -30,7 +32,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from helikon.core.cancel import CancellationToken
-from helikon.core.exceptions import UserError
+from helikon.core.exceptions import ModelError, Transport, UserError
 from helikon.core.model import Model, ModelCapabilities, ModelEvent, ModelRequest
 
 from ._openai_chat import ChatStreamState, chat_body
@@ -51,8 +53,10 @@ class OpenAIModel(Model):
 
     Build one with `OpenAIModel.chat(...)` or `OpenAIModel.responses(...)`. Pass
     `base_url` (or your own `AsyncOpenAI` as `client`) to talk to an OpenAI-compatible
-    server. Clients built here have the SDK's own retries off (`max_retries=0`):
-    wrap the model in `RetryingModel` for retries.
+    server; a server on this machine (`localhost`, `127.0.0.1`, `::1`) needs no API key.
+    Connection failures are `Transport` errors that name the endpoint. Clients built here
+    have the SDK's own retries off (`max_retries=0`): wrap the model in `RetryingModel`
+    for retries.
     """
 
     def __init__(self, model_id: str, *, api: Api, client: AsyncOpenAI) -> None:
@@ -76,13 +80,14 @@ class OpenAIModel(Model):
 
         Args:
             model_id: The model name, e.g. `gpt-4o`.
-            api_key: The API key; defaults to the `OPENAI_API_KEY` environment variable.
+            api_key: The API key; defaults to the `OPENAI_API_KEY` environment variable, and
+                is not needed when `base_url` is on this machine (Ollama, vLLM, llama.cpp).
             base_url: Another OpenAI-compatible endpoint, e.g. `http://localhost:11434/v1`.
             client: A ready `AsyncOpenAI` (the other connection arguments are then ignored).
             organization: The OpenAI organization id, if any.
 
         Raises:
-            UserError: If no client is given and no API key is found.
+            UserError: If no client is given and no API key is found for a remote endpoint.
         """
         return cls(model_id, api="chat", client=client or _build_client(api_key, base_url, organization))
 
@@ -156,7 +161,7 @@ class OpenAIModel(Model):
                 stream = cast("AsyncStream[Any]", await self._client.responses.create(**body))
                 state = ResponsesStreamState()
         except MAPPED_ERRORS as exc:
-            raise map_error(exc) from exc
+            raise self._error(exc) from exc
         # The chunks are read as the SDK's decoded JSON: the SDK's own `AsyncStream` over the
         # same response, with `cast_to=object`. The SDK still decodes the SSE, stops at
         # `[DONE]` and raises in-stream errors, but does not build a pydantic model per chunk,
@@ -180,7 +185,7 @@ class OpenAIModel(Model):
                 except StopAsyncIteration:
                     break
                 except MAPPED_ERRORS as exc:
-                    raise map_error(exc) from exc
+                    raise self._error(exc) from exc
                 for event in feed(chunk):
                     yield event
             else:
@@ -190,14 +195,40 @@ class OpenAIModel(Model):
         finally:
             await stream.close()
 
+    def _error(self, exc: Exception) -> ModelError:
+        """The `ModelError` for `exc`; a connection failure says which endpoint it could not reach."""
+        error = map_error(exc)
+        if not isinstance(error, Transport):
+            return error
+        if isinstance(exc, openai.APIConnectionError):  # the request never got an answer
+            return Transport(f"could not reach {self._client.base_url}: {error}")
+        return Transport(f"the connection to {self._client.base_url} failed: {error}")
+
+
+_LOCAL_KEY = "no-key-local-server"
+"""The key sent to a server on this machine when none is given: the SDK refuses to run without one."""
+
+
+def _is_local(base_url: str | None) -> bool:
+    """Whether `base_url` points at this machine (`localhost`, `*.localhost` or a loopback address)."""
+    host = urlsplit(base_url).hostname if base_url else None
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
 
 def _build_client(api_key: str | None, base_url: str | None, organization: str | None) -> AsyncOpenAI:
     key = api_key or os.environ.get("OPENAI_API_KEY")
     if not key:
-        raise UserError(
-            "OpenAIModel: no API key; pass `api_key=...` or set the OPENAI_API_KEY environment variable"
-        )
+        if not _is_local(base_url or os.environ.get("OPENAI_BASE_URL")):
+            raise UserError(
+                "OpenAIModel: no API key; pass `api_key=...` or set the OPENAI_API_KEY environment variable "
+                "(a server on this machine, base_url=http://localhost:.../v1, needs none)"
+            )
+        key = _LOCAL_KEY
     return AsyncOpenAI(api_key=key, base_url=base_url, organization=organization, max_retries=0)
-
-
-_ = openai  # the SDK module is imported first so a missing extra fails with the message above
