@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .governance.permissions import CompiledRules
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardRule
+    from .observer import RunObserver
     from .session import Session
 
 Ctx = TypeVar("Ctx")
@@ -256,6 +257,7 @@ class RunContext(Generic[Ctx]):
         "_extra_secrets",
         "_guard_rules",
         "_hooks",
+        "_observer",
         "_permission_mode",
         "_permission_policy",
         "_redact",
@@ -295,6 +297,7 @@ class RunContext(Generic[Ctx]):
         self._redactor: Redactor | None = None  # built on first use
         self._compiled_rules: CompiledRules | None = None  # built on first use
         self._trace_parent: object = None
+        self._observer: RunObserver | None = None
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -342,6 +345,11 @@ class RunContext(Generic[Ctx]):
     def trace_parent(self) -> object:
         """The OpenTelemetry span this run's spans start under (None: the current context)."""
         return self._trace_parent
+
+    @property
+    def observer(self) -> RunObserver | None:
+        """What the run reports its model requests and tool starts to (a runner's), if anything."""
+        return self._observer
 
     @property
     def state(self) -> SessionState:
@@ -462,6 +470,12 @@ class RunContext(Generic[Ctx]):
         new._trace_parent = span
         return new
 
+    def with_observer(self, observer: RunObserver | None) -> RunContext[Ctx]:
+        """Report the run's model requests and tool starts to `observer` (see `RunObserver`)."""
+        new = self._copy()
+        new._observer = observer
+        return new
+
     def with_cancel(self, cancel: CancellationToken) -> RunContext[Ctx]:
         """Use `cancel` as the run's token."""
         new = self._copy()
@@ -580,6 +594,7 @@ class RunContext(Generic[Ctx]):
         new._actions = ActionsHandle()
         new._agent_depth = self._agent_depth + 1
         new._cancel = self._cancel.child_token()
+        new._observer = None  # its turns are not this run's to record
         return new
 
 
