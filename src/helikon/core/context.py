@@ -47,11 +47,14 @@ class RunConfig:
         parallel_tool_call_limit: Cap on concurrently running tool calls; `None` = unbounded.
         max_agent_depth: Nesting depth across handoffs and agent-as-tool runs (default 8).
         timeout: Wall-clock seconds for the whole run; enforced by a runner, not a bare `agent.run`.
-        record_requests: Emit a `RequestSent` after each model call (what was sent besides the
-            conversation, and the call's usage), for a `SessionRecorder`. Runners set it; off by
-            default, so a plain `agent.run` streams exactly the events it always did.
-        record_tool_starts: Emit a `ToolsStarting` before each batch of tool calls runs. Runners
-            set it when they persist a run as it goes; off by default, like `record_requests`.
+        record_requests: Stream a `RequestSent` after each model call (what was sent besides
+            the conversation, and the call's usage), for code that records the stream itself
+            with a `SessionRecorder`. Off by default. A run whose context has an observer
+            (`RunContext.with_observer`: what `AsyncioRunner` gives its runs) tells it
+            instead and streams nothing more.
+        record_tool_starts: Stream a `ToolsStarting` before each batch of tool calls runs (the
+            calls wait while the consumer handles it). Off by default; like `record_requests`,
+            an observer is told instead.
         durable: Persist the run's events as they settle — before every model call and before
             tools start — with turn markers for crash repair, instead of only after the run.
             None (the default): on for durable sessions (SQLite, PostgreSQL, Redis, or any
