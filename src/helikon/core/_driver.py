@@ -531,7 +531,9 @@ class _Run:
             except Exception as exc:  # an adapter bug fails the run; it must not crash the consumer
                 settled = self.call_failed(exc, span)
             finally:
-                await _aclose(iterator)
+                aclose = getattr(iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
             sent = self.report_request(request, system, injected, settled)
             if sent is not None:
                 yield sent
@@ -748,13 +750,6 @@ class _Run:
 
 def _drop(event: AgentEvent) -> None:
     return None
-
-
-async def _aclose(iterator: Any) -> None:
-    """Close a model's stream (its `finally` blocks run now, not at garbage collection)."""
-    aclose = getattr(iterator, "aclose", None)
-    if aclose is not None:
-        await aclose()
 
 
 def _current_task() -> asyncio.Task[Any] | None:

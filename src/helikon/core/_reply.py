@@ -13,6 +13,9 @@ if TYPE_CHECKING:
     from .agent import LlmAgent
 
 
+_ONE_REQUEST = TokenUsage(requests=1)  # where every call's usage starts (carriers are frozen)
+
+
 class Reply:
     """One model call's answer, as its deltas build it."""
 
@@ -23,7 +26,7 @@ class Reply:
         self.reasoning: list[str] = []
         self.signature: str | None = None
         self.calls: dict[str, list[str]] = {}  # call_id -> [name, args fragments...]
-        self.usage = TokenUsage(requests=1)
+        self.usage = _ONE_REQUEST
         self.finish: Any = "stop"
 
     def add(self, event: Any) -> bool:
