@@ -76,6 +76,7 @@ from .core.exceptions import (
 from .core.governance import (
     ApprovalHandler,
     ApprovalOutcome,
+    Governance,
     Guardrail,
     GuardrailInput,
     GuardrailVerdict,
@@ -325,6 +326,7 @@ __all__ = [
     # governance
     "ApprovalHandler",
     "ApprovalOutcome",
+    "Governance",
     "Guardrail",
     "GuardrailInput",
     "GuardrailVerdict",

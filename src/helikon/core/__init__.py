@@ -63,6 +63,7 @@ from .exceptions import (
 from .governance import (
     ApprovalHandler,
     ApprovalOutcome,
+    Governance,
     Guardrail,
     GuardrailInput,
     GuardrailVerdict,
@@ -340,6 +341,7 @@ __all__ = [
     # governance
     "ApprovalHandler",
     "ApprovalOutcome",
+    "Governance",
     "Guardrail",
     "GuardrailInput",
     "GuardrailVerdict",

@@ -36,7 +36,7 @@ from .events import (
     ToolsStarting,
 )
 from .exceptions import ModelError
-from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent, PermissionMode
+from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
 from .items import Item, SystemMessage, ToolCall, UserMessage
 from .loop import (
     ApplyHandoff,
@@ -153,15 +153,9 @@ class _Run:
         self.fired = False
         self.cancelled = False  # the token's state, as a flag: the per-event checks read it
         self.token = ctx.cancel
-        # Whether tool calls need the permission pipeline at all (the default guards alone do).
-        self.governed = bool(
-            ctx.guards
-            or ctx.deny_rules
-            or ctx.allow_rules
-            or ctx.permission_policy is not None
-            or ctx.permission_mode is not PermissionMode.DEFAULT
-        )
-        self.redactor = ctx.redactor
+        governance = ctx.governance
+        self.governed = governance.needs_pipeline
+        self.redactor = governance.redactor
         # Input guardrails running beside the first model call, and whether one tripped.
         self.guard_task: asyncio.Future[GuardrailVerdict] | None = None
         self.guard_tripped = False

@@ -31,7 +31,6 @@ MOVED = MappingProxyType(
         "helikon.core.rules": "helikon.core.governance.rules",
         "helikon.core.path_glob": "helikon.core.governance.path_glob",
         "helikon.core.redaction": "helikon.core.governance.redaction",
-        "helikon.core._redactor_cache": "helikon.core.governance._redactor_cache",
         "helikon.core._guards": "helikon.core.governance._guards",
         "helikon.core._guard_find": "helikon.core.governance._guard_find",
         "helikon.core._guard_patterns": "helikon.core.governance._guard_patterns",

@@ -1,7 +1,8 @@
 """The governance seams: `Guardrail`, `Hook`, `PermissionPolicy`, `ApprovalHandler`.
 
 Permissions authorize tool calls, guardrails validate text entering and leaving the
-agent, hooks observe and steer the run's lifecycle. The loop calls all three.
+agent, hooks observe and steer the run's lifecycle. The loop calls all three. A run's
+permission settings are one frozen `Governance` (`settings.py`) that its `RunContext` holds.
 
 Example:
     ```python
@@ -264,9 +265,13 @@ class HookRegistry(Generic[Ctx]):
         return not self._hooks
 
 
+# The settings object builds on the seams above.
+from .settings import Governance  # noqa: E402
+
 __all__ = [
     "ApprovalHandler",
     "ApprovalOutcome",
+    "Governance",
     "Guardrail",
     "GuardrailInput",
     "GuardrailVerdict",
