@@ -496,15 +496,16 @@ class _Run:
         sending = await self.before_call(request, turn)
         if sending is not None:
             request, injected = sending
+            # What a provider would refuse with a 400 (a call without its result after a crash,
+            # a cut handoff transcript, ...) is repaired; a valid request passes as it is.
+            valid = valid_request(request)
             reply = Reply()
-            span = self.trace.start_chat(request) if self.trace is not None else None
+            span = self.trace.start_chat(valid) if self.trace is not None else None
             # The task that awaits the model; captured once per call, not per delta.
             self.task = asyncio.current_task()
             iterator: Any = None
             try:
-                # What a provider would refuse with a 400 (a call without its result after a
-                # crash, a cut handoff transcript, ...) is repaired; a valid request passes as it is.
-                iterator = self.agent.model.invoke(valid_request(request), self.token).__aiter__()
+                iterator = self.agent.model.invoke(valid, self.token).__aiter__()
                 anext_ = iterator.__anext__
                 while True:
                     if self.cancelled:
