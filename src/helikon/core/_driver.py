@@ -21,7 +21,6 @@ from ._carrier import raw_constructor
 from ._reply import Reply
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
-from .agent import AgentInput
 from .context import RunConfig, RunContext
 from .conversation_check import valid_request
 from .events import (
@@ -37,6 +36,7 @@ from .events import (
 )
 from .exceptions import ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
+from .input import AgentInput
 from .items import Item, SystemMessage, ToolCall, UserMessage
 from .loop import (
     ApplyHandoff,

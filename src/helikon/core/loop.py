@@ -702,7 +702,6 @@ __all__ = [
     "ModelResponse",
     "NeedsApproval",
     "NextAction",
-    "OutputSpec",
     "RepairingOutput",
     "Start",
     "Terminate",

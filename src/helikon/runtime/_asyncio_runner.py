@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from helikon.core.agent import Agent, AgentInput, RunInput, to_agent_input
+from helikon.core.agent import Agent
 from helikon.core.cancel import CancellationToken
 from helikon.core.context import RunConfig, RunContext
 from helikon.core.events import (
@@ -22,6 +22,7 @@ from helikon.core.events import (
     TurnStarted,
 )
 from helikon.core.exceptions import SessionConflict, UserError
+from helikon.core.input import AgentInput, RunInput, to_agent_input
 from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.result import RunResult, RunStream
 from helikon.core.session import (

@@ -49,6 +49,7 @@ from datetime import UTC, datetime
 from json.encoder import encode_basestring as _encode_string  # pyright: ignore[reportUnknownVariableType]
 from typing import Any, cast
 
+from .._format import FORMAT_VERSION
 from .._json import JsonValue
 from ..exceptions import UnreadableSessionEvent
 from ..items import TextPart, ToolUsePart
@@ -73,9 +74,6 @@ from . import (
     project,
 )
 from ._fast_decode import IRREGULAR, decode_objects, fast_decode, fast_step
-
-FORMAT_VERSION = 2
-"""The newest stored event format: what this version writes, and the newest it reads."""
 
 
 def stored_version(event: SessionEvent) -> int:

@@ -264,3 +264,6 @@ class MemoryStore:
         infos = [info for session in self._sessions.values() if (info := session.info()) is not None]
         infos.sort(key=lambda info: (info.updated, info.session_id), reverse=True)
         return infos[offset : offset + limit]
+
+
+__all__ = ["MemorySession", "MemoryStore"]

@@ -18,9 +18,9 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from ..agent import AgentInput
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, RequestSent
+from ..input import AgentInput
 from ..observer import RunObserver
 from ._merge import ChildRun, aclose
 
