@@ -6,8 +6,8 @@ import asyncio
 from typing import Any
 
 from helikon import LlmAgent, MemorySession, RunConfig, RunContext, tool
-from helikon.core.input import RunInput
 from helikon.core.events import RequestSent, ToolsStarting
+from helikon.core.input import RunInput
 from helikon.core.observer import RunObserver
 from helikon.core.result import RunStream
 from helikon.core.workflows import ParallelAgent
