@@ -48,9 +48,10 @@ _EAGER = {
         InvalidConversationError Repair ensure_provider_valid is_provider_valid repair_conversation
     """,
     ".governance": """
-        ApprovalHandler ApprovalOutcome Governance Guardrail GuardrailInput GuardrailVerdict Hook HookDecision
+        ApprovalHandler ApprovalOutcome Guardrail GuardrailInput GuardrailVerdict Hook HookDecision
         HookEvent HookRegistry PermissionDecision PermissionMode PermissionPolicy
     """,
+    ".governance.settings": "Governance",
     ".exceptions": """
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded ModelError
@@ -230,7 +231,6 @@ if typing.TYPE_CHECKING:
     from .governance import (
         ApprovalHandler as ApprovalHandler,
         ApprovalOutcome as ApprovalOutcome,
-        Governance as Governance,
         Guardrail as Guardrail,
         GuardrailInput as GuardrailInput,
         GuardrailVerdict as GuardrailVerdict,
@@ -242,6 +242,7 @@ if typing.TYPE_CHECKING:
         PermissionMode as PermissionMode,
         PermissionPolicy as PermissionPolicy,
     )
+    from .governance.settings import Governance as Governance
     from .exceptions import (
         ContextLengthExceeded as ContextLengthExceeded,
         Denied as Denied,

@@ -57,8 +57,8 @@ class RunConfig:
             an observer is told instead.
         durable: Persist the run's events as they settle — before every model call and before
             tools start — with turn markers for crash repair, instead of only after the run.
-            None (the default): on for durable sessions (SQLite, PostgreSQL, Redis, or any
-            session whose `durable` attribute is true), off for `MemorySession`.
+            None (the default): what the session declares (`Session.durable`): on for SQLite,
+            PostgreSQL and Redis, off for `MemorySession`.
         fail_on_tool_denied: Make a tool's `ToolError.Denied` fail the run (`tool_denied`). Off by
             default: the model reads the refusal as an error result (and `PermissionDenied` is
             streamed), so one refused call does not end the run.

@@ -32,6 +32,7 @@ from helikon.core.session import (
     Session,
     TurnClosed,
     TurnOpened,
+    check_session,
 )
 from helikon.core.session.crash_repair import close_interrupted_turn
 from helikon.core.session.recorder import SessionRecorder
@@ -173,8 +174,8 @@ class AsyncioRunner(Generic[Ctx]):
     ) -> AsyncIterator[AgentEvent]:
         config = _config_of(agent, config)
         new_input = to_agent_input(input)
-        session = context.session
-        durable = config.durable if config.durable is not None else is_durable(session)
+        session = check_session(context.session)  # the runner reads what it declares
+        durable = config.durable if config.durable is not None else session.durable
         run_id = new_run_id()
         run_ctx, timer = _timed(context, config.timeout)  # from the start: waiting for the session counts too
         key, owner = _identity(session)
@@ -457,19 +458,12 @@ class AsyncioRunner(Generic[Ctx]):
 
 
 def is_durable(session: Session) -> bool:
-    """Whether runs on `session` persist as they go by default (`RunConfig.durable=None`).
+    """Whether runs on `session` persist as they go by default (`RunConfig.durable=None`): what it declares.
 
-    A session says so with a `durable` attribute; otherwise one backed by a shared store
-    (SQLite, PostgreSQL, Redis: a `database`, `pool` or `client`) is, and a wrapper (such as
-    `CompactingSession`) is what its `inner` session is.
+    Raises:
+        UserError: `session` does not declare `durable` and `supports_ids` (see `check_session`).
     """
-    declared = getattr(session, "durable", None)
-    if isinstance(declared, bool):
-        return declared
-    if _store_of(session) is not None:
-        return True
-    inner = getattr(session, "inner", None)
-    return inner is not None and inner is not session and is_durable(inner)
+    return check_session(session).durable
 
 
 def _config_of(agent: Agent[Any], config: RunConfig | None) -> RunConfig:

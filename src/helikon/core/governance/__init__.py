@@ -265,13 +265,9 @@ class HookRegistry(Generic[Ctx]):
         return not self._hooks
 
 
-# The settings object builds on the seams above.
-from .settings import Governance  # noqa: E402
-
 __all__ = [
     "ApprovalHandler",
     "ApprovalOutcome",
-    "Governance",
     "Guardrail",
     "GuardrailInput",
     "GuardrailVerdict",

@@ -50,6 +50,9 @@ class MemorySession(Branching):
         ```
     """
 
+    durable = False  # its runs are written when they end: the log goes with the process anyway
+    supports_ids = True
+
     __slots__ = (
         "_created",
         "_ids",
