@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from helikon import (
@@ -71,9 +73,7 @@ USAGE = TokenUsage(input_tokens=10, output_tokens=2, requests=1)
 
 def ctx(**overrides: object) -> TransitionCtx:
     base = TransitionCtx(agent_name="a", tools=TOOLS, max_turns=4, system=(SystemMessage(text="Be brief."),))
-    for key, value in overrides.items():
-        setattr(base, key, value)
-    return base
+    return replace(base, **overrides)
 
 
 def json_output(valid: str = '{"ok": true}') -> OutputSpec:
@@ -142,7 +142,7 @@ def test_start_in_a_mid_run_state_fails(state: LoopState) -> None:
 
 def test_a_text_answer_completes_the_run_with_the_summed_usage() -> None:
     state = CallingModel(turn=1, usage=USAGE)
-    out = transition(state, ModelResponse(items=(REPLY,), usage=USAGE), ctx(conversation=(USER,)))
+    out = transition(state, ModelResponse(items=(REPLY,), usage=USAGE), ctx(), (USER,))
     assert out.events == (MessageOutput(item=REPLY), RunCompleted(usage=USAGE + USAGE))
     assert out.next_state == Done(output=FinalOutput(content=REPLY.content, usage=USAGE + USAGE))
     assert isinstance(out.next_action, Terminate)
@@ -181,8 +181,8 @@ def test_max_turns_one_allows_a_direct_answer() -> None:
 
 def test_a_handoff_tool_call_moves_to_applying_handoff_with_the_transcript() -> None:
     transfer = ToolCall(call_id="t1", name="transfer_to_b", args={})
-    c = ctx(handoffs={"transfer_to_b": "b"}, conversation=(USER,))
-    out = transition(CallingModel(turn=0, usage=USAGE), ModelResponse(items=(transfer,)), c)
+    c = ctx(handoffs={"transfer_to_b": "b"})
+    out = transition(CallingModel(turn=0, usage=USAGE), ModelResponse(items=(transfer,)), c, (USER,))
     assert out.next_state == ApplyingHandoff(
         target="b", call_id="t1", transcript=(USER, transfer), usage=USAGE, calls=(transfer,), turn=0
     )
@@ -192,10 +192,10 @@ def test_a_handoff_tool_call_moves_to_applying_handoff_with_the_transcript() -> 
 def test_an_accepted_handoff_answers_every_call_and_hands_over_the_transcript() -> None:
     transfer = ToolCall(call_id="t1", name="transfer_to_b", args={})
     other = ToolCall(call_id="c2", name="lookup", args={})
-    c = ctx(handoffs={"transfer_to_b": "b"}, conversation=(USER,))
-    asked = transition(CallingModel(turn=0, usage=USAGE), ModelResponse(items=(other, transfer)), c)
+    c = ctx(handoffs={"transfer_to_b": "b"})
+    asked = transition(CallingModel(turn=0, usage=USAGE), ModelResponse(items=(other, transfer)), c, (USER,))
     assert isinstance(asked.next_state, ApplyingHandoff)
-    out = transition(asked.next_state, HandoffAccepted(), c)
+    out = transition(asked.next_state, HandoffAccepted(), c, (USER,))
     assert isinstance(out.next_state, HandedOff) and isinstance(out.next_action, Terminate)
     results = out.conversation_appends
     assert [r.call_id for r in results] == ["c2", "t1"]  # type: ignore[union-attr]
@@ -212,9 +212,9 @@ def test_an_accepted_handoff_answers_every_call_and_hands_over_the_transcript() 
 
 def test_a_refused_handoff_tells_the_model_and_goes_on() -> None:
     transfer = ToolCall(call_id="t1", name="transfer_to_b", args={})
-    c = ctx(handoffs={"transfer_to_b": "b"}, conversation=(USER,))
-    asked = transition(CallingModel(turn=0), ModelResponse(items=(transfer,)), c)
-    out = transition(asked.next_state, HandoffRefused(reason="not now"), c)
+    c = ctx(handoffs={"transfer_to_b": "b"})
+    asked = transition(CallingModel(turn=0), ModelResponse(items=(transfer,)), c, (USER,))
+    out = transition(asked.next_state, HandoffRefused(reason="not now"), c, (USER,))
     assert out.next_state == CallingModel(turn=1)
     assert isinstance(out.next_action, CallModel)
     [result] = out.conversation_appends
@@ -230,8 +230,8 @@ def test_a_handoff_past_the_depth_limit_fails_the_run() -> None:
 
 
 def test_a_text_answer_with_an_output_type_moves_to_finalizing() -> None:
-    c = ctx(output=json_output(), conversation=(USER,))
-    out = transition(CallingModel(turn=0), ModelResponse(items=(REPLY,), usage=USAGE), c)
+    c = ctx(output=json_output())
+    out = transition(CallingModel(turn=0), ModelResponse(items=(REPLY,), usage=USAGE), c, (USER,))
     assert out.next_state == Finalizing(turn=1, usage=USAGE)
     assert out.events == (MessageOutput(item=REPLY), TurnStarted(turn=1))
     nudge = UserMessage.from_text(FINALIZE_PROMPT.format(name="Answer"))
@@ -256,7 +256,7 @@ def test_finalizing_needs_a_turn_left() -> None:
 def test_tool_results_feed_the_next_turn() -> None:
     state = ExecutingTools(calls=(CALL, CALL2), turn=0, usage=USAGE)
     outcomes = (outcome_ok(CALL, "a"), outcome_ok(CALL2, "b"))
-    out = transition(state, ToolResults(outcomes=outcomes), ctx(conversation=(USER, CALL, CALL2)))
+    out = transition(state, ToolResults(outcomes=outcomes), ctx(), (USER, CALL, CALL2))
     results = tuple(o.to_result() for o in outcomes)
     assert out.events == (
         ToolOutputItem(item=results[0]),
@@ -485,8 +485,8 @@ def test_an_input_a_state_cannot_take_fails_the_run(state: LoopState, input: Tra
 
 def test_transition_does_not_mutate_its_arguments() -> None:
     conversation = [USER]
-    c = ctx(conversation=conversation)
-    transition(CallingModel(turn=0), ModelResponse(items=(REPLY, CALL)), c)
+    c = ctx()
+    transition(CallingModel(turn=0), ModelResponse(items=(REPLY, CALL)), c, conversation)
     assert conversation == [USER]
 
 
@@ -499,7 +499,7 @@ def test_states_and_inputs_serialize_for_a_durable_runner() -> None:
 
 def test_a_replayed_run_reaches_the_same_state() -> None:
     """Persist after each step, reload, continue: the same outcome as an uninterrupted run."""
-    c = ctx(conversation=[])
+    c = ctx()
     steps: list[TransitionInput] = [
         Start(messages=(USER,)),
         ModelResponse(items=(CALL,), usage=USAGE),
@@ -511,8 +511,7 @@ def test_a_replayed_run_reaches_the_same_state() -> None:
     for step in steps:
         state = LOOP_STATE_ADAPTER.validate_json(LOOP_STATE_ADAPTER.dump_json(state))
         step = TRANSITION_INPUT_ADAPTER.validate_json(TRANSITION_INPUT_ADAPTER.dump_json(step))
-        c.conversation = tuple(conversation)  # type: ignore[assignment]
-        out = transition(state, step, c)
+        out = transition(state, step, c, tuple(conversation))
         conversation.extend(out.conversation_appends)
         state = out.next_state
     assert state == Done(output=FinalOutput(content=REPLY.content, usage=USAGE + USAGE))

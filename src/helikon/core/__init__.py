@@ -43,6 +43,7 @@ _EAGER = {
     ".session.compaction": "CompactingSession HeuristicTokenCounter TokenCounter",
     ".session.memory": "MemorySession MemoryStore",
     ".session.recorder": "SessionRecorder",
+    ".observer": "RunObserver",
     ".session.request_log": "rebuild_request rebuild_requests",
     ".conversation_check": """
         InvalidConversationError Repair ensure_provider_valid is_provider_valid repair_conversation
@@ -226,6 +227,7 @@ if typing.TYPE_CHECKING:
     )
     from .session.memory import MemorySession as MemorySession, MemoryStore as MemoryStore
     from .session.recorder import SessionRecorder as SessionRecorder
+    from .observer import RunObserver as RunObserver
     from .session.request_log import rebuild_request as rebuild_request, rebuild_requests as rebuild_requests
     from .conversation_check import (
         InvalidConversationError as InvalidConversationError,

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, call_user, short_repr
 from ._carrier import raw_constructor
-from ._tool_args import parse_args as _parse_args
+from ._reply import Reply
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
 from .context import RunConfig, RunContext
@@ -37,16 +37,7 @@ from .events import (
 from .exceptions import ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
 from .input import AgentInput
-from .items import (
-    AssistantMessage,
-    ContentPart,
-    Item,
-    ReasoningPart,
-    SystemMessage,
-    TextPart,
-    ToolCall,
-    UserMessage,
-)
+from .items import Item, SystemMessage, ToolCall, UserMessage
 from .loop import (
     ApplyHandoff,
     ApplyingHandoff,
@@ -60,6 +51,7 @@ from .loop import (
     LoopState,
     ModelFailed,
     ModelResponse,
+    NextAction,
     Start,
     ToolCallOutcome,
     ToolResults,
@@ -69,10 +61,11 @@ from .loop import (
     initial_state,
     transition,
 )
-from .model import Finish, ModelRequest, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
+from .model import ModelRequest
 
 if TYPE_CHECKING:
     from .agent import LlmAgent
+    from .observer import RunObserver
 
 
 # Built once per model call when requests are recorded: every field is the driver's own.
@@ -99,6 +92,21 @@ class _Settled:
         self.input = input
 
 
+class _Nothing:
+    """An empty stream of driver items: a run that ended with nothing left to do."""
+
+    __slots__ = ()
+
+    def __aiter__(self) -> _Nothing:
+        return self
+
+    async def __anext__(self) -> AgentEvent | _Settled:
+        raise StopAsyncIteration
+
+
+_NOTHING = _Nothing()
+
+
 class _Run:
     """One run's driver state."""
 
@@ -115,8 +123,12 @@ class _Run:
         "holding",
         "hooks",
         "injected",
+        "observer",
+        "output_guarded",
         "redactor",
+        "state",
         "task",
+        "token",
         "trace",
         "waiting",
     )
@@ -127,6 +139,10 @@ class _Run:
         self.config = config
         self.hooks: list[Hook[Any]] = [*agent.hooks, *ctx.hooks] if agent.hooks or len(ctx.hooks) else []
         self.injected: list[str] = []  # hook-injected system messages for the next model call
+        # Told of each model request and tool batch (a runner recording the run), if anything.
+        self.observer: RunObserver | None = ctx.observer
+        self.output_guarded = bool(agent.output_guardrails)
+        self.state: LoopState | None = None  # None until RunStarted is out
         # Where permission events raised while tools run go: a queue the run streams live.
         self.emit: Callable[[AgentEvent], None] = _drop
         # Cancellation: `on_cancel` interrupts `task` only while it is `waiting` on the model or
@@ -136,6 +152,7 @@ class _Run:
         self.holding = False
         self.fired = False
         self.cancelled = False  # the token's state, as a flag: the per-event checks read it
+        self.token = ctx.cancel
         governance = ctx.governance
         self.governed = governance.needs_pipeline
         self.redactor = governance.redactor
@@ -217,127 +234,137 @@ class _Run:
         return self.trace
 
     async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
-        agent, ctx, token = self.agent, self.ctx, self.ctx.cancel
+        """The run's events, `RunStarted` to the terminal one: `transition`'s, and those of each action."""
+        token = self.token
         remove_callback = token.add_callback(self.on_cancel)
-        state: LoopState | None = None  # None until RunStarted is out
         try:
-            handoffs = agent.handoffs_by_tool
-            tctx = TransitionCtx(
-                agent_name=agent.name,
-                tools=(*agent.tool_defs, *agent.handoff_defs) if handoffs else agent.tool_defs,
-                model_settings=agent.model_settings,
-                max_turns=self.config.max_turns,
-                system=await self.render_system(),
-                output=agent.output_spec,
-                handoffs={name: h.target for name, h in handoffs.items()} if handoffs else {},
-                agent_depth=ctx.agent_depth,
-                max_agent_depth=self.config.max_agent_depth,
-                fail_on_tool_denied=self.config.fail_on_tool_denied,
-            )
-            conversation: list[Item] = []
-            tctx.conversation = conversation
+            tctx = self.transition_ctx(await self.render_system())
             refused = await self.before_run(input.messages)
             if refused is not None:
                 for event in refused:
                     yield event
                 return
-            guard_task = self.guard_task
-            state = initial_state(tctx)
-            outcome = transition(state, Start(messages=input.conversation), tctx)
-            while True:
+            conversation: list[Item] = []  # the run's, as the steps' `conversation_appends` build it
+            state = self.state = initial_state(tctx)
+            next_input: TransitionInput | None = Start(messages=input.conversation)
+            while next_input is not None:
+                outcome = transition(state, next_input, tctx, conversation)
                 conversation.extend(outcome.conversation_appends)
-                state, action, events = outcome.next_state, outcome.next_action, outcome.events
-                if isinstance(state, Done) and agent.output_guardrails:
+                state = self.state = outcome.next_state
+                events = outcome.events
+                if self.output_guarded and isinstance(state, Done):
                     events = await self.hold(self.check_output(state, events))
                 for event in events:
                     if self.cancelled and event.__class__ in _TERMINAL:
                         # Cancelled while the consumer handled an event before this one.
                         event = RunFailed(error=cancel_error(token.reason), usage=_usage(state))
                     yield event
-                next_input: TransitionInput
-                if isinstance(action, CallModel):
-                    if self.trace is not None:
-                        self.trace.start_turn(getattr(state, "turn", 0))
-                    if self.hooks:
-                        turn = getattr(state, "turn", None)
-                        await self.hold(self.fire(HookEvent("on_turn_start", agent=agent.name, turn=turn)))
-                    if token.is_cancelled():
-                        next_input = Cancelled(reason=token.reason)
+                next_input = None  # unless the action settles into one: the run is over
+                async for item in self.perform(outcome.next_action, state, tctx.system):
+                    if type(item) is _Settled:
+                        next_input = item.input
                     else:
-                        next_input = Cancelled(reason=token.reason)
-                        injected = tuple(self.injected) if self.injected else ()
-                        request = self.with_injected(action.request)
-                        async for item in self.call_model(request):
-                            if type(item) is _Settled:
-                                next_input = item.input
-                            else:
-                                yield item  # pyright: ignore[reportReturnType]
-                        if self.config.record_requests:
-                            yield self.request_sent(request, tctx.system, injected, next_input)
-                    if guard_task is not None:
-                        # Nothing the model asked for happens before the input is cleared.
-                        failed = await self.hold(self.input_verdict(guard_task))
-                        guard_task = None
-                        if failed is not None:
-                            for event in failed:
-                                yield event
-                            return
-                elif isinstance(action, ExecuteTools):
-                    if self.config.record_tool_starts and not token.is_cancelled():
-                        # The runner logs the calls as started while this generator waits.
-                        yield ToolsStarting(call_ids=tuple(call.call_id for call in action.calls))
-                    if token.is_cancelled():
-                        next_input = Cancelled(reason=token.reason)
-                    elif ctx.approval_handler is None:
-                        # Nothing waits for a human: the pipeline's events (PermissionDenied,
-                        # an unanswerable ApprovalRequested) follow once the tools are done.
-                        raised: list[AgentEvent] = []
-                        self.emit = raised.append
-                        try:
-                            next_input = await self.run_tools(action.calls)
-                        finally:
-                            self.emit = _drop
-                        for event in raised:
-                            yield event
-                    else:
-                        # An approval may wait on a human, who must see ApprovalRequested while
-                        # the call waits: the tools run beside the stream.
-                        next_input = Cancelled(reason=token.reason)
-                        async for item in self.run_tools_live(action.calls):
-                            if type(item) is _Settled:
-                                next_input = item.input
-                            else:
-                                yield item  # pyright: ignore[reportReturnType]
-                elif isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
-                    if token.is_cancelled():
-                        next_input = Cancelled(reason=token.reason)
-                    else:
-                        next_input = await self.hold(self.decide_handoff(state))
-                else:
-                    break
-                outcome = transition(state, next_input, tctx)
-            if isinstance(state, HandedOff):
-                async for event in self.hand_off(state):
-                    yield event
-            if self.hooks:
-                await self.run_complete()
-        except _Stopped:
-            if state is None:
-                yield RunStarted(agent=agent.name)
-            yield RunFailed(error=cancel_error(token.reason), usage=_usage(state))
-            if self.hooks and state is not None:
-                await self.run_complete()
-        except CallbackRaised as exc:
-            if state is None:
-                yield RunStarted(agent=agent.name)
-            error = AgentError(kind="other", message=str(exc), cause=exc.cause)
-            yield RunFailed(error=error, usage=_usage(state))
-            if self.hooks and state is not None:
-                await self.run_complete()
+                        yield item  # pyright: ignore[reportReturnType]
+        except (_Stopped, CallbackRaised) as exc:
+            async for event in self.end_early(exc):
+                yield event
         finally:
             remove_callback()
-            if self.guard_task is not None and not self.guard_task.done():
-                self.guard_task.cancel()  # the run ended first (e.g. cancelled)
+            self.stop_guardrails()
+
+    def transition_ctx(self, system: tuple[SystemMessage, ...]) -> TransitionCtx:
+        """What every step of the run reads: the agent, its rendered instructions, the limits."""
+        agent, config = self.agent, self.config
+        handoffs = agent.handoffs_by_tool
+        return TransitionCtx(
+            agent_name=agent.name,
+            tools=(*agent.tool_defs, *agent.handoff_defs) if handoffs else agent.tool_defs,
+            model_settings=agent.model_settings,
+            max_turns=config.max_turns,
+            system=system,
+            output=agent.output_spec,
+            handoffs={name: h.target for name, h in handoffs.items()} if handoffs else {},
+            agent_depth=self.ctx.agent_depth,
+            max_agent_depth=config.max_agent_depth,
+            fail_on_tool_denied=config.fail_on_tool_denied,
+        )
+
+    def perform(
+        self, action: NextAction, state: LoopState, system: Sequence[SystemMessage]
+    ) -> AsyncIterator[AgentEvent | _Settled]:
+        """Do what `action` asks: its events, then a `_Settled` with the next input (none: the run ended)."""
+        if isinstance(action, CallModel):
+            return self.call_model(action.request, getattr(state, "turn", 0), system)
+        if isinstance(action, ExecuteTools):
+            return self.tool_turn(action.calls)
+        if isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
+            return self.apply_handoff(state)
+        if self.hooks or isinstance(state, HandedOff):
+            return self.finish(state)
+        return _NOTHING
+
+    async def tool_turn(self, calls: tuple[ToolCall, ...]) -> AsyncIterator[AgentEvent | _Settled]:
+        """One batch of tool calls, announced before they start: the events they raise, then their results."""
+        token, observer = self.token, self.observer
+        if not token.is_cancelled():
+            if observer is not None:
+                await observer.tools_starting(tuple(call.call_id for call in calls))
+            elif self.config.record_tool_starts:
+                # The consumer records the calls as started while this generator waits.
+                yield ToolsStarting(call_ids=tuple(call.call_id for call in calls))
+        if token.is_cancelled():
+            yield _Settled(Cancelled(reason=token.reason))
+        elif self.ctx.approval_handler is None:
+            # Nothing waits for a human: the pipeline's events (PermissionDenied,
+            # an unanswerable ApprovalRequested) follow once the tools are done.
+            raised: list[AgentEvent] = []
+            self.emit = raised.append
+            try:
+                results = await self.run_tools(calls)
+            finally:
+                self.emit = _drop
+            for event in raised:
+                yield event
+            yield _Settled(results)
+        else:
+            # An approval may wait on a human, who must see ApprovalRequested while
+            # the call waits: the tools run beside the stream.
+            async for item in self.run_tools_live(calls):
+                yield item
+
+    async def apply_handoff(self, state: ApplyingHandoff) -> AsyncIterator[AgentEvent | _Settled]:
+        """Whether the handoff the model asked for goes ahead (unless the run was cancelled)."""
+        token = self.token
+        if token.is_cancelled():
+            yield _Settled(Cancelled(reason=token.reason))
+        else:
+            yield _Settled(await self.hold(self.decide_handoff(state)))
+
+    async def finish(self, state: LoopState) -> AsyncIterator[AgentEvent | _Settled]:
+        """The run is over: a handed-off one goes on in its target; then the `on_run_complete` hooks."""
+        if isinstance(state, HandedOff):
+            async for event in self.hand_off(state):
+                yield event
+        if self.hooks:
+            await self.run_complete()
+
+    async def end_early(self, exc: _Stopped | CallbackRaised) -> AsyncIterator[AgentEvent]:
+        """The run stopped by its token, or by user code that raised: it fails (started, if not yet)."""
+        state = self.state
+        if state is None:
+            yield RunStarted(agent=self.agent.name)
+        if isinstance(exc, CallbackRaised):
+            error = AgentError(kind="other", message=str(exc), cause=exc.cause)
+        else:
+            error = cancel_error(self.token.reason)
+        yield RunFailed(error=error, usage=_usage(state))
+        if self.hooks and state is not None:
+            await self.run_complete()
+
+    def stop_guardrails(self) -> None:
+        """Cancel the input guardrails still running beside the model: the run ended first."""
+        if self.guard_task is not None and not self.guard_task.done():
+            self.guard_task.cancel()
 
     async def run_complete(self) -> None:
         """The `on_run_complete` hooks, after the terminal event: one that raises is logged."""
@@ -419,14 +446,31 @@ class _Run:
 
     # --- the model -------------------------------------------------------------------------
 
+    def report_request(
+        self,
+        request: ModelRequest,
+        system: Sequence[SystemMessage],
+        injected: tuple[str, ...],
+        settled: TransitionInput | None,
+    ) -> RequestSent | None:
+        """Tell the observer what the call was sent; the event to stream when the config asks for it."""
+        observer = self.observer
+        if observer is None and not self.config.record_requests:
+            return None
+        sent = self.request_sent(request, system, injected, settled)
+        if observer is None:
+            return sent
+        observer.request_sent(sent)
+        return None
+
     def request_sent(
         self,
         request: ModelRequest,
         system: Sequence[SystemMessage],
         injected: tuple[str, ...],
-        settled: TransitionInput,
+        settled: TransitionInput | None,
     ) -> RequestSent:
-        """What `request` held besides the conversation, for a recorder (`RunConfig.record_requests`)."""
+        """What `request` held besides the conversation, for a recorder (see `RunObserver`)."""
         model: Any = self.agent.model
         tools = request.tools
         return _request_sent(
@@ -440,100 +484,104 @@ class _Run:
             settled.usage if type(settled) is ModelResponse else None,
         )
 
-    async def call_model(self, request: ModelRequest) -> AsyncIterator[AgentEvent | _Settled]:
-        """Stream one model call: yield its deltas, then a `_Settled` with the aggregated response."""
-        # What a provider would refuse with a 400 (a call without its result after a crash, a
-        # cut handoff transcript, ...) is repaired here; a valid request passes as it is.
-        request = valid_request(request)
-        agent, token = self.agent, self.ctx.cancel
-        text: list[str] = []
-        reasoning: list[str] = []
-        signature: str | None = None
-        calls: dict[str, list[str]] = {}  # call_id -> [name, args fragments...]
-        usage = TokenUsage(requests=1)
-        finish: Any = "stop"
-        iterator: Any = None
-        # The task that awaits the model; captured once per call (asyncio.current_task is
-        # a Python function on 3.11, and this loop is the hot path).
-        self.task = asyncio.current_task()
-        trace = self.trace
-        span = trace.start_chat(request) if trace is not None else None
-        try:
-            iterator = agent.model.invoke(request, token).__aiter__()
-            anext_ = iterator.__anext__
-            while True:
-                if self.cancelled:
-                    raise _Stopped  # cancelled while the consumer handled the last delta: read no more
-                self.waiting = True
-                try:
-                    event: Any = await anext_()
-                except StopAsyncIteration:
-                    break
-                finally:
-                    self.waiting = False
-                cls = event.__class__
-                if cls is TokenDelta:
-                    text.append(event.text)
+    async def call_model(
+        self, request: ModelRequest, turn: int, system: Sequence[SystemMessage]
+    ) -> AsyncIterator[AgentEvent | _Settled]:
+        """One turn's model call: its deltas and its record, then a `_Settled` with its answer.
+
+        The answer is held until the input guardrails running beside the first call clear
+        the input (if they trip, their events end the run instead).
+        """
+        settled: TransitionInput | None = None  # None: cancelled
+        sending = await self.before_call(request, turn)
+        if sending is not None:
+            request, injected = sending
+            # What a provider would refuse with a 400 (a call without its result after a crash,
+            # a cut handoff transcript, ...) is repaired; a valid request passes as it is.
+            valid = valid_request(request)
+            reply = Reply()
+            span = self.trace.start_chat(valid) if self.trace is not None else None
+            # The task that awaits the model; captured once per call, not per delta.
+            self.task = asyncio.current_task()
+            iterator: Any = None
+            try:
+                iterator = self.agent.model.invoke(valid, self.token).__aiter__()
+                anext_ = iterator.__anext__
+                while True:
+                    if self.cancelled:
+                        raise _Stopped  # cancelled while the consumer handled the last delta: read no more
+                    self.waiting = True
+                    try:
+                        event: Any = await anext_()
+                    except StopAsyncIteration:
+                        break
+                    finally:
+                        self.waiting = False
+                    if reply.add(event):
+                        yield event
+                settled = self.answered(reply, span)
+            except (asyncio.CancelledError, _Stopped) as exc:
+                if not self.call_stopped(exc, span):
+                    raise
+            except Exception as exc:  # an adapter bug fails the run; it must not crash the consumer
+                settled = self.call_failed(exc, span)
+            finally:
+                aclose = getattr(iterator, "aclose", None)
+                if aclose is not None:
+                    await aclose()
+            sent = self.report_request(request, system, injected, settled)
+            if sent is not None:
+                yield sent
+        if self.guard_task is not None:
+            # Nothing the model asked for happens before the input is cleared.
+            failed = await self.hold(self.input_verdict(self.guard_task))
+            if failed is not None:
+                for event in failed:
                     yield event
-                elif cls is ToolCallDelta:
-                    entry = calls.get(event.call_id)
-                    if entry is None:
-                        calls[event.call_id] = [event.name, event.args_delta]
-                    else:
-                        if event.name and not entry[0]:
-                            entry[0] = event.name
-                        entry.append(event.args_delta)
-                    yield event
-                elif cls is ReasoningDelta:
-                    reasoning.append(event.text)
-                    if event.signature:
-                        signature = event.signature
-                    yield event
-                elif cls is Usage:
-                    usage = usage + TokenUsage(
-                        input_tokens=event.input_tokens,
-                        output_tokens=event.output_tokens,
-                        cached_input_tokens=event.cached_input_tokens,
-                        reasoning_tokens=event.reasoning_tokens,
-                    )
-                elif cls is Finish:
-                    finish = event.reason
-        except (asyncio.CancelledError, _Stopped) as exc:
-            if trace is not None and span is not None:
-                trace.end_chat(span, usage=None, finish=None, error="cancelled")
-            if type(exc) is not _Stopped and not self.absorb_cancel():
-                raise
-            yield _Settled(Cancelled(reason=token.reason))
-            return
-        except ModelError as exc:
-            if trace is not None and span is not None:
-                trace.end_chat(span, usage=None, finish=None, error=exc.kind)
-            yield _Settled(ModelFailed(kind=exc.kind, message=str(exc)))
-            return
-        except Exception as exc:  # an adapter bug fails the run; it must not crash the consumer
-            if trace is not None and span is not None:
-                trace.end_chat(span, usage=None, finish=None, error=type(exc).__name__)
-            yield _Settled(ModelFailed(kind="other", message=f"{type(exc).__name__}: {exc}"))
-            return
-        finally:
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                await aclose()
-        items: list[Item] = []
-        if text or reasoning:
-            parts: list[ContentPart] = []
-            if reasoning:
-                parts.append(
-                    ReasoningPart(text="".join(reasoning), signature=signature, provider=agent.model.provider)
-                )
-            if text:
-                parts.append(TextPart(text="".join(text)))
-            items.append(AssistantMessage(content=tuple(parts), agent=agent.name))
-        for call_id, entry in calls.items():
-            items.append(ToolCall(call_id=call_id, name=entry[0], args=_parse_args("".join(entry[1:]))))
-        if trace is not None and span is not None:
-            trace.end_chat(span, usage=usage, finish=finish, items=items)
-        yield _Settled(ModelResponse(items=tuple(items), usage=usage, finish_reason=finish))
+                return
+        yield _Settled(settled if settled is not None else Cancelled(reason=self.token.reason))
+
+    async def before_call(
+        self, request: ModelRequest, turn: int
+    ) -> tuple[ModelRequest, tuple[str, ...]] | None:
+        """Open the turn: its span, the `on_turn_start` hooks.
+
+        Returns the request to send (with the system messages hooks injected) and those
+        messages; None once the run is cancelled.
+        """
+        if self.trace is not None:
+            self.trace.start_turn(turn)
+        if self.hooks:
+            await self.hold(self.fire(HookEvent("on_turn_start", agent=self.agent.name, turn=turn)))
+        if self.token.is_cancelled():
+            return None
+        injected = tuple(self.injected) if self.injected else ()
+        return self.with_injected(request), injected
+
+    def answered(self, reply: Reply, span: Any) -> ModelResponse:
+        """What a model call that streamed to its end settles into (its span closed)."""
+        items = reply.items(self.agent)
+        if self.trace is not None and span is not None:
+            self.trace.end_chat(span, usage=reply.usage, finish=reply.finish, items=items)
+        return ModelResponse(items=items, usage=reply.usage, finish_reason=reply.finish)
+
+    def call_stopped(self, exc: BaseException, span: Any) -> bool:
+        """A model call interrupted: whether by the run's token (then it settles cancelled)."""
+        self.end_chat(span, "cancelled")
+        return type(exc) is _Stopped or self.absorb_cancel()
+
+    def call_failed(self, exc: Exception, span: Any) -> ModelFailed:
+        """What a model call that raised settles into: a `ModelError` as it says, anything else as `other`."""
+        if isinstance(exc, ModelError):
+            self.end_chat(span, exc.kind)
+            return ModelFailed(kind=exc.kind, message=str(exc))
+        self.end_chat(span, type(exc).__name__)
+        return ModelFailed(kind="other", message=f"{type(exc).__name__}: {exc}")
+
+    def end_chat(self, span: Any, error: str) -> None:
+        """Close the span of a model call that did not answer."""
+        if self.trace is not None and span is not None:
+            self.trace.end_chat(span, usage=None, finish=None, error=error)
 
     # --- tools -----------------------------------------------------------------------------
 
@@ -567,7 +615,7 @@ class _Run:
         except asyncio.CancelledError:
             if not self.absorb_cancel():
                 raise
-            return Cancelled(reason=self.ctx.cancel.reason)
+            return Cancelled(reason=self.token.reason)
         finally:
             self.waiting = False
         return ToolResults(outcomes=tuple(outcomes))

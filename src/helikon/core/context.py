@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from .governance.permissions import CompiledRules
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardRule
+    from .observer import RunObserver
     from .session import Session
 
 Ctx = TypeVar("Ctx")
@@ -46,11 +47,14 @@ class RunConfig:
         parallel_tool_call_limit: Cap on concurrently running tool calls; `None` = unbounded.
         max_agent_depth: Nesting depth across handoffs and agent-as-tool runs (default 8).
         timeout: Wall-clock seconds for the whole run; enforced by a runner, not a bare `agent.run`.
-        record_requests: Emit a `RequestSent` after each model call (what was sent besides the
-            conversation, and the call's usage), for a `SessionRecorder`. Runners set it; off by
-            default, so a plain `agent.run` streams exactly the events it always did.
-        record_tool_starts: Emit a `ToolsStarting` before each batch of tool calls runs. Runners
-            set it when they persist a run as it goes; off by default, like `record_requests`.
+        record_requests: Stream a `RequestSent` after each model call (what was sent besides
+            the conversation, and the call's usage), for code that records the stream itself
+            with a `SessionRecorder`. Off by default. A run whose context has an observer
+            (`RunContext.with_observer`: what `AsyncioRunner` gives its runs) tells it
+            instead and streams nothing more.
+        record_tool_starts: Stream a `ToolsStarting` before each batch of tool calls runs (the
+            calls wait while the consumer handles it). Off by default; like `record_requests`,
+            an observer is told instead.
         durable: Persist the run's events as they settle — before every model call and before
             tools start — with turn markers for crash repair, instead of only after the run.
             None (the default): what the session declares (`Session.durable`): on for SQLite,
@@ -262,6 +266,7 @@ class RunContext(Generic[Ctx]):
         "_cancel",
         "_governance",
         "_hooks",
+        "_observer",
         "_session",
         "_state",
         "_trace_parent",
@@ -289,6 +294,7 @@ class RunContext(Generic[Ctx]):
         self._actions = ActionsHandle()
         self._agent_depth = 0
         self._trace_parent: object = None
+        self._observer: RunObserver | None = None
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -336,6 +342,11 @@ class RunContext(Generic[Ctx]):
     def trace_parent(self) -> object:
         """The OpenTelemetry span this run's spans start under (None: the current context)."""
         return self._trace_parent
+
+    @property
+    def observer(self) -> RunObserver | None:
+        """What the run reports its model requests and tool starts to (a runner's), if anything."""
+        return self._observer
 
     @property
     def state(self) -> SessionState:
@@ -445,6 +456,12 @@ class RunContext(Generic[Ctx]):
         new._trace_parent = span
         return new
 
+    def with_observer(self, observer: RunObserver | None) -> RunContext[Ctx]:
+        """Report the run's model requests and tool starts to `observer` (see `RunObserver`)."""
+        new = self._copy()
+        new._observer = observer
+        return new
+
     def with_cancel(self, cancel: CancellationToken) -> RunContext[Ctx]:
         """Use `cancel` as the run's token."""
         new = self._copy()
@@ -541,6 +558,7 @@ class RunContext(Generic[Ctx]):
         new._actions = ActionsHandle()
         new._agent_depth = self._agent_depth + 1
         new._cancel = self._cancel.child_token()
+        new._observer = None  # its turns are not this run's to record
         return new
 
 

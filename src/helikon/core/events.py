@@ -214,9 +214,10 @@ class StructuredOutputFailed:
 class RequestSent:
     """A model call was made: what it was sent besides the conversation, and its usage.
 
-    Streamed only with `RunConfig.record_requests` (runners set it), after the call and
-    before the events of its answer, for `SessionRecorder` to log a `RequestHeader` when
-    something changed. `system` is the rendered instructions, `injected` the system
+    Streamed only with `RunConfig.record_requests` and no `RunObserver` in the run's
+    context (a runner's observer is handed it instead), after the call and before the
+    events of its answer, for `SessionRecorder` to log a `RequestHeader` when something
+    changed. `system` is the rendered instructions, `injected` the system
     messages hooks added to this call; `usage` is None when the call failed.
     """
 
@@ -234,9 +235,10 @@ class RequestSent:
 class ToolsStarting:
     """The tool calls `call_ids` of this turn are about to run.
 
-    Streamed only with `RunConfig.record_tool_starts` (a runner persisting the run as it
-    goes sets it), right before the calls go through the permission pipeline and run: the
-    runner logs the calls, then a `ToolsStarted` marker, before the stream goes on.
+    Streamed only with `RunConfig.record_tool_starts` and no `RunObserver` in the run's
+    context (a runner's observer is told instead), right before the calls go through the
+    permission pipeline and run: a consumer persisting the run logs the calls, then a
+    `ToolsStarted` marker, before it asks for the next event.
     """
 
     type: Literal["tools_starting"] = "tools_starting"

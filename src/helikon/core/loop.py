@@ -1,8 +1,9 @@
 """The agent loop as data: `LoopState`, `TransitionInput`, `NextAction` and the pure `transition`.
 
-`transition(state, input, ctx)` is synchronous and does no IO: it returns the next
-state, the events to emit, the side effect the driver must perform next, and the items
-to append to the conversation. The async driver in `LlmAgent` performs the side effects.
+`transition(state, input, ctx, conversation)` is synchronous and does no IO: it returns
+the next state, the events to emit, the side effect the driver must perform next, and the
+items to append to the conversation (which the caller keeps: `ctx` is configuration only).
+The async driver in `LlmAgent` performs the side effects.
 Every carrier here is a frozen dataclass that `LOOP_STATE_ADAPTER` and
 `TRANSITION_INPUT_ADAPTER` serialize, so a durable runner can persist the loop at any
 transition boundary and resume it.
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Literal, TypeAlias
 
 from ._adapter import LazyAdapter
@@ -318,16 +319,14 @@ _TERMINATE = Terminate()
 _APPLY_HANDOFF = ApplyHandoff()
 
 
-@dataclass(slots=True, kw_only=True)
+@carrier
 class TransitionCtx:
-    """The agent and run configuration one `transition` step reads (never mutates)."""
+    """The agent and run configuration every `transition` step of a run reads; frozen."""
 
     agent_name: str
     tools: Sequence[ToolDef] = ()
     model_settings: ModelSettings = field(default_factory=ModelSettings)
     max_turns: int = 16
-    conversation: Sequence[Item] = ()
-    """The conversation before this step's appends; the driver owns and extends it."""
     system: Sequence[SystemMessage] = ()
     """Rendered instructions (and hook-injected messages) that lead every request."""
     output: OutputSpec | None = None
@@ -360,8 +359,14 @@ def initial_state(ctx: TransitionCtx) -> LoopState:
     return CallingModel(turn=0)
 
 
-def transition(state: LoopState, input: TransitionInput, ctx: TransitionCtx) -> TransitionOutcome:
-    """Advance the loop by one step. Pure: no IO, no awaits, no mutation of its arguments."""
+def transition(
+    state: LoopState, input: TransitionInput, ctx: TransitionCtx, conversation: Sequence[Item] = ()
+) -> TransitionOutcome:
+    """Advance the loop by one step. Pure: no IO, no awaits, no mutation of its arguments.
+
+    `conversation` is the conversation before this step: what the earlier steps'
+    `conversation_appends` added up to (the caller keeps it, and extends it with this one's).
+    """
     if isinstance(state, Done | Failed | HandedOff):
         # Terminal states absorb everything: a late cancel never overrides the outcome.
         return TransitionOutcome(state, (), _TERMINATE)
@@ -371,15 +376,15 @@ def transition(state: LoopState, input: TransitionInput, ctx: TransitionCtx) -> 
     if isinstance(input, ModelFailed):
         return _fail(AgentError(kind="model_error", message=input.message, cause=input.kind), usage)
     if isinstance(input, Start):
-        return _start(state, input, ctx)
+        return _start(state, input, ctx, conversation)
     if isinstance(state, CallingModel) and isinstance(input, ModelResponse):
-        return _after_model(state, input, ctx)
+        return _after_model(state, input, ctx, conversation)
     if isinstance(state, ExecutingTools) and isinstance(input, ToolResults):
-        return _after_tools(state, input, ctx)
+        return _after_tools(state, input, ctx, conversation)
     if isinstance(state, Finalizing | RepairingOutput) and isinstance(input, ModelResponse):
-        return _after_structured(state, input, ctx)
+        return _after_structured(state, input, ctx, conversation)
     if isinstance(state, ApplyingHandoff) and isinstance(input, HandoffAccepted | HandoffRefused):
-        return _after_handoff(state, input, ctx)
+        return _after_handoff(state, input, ctx, conversation)
     return _fail(
         AgentError(kind="other", message=f"invalid transition: {state.type} cannot take {input.type}"), usage
     )
@@ -398,26 +403,30 @@ def _fail(error: AgentError, usage: TokenUsage) -> TransitionOutcome:
     )
 
 
-def _request(ctx: TransitionCtx, appends: Sequence[Item], *, structured: bool = False) -> ModelRequest:
-    messages = [*ctx.system, *ctx.conversation, *appends]
+def _request(
+    ctx: TransitionCtx, conversation: Sequence[Item], appends: Sequence[Item], *, structured: bool = False
+) -> ModelRequest:
+    messages = [*ctx.system, *conversation, *appends]
     if structured and ctx.output is not None:
         settings = ctx.model_settings.merged(ModelSettings(response_format=ctx.output.response_format))
         return ModelRequest(messages=messages, tools=(), model_settings=settings)
     return ModelRequest(messages=messages, tools=ctx.tools, model_settings=ctx.model_settings)
 
 
-def _start(state: LoopState, input: Start, ctx: TransitionCtx) -> TransitionOutcome:
+def _start(
+    state: LoopState, input: Start, ctx: TransitionCtx, conversation: Sequence[Item]
+) -> TransitionOutcome:
     started = RunStarted(agent=ctx.agent_name)
     if isinstance(state, Finalizing):
         appends = input.messages
-        request = _request(ctx, appends, structured=True)
+        request = _request(ctx, conversation, appends, structured=True)
         return TransitionOutcome(
             state, (started, TurnStarted(turn=state.turn)), CallModel(request=request), appends
         )
     if not isinstance(state, CallingModel):
         usage = state.output.usage if isinstance(state, Done) else state.usage
         return _fail(AgentError(kind="other", message=f"a run cannot start in state {state.type}"), usage)
-    request = _request(ctx, input.messages)
+    request = _request(ctx, conversation, input.messages)
     return TransitionOutcome(
         state, (started, TurnStarted(turn=state.turn)), CallModel(request=request), input.messages
     )
@@ -437,7 +446,9 @@ def _model_events(items: Sequence[Item]) -> tuple[list[AgentEvent], list[ToolCal
     return events, calls, message
 
 
-def _after_model(state: CallingModel, input: ModelResponse, ctx: TransitionCtx) -> TransitionOutcome:
+def _after_model(
+    state: CallingModel, input: ModelResponse, ctx: TransitionCtx, conversation: Sequence[Item]
+) -> TransitionOutcome:
     usage = state.usage + input.usage
     events, calls, message = _model_events(input.items)
     appends = input.items
@@ -456,7 +467,7 @@ def _after_model(state: CallingModel, input: ModelResponse, ctx: TransitionCtx) 
                     return TransitionOutcome(
                         Failed(error=error, usage=usage), tuple(events), _TERMINATE, appends
                     )
-                transcript = (*ctx.conversation, *appends)
+                transcript = (*conversation, *appends)
                 applying = ApplyingHandoff(
                     target=target,
                     call_id=call.call_id,
@@ -485,7 +496,7 @@ def _after_model(state: CallingModel, input: ModelResponse, ctx: TransitionCtx) 
         return TransitionOutcome(
             Finalizing(turn=next_turn, usage=usage),
             tuple(events),
-            CallModel(request=_request(ctx, appends, structured=True)),
+            CallModel(request=_request(ctx, conversation, appends, structured=True)),
             appends,
         )
     content = message.content if message is not None else ()
@@ -496,7 +507,10 @@ def _after_model(state: CallingModel, input: ModelResponse, ctx: TransitionCtx) 
 
 
 def _after_handoff(
-    state: ApplyingHandoff, input: HandoffAccepted | HandoffRefused, ctx: TransitionCtx
+    state: ApplyingHandoff,
+    input: HandoffAccepted | HandoffRefused,
+    ctx: TransitionCtx,
+    conversation: Sequence[Item],
 ) -> TransitionOutcome:
     """Answer every call of the turn; then hand off, or go on with the model."""
     target = state.target
@@ -527,7 +541,7 @@ def _after_handoff(
     return TransitionOutcome(
         CallingModel(turn=next_turn, usage=state.usage),
         tuple(events),
-        CallModel(request=_request(ctx, appends)),
+        CallModel(request=_request(ctx, conversation, appends)),
         appends,
     )
 
@@ -544,7 +558,9 @@ def _max_turns(
     return TransitionOutcome(Failed(error=error, usage=usage), tuple(events), _TERMINATE, appends)
 
 
-def _after_tools(state: ExecutingTools, input: ToolResults, ctx: TransitionCtx) -> TransitionOutcome:
+def _after_tools(
+    state: ExecutingTools, input: ToolResults, ctx: TransitionCtx, conversation: Sequence[Item]
+) -> TransitionOutcome:
     usage = state.usage
     events: list[AgentEvent] = []
     results: list[Item] = []
@@ -581,13 +597,16 @@ def _after_tools(state: ExecutingTools, input: ToolResults, ctx: TransitionCtx) 
     return TransitionOutcome(
         CallingModel(turn=next_turn, usage=usage, args_retried=retried),
         tuple(events),
-        CallModel(request=_request(ctx, appends)),
+        CallModel(request=_request(ctx, conversation, appends)),
         appends,
     )
 
 
 def _after_structured(
-    state: Finalizing | RepairingOutput, input: ModelResponse, ctx: TransitionCtx
+    state: Finalizing | RepairingOutput,
+    input: ModelResponse,
+    ctx: TransitionCtx,
+    conversation: Sequence[Item],
 ) -> TransitionOutcome:
     usage = state.usage + input.usage
     if ctx.output is None:
@@ -630,7 +649,7 @@ def _after_structured(
     return TransitionOutcome(
         RepairingOutput(turn=next_turn, usage=usage),
         tuple(events),
-        CallModel(request=_request(ctx, appends, structured=True)),
+        CallModel(request=_request(ctx, conversation, appends, structured=True)),
         appends,
     )
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
@@ -17,11 +16,9 @@ from helikon.core.events import (
     AgentEvent,
     MessageOutput,
     PersistFailed,
-    RequestSent,
     RunCompleted,
     RunFailed,
     RunStarted,
-    ToolsStarting,
     TurnStarted,
 )
 from helikon.core.exceptions import SessionConflict, UserError
@@ -33,7 +30,6 @@ from helikon.core.session import (
     RequestHeader,
     SequenceId,
     Session,
-    ToolsStarted,
     TurnClosed,
     TurnOpened,
     check_session,
@@ -41,6 +37,7 @@ from helikon.core.session import (
 from helikon.core.session.crash_repair import close_interrupted_turn
 from helikon.core.session.recorder import SessionRecorder
 
+from ._recording import RunRecording
 from ._retry import RetryPolicy, _cancelled_within  # pyright: ignore[reportPrivateUsage]
 from ._run_ids import new_run_id, writer_gone
 from ._writer import RunWriter, TurnOutcome
@@ -128,7 +125,6 @@ class AsyncioRunner(Generic[Ctx]):
     """
 
     __slots__ = (
-        "_configs",
         "_headers",
         "_held",
         "_running",
@@ -160,7 +156,6 @@ class AsyncioRunner(Generic[Ctx]):
         self._turns: dict[object, _Turns] = {}  # per session: the queue of this runner's runs on it
         self._held: dict[object, RunWriter] = {}  # per session: a past run's events not stored yet
         self._running: set[str] = set()  # the run ids of this runner's runs in flight
-        self._configs: tuple[RunConfig, RunConfig] | None = None  # the last config, and it recording
 
     def run_streamed(
         self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
@@ -177,24 +172,14 @@ class AsyncioRunner(Generic[Ctx]):
     async def _events(
         self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None
     ) -> AsyncIterator[AgentEvent]:
-        if config is None:
-            default: object = getattr(agent, "run_config", None)
-            config = default if isinstance(default, RunConfig) else RunConfig()
+        config = _config_of(agent, config)
         new_input = to_agent_input(input)
         session = check_session(context.session)  # the runner reads what it declares
         durable = config.durable if config.durable is not None else session.durable
         run_id = new_run_id()
-        run_ctx: RunContext[Any] = context
-        timer: asyncio.TimerHandle | None = None
-        if config.timeout is not None:  # from the start: waiting for the session counts too
-            token = context.cancel.child_token()
-            run_ctx = context.with_cancel(token)
-            timer = asyncio.get_running_loop().call_later(config.timeout, token.cancel, TIMEOUT_REASON)
+        run_ctx, timer = _timed(context, config.timeout)  # from the start: waiting for the session counts too
         key, owner = _identity(session)
-        turns = self._turns.get(key)
-        if turns is None:
-            turns = self._turns[key] = _Turns()
-        turns.users += 1
+        turns = self._enter(key)
         try:
             ready = await self._start(
                 turns, session, key, owner, durable, run_id, agent.name, new_input, run_ctx
@@ -204,10 +189,8 @@ class AsyncioRunner(Generic[Ctx]):
                 yield RunFailed(error=ready)
                 return
             snapshot, recorder, writer = ready
-            config = self._recording(config, durable)
-            outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
-            terminal: RunCompleted | RunFailed | None = None
-            final_text: str | None = None
+            run_ctx = run_ctx.with_observer(RunRecording(recorder, writer, durable))
+            end = _End(agent.name)
             settled = False
             self._running.add(run_id)
             try:
@@ -216,53 +199,46 @@ class AsyncioRunner(Generic[Ctx]):
                         new_input.prepend(snapshot.messages), context=run_ctx, config=config
                     ):
                         recorder.observe(event)
-                        if isinstance(event, ToolsStarting):  # the runner asked for it; its caller did not
-                            if durable:  # the calls, then (once they are stored) the marker
-                                await writer.write(recorder.take())
-                                await writer.write([ToolsStarted(call_ids=event.call_ids)])
-                            continue
-                        kind = type(event)
-                        if kind is TurnStarted:
-                            if durable:  # a model call is next: store what settled first
-                                await writer.write(recorder.take())
-                        elif kind is RequestSent:  # the runner asked for it; its caller did not
-                            continue
-                        elif isinstance(event, MessageOutput):
-                            final_text = event.item.text
-                        elif isinstance(event, RunCompleted | RunFailed):
-                            # Held back until the run is stored: whoever sees the end may rely on the log.
-                            terminal = event
-                            outcome = _outcome(event)
-                            continue
-                        yield event
+                        if (
+                            durable and type(event) is TurnStarted
+                        ):  # a model call is next: store what settled first
+                            await writer.write(recorder.take())
+                        if not end.holds(event):
+                            yield event
                 except Exception as exc:
                     # An LlmAgent's stream ends in RunFailed; another agent's may raise. The run
                     # fails all the same, as an event, and its turn is closed as failed.
-                    message = f"the run of agent {agent.name!r} raised {type(exc).__name__}: {exc}"
-                    if terminal is not None:  # after its terminal event: the outcome stands
-                        logger.warning("%s after its terminal event", message)
-                    else:
-                        terminal = RunFailed(error=AgentError(kind="other", message=message))
-                        recorder.observe(terminal)
-                        outcome = "failed"
+                    end.raised(exc, recorder)
                 self._running.discard(run_id)
                 settled = True
-                report = await self._persist(key, writer, recorder, durable, outcome)
+                report = await self._persist(key, writer, recorder, durable, end.outcome)
                 if report is not None:
                     yield report
-                if terminal is not None:
-                    yield self._strict(terminal, report, final_text)
+                if end.terminal is not None:
+                    yield self._strict(end.terminal, report, end.final_text)
             finally:
                 self._running.discard(run_id)
                 if not settled:  # the consumer left, or the run was cancelled: store what there is
-                    await self._persist(key, writer, recorder, durable, outcome)
+                    await self._persist(key, writer, recorder, durable, end.outcome)
                 turns.lock.release()
         finally:
             if timer is not None:
                 timer.cancel()
-            turns.users -= 1
-            if not turns.users and self._turns.get(key) is turns:
-                del self._turns[key]
+            self._leave(key, turns)
+
+    def _enter(self, key: object) -> _Turns:
+        """The session's queue in this runner, with this run counted among its users."""
+        turns = self._turns.get(key)
+        if turns is None:
+            turns = self._turns[key] = _Turns()
+        turns.users += 1
+        return turns
+
+    def _leave(self, key: object, turns: _Turns) -> None:
+        """The run is done with the session's queue; the last one out drops it."""
+        turns.users -= 1
+        if not turns.users and self._turns.get(key) is turns:
+            del self._turns[key]
 
     async def _start(
         self,
@@ -454,17 +430,6 @@ class AsyncioRunner(Generic[Ctx]):
         )
         return RunFailed(error=error, usage=terminal.usage)
 
-    def _recording(self, config: RunConfig, durable: bool) -> RunConfig:
-        """`config` recording requests, and tool starts for a durable run (the copy is kept)."""
-        if config.record_requests and config.record_tool_starts == durable:
-            return config
-        cached = self._configs
-        if cached is not None and cached[0] is config and cached[1].record_tool_starts == durable:
-            return cached[1]
-        recording = replace(config, record_requests=True, record_tool_starts=durable)
-        self._configs = (config, recording)
-        return recording
-
     async def _look(self, session: Session, key: object, owner: object) -> _HeaderState:
         """What the runner knows of `session`: its latest `RequestHeader`, and a turn left open.
 
@@ -499,6 +464,60 @@ def is_durable(session: Session) -> bool:
         UserError: `session` does not declare `durable` and `supports_ids` (see `check_session`).
     """
     return check_session(session).durable
+
+
+def _config_of(agent: Agent[Any], config: RunConfig | None) -> RunConfig:
+    """The run's config: the one given, else the agent's `run_config`, else the defaults."""
+    if config is not None:
+        return config
+    default: object = getattr(agent, "run_config", None)
+    return default if isinstance(default, RunConfig) else RunConfig()
+
+
+def _timed(
+    context: RunContext[Ctx], timeout: float | None
+) -> tuple[RunContext[Ctx], asyncio.TimerHandle | None]:
+    """The run's context, with a token that `timeout` cancels (and the timer), if there is one."""
+    if timeout is None:
+        return context, None
+    token = context.cancel.child_token()
+    timer = asyncio.get_running_loop().call_later(timeout, token.cancel, TIMEOUT_REASON)
+    return context.with_cancel(token), timer
+
+
+class _End:
+    """How a run's stream ended: its terminal event (held back until the run is stored), its final text."""
+
+    __slots__ = ("agent", "final_text", "outcome", "terminal")
+
+    def __init__(self, agent: str) -> None:
+        self.agent = agent
+        self.outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
+        self.terminal: RunCompleted | RunFailed | None = None
+        self.final_text: str | None = None
+
+    def holds(self, event: AgentEvent) -> bool:
+        """Note `event`; whether it is held back: the terminal event waits until the run is stored.
+
+        Whoever sees the end of a run may rely on the session's log.
+        """
+        if isinstance(event, MessageOutput):
+            self.final_text = event.item.text
+        elif isinstance(event, RunCompleted | RunFailed):
+            self.terminal = event
+            self.outcome = _outcome(event)
+            return True
+        return False
+
+    def raised(self, exc: Exception, recorder: SessionRecorder) -> None:
+        """The agent's stream raised: the run fails (recorded), unless it had ended already."""
+        message = f"the run of agent {self.agent!r} raised {type(exc).__name__}: {exc}"
+        if self.terminal is not None:  # after its terminal event: the outcome stands
+            logger.warning("%s after its terminal event", message)
+            return
+        self.terminal = RunFailed(error=AgentError(kind="other", message=message))
+        recorder.observe(self.terminal)
+        self.outcome = "failed"
 
 
 def _outcome(terminal: RunCompleted | RunFailed) -> TurnOutcome:

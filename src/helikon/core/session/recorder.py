@@ -36,8 +36,9 @@ class SessionRecorder:
     `drain` it at the end. `drain` answers any tool call left without a result with an
     error `ToolReturned`, so the log always projects to a conversation providers accept.
 
-    With `RunConfig.record_requests` the run streams a `RequestSent` per model call: the
-    recorder then logs a `RequestHeader` whenever the request differs from the last one
+    Feed it the `RequestSent` of each model call too (a runner's `RunObserver` is handed
+    them; `RunConfig.record_requests` streams them): it then logs a `RequestHeader`
+    whenever the request differs from the last one
     (`last_header`: the session's latest, so an unchanged agent adds no header), and puts
     each call's usage on the assistant message it produced.
 

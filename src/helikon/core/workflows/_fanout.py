@@ -5,6 +5,11 @@ Each child runs in its own task (a "pump") that folds the child's outcome into i
 reads the queue, so events arrive in the order they happened. The queue is a deque
 with a single waiter: cheaper than `asyncio.Queue` on this hot path, and only one
 reader ever waits.
+
+What the children report to the run's observer (`RunObserver`: a runner recording the
+run) is queued with their events and delivered as the reader reaches it, so the observer
+hears of a child's request or tool starts right after that child's earlier events, as in
+a run that streams them.
 """
 
 from __future__ import annotations
@@ -14,20 +19,67 @@ from collections import deque
 from typing import Any
 
 from ..context import RunConfig, RunContext
-from ..events import AgentEvent
+from ..events import AgentEvent, RequestSent
 from ..input import AgentInput
+from ..observer import RunObserver
 from ._merge import ChildRun, aclose
+
+
+class _Report:
+    """A child's report to the run's observer, waiting in the queue behind the child's events."""
+
+    __slots__ = ("call_ids", "observer", "sent")
+
+    def __init__(
+        self, observer: RunObserver, sent: RequestSent | None = None, call_ids: tuple[str, ...] = ()
+    ) -> None:
+        self.observer = observer
+        self.sent = sent
+        self.call_ids = call_ids
+
+    async def deliver(self) -> None:
+        if self.sent is not None:
+            self.observer.request_sent(self.sent)
+        else:
+            await self.observer.tools_starting(self.call_ids)
+
+
+class _Relay:
+    """The children's observer: queues their reports for the reader to deliver in order."""
+
+    __slots__ = ("_fanout", "_observer")
+
+    def __init__(self, fanout: Fanout, observer: RunObserver) -> None:
+        self._fanout = fanout
+        self._observer = observer
+
+    def request_sent(self, sent: RequestSent) -> None:
+        self._fanout.queue(_Report(self._observer, sent=sent))
+
+    async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
+        # The child goes on: its calls are stored once the reader reaches this report.
+        self._fanout.queue(_Report(self._observer, call_ids=call_ids))
 
 
 class Fanout:
     """The running children of one workflow run."""
 
-    __slots__ = ("_config", "_ctx", "_items", "_remove", "_tasks", "_waiter", "cancelled", "running")
+    __slots__ = (
+        "_config",
+        "_ctx",
+        "_items",
+        "_remove",
+        "_tasks",
+        "_waiter",
+        "cancelled",
+        "running",
+    )
 
     def __init__(self, ctx: RunContext[Any], config: RunConfig | None) -> None:
-        self._ctx = ctx
+        observer = ctx.observer
+        self._ctx = ctx if observer is None else ctx.with_observer(_Relay(self, observer))
         self._config = config
-        self._items: deque[AgentEvent | ChildRun] = deque()
+        self._items: deque[AgentEvent | ChildRun | _Report] = deque()
         self._waiter: asyncio.Future[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.running: dict[int, ChildRun] = {}
@@ -45,6 +97,11 @@ class Fanout:
         waiter = self._waiter
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
+
+    def queue(self, report: _Report) -> None:
+        """Queue a child's report to the observer behind the events it streamed before."""
+        self._items.append(report)
+        self._wake()
 
     def start(self, run: ChildRun, input: AgentInput) -> None:
         """Run `run`'s child on `input` in a new task."""
@@ -70,20 +127,27 @@ class Fanout:
         self._wake()
 
     async def next(self) -> AgentEvent | ChildRun | None:
-        """The next event to forward, a finished `ChildRun`, or None once the outer run is cancelled."""
+        """The next event to forward, a finished `ChildRun`, or None once the outer run is cancelled.
+
+        The children's reports to the observer on the way are delivered.
+        """
         items = self._items
-        while not items:
+        while True:
+            while not items:
+                if self.cancelled:
+                    return None
+                self._waiter = asyncio.get_running_loop().create_future()
+                await self._waiter
+                self._waiter = None
             if self.cancelled:
                 return None
-            self._waiter = asyncio.get_running_loop().create_future()
-            await self._waiter
-            self._waiter = None
-        if self.cancelled:
-            return None
-        item = items.popleft()
-        if type(item) is ChildRun:
-            del self.running[item.index]
-        return item
+            item = items.popleft()
+            if isinstance(item, _Report):
+                await item.deliver()
+                continue
+            if type(item) is ChildRun:
+                del self.running[item.index]
+            return item
 
     async def close(self) -> None:
         """Stop listening to the token; cancel and await every child still running (no orphans)."""
