@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -106,7 +107,7 @@ def response_as_sse(response: dict[str, Any]) -> bytes:
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": response | {"status": "in_progress", "output": []}}
     ]
-    for index, item in enumerate(response.get("output") or ()):
+    for index, item in enumerate(response.get("output") or []):
         item_id = item.get("id")
         if item["type"] == "function_call":
             events.append(
@@ -126,7 +127,7 @@ def response_as_sse(response: dict[str, Any]) -> bytes:
             )
         else:
             events.append({"type": "response.output_item.added", "output_index": index, "item": item})
-            for part in item.get("content") or ():
+            for part in item.get("content") or []:
                 if part["type"] == "output_text":
                     events.append(
                         {"type": "response.output_text.delta", "item_id": item_id, "delta": part["text"]}
@@ -135,7 +136,7 @@ def response_as_sse(response: dict[str, Any]) -> bytes:
                     events.append(
                         {"type": "response.refusal.delta", "item_id": item_id, "delta": part["refusal"]}
                     )
-            for part in item.get("summary") or ():
+            for part in item.get("summary") or []:
                 events.append(  # noqa: PERF401
                     {
                         "type": "response.reasoning_summary_text.delta",
@@ -1029,7 +1030,7 @@ class _SlowStream(httpx2.AsyncByteStream):
         self.closed = False
         self.sent = 0
 
-    async def __aiter__(self) -> Any:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         for n in range(1000):
             self.sent += 1
             chunk = {"id": "x", "created": 1, "model": "m", "object": "chat.completion.chunk"}
