@@ -155,25 +155,28 @@ def _pending_items(messages: list[Item]) -> list[Item]:
     return messages
 
 
-def responses_body(model_id: str, request: ModelRequest, *, reasoning: bool = False) -> dict[str, Any]:
+def responses_body(
+    model_id: str, request: ModelRequest, *, reasoning: bool = False, previous_response_id: str | None = None
+) -> dict[str, Any]:
     """The full Responses request body (always streamed).
 
-    With `reasoning` (a reasoning model) and no server-managed state, the body asks for
-    `include=["reasoning.encrypted_content"]`: the reasoning items then come back with
-    their encrypted content, which the next request sends back (stateless / ZDR use).
+    With `previous_response_id` (server-managed state) only the items after the model's last
+    turn are sent. With `reasoning` (a reasoning model) and no server-managed state, the body
+    asks for `include=["reasoning.encrypted_content"]`: the reasoning items then come back
+    with their encrypted content, which the next request sends back (stateless / ZDR use).
     """
     settings = request.model_settings
     messages = list(request.messages)
-    if settings.previous_response_id is not None:
+    if previous_response_id is not None:
         messages = _pending_items(messages)
     body: dict[str, Any] = {"model": model_id, "input": _input_items(messages)}
-    if reasoning and settings.previous_response_id is None:
+    if reasoning and previous_response_id is None:
         body["include"] = ["reasoning.encrypted_content"]
     instructions = "\n\n".join(item.text for item in request.messages if isinstance(item, SystemMessage))
     if instructions:
         body["instructions"] = instructions
-    if settings.previous_response_id is not None:
-        body["previous_response_id"] = settings.previous_response_id
+    if previous_response_id is not None:
+        body["previous_response_id"] = previous_response_id
     if request.tools:
         body["tools"] = [
             {
