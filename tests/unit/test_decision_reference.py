@@ -65,7 +65,7 @@ def ref_read(parse: ShellParse) -> tuple[frozenset[str], frozenset[str] | None, 
 
 
 def ref_bash_checks(parse: ShellParse) -> dict[str, str | None]:
-    """Every check on every target, with none of `_guards._bash_checks`' skips."""
+    """Every check on every target, written out again: what `_guards.bash_checks` must match."""
     if parse.error:
         return dict.fromkeys(_guards.CLEAR, f"the command cannot be analysed ({parse.error})")
     targets = [r.target for r in parse.redirects if r.writes]
@@ -76,8 +76,8 @@ def ref_bash_checks(parse: ShellParse) -> dict[str, str | None]:
             targets += _guards._operands(command, _guards._ALL_OPERANDS[program])
             if program == "rm":
                 removes.append(command)
-        elif program in _guards._WRITERS:
-            targets.extend(_guards._write_targets(command, program))
+        else:
+            targets.extend(_guards._write_targets(command, program))  # nothing for other programs
     cwds, unknown = _guards._cwds(parse)
     system = _guards._system_target
     system_write = next(
@@ -115,7 +115,7 @@ def check_subject(command: str) -> None:
     parse = parse_command(command)
     assert (subject.programs, subject.allow_programs, subject.deny_all) == ref_read(parse), command
     assert dict(subject.guard_checks()) == ref_bash_checks(parse), command
-    assert dict(_guards._bash_checks(parse)) == ref_bash_checks(parse), command
+    assert dict(_guards.bash_checks(parse, "")) == ref_bash_checks(parse), command
 
 
 @pytest.mark.parametrize("command", CORPUS, ids=range(len(CORPUS)))

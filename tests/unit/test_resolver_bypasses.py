@@ -128,6 +128,13 @@ BYPASSES: list[tuple[str, str]] = [
     ("7", "sudo FOO=1 rm y"),
     ("7", "sudo -u root FOO=1 BAR=2 rm y"),
     ("7", "sudo BASH_ENV=/x bash -c :"),
+    # a runner whose commands are not analysed, behind a wrapper: it was recorded as itself
+    ("8", "timeout 5 gdb -batch -ex 'shell rm y'"),
+    ("8", "sudo parallel rm ::: y"),
+    ("8", "nice -n 5 capsh -- -c 'rm y'"),
+    ("8", "env A=1 perf stat rm y"),
+    ("8", "command tmux new 'rm y'"),
+    ("8", "ld-linux-x86-64.so.2 /usr/bin/gdb -ex 'shell rm y'"),
 ]
 
 

@@ -334,14 +334,23 @@ _PATH_PIECES = st.sampled_from(
     st.lists(st.lists(_PATH_PIECES, max_size=4).map("/".join), max_size=2),
     st.booleans(),
 )
-def test_the_dotpath_prefilter_never_hides_a_trip(texts: list[str], cwds: list[str], literal: bool) -> None:
+def test_a_dotpath_trip_always_names_a_protected_entry_or_a_pattern(
+    texts: list[str], cwds: list[str], literal: bool
+) -> None:
     from helikon.core.governance import _guards
     from helikon.core.governance.shell import Word
 
     targets = [Word(t, literal, t.split("$")[0], t.rsplit("}", 1)[-1]) for t in texts]
     directories = ["", *cwds]
-    if _guards._dotpath_write(targets, directories) is not None:
-        assert _guards._may_name_dotpath(targets, directories)
+    if _guards._dotpath_write(targets, directories) is None:
+        return
+    # Lowering works character by character, so a `.git`, `.ssh` or `.env` in a checked
+    # path is in the lowered texts; only a glob, a brace list or an expansion may stand
+    # for one without spelling it.
+    joined = "\0".join([*(w.text for w in targets), *directories]).lower()
+    assert any(name in joined for name in (".git", ".ssh", ".env", "*", "?", "[")) or any(
+        w.glob or (w.prefix and not w.literal) for w in targets
+    ), (texts, cwds, literal)
 
 
 def test_guard_verdicts_are_shared_by_command_and_read_from_the_subjects_parse() -> None:

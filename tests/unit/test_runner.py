@@ -82,6 +82,9 @@ async def test_a_bare_agent_run_neither_loads_nor_persists() -> None:
 
 
 class BrokenSession:
+    durable = False
+    supports_ids = False  # its append takes only the events
+
     def __init__(self, *, read: bool = True, write: bool = True) -> None:
         self.read, self.write = read, write
         self.inner = MemorySession()

@@ -15,6 +15,7 @@ from helikon.core.exceptions import UserError
 from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
 from helikon.core.governance.shell import (
     MAX_NESTING,
+    ParseCache,
     Redirect,
     ShellParse,
     SimpleCommand,
@@ -196,9 +197,11 @@ def test_malformed_tool_arguments_fail_closed() -> None:
         assert not AllowRule.bash_command("rm").matches(subject)
 
 
-def test_results_are_frozen_hashable_and_cached() -> None:
+def test_results_are_frozen_hashable_and_cached_by_a_parse_cache() -> None:
     first = parse_command("ls && rm x")
-    assert first is parse_command("ls && rm x")
+    assert first == parse_command("ls && rm x")  # read afresh: `parse_command` keeps nothing
+    cache = ParseCache()
+    assert cache.read("ls && rm x") is cache.read("ls && rm x") == first
     assert hash(first) == hash(ShellParse(first.commands, first.redirects))
     command = first.commands[0]
     assert isinstance(command, SimpleCommand)
@@ -282,7 +285,7 @@ _PLAIN_PIECES = st.sampled_from(
      "'rm -rf /'", '"*.pyc"', "{}", "+", "*", "a{b,c}", "{x}", "#c", "\n", "\r", "''", "'", '"', "!", "{",
      "}", "[[", "a[1]=x", "[", "-exec", "\\;", "X='a b'", "\uff52\uff4d", "2>&1", ">&2", "<<<", "<<", "$x",
      "(", ")", "{fd}>", "if\rx", "a=(", "sh", "-lc", "'ls; rm x'", "su", "watch", ";&", "é",
-     # quoting the fast path masks: quotes inside words, quoted operators and blanks, the
+     # quoting that is easy to get wrong: quotes inside words, quoted operators and blanks, the
      # other quote character inside a quoted string, whitespace str.split would cut at
      "a'b c'd", "\"it's\"", "'a;b|c'", "\"x>y\"z", "''x", "'\"'", "\xa0", "'\r'", "2'>'", "'é x'",
      # one quoted string with the other kind of quote inside it, or around it
@@ -290,50 +293,37 @@ _PLAIN_PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-def _both_readers(command: str) -> list[tuple[object, ...]]:
-    from helikon.core.governance.shell import _Unparseable
-    from helikon.core.governance.shell._parse import Parser
+def _read_twice(command: str) -> ShellParse:
+    """The parse of `command`, checked to be the same read again and read through a `ParseCache`.
 
-    results: list[tuple[object, ...]] = []
-    for fast in (True, False):
-        Parser.fast = fast  # also for the readers of `bash -c` payloads
-        parser = Parser(command, 0)
-        try:
-            parser.parse_program()
-            results.append((tuple(parser.out), tuple(parser.redirects)))
-        except _Unparseable as exc:  # both readers must fail alike
-            results.append(("unparseable", str(exc)))
-        except RecursionError:
-            results.append(("recursion",))
-        finally:
-            Parser.fast = True
-    return results
+    The reader keeps nothing between commands: what came before never changes a parse.
+    """
+    first = parse_command(command)
+    assert parse_command(command) == first, command
+    assert ParseCache().read(command) == first, command
+    assert first.ok or first.error
+    return first
 
 
 @given(st.lists(st.tuples(_PLAIN_PIECES, st.sampled_from([" ", "", "  ", "\t", "\n"])), max_size=12))
-def test_the_fast_path_agrees_with_the_full_reader(pieces: list[tuple[str, str]]) -> None:
-    command = "".join(p + sep for p, sep in pieces)
-    fast, full = _both_readers(command)
-    assert fast == full, command
+def test_a_command_of_tricky_pieces_reads_the_same_each_time(pieces: list[tuple[str, str]]) -> None:
+    _read_twice("".join(p + sep for p, sep in pieces))
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[f"{i}:{e['command'][:40]!r}" for i, e in enumerate(CORPUS)])
-def test_the_fast_path_agrees_with_the_full_reader_on_the_corpus(entry: dict[str, Any]) -> None:
-    fast, full = _both_readers(entry["command"])
-    assert fast == full
+def test_a_corpus_command_reads_the_same_each_time(entry: dict[str, Any]) -> None:
+    _read_twice(entry["command"])
 
 
-def test_the_fast_path_covers_common_commands() -> None:
-    from helikon.core.governance.shell._lex import read_fast
-    from helikon.core.governance.shell._parse import Parser
-
-    for command in (
-        "cd src && git status --short && timeout 60 pytest -q tests/ 2>&1 | tail -n 5",
-        "bash -c 'find . -name \"*.pyc\" -exec rm {} +' && echo done",
-        "ls -la 1; sudo rm -rf /",
-        "git commit -m 'fix: the parser' && git push",
-    ):
-        assert read_fast(Parser(command, 0)), command
+def test_common_commands_read_as_their_programs() -> None:
+    for command, programs in (
+        ("cd src && git status --short && timeout 60 pytest -q tests/ 2>&1 | tail -n 5",
+         ["cd", "git", "pytest", "tail"]),
+        ("bash -c 'find . -name \"*.pyc\" -exec rm {} +' && echo done", ["bash", "find", "rm", "echo"]),
+        ("ls -la 1; sudo rm -rf /", ["ls", "rm"]),
+        ("git commit -m 'fix: the parser' && git push", ["git", "git"]),
+    ):  # fmt: skip
+        assert [c.program for c in _read_twice(command).commands] == programs, command
 
 
 def test_find_substitutes_each_start_with_its_literal_edges() -> None:
@@ -358,12 +348,33 @@ def test_find_substitutes_each_start_with_its_literal_edges() -> None:
     [
         ("rm ~ ~/x ~root ~/'x' x~ \\\n~", [False] * 6),
         ("rm '~' \"~\" \\~ $'~' ''~ ~\"root\" ~'/'x ~\\/x \"~\"/x", [True] * 9),
-        ("rm -rf '~'", [False, True]),  # one quoted string, as the fast path reads it
+        ("rm -rf '~'", [False, True]),  # one quoted string
         ("rm x && rm '~' y\"\"", [False, True, False]),
     ],
 )
-def test_a_quoted_tilde_is_marked_by_both_readers(command: str, literal_tilde: list[bool]) -> None:
-    fast, full = _both_readers(command)
-    assert fast == full, command
-    words = [w for c in parse_command(command).commands for w in c.argv[1:]]
+def test_a_quoted_tilde_is_marked(command: str, literal_tilde: list[bool]) -> None:
+    words = [w for c in _read_twice(command).commands for w in c.argv[1:]]
     assert [w.literal_tilde for w in words] == literal_tilde
+
+
+@given(
+    st.lists(st.tuples(_PLAIN_PIECES, st.sampled_from([" ", "", "  ", "\t", "\n"])), max_size=6),
+    st.booleans(),
+)
+def test_the_plain_words_shortcut_reads_what_the_word_reader_reads(
+    pieces: list[tuple[str, str]], may_assign: bool
+) -> None:
+    from helikon.core.governance.shell._parse import Parser
+
+    text = "".join(p + sep for p, sep in pieces)
+    shortcut, general = Parser(text, 0), Parser(text, 0)
+    words = shortcut.read_plain_words(may_assign=may_assign)
+    if not words:
+        assert shortcut.i == 0
+        return
+    assert not (may_assign and "=" in words[0].text)
+    for word in words:
+        general._skip_blanks()  # pyright: ignore[reportPrivateUsage]
+        assert general._maybe_redirect() is None and not general._peek_op()  # pyright: ignore[reportPrivateUsage]
+        assert general._read_word() == word  # pyright: ignore[reportPrivateUsage]
+    assert general.i == shortcut.i

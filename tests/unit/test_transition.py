@@ -49,7 +49,6 @@ from helikon.core.loop import (
     ModelFailed,
     ModelResponse,
     NeedsApproval,
-    OutputSpec,
     RepairingOutput,
     Start,
     Terminate,
@@ -60,6 +59,7 @@ from helikon.core.loop import (
     initial_state,
     transition,
 )
+from helikon.core.output import OutputSpec
 
 TOOLS = (ToolDef(name="lookup", description="Look up.", parameters={"type": "object", "properties": {}}),)
 USER = UserMessage.from_text("hi")

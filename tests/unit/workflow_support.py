@@ -17,7 +17,7 @@ from helikon import (
     RunStarted,
     RunStream,
 )
-from helikon.core.agent import RunInput
+from helikon.core.input import RunInput
 from helikon.core.model import Usage
 from helikon.testing import FunctionModel, MockModel, text_turn
 

@@ -2,384 +2,294 @@
 
 Depends on the standard library (and pydantic, imported lazily when something is
 serialized or a tool/output schema is built). Never imports a sibling package.
+
+The names `helikon` exports are written once, in the two tables below, under the module
+that defines them; `__all__` is their sorted union, and `helikon/__init__.py` re-exports it.
 """
 
-from typing import TYPE_CHECKING, Any
+import importlib
+import typing
 
-from ._function_tool import FunctionTool, tool
-from ._json import JsonObject, JsonValue
-from .agent import Agent, AgentInput, Instructions, LlmAgent, RunInput
-from .cancel import CancellationToken
-from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
-from .events import (
-    AGENT_EVENT_ADAPTER,
-    AgentError,
-    AgentEvent,
-    AgentUpdated,
-    ApprovalRequested,
-    GuardrailTriggered,
-    HandoffItem,
-    MessageOutput,
-    PermissionDenied,
-    PersistFailed,
-    RepairStarted,
-    RequestSent,
-    RunCompleted,
-    RunFailed,
-    RunStarted,
-    StructuredOutputFailed,
-    TokenUsage,
-    ToolCallItem,
-    ToolOutputItem,
-    TurnStarted,
-)
-from .exceptions import (
-    ContextLengthExceeded,
-    Denied,
-    HelikonError,
-    InvalidArgs,
-    InvalidStructuredOutput,
-    MaxAgentDepthExceeded,
-    MaxHandoffsExceeded,
-    MaxIterationsExceeded,
-    MaxTurnsExceeded,
-    ModelError,
-    OtherModelError,
-    RateLimited,
-    Refused,
-    RunCancelled,
-    RunError,
-    RunTimeout,
-    SessionBackendError,
-    SessionConflict,
-    SessionError,
-    SessionUnavailable,
-    ToolError,
-    Transport,
-    Unavailable,
-    UnreadableSessionEvent,
-    UserError,
-)
-from .governance import (
-    ApprovalHandler,
-    ApprovalOutcome,
-    Guardrail,
-    GuardrailInput,
-    GuardrailVerdict,
-    Hook,
-    HookDecision,
-    HookEvent,
-    HookRegistry,
-    PermissionDecision,
-    PermissionMode,
-    PermissionPolicy,
-)
-from .handoff import Handoff
-from .items import (
-    ITEM_ADAPTER,
-    AssistantMessage,
-    AudioPart,
-    Base64Source,
-    ContentPart,
-    ImagePart,
-    Item,
-    ReasoningPart,
-    SystemMessage,
-    TextPart,
-    ToolCall,
-    ToolResult,
-    ToolUsePart,
-    UrlSource,
-    UserMessage,
-)
-from .model import (
-    Finish,
-    FinishReason,
-    Model,
-    ModelCapabilities,
-    ModelEvent,
-    ModelRequest,
-    ModelSettings,
-    NamedToolChoice,
-    ReasoningDelta,
-    ResponseFormat,
-    TokenDelta,
-    ToolCallDelta,
-    ToolChoice,
-    ToolDef,
-    Usage,
-)
-from .output import OutputType
-from .result import RunResult, RunStream
-from .runner import Runner
-from .session import (
-    SESSION_EVENT_ADAPTER,
-    AssistantMessageEvent,
-    Compacted,
-    ConversationSnapshot,
-    Forked,
-    HandoffOccurred,
-    KnownSessionEvent,
-    RequestHeader,
-    Rewound,
-    SequenceId,
-    Session,
-    SessionEntry,
-    SessionEvent,
-    SessionInfo,
-    SessionRecord,
-    ToolCalled,
-    ToolReturned,
-    UnknownEvent,
-    UserMessageEvent,
-    project,
-)
-from .session.branches import Branch, Lineage
-from .session.compaction import CompactingSession, HeuristicTokenCounter, TokenCounter
-from .session.memory import MemorySession, MemoryStore
-from .session.recorder import SessionRecorder
-from .session.request_log import rebuild_request, rebuild_requests
-from .tools import Tool, ToolEffect, ToolOutput
-
-# Loaded on first access: the shell matcher and the secret patterns cost ~10 ms to import,
-# which a run pays only when a tool call reaches the permission pipeline.
-LAZY_EXPORTS = {
-    "AllowRule": "helikon.core.governance.rules",
-    "DenyRule": "helikon.core.governance.rules",
-    "GuardAction": "helikon.core.governance.rules",
-    "GuardRule": "helikon.core.governance.rules",
-    "ToolSubject": "helikon.core.governance.rules",
-    "PermissionVerdict": "helikon.core.governance.permissions",
-    "Redactor": "helikon.core.governance.redaction",
-    "InvalidConversationError": "helikon.core.conversation_check",
-    "Repair": "helikon.core.conversation_check",
-    "ensure_provider_valid": "helikon.core.conversation_check",
-    "is_provider_valid": "helikon.core.conversation_check",
-    "repair_conversation": "helikon.core.conversation_check",
-    "GraphAgent": "helikon.core.workflows",
-    "GraphBuilder": "helikon.core.workflows",
-    "GraphBuildError": "helikon.core.workflows",
-    "LoopAgent": "helikon.core.workflows",
-    "ParallelAgent": "helikon.core.workflows",
-    "SequentialAgent": "helikon.core.workflows",
-    "use_tracer_provider": "helikon.core._tracing",
-    # Importing a module of core/workflows/ runs that package's __init__ (every workflow,
-    # and with them the tracing module and opentelemetry's API: ~20 ms).
-    "AgentAsTool": "helikon.core.workflows.agent_tool",
-    "SwarmAgent": "helikon.core.workflows.swarm",
-    "SwarmBuildError": "helikon.core.workflows.swarm",
+_EAGER = {
+    ".agent": "Agent Instructions LlmAgent",
+    ".input": "AgentInput RunInput",
+    ".handoff": "Handoff",
+    ".result": "RunResult RunStream",
+    ".runner": "Runner",
+    ".output": "OutputType",
+    ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
+    ".cancel": "CancellationToken",
+    ".tools": "FunctionTool Tool ToolEffect ToolOutput tool",
+    ".items": """
+        AssistantMessage AudioPart Base64Source ContentPart ITEM_ADAPTER ImagePart Item ReasoningPart
+        SystemMessage TextPart ToolCall ToolResult ToolUsePart UrlSource UserMessage
+    """,
+    ".model": """
+        Finish FinishReason Model ModelCapabilities ModelEvent ModelRequest ModelSettings
+        NamedToolChoice ReasoningDelta ResponseFormat TokenDelta ToolCallDelta ToolChoice ToolDef Usage
+    """,
+    ".events": """
+        AGENT_EVENT_ADAPTER AgentError AgentEvent AgentUpdated ApprovalRequested GuardrailTriggered
+        HandoffItem MessageOutput PermissionDenied PersistFailed RepairStarted RequestSent RunCompleted
+        RunFailed RunStarted StructuredOutputFailed TokenUsage ToolCallItem ToolOutputItem TurnStarted
+    """,
+    ".session": """
+        AssistantMessageEvent Compacted ConversationSnapshot Forked HandoffOccurred KnownSessionEvent
+        RequestHeader Rewound SESSION_EVENT_ADAPTER SequenceId Session SessionEntry SessionEvent
+        SessionInfo SessionRecord ToolCalled ToolReturned UnknownEvent UserMessageEvent project
+    """,
+    ".session.branches": "Branch Lineage",
+    ".session.compaction": "CompactingSession HeuristicTokenCounter TokenCounter",
+    ".session.memory": "MemorySession MemoryStore",
+    ".session.recorder": "SessionRecorder",
+    ".session.request_log": "rebuild_request rebuild_requests",
+    ".conversation_check": """
+        InvalidConversationError Repair ensure_provider_valid is_provider_valid repair_conversation
+    """,
+    ".governance": """
+        ApprovalHandler ApprovalOutcome Guardrail GuardrailInput GuardrailVerdict Hook HookDecision
+        HookEvent HookRegistry PermissionDecision PermissionMode PermissionPolicy
+    """,
+    ".governance.settings": "Governance",
+    ".exceptions": """
+        ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
+        MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded ModelError
+        OtherModelError RateLimited Refused RunCancelled RunError RunTimeout SessionBackendError
+        SessionConflict SessionError SessionUnavailable ToolError Transport Unavailable
+        UnreadableSessionEvent UserError
+    """,
+    "._json": "JsonObject JsonValue",
 }
+"""Module -> the names exported from it, for the modules that `import helikon` loads anyway."""
 
-if TYPE_CHECKING:
-    from helikon.core._tracing import use_tracer_provider
-    from helikon.core.conversation_check import (
-        InvalidConversationError,
-        Repair,
-        ensure_provider_valid,
-        is_provider_valid,
-        repair_conversation,
-    )
-    from helikon.core.governance.permissions import PermissionVerdict
-    from helikon.core.governance.redaction import Redactor
-    from helikon.core.governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
-    from helikon.core.workflows import (
-        GraphAgent,
-        GraphBuilder,
-        GraphBuildError,
-        LoopAgent,
-        ParallelAgent,
-        SequentialAgent,
-    )
-    from helikon.core.workflows.agent_tool import AgentAsTool
-    from helikon.core.workflows.swarm import SwarmAgent, SwarmBuildError
+_LAZY = {
+    # core/workflows/ brings every workflow, the tracing module and opentelemetry's API (~20 ms);
+    # any module under it runs that package's __init__.
+    ".workflows": "GraphAgent GraphBuildError GraphBuilder LoopAgent ParallelAgent SequentialAgent",
+    ".workflows.agent_tool": "AgentAsTool",
+    ".workflows.swarm": "SwarmAgent SwarmBuildError",
+    # The shell matcher and the secret patterns (~10 ms): a run needs them only when a tool call
+    # reaches the permission pipeline.
+    ".governance.rules": "AllowRule DenyRule GuardAction GuardRule ToolSubject",
+    ".governance.permissions": "PermissionVerdict",
+    ".governance.redaction": "Redactor",
+    # The tracing module brings opentelemetry's API; a run loads it on its first step.
+    "._tracing": "use_tracer_provider",
+}
+"""Module -> the names exported from it, for the modules loaded on the first access to one of them."""
+
+_HOME = {name: module for module, names in _LAZY.items() for name in names.split()}
+
+__all__ = sorted(name for table in (_EAGER, _LAZY) for names in table.values() for name in names.split())  # pyright: ignore[reportUnsupportedDunderAll]
 
 
-def __getattr__(name: str) -> Any:
-    module = LAZY_EXPORTS.get(name)
+def _bind(module: str) -> None:
+    loaded = importlib.import_module(module, __name__)
+    names = _EAGER.get(module) or _LAZY[module]
+    globals().update({name: getattr(loaded, name) for name in names.split()})
+
+
+for _module in _EAGER:
+    _bind(_module)
+
+
+def __getattr__(name: str) -> typing.Any:
+    module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+    _bind(module)
+    return globals()[name]
 
 
-__all__ = [
-    "InvalidConversationError",
-    "Repair",
-    "ensure_provider_valid",
-    "is_provider_valid",
-    "repair_conversation",
-    "AgentAsTool",
-    "SwarmAgent",
-    "SwarmBuildError",
-    "Handoff",
-    "AllowRule",
-    "DenyRule",
-    "GuardAction",
-    "GuardRule",
-    "PermissionVerdict",
-    "Redactor",
-    "ToolSubject",
-    # agents and runs
-    "Agent",
-    "AgentInput",
-    "Instructions",
-    "LlmAgent",
-    "GraphAgent",
-    "GraphBuilder",
-    "GraphBuildError",
-    "LoopAgent",
-    "ParallelAgent",
-    "SequentialAgent",
-    "RunInput",
-    "RunResult",
-    "RunStream",
-    "Runner",
-    "OutputType",
-    # context
-    "ActionsHandle",
-    "CancellationToken",
-    "RunConfig",
-    "RunContext",
-    "SessionState",
-    "ToolContext",
-    "TracerHandle",
-    "use_tracer_provider",
-    # tools
-    "FunctionTool",
-    "Tool",
-    "ToolEffect",
-    "ToolOutput",
-    "tool",
-    # conversation items
-    "ITEM_ADAPTER",
-    "AssistantMessage",
-    "AudioPart",
-    "Base64Source",
-    "ContentPart",
-    "ImagePart",
-    "Item",
-    "ReasoningPart",
-    "SystemMessage",
-    "TextPart",
-    "ToolCall",
-    "ToolResult",
-    "ToolUsePart",
-    "UrlSource",
-    "UserMessage",
-    # model boundary
-    "Finish",
-    "FinishReason",
-    "Model",
-    "ModelCapabilities",
-    "ModelEvent",
-    "ModelRequest",
-    "ModelSettings",
-    "NamedToolChoice",
-    "ReasoningDelta",
-    "ResponseFormat",
-    "TokenDelta",
-    "ToolCallDelta",
-    "ToolChoice",
-    "ToolDef",
-    "Usage",
-    # agent events
-    "AGENT_EVENT_ADAPTER",
-    "AgentError",
-    "AgentEvent",
-    "AgentUpdated",
-    "ApprovalRequested",
-    "GuardrailTriggered",
-    "HandoffItem",
-    "MessageOutput",
-    "PermissionDenied",
-    "PersistFailed",
-    "RepairStarted",
-    "RequestSent",
-    "RunCompleted",
-    "RunFailed",
-    "RunStarted",
-    "StructuredOutputFailed",
-    "TokenUsage",
-    "ToolCallItem",
-    "ToolOutputItem",
-    "TurnStarted",
-    # sessions
-    "SESSION_EVENT_ADAPTER",
-    "AssistantMessageEvent",
-    "CompactingSession",
-    "Compacted",
-    "ConversationSnapshot",
-    "HandoffOccurred",
-    "HeuristicTokenCounter",
-    "KnownSessionEvent",
-    "MemorySession",
-    "MemoryStore",
-    "Branch",
-    "Lineage",
-    "Rewound",
-    "Forked",
-    "RequestHeader",
-    "SequenceId",
-    "Session",
-    "SessionEntry",
-    "SessionInfo",
-    "SessionRecord",
-    "SessionEvent",
-    "SessionRecorder",
-    "TokenCounter",
-    "ToolCalled",
-    "ToolReturned",
-    "UnknownEvent",
-    "UserMessageEvent",
-    "project",
-    "rebuild_request",
-    "rebuild_requests",
-    # governance
-    "ApprovalHandler",
-    "ApprovalOutcome",
-    "Guardrail",
-    "GuardrailInput",
-    "GuardrailVerdict",
-    "Hook",
-    "HookDecision",
-    "HookEvent",
-    "HookRegistry",
-    "PermissionDecision",
-    "PermissionMode",
-    "PermissionPolicy",
-    # errors
-    "ContextLengthExceeded",
-    "Denied",
-    "HelikonError",
-    "InvalidArgs",
-    "InvalidStructuredOutput",
-    "MaxAgentDepthExceeded",
-    "MaxHandoffsExceeded",
-    "MaxIterationsExceeded",
-    "MaxTurnsExceeded",
-    "ModelError",
-    "OtherModelError",
-    "RateLimited",
-    "Refused",
-    "RunCancelled",
-    "RunError",
-    "RunTimeout",
-    "SessionBackendError",
-    "SessionConflict",
-    "SessionError",
-    "SessionUnavailable",
-    "ToolError",
-    "Transport",
-    "Unavailable",
-    "UnreadableSessionEvent",
-    "UserError",
-    # json
-    "JsonObject",
-    "JsonValue",
-]
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+# What type checkers read: the two tables as imports (`X as X` re-exports X). A test keeps
+# these identical to the tables (tests/unit/test_facade.py).
+# One import per module, in the tables' order (isort would split the `X as X` imports apart).
+# isort: off
+if typing.TYPE_CHECKING:
+    from .agent import Agent as Agent, Instructions as Instructions, LlmAgent as LlmAgent
+    from .input import AgentInput as AgentInput, RunInput as RunInput
+    from .handoff import Handoff as Handoff
+    from .result import RunResult as RunResult, RunStream as RunStream
+    from .runner import Runner as Runner
+    from .output import OutputType as OutputType
+    from .context import (
+        ActionsHandle as ActionsHandle,
+        RunConfig as RunConfig,
+        RunContext as RunContext,
+        SessionState as SessionState,
+        ToolContext as ToolContext,
+        TracerHandle as TracerHandle,
+    )
+    from .cancel import CancellationToken as CancellationToken
+    from .tools import (
+        FunctionTool as FunctionTool,
+        Tool as Tool,
+        ToolEffect as ToolEffect,
+        ToolOutput as ToolOutput,
+        tool as tool,
+    )
+    from .items import (
+        AssistantMessage as AssistantMessage,
+        AudioPart as AudioPart,
+        Base64Source as Base64Source,
+        ContentPart as ContentPart,
+        ITEM_ADAPTER as ITEM_ADAPTER,
+        ImagePart as ImagePart,
+        Item as Item,
+        ReasoningPart as ReasoningPart,
+        SystemMessage as SystemMessage,
+        TextPart as TextPart,
+        ToolCall as ToolCall,
+        ToolResult as ToolResult,
+        ToolUsePart as ToolUsePart,
+        UrlSource as UrlSource,
+        UserMessage as UserMessage,
+    )
+    from .model import (
+        Finish as Finish,
+        FinishReason as FinishReason,
+        Model as Model,
+        ModelCapabilities as ModelCapabilities,
+        ModelEvent as ModelEvent,
+        ModelRequest as ModelRequest,
+        ModelSettings as ModelSettings,
+        NamedToolChoice as NamedToolChoice,
+        ReasoningDelta as ReasoningDelta,
+        ResponseFormat as ResponseFormat,
+        TokenDelta as TokenDelta,
+        ToolCallDelta as ToolCallDelta,
+        ToolChoice as ToolChoice,
+        ToolDef as ToolDef,
+        Usage as Usage,
+    )
+    from .events import (
+        AGENT_EVENT_ADAPTER as AGENT_EVENT_ADAPTER,
+        AgentError as AgentError,
+        AgentEvent as AgentEvent,
+        AgentUpdated as AgentUpdated,
+        ApprovalRequested as ApprovalRequested,
+        GuardrailTriggered as GuardrailTriggered,
+        HandoffItem as HandoffItem,
+        MessageOutput as MessageOutput,
+        PermissionDenied as PermissionDenied,
+        PersistFailed as PersistFailed,
+        RepairStarted as RepairStarted,
+        RequestSent as RequestSent,
+        RunCompleted as RunCompleted,
+        RunFailed as RunFailed,
+        RunStarted as RunStarted,
+        StructuredOutputFailed as StructuredOutputFailed,
+        TokenUsage as TokenUsage,
+        ToolCallItem as ToolCallItem,
+        ToolOutputItem as ToolOutputItem,
+        TurnStarted as TurnStarted,
+    )
+    from .session import (
+        AssistantMessageEvent as AssistantMessageEvent,
+        Compacted as Compacted,
+        ConversationSnapshot as ConversationSnapshot,
+        Forked as Forked,
+        HandoffOccurred as HandoffOccurred,
+        KnownSessionEvent as KnownSessionEvent,
+        RequestHeader as RequestHeader,
+        Rewound as Rewound,
+        SESSION_EVENT_ADAPTER as SESSION_EVENT_ADAPTER,
+        SequenceId as SequenceId,
+        Session as Session,
+        SessionEntry as SessionEntry,
+        SessionEvent as SessionEvent,
+        SessionInfo as SessionInfo,
+        SessionRecord as SessionRecord,
+        ToolCalled as ToolCalled,
+        ToolReturned as ToolReturned,
+        UnknownEvent as UnknownEvent,
+        UserMessageEvent as UserMessageEvent,
+        project as project,
+    )
+    from .session.branches import Branch as Branch, Lineage as Lineage
+    from .session.compaction import (
+        CompactingSession as CompactingSession,
+        HeuristicTokenCounter as HeuristicTokenCounter,
+        TokenCounter as TokenCounter,
+    )
+    from .session.memory import MemorySession as MemorySession, MemoryStore as MemoryStore
+    from .session.recorder import SessionRecorder as SessionRecorder
+    from .session.request_log import rebuild_request as rebuild_request, rebuild_requests as rebuild_requests
+    from .conversation_check import (
+        InvalidConversationError as InvalidConversationError,
+        Repair as Repair,
+        ensure_provider_valid as ensure_provider_valid,
+        is_provider_valid as is_provider_valid,
+        repair_conversation as repair_conversation,
+    )
+    from .governance import (
+        ApprovalHandler as ApprovalHandler,
+        ApprovalOutcome as ApprovalOutcome,
+        Guardrail as Guardrail,
+        GuardrailInput as GuardrailInput,
+        GuardrailVerdict as GuardrailVerdict,
+        Hook as Hook,
+        HookDecision as HookDecision,
+        HookEvent as HookEvent,
+        HookRegistry as HookRegistry,
+        PermissionDecision as PermissionDecision,
+        PermissionMode as PermissionMode,
+        PermissionPolicy as PermissionPolicy,
+    )
+    from .governance.settings import Governance as Governance
+    from .exceptions import (
+        ContextLengthExceeded as ContextLengthExceeded,
+        Denied as Denied,
+        HelikonError as HelikonError,
+        InvalidArgs as InvalidArgs,
+        InvalidStructuredOutput as InvalidStructuredOutput,
+        MaxAgentDepthExceeded as MaxAgentDepthExceeded,
+        MaxHandoffsExceeded as MaxHandoffsExceeded,
+        MaxIterationsExceeded as MaxIterationsExceeded,
+        MaxTurnsExceeded as MaxTurnsExceeded,
+        ModelError as ModelError,
+        OtherModelError as OtherModelError,
+        RateLimited as RateLimited,
+        Refused as Refused,
+        RunCancelled as RunCancelled,
+        RunError as RunError,
+        RunTimeout as RunTimeout,
+        SessionBackendError as SessionBackendError,
+        SessionConflict as SessionConflict,
+        SessionError as SessionError,
+        SessionUnavailable as SessionUnavailable,
+        ToolError as ToolError,
+        Transport as Transport,
+        Unavailable as Unavailable,
+        UnreadableSessionEvent as UnreadableSessionEvent,
+        UserError as UserError,
+    )
+    from ._json import JsonObject as JsonObject, JsonValue as JsonValue
+    from .workflows import (
+        GraphAgent as GraphAgent,
+        GraphBuildError as GraphBuildError,
+        GraphBuilder as GraphBuilder,
+        LoopAgent as LoopAgent,
+        ParallelAgent as ParallelAgent,
+        SequentialAgent as SequentialAgent,
+    )
+    from .workflows.agent_tool import AgentAsTool as AgentAsTool
+    from .workflows.swarm import SwarmAgent as SwarmAgent, SwarmBuildError as SwarmBuildError
+    from .governance.rules import (
+        AllowRule as AllowRule,
+        DenyRule as DenyRule,
+        GuardAction as GuardAction,
+        GuardRule as GuardRule,
+        ToolSubject as ToolSubject,
+    )
+    from .governance.permissions import PermissionVerdict as PermissionVerdict
+    from .governance.redaction import Redactor as Redactor
+    from ._tracing import use_tracer_provider as use_tracer_provider
+# isort: on
 
 from . import _moved  # noqa: E402  (last: the old flat paths, helikon.core.codec and the like, still import)
 

@@ -21,7 +21,6 @@ from ._carrier import raw_constructor
 from ._tool_args import parse_args as _parse_args
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
-from .agent import AgentInput
 from .context import RunConfig, RunContext
 from .conversation_check import valid_request
 from .events import (
@@ -36,7 +35,8 @@ from .events import (
     ToolsStarting,
 )
 from .exceptions import ModelError
-from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent, PermissionMode
+from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
+from .input import AgentInput
 from .items import (
     AssistantMessage,
     ContentPart,
@@ -136,15 +136,9 @@ class _Run:
         self.holding = False
         self.fired = False
         self.cancelled = False  # the token's state, as a flag: the per-event checks read it
-        # Whether tool calls need the permission pipeline at all (the default guards alone do).
-        self.governed = bool(
-            ctx.guards
-            or ctx.deny_rules
-            or ctx.allow_rules
-            or ctx.permission_policy is not None
-            or ctx.permission_mode is not PermissionMode.DEFAULT
-        )
-        self.redactor = ctx.redactor
+        governance = ctx.governance
+        self.governed = governance.needs_pipeline
+        self.redactor = governance.redactor
         # Input guardrails running beside the first model call, and whether one tripped.
         self.guard_task: asyncio.Future[GuardrailVerdict] | None = None
         self.guard_tripped = False

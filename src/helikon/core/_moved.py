@@ -1,9 +1,10 @@
 """Old import paths of the modules that moved into `core`'s families.
 
 `core/` was one flat folder until 0.2; its session, governance and shell modules now live in
-`core/session/`, `core/governance/` and `core/governance/shell/`, and the other compositions of
-agents in `core/workflows/`. Code written against the old paths keeps working: importing an old
-name gives the new module itself (the same object, so patching either name patches both).
+`core/session/`, `core/governance/` and `core/governance/shell/`, the other compositions of
+agents in `core/workflows/`, and `@tool` beside the `Tool` protocol in `core/tools.py`. Code
+written against the old paths keeps working: importing an old name gives the new module
+itself (the same object, so patching either name patches both).
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ MOVED = MappingProxyType(
         "helikon.core.rules": "helikon.core.governance.rules",
         "helikon.core.path_glob": "helikon.core.governance.path_glob",
         "helikon.core.redaction": "helikon.core.governance.redaction",
-        "helikon.core._redactor_cache": "helikon.core.governance._redactor_cache",
         "helikon.core._guards": "helikon.core.governance._guards",
         "helikon.core._guard_find": "helikon.core.governance._guard_find",
         "helikon.core._guard_patterns": "helikon.core.governance._guard_patterns",
@@ -46,6 +46,7 @@ MOVED = MappingProxyType(
         "helikon.core.swarm": "helikon.core.workflows.swarm",
         "helikon.core.agent_tool": "helikon.core.workflows.agent_tool",
         "helikon.core._pair_cut": "helikon.core.session._pair_cut",
+        "helikon.core._function_tool": "helikon.core.tools",
     }
 )
 """Old module name -> the module it is now."""

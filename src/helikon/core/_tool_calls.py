@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ._callbacks import CallbackRaised
+from ._json import JsonValue
 from ._tool_args import over_limit_message
 from ._tracing import attach, detach
 from .context import ToolContext
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
     from ._driver import _Run
     from .governance.redaction import Redactor
+    from .tools import Tool
 
 
 async def run_tool(run: _Run, call: ToolCall) -> ToolCallOutcome:
@@ -53,32 +55,57 @@ async def run_tool(run: _Run, call: ToolCall) -> ToolCallOutcome:
 
 async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutcome:
     """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
-    agent, ctx = run.agent, run.ctx
-    tool = agent.tools_by_name.get(call.name)
+    tools = run.agent.tools_by_name
+    tool = tools.get(call.name)
     if tool is None:
-        known = ", ".join(sorted(agent.tools_by_name)) or "none"
+        known = ", ".join(sorted(tools)) or "none"
         return _outcome(call, f"Error: there is no tool named {call.name!r} (available: {known}).", "error")
+    args, refused = await _admitted(run, call, tool)
+    if refused is not None:
+        return refused
+    ran = await _invoke(run, call, tool, args, span)
+    if isinstance(ran, ToolCallOutcome):
+        return ran
+    if run.hooks:
+        ran = await _post_tool_use(run, call, ran)
+    return ToolCallOutcome(call_id=call.call_id, name=call.name, content=ran)
+
+
+async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonValue, ToolCallOutcome | None]:
+    """The arguments the tool runs with, or the outcome of a call refused before it runs.
+
+    Refused: arguments cut at a limit, a PreToolUse hook's deny, the permission pipeline's
+    refusal. A hook may rewrite the arguments, which the pipeline then checks.
+    """
     args = call.args
     if type(args) is str:  # not JSON, or cut at a limit (then nothing else sees it)
-        refused = over_limit_message(args)
-        if refused is not None:
-            return _outcome(call, refused, "invalid_args")
+        too_long = over_limit_message(args)
+        if too_long is not None:
+            return args, _outcome(call, too_long, "invalid_args")
     if run.hooks:
-        decision = await run.fire(
-            HookEvent("pre_tool_use", agent=agent.name, tool=call.name, call_id=call.call_id, args=args)
+        event = HookEvent(
+            "pre_tool_use", agent=run.agent.name, tool=call.name, call_id=call.call_id, args=args
         )
+        decision = await run.fire(event)
         if decision.kind == "deny":
-            return _outcome(call, f"Error: a hook blocked the call: {decision.reason}", "error")
+            return args, _outcome(call, f"Error: a hook blocked the call: {decision.reason}", "error")
         if decision.kind == "replace_input":
             args = decision.value
     if run.governed:
-        verdict = await authorize(ctx, call.name, args, tool.effect, call_id=call.call_id, emit=run.emit)
+        verdict = await authorize(run.ctx, call.name, args, tool.effect, call_id=call.call_id, emit=run.emit)
         if not verdict.allowed:
             run.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))
-            return _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
+            return args, _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
         args = verdict.args
+    return args, None
+
+
+async def _invoke(
+    run: _Run, call: ToolCall, tool: Tool[Any], args: JsonValue, span: Span | None
+) -> tuple[ContentPart, ...] | ToolCallOutcome:
+    """What the tool returned, or the outcome of its failure."""
     tool_ctx = ToolContext(
-        ctx,
+        run.ctx,
         call_id=call.call_id,
         tool_name=call.name,
         max_agent_depth=run.config.max_agent_depth,
@@ -88,7 +115,7 @@ async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutco
     # current while the tool runs, in this task only.
     token = attach(span) if span is not None else None
     try:
-        content = (await tool.invoke(tool_ctx, args)).to_parts()
+        return (await tool.invoke(tool_ctx, args)).to_parts()
     except InvalidArgs as exc:
         message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
         return _outcome(call, message, "invalid_args")
@@ -104,21 +131,26 @@ async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutco
     finally:
         if token is not None:
             detach(token)
-    if run.hooks:
-        decision = await run.fire(
-            HookEvent(
-                "post_tool_use",
-                agent=agent.name,
-                tool=call.name,
-                call_id=call.call_id,
-                output="".join(p.text for p in content if isinstance(p, TextPart)),
-            )
+
+
+async def _post_tool_use(
+    run: _Run, call: ToolCall, content: tuple[ContentPart, ...]
+) -> tuple[ContentPart, ...]:
+    """The content after the PostToolUse hooks (one may replace it)."""
+    decision = await run.fire(
+        HookEvent(
+            "post_tool_use",
+            agent=run.agent.name,
+            tool=call.name,
+            call_id=call.call_id,
+            output="".join(p.text for p in content if isinstance(p, TextPart)),
         )
-        if decision.kind == "replace_output":
-            value = decision.value
-            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
-            content = (TextPart(text=text),)
-    return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content)
+    )
+    if decision.kind == "replace_output":
+        value = decision.value
+        text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+        return (TextPart(text=text),)
+    return content
 
 
 def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:

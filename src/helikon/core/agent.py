@@ -1,4 +1,4 @@
-"""Agents: the `Agent` protocol, `AgentInput`, and `LlmAgent`, the model-driven agent.
+"""Agents: the `Agent` protocol and `LlmAgent`, the model-driven agent.
 
 Example:
     ```python
@@ -32,13 +32,13 @@ from collections.abc import Awaitable, Callable, Sequence
 from types import ModuleType
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
 
-from ._carrier import carrier
 from ._sync import run_sync
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
 from .handoff import Handoff
-from .items import Item, SystemMessage, UserMessage
+from .input import RunInput, to_agent_input
+from .items import SystemMessage
 from .model import Model, ModelSettings, ToolDef
 from .output import OutputSpec, OutputType
 from .result import RunResult, RunStream
@@ -50,66 +50,12 @@ Instructions: TypeAlias = "str | Callable[[RunContext[Any]], str | Awaitable[str
 """An agent's system prompt: static text, or a function of the run's context (sync or async)."""
 
 
-@carrier(kw_only=False)
-class AgentInput:
-    """The messages that start (or continue) a run.
-
-    Example:
-        ```python
-        from helikon import AgentInput
-
-        assert AgentInput.from_user_text("Hi").messages[0].text == "Hi"
-        ```
-    """
-
-    messages: tuple[Item, ...]
-    """The new turn (what input guardrails check and a runner records)."""
-    history: tuple[Item, ...] = ()
-    """Earlier conversation the model sees before `messages` (a runner fills it from the session)."""
-
-    @classmethod
-    def from_user_text(cls, text: str) -> AgentInput:
-        """One user message."""
-        return cls((UserMessage.from_text(text),))
-
-    @classmethod
-    def from_items(cls, items: Sequence[Item]) -> AgentInput:
-        """Any conversation items (e.g. a prior transcript plus a new user turn)."""
-        return cls(tuple(items))
-
-    def prepend(self, history: Sequence[Item]) -> AgentInput:
-        """This input with `history` in front of it (kept apart from the new turn)."""
-        return AgentInput(self.messages, (*history, *self.history)) if history else self
-
-    @property
-    def conversation(self) -> tuple[Item, ...]:
-        """History then the new turn: what the model sees."""
-        return (*self.history, *self.messages) if self.history else self.messages
-
-
 @functools.cache
 def _driver() -> ModuleType:
     # The loop and its driver load on the first run, not at `import helikon`.
     from . import _driver as module
 
     return module
-
-
-RunInput: TypeAlias = "str | AgentInput | Sequence[Item]"
-"""What `Agent.run` accepts: text, an `AgentInput`, or conversation items."""
-
-
-def to_agent_input(input: RunInput) -> AgentInput:
-    """Normalize any `RunInput` to an `AgentInput`."""
-    if isinstance(input, str):
-        return AgentInput.from_user_text(input)
-    if isinstance(input, AgentInput):
-        return input
-    if isinstance(input, Sequence) and not isinstance(input, bytes | bytearray):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return AgentInput(tuple(input))
-    raise UserError(
-        f"run(input=...): expected a str, an AgentInput or a sequence of items, got {type(input).__name__}"
-    )
 
 
 @runtime_checkable
@@ -320,4 +266,4 @@ class LlmAgent(Generic[Ctx]):
         return run_sync(lambda: self.run(input, context=context, config=config))
 
 
-__all__ = ["Agent", "AgentInput", "Instructions", "LlmAgent", "RunInput", "to_agent_input"]
+__all__ = ["Agent", "Instructions", "LlmAgent"]

@@ -23,7 +23,8 @@ from ._carrier import carrier
 from ._json import JsonValue
 from .cancel import CancellationToken
 from .exceptions import UserError
-from .governance import ApprovalHandler, HookRegistry, PermissionMode, PermissionPolicy
+from .governance import ApprovalHandler, HookEvent, HookRegistry, PermissionMode, PermissionPolicy
+from .governance.settings import Governance, default_governance
 from .session.memory import MemorySession
 
 if TYPE_CHECKING:
@@ -34,7 +35,6 @@ if TYPE_CHECKING:
 
 Ctx = TypeVar("Ctx")
 C = TypeVar("C")
-T = TypeVar("T")
 
 
 @carrier
@@ -53,8 +53,8 @@ class RunConfig:
             set it when they persist a run as it goes; off by default, like `record_requests`.
         durable: Persist the run's events as they settle — before every model call and before
             tools start — with turn markers for crash repair, instead of only after the run.
-            None (the default): on for durable sessions (SQLite, PostgreSQL, Redis, or any
-            session whose `durable` attribute is true), off for `MemorySession`.
+            None (the default): what the session declares (`Session.durable`): on for SQLite,
+            PostgreSQL and Redis, off for `MemorySession`.
         fail_on_tool_denied: Make a tool's `ToolError.Denied` fail the run (`tool_denied`). Off by
             default: the model reads the refusal as an error result (and `PermissionDenied` is
             streamed), so one refused call does not end the run.
@@ -240,26 +240,28 @@ class RunContext(Generic[Ctx]):
     """Everything a run shares across the loop, tools, guardrails and hooks.
 
     Build with `RunContext.ephemeral(user_ctx)` (in-memory session, no hooks, default
-    tracer, fresh cancel token) and override parts with the `with_*` methods, each of
-    which returns a new context.
+    tracer, fresh cancel token, default `Governance`) and override parts with the `with_*`
+    methods, each of which returns a new context. The permission settings are one frozen
+    `Governance` object (`governance`); `with_deny_rules`, `with_permission_mode` and the
+    other permission setters are shorthands for `with_governance(governance.replace(...))`.
+
+    Example:
+        ```python
+        from helikon import DenyRule, PermissionMode, RunContext
+
+        governed = RunContext.ephemeral(None).with_deny_rules([DenyRule.tool("WebFetch")])
+        plan = governed.with_permission_mode(PermissionMode.PLAN)
+        assert plan.governance.compiled is governed.governance.compiled  # the rules, compiled once
+        assert plan.permission_mode is PermissionMode.PLAN and plan.deny_rules == governed.deny_rules
+        ```
     """
 
     __slots__ = (
         "_actions",
         "_agent_depth",
-        "_allow_rules",
-        "_approval_handler",
         "_cancel",
-        "_compiled_rules",
-        "_default_guards",
-        "_deny_rules",
-        "_extra_secrets",
-        "_guard_rules",
+        "_governance",
         "_hooks",
-        "_permission_mode",
-        "_permission_policy",
-        "_redact",
-        "_redactor",
         "_session",
         "_state",
         "_trace_parent",
@@ -274,26 +276,18 @@ class RunContext(Generic[Ctx]):
         hooks: HookRegistry[Ctx],
         tracer: TracerHandle,
         cancel: CancellationToken,
+        *,
+        governance: Governance[Ctx] | None = None,
     ) -> None:
         self._user_ctx = user_ctx
         self._session = session
         self._hooks = hooks
         self._tracer = tracer
         self._cancel = cancel
+        self._governance: Governance[Ctx] = default_governance() if governance is None else governance
         self._state = SessionState()
         self._actions = ActionsHandle()
         self._agent_depth = 0
-        self._permission_mode = PermissionMode.DEFAULT
-        self._permission_policy: PermissionPolicy[Ctx] | None = None
-        self._approval_handler: ApprovalHandler | None = None
-        self._deny_rules: tuple[DenyRule, ...] = ()
-        self._allow_rules: tuple[AllowRule, ...] = ()
-        self._guard_rules: tuple[GuardRule, ...] = ()
-        self._default_guards = True
-        self._redact = True
-        self._extra_secrets: tuple[str, ...] = ()
-        self._redactor: Redactor | None = None  # built on first use
-        self._compiled_rules: CompiledRules | None = None  # built on first use
         self._trace_parent: object = None
 
     @staticmethod
@@ -359,82 +353,71 @@ class RunContext(Generic[Ctx]):
         return self._agent_depth
 
     @property
+    def governance(self) -> Governance[Ctx]:
+        """The permission settings tool calls are checked under, and secret redaction."""
+        return self._governance
+
+    # The governance's settings, read through the context (`ctx.governance.X`).
+
+    @property
     def permission_mode(self) -> PermissionMode:
         """The permission mode tool calls are checked under."""
-        return self._permission_mode
+        return self._governance.mode
 
     @property
     def permission_policy(self) -> PermissionPolicy[Ctx] | None:
         """The `canUseTool` policy, if any."""
-        return self._permission_policy
+        return self._governance.policy
 
     @property
     def approval_handler(self) -> ApprovalHandler | None:
         """Resolves `ask_user` decisions; without one they resolve to deny."""
-        return self._approval_handler
+        return self._governance.approval_handler
 
     @property
     def deny_rules(self) -> tuple[DenyRule, ...]:
         """Rules that refuse a call before anything else is consulted."""
-        return self._deny_rules
+        return self._governance.deny_rules
 
     @property
     def allow_rules(self) -> tuple[AllowRule, ...]:
         """Rules that permit a call (after the deny rules and guards) in every mode."""
-        return self._allow_rules
+        return self._governance.allow_rules
 
     @property
     def guard_rules(self) -> tuple[GuardRule, ...]:
         """Your guard rules (the built-in ones are in `guards`)."""
-        return self._guard_rules
+        return self._governance.guard_rules
 
     @property
     def compiled_rules(self) -> CompiledRules:
-        """The deny and allow rules grouped for matching: built once per context and its copies.
-
-        Build the governed context once and derive each run's from it (`with_session`,
-        `with_cancel`, ...) so the rules are grouped once, not per run.
-        """
-        if self._compiled_rules is None:
-            from .governance.permissions import CompiledRules
-
-            self._compiled_rules = CompiledRules(self._deny_rules, self._allow_rules, self._guard_rules)
-        return self._compiled_rules
+        """The deny, allow and guard rules grouped for matching (`governance.compiled`)."""
+        return self._governance.compiled
 
     @property
     def default_guards(self) -> bool:
         """Whether `GuardRule.destructive_defaults()` apply (True unless `without_default_guards`)."""
-        return self._default_guards
+        return self._governance.default_guards
 
     @property
     def guards(self) -> tuple[GuardRule, ...]:
         """Every guard the pipeline evaluates: the built-in ones (unless disabled), then yours."""
-        if not self._default_guards:
-            return self._guard_rules
-        from .governance.rules import GuardRule
-
-        return (*GuardRule.destructive_defaults(), *self._guard_rules)
+        return self._governance.guards
 
     @property
     def output_redaction(self) -> bool:
         """Whether tool output is scrubbed of secrets (True unless `without_output_redaction`)."""
-        return self._redact
+        return self._governance.output_redaction
 
     @property
     def extra_secrets(self) -> tuple[str, ...]:
         """Secret values redacted from tool output besides the environment's."""
-        return self._extra_secrets
+        return self._governance.extra_secrets
 
     @property
     def redactor(self) -> Redactor | None:
         """The redactor applied to tool output, or None when redaction is off."""
-        if not self._redact:
-            return None
-        if self._redactor is None:
-            from .governance._redactor_cache import default_redactor
-
-            self._redactor = default_redactor(self._extra_secrets)
-        return self._redactor
+        return self._governance.redactor
 
     # --- setters (each returns a new context) --------------------------------------------
 
@@ -474,28 +457,30 @@ class RunContext(Generic[Ctx]):
         new._state = state
         return new
 
+    def with_governance(self, governance: Governance[Ctx]) -> RunContext[Ctx]:
+        """Check tool calls under `governance` (it replaces every permission setting)."""
+        if not isinstance(governance, Governance):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"with_governance takes a Governance, not {governance!r}")
+        new = self._copy()
+        new._governance = governance
+        return new
+
+    def _governed(self, **changes: object) -> RunContext[Ctx]:
+        new = self._copy()
+        new._governance = self._governance.replace(**changes)
+        return new
+
     def with_permission_mode(self, mode: PermissionMode) -> RunContext[Ctx]:
         """Set the permission mode. Tighten-only: `BYPASS` may only become `DONT_ASK`; `DONT_ASK` is final."""
-        current = self._permission_mode
-        if current is PermissionMode.DONT_ASK and mode is not PermissionMode.DONT_ASK:
-            raise UserError(f"with_permission_mode({mode.name}): DONT_ASK is terminal and cannot be loosened")
-        if current is PermissionMode.BYPASS and mode not in (PermissionMode.BYPASS, PermissionMode.DONT_ASK):
-            raise UserError(f"with_permission_mode({mode.name}): BYPASS may only be tightened to DONT_ASK")
-        new = self._copy()
-        new._permission_mode = mode
-        return new
+        return self._governed(mode=mode)
 
     def with_permission_policy(self, policy: PermissionPolicy[Ctx] | None) -> RunContext[Ctx]:
         """Authorize tool calls with `policy`."""
-        new = self._copy()
-        new._permission_policy = policy
-        return new
+        return self._governed(policy=policy)
 
     def with_approval_handler(self, handler: ApprovalHandler | None) -> RunContext[Ctx]:
         """Resolve `ask_user` decisions with `handler`."""
-        new = self._copy()
-        new._approval_handler = handler
-        return new
+        return self._governed(approval_handler=handler)
 
     def with_deny_rules(self, rules: Iterable[DenyRule]) -> RunContext[Ctx]:
         """Refuse calls any of `rules` matches, in every mode (replaces earlier deny rules).
@@ -510,53 +495,29 @@ class RunContext(Generic[Ctx]):
             assert len(ctx.deny_rules) == 2
             ```
         """
-        from .governance.rules import DenyRule
-
-        new = self._copy()
-        new._deny_rules = _checked(rules, DenyRule, "with_deny_rules")
-        new._compiled_rules = None
-        return new
+        return self._governed(deny_rules=rules)
 
     def with_allow_rules(self, rules: Iterable[AllowRule]) -> RunContext[Ctx]:
         """Pre-approve calls `rules` cover, in every mode, after deny rules and guards (replaces earlier)."""
-        from .governance.rules import AllowRule
-
-        new = self._copy()
-        new._allow_rules = _checked(rules, AllowRule, "with_allow_rules")
-        new._compiled_rules = None
-        return new
+        return self._governed(allow_rules=rules)
 
     def with_guard_rules(self, rules: Iterable[GuardRule]) -> RunContext[Ctx]:
         """Add your own guards, evaluated after the built-in ones (replaces earlier guard rules)."""
-        from .governance.rules import GuardRule
-
-        new = self._copy()
-        new._guard_rules = _checked(rules, GuardRule, "with_guard_rules")
-        new._compiled_rules = None
-        return new
+        return self._governed(guard_rules=rules)
 
     def without_default_guards(self) -> RunContext[Ctx]:
         """Switch off `GuardRule.destructive_defaults()`: the `rm -rf /`, system-path and dot-path guards."""
-        new = self._copy()
-        new._default_guards = False
-        return new
+        return self._governed(default_guards=False)
 
     def with_extra_secrets(self, secrets: Iterable[str]) -> RunContext[Ctx]:
         """Also redact these values from tool output (values shorter than 8 characters are ignored)."""
-        values = tuple(secrets)
-        if not all(isinstance(v, str) for v in values):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError("with_extra_secrets takes strings")
-        new = self._copy()
-        new._extra_secrets = (*self._extra_secrets, *values)
-        new._redactor = None
-        return new
+        if isinstance(secrets, str):
+            raise UserError("with_extra_secrets takes a list of strings, not one str: wrap it in a list")
+        return self._governed(extra_secrets=(*self._governance.extra_secrets, *secrets))
 
     def without_output_redaction(self) -> RunContext[Ctx]:
         """Pass tool output to the model and the session unredacted."""
-        new = self._copy()
-        new._redact = False
-        new._redactor = None
-        return new
+        return self._governed(output_redaction=False)
 
     def child(self) -> RunContext[Ctx]:
         """A context for a nested run: one level deeper, a child cancel token, same state."""
@@ -570,8 +531,8 @@ class RunContext(Generic[Ctx]):
 
         A fresh in-memory session, no hooks and a fresh state, so the sub-agent's turns
         never touch this run's log; the user context, tracer, a child cancel token, the
-        depth counter (one deeper) and the whole permission configuration (mode, policy,
-        approval handler, rules, guards, redaction) cross over.
+        depth counter (one deeper) and the governance (mode, policy, approval handler,
+        rules, guards, redaction) cross over.
         """
         new = self._copy()
         new._session = MemorySession()
@@ -651,8 +612,6 @@ class ToolContext(Generic[Ctx]):
         A hook that raises fails the run (not only this tool's call), as the run's other
         hooks do: let what this raises propagate out of the tool.
         """
-        from .governance import HookEvent
-
         run = self._run
         for hook in run.hooks:
             try:
@@ -666,18 +625,6 @@ class ToolContext(Generic[Ctx]):
         if self._span is not None:
             child._trace_parent = self._span  # pyright: ignore[reportPrivateUsage]
         return child
-
-
-def _checked(items: Iterable[T], cls: type[T], method: str) -> tuple[T, ...]:
-    if isinstance(items, str | bytes) or not isinstance(items, Iterable):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise UserError(f"{method} takes a list of {cls.__name__}s, not {items!r}")
-    values = tuple(items)
-    for value in values:
-        if not isinstance(value, cls):
-            raise UserError(
-                f"{method} takes {cls.__name__}s (e.g. {cls.__name__}.tool('Bash')), not {value!r}"
-            )
-    return values
 
 
 __all__ = [

@@ -44,6 +44,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
+from ._format import FORMAT_VERSION
+
 if TYPE_CHECKING:
     from .events import AgentError
 
@@ -233,8 +235,6 @@ class UnreadableSessionEvent(SessionError):
     """
 
     def __init__(self, *, seq: int, version: int, kind: str | None, session_id: str | None = None) -> None:
-        from .session.codec import FORMAT_VERSION  # the codec imports this module
-
         where = f"session {session_id!r}" if session_id is not None else "the session"
         if version > FORMAT_VERSION:
             why = f"is stored in format version {version}, newer than the {FORMAT_VERSION} this helikon reads"

@@ -683,7 +683,6 @@ __all__ = [
     "ModelResponse",
     "NeedsApproval",
     "NextAction",
-    "OutputSpec",
     "RepairingOutput",
     "Start",
     "Terminate",

@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
 if TYPE_CHECKING:
-    from .agent import Agent, RunInput
+    from .agent import Agent
     from .context import RunConfig, RunContext
+    from .input import RunInput
     from .result import RunResult, RunStream
 
 Ctx = TypeVar("Ctx")

@@ -1,4 +1,8 @@
-"""Tools: the `Tool` protocol, `ToolEffect`, `ToolOutput`, and the `@tool` decorator.
+"""Tools: the `Tool` protocol, `ToolEffect`, `ToolOutput`, and `@tool` / `FunctionTool`.
+
+`@tool` turns a typed (async or sync) function into a `Tool`: the arguments' JSON Schema
+comes from the signature (pydantic), the description from the docstring, parameter
+descriptions from its Args section or from `Annotated[..., Field(description=...)]`.
 
 Example:
     ```python
@@ -25,18 +29,34 @@ Example:
 from __future__ import annotations
 
 import enum
+import inspect
 import json
-from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
+import re
+from collections.abc import Awaitable, Callable
+from typing import (
+    TYPE_CHECKING,
+    Annotated,
+    Any,
+    Generic,
+    Protocol,
+    TypeVar,
+    get_origin,
+    get_type_hints,
+    overload,
+    runtime_checkable,
+)
 
 from ._carrier import carrier
 from ._json import JsonObject, JsonValue
 from ._tool_args import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH
+from .context import ToolContext
+from .exceptions import InvalidArgs, UserError
 from .items import ContentPart, TextPart
 
-Ctx = TypeVar("Ctx")
-
 if TYPE_CHECKING:
-    from .context import ToolContext
+    from pydantic import BaseModel, TypeAdapter
+
+Ctx = TypeVar("Ctx")
 
 
 class ToolEffect(enum.Enum):
@@ -111,4 +131,302 @@ class Tool(Protocol[Ctx]):
         ...
 
 
-__all__ = ["MAX_TOOL_ARGS_CHARS", "MAX_TOOL_ARGS_DEPTH", "Tool", "ToolEffect", "ToolOutput"]
+_pydantic: Any = None  # the pydantic module, once a FunctionTool has been built
+_pydantic_core: Any = None
+
+_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+class FunctionTool(Generic[Ctx]):
+    """A `Tool` made from a Python function by `@tool`."""
+
+    __slots__ = (
+        "_args_model",
+        "_fn",
+        "_is_async",
+        "_param_names",
+        "_return_adapter",
+        "_takes_ctx",
+        "description",
+        "effect",
+        "name",
+        "output_schema",
+        "schema",
+        "strict",
+    )
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+        strict: bool = False,
+    ) -> None:
+        global _pydantic, _pydantic_core
+        import pydantic
+        import pydantic_core
+        from pydantic import ConfigDict, Field, TypeAdapter, create_model
+        from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
+
+        # Bound here, not at module import: `import helikon` must not import pydantic.
+        _pydantic, _pydantic_core = pydantic, pydantic_core
+
+        if not callable(fn):
+            raise UserError(f"@tool: expected a function, got {type(fn).__name__}")
+        tool_name = name if name is not None else getattr(fn, "__name__", "")
+        if not _NAME.match(tool_name):
+            raise UserError(
+                f"@tool(name={tool_name!r}): a tool name must be 1-64 letters, digits, '_' or '-'"
+            )
+        if not isinstance(effect, ToolEffect):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"@tool(effect={effect!r}): use ToolEffect.READ_ONLY, WRITE or SIDE_EFFECT")
+        self.name = tool_name
+        self.effect = effect
+        self.strict = strict
+        self._fn = fn
+        self._is_async = inspect.iscoroutinefunction(fn)
+
+        doc = _parse_docstring(inspect.getdoc(fn) or "")
+        self.description = description if description is not None else doc.description
+        try:
+            hints = get_type_hints(fn, include_extras=True)
+        except Exception as exc:
+            raise UserError(f"@tool {tool_name!r}: cannot resolve the type hints ({exc})") from exc
+
+        params = list(inspect.signature(fn).parameters.values())
+        self._takes_ctx = bool(params) and _is_tool_context(hints.get(params[0].name))
+        if self._takes_ctx:
+            params = params[1:]
+        fields: dict[str, Any] = {}
+        annotations: dict[str, Any] = {}
+        for param in params:
+            if param.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+                raise UserError(
+                    f"@tool {tool_name!r}: parameter {param.name!r} is *args/**kwargs; "
+                    "a tool needs named parameters so its schema can list them"
+                )
+            if param.kind is inspect.Parameter.POSITIONAL_ONLY:
+                raise UserError(
+                    f"@tool {tool_name!r}: parameter {param.name!r} is positional-only; make it a normal one"
+                )
+            if _is_tool_context(hints.get(param.name)):
+                raise UserError(
+                    f"@tool {tool_name!r}: parameter {param.name!r} is a ToolContext; "
+                    "the ToolContext must be the first parameter"
+                )
+            annotation = hints.get(param.name, Any)
+            default = ... if param.default is inspect.Parameter.empty else param.default
+            # Fields are named p0, p1, ... and aliased to the parameter's name, so that a
+            # parameter may be called `schema`, `json`, `model_config` or `_id` without
+            # clashing with (or being hidden by) pydantic's own BaseModel attributes.
+            described = doc.params.get(param.name)
+            alias = Field(alias=param.name, description=described) if described else Field(alias=param.name)
+            fields[f"p{len(fields)}"] = (Annotated[annotation, alias], default)
+            annotations[param.name] = annotation
+        self._param_names = tuple(annotations)
+        try:
+            self._args_model: type[BaseModel] = create_model(
+                f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields
+            )
+            schema = self._args_model.model_json_schema()
+        except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+            culprit = _unschemable(annotations)
+            where = f"parameter {culprit!r}" if culprit else "a parameter"
+            raise UserError(
+                f"@tool {tool_name!r}: the type of {where} cannot be turned into a JSON Schema: {exc}"
+            ) from exc
+        self.schema: JsonObject = _tidy_schema(schema)
+
+        self._return_adapter: TypeAdapter[Any] | None = None
+        self.output_schema: JsonObject | None = None
+        returns = hints.get("return", inspect.Signature.empty)
+        # A tool that builds its own ToolOutput has no JSON output to describe.
+        if returns not in (inspect.Signature.empty, None, type(None), Any, ToolOutput):
+            try:
+                self._return_adapter = TypeAdapter(returns)
+                self.output_schema = _tidy_schema(self._return_adapter.json_schema(mode="serialization"))
+            except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
+                raise UserError(
+                    f"@tool {tool_name!r}: the return type {returns!r} cannot be serialized to JSON: {exc}"
+                ) from exc
+
+    def __repr__(self) -> str:
+        return f"FunctionTool({self.name!r})"
+
+    async def invoke(self, ctx: ToolContext[Ctx], args: JsonValue) -> ToolOutput:
+        """Validate `args`, call the function, serialize what it returns."""
+        if isinstance(args, str):
+            try:
+                args = json.loads(args) if args.strip() else {}
+            except ValueError as exc:
+                raise InvalidArgs([f"the arguments are not valid JSON: {exc}"]) from None
+        elif args is None:
+            args = {}
+        try:
+            parsed = self._args_model.model_validate(args)
+        except _pydantic.ValidationError as exc:
+            raise InvalidArgs(_format_errors(exc)) from None
+        kwargs = {name: getattr(parsed, f"p{i}") for i, name in enumerate(self._param_names)}
+        fn = self._fn
+        if self._is_async:
+            result = await (fn(ctx, **kwargs) if self._takes_ctx else fn(**kwargs))
+        else:
+            import asyncio  # only sync tools need it, and then a thread hop costs far more
+
+            result = await (
+                asyncio.to_thread(fn, ctx, **kwargs) if self._takes_ctx else asyncio.to_thread(fn, **kwargs)
+            )
+        if isinstance(result, ToolOutput):
+            return result
+        return ToolOutput(self._to_json(result))
+
+    def _to_json(self, value: Any) -> JsonValue:
+        try:
+            if self._return_adapter is not None:
+                return self._return_adapter.dump_python(value, mode="json")
+            if value is None or isinstance(value, str | int | float | bool):
+                return value
+            return _pydantic_core.to_jsonable_python(value)
+        except (_pydantic_core.PydanticSerializationError, ValueError, TypeError) as exc:
+            raise TypeError(
+                f"tool {self.name!r} returned a {type(value).__name__}, "
+                f"which cannot be serialized to JSON: {exc}"
+            ) from exc
+
+
+def _is_tool_context(annotation: object) -> bool:
+    return annotation is ToolContext or get_origin(annotation) is ToolContext
+
+
+class _Doc:
+    __slots__ = ("description", "params")
+
+    def __init__(self, description: str, params: dict[str, str]) -> None:
+        self.description = description
+        self.params = params
+
+
+def _parse_docstring(text: str) -> _Doc:
+    if not text:
+        return _Doc("", {})
+    from docstring_parser import parse
+
+    parsed = parse(text)
+    parts = [p for p in (parsed.short_description, parsed.long_description) if p]
+    params = {p.arg_name: p.description for p in parsed.params if p.description}
+    return _Doc("\n\n".join(parts), params)
+
+
+def _unschemable(annotations: dict[str, Any]) -> str | None:
+    """The first parameter whose type pydantic cannot turn into a JSON Schema."""
+    from pydantic import TypeAdapter
+
+    for name, annotation in annotations.items():
+        try:
+            TypeAdapter(annotation).json_schema()
+        except Exception:
+            return name
+    return None
+
+
+# Keywords whose values are data (a default, an example), not schemas: leave them whole.
+_DATA_KEYWORDS = frozenset({"default", "const", "enum", "examples"})
+
+
+def _tidy_schema(schema: dict[str, Any]) -> JsonObject:
+    """Drop pydantic's auto-generated titles: they add tokens and tell the model nothing."""
+
+    def walk(node: Any, in_properties: bool = False) -> Any:
+        if isinstance(node, dict):
+            return {
+                k: v if k in _DATA_KEYWORDS and not in_properties else walk(v, k in ("properties", "$defs"))
+                for k, v in node.items()  # pyright: ignore[reportUnknownVariableType]
+                if not (k == "title" and not in_properties and isinstance(v, str))
+            }
+        if isinstance(node, list):
+            return [walk(v) for v in node]  # pyright: ignore[reportUnknownVariableType]
+        return node
+
+    return walk(schema)
+
+
+def _format_errors(exc: Any) -> list[str]:
+    out: list[str] = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(p) for p in err["loc"]) or "(arguments)"
+        out.append(f"{loc}: {err['msg']}")
+    return out
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@overload
+def tool(fn: Callable[..., Awaitable[Any]] | Callable[..., Any], /) -> FunctionTool[Any]: ...
+
+
+@overload
+def tool(
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+    strict: bool = False,
+) -> Callable[[Callable[..., Any]], FunctionTool[Any]]: ...
+
+
+def tool(
+    fn: Callable[..., Any] | None = None,
+    /,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    effect: ToolEffect = ToolEffect.SIDE_EFFECT,
+    strict: bool = False,
+) -> FunctionTool[Any] | Callable[[Callable[..., Any]], FunctionTool[Any]]:
+    """Turn a function into a `Tool`: `@tool` or `@tool(name=..., effect=...)`.
+
+    The function may be async (awaited on the event loop) or sync (run in a worker
+    thread, so it may block). An optional first parameter annotated `ToolContext[Ctx]`
+    receives the run's tool context. Parameter descriptions come from the docstring's
+    Google-style arguments section or from `Annotated[T, Field(description=...)]`.
+
+    Args:
+        fn: The function (when used as a bare `@tool`).
+        name: The tool's name; defaults to the function's name.
+        description: What the tool does; defaults to the docstring.
+        effect: What the tool does to the world (default `ToolEffect.SIDE_EFFECT`).
+        strict: Ask providers that support it to enforce the schema exactly.
+
+    Example:
+        ```python
+        from helikon import tool
+
+        @tool
+        async def lookup_spending(category: str, month: str) -> dict[str, float]:
+            \"\"\"Look up the user's total spending for a category in a month.\"\"\"
+            return {"total": 312.40}
+
+        assert lookup_spending.schema["required"] == ["category", "month"]
+        ```
+    """
+    if fn is not None:
+        return FunctionTool(fn, name=name, description=description, effect=effect, strict=strict)
+
+    def decorate(f: Callable[..., Any]) -> FunctionTool[Any]:
+        return FunctionTool(f, name=name, description=description, effect=effect, strict=strict)
+
+    return decorate
+
+
+__all__ = [
+    "MAX_TOOL_ARGS_CHARS",
+    "MAX_TOOL_ARGS_DEPTH",
+    "FunctionTool",
+    "Tool",
+    "ToolEffect",
+    "ToolOutput",
+    "tool",
+]

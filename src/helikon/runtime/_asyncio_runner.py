@@ -9,7 +9,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from helikon.core.agent import Agent, AgentInput, RunInput, to_agent_input
+from helikon.core.agent import Agent
 from helikon.core.cancel import CancellationToken
 from helikon.core.context import RunConfig, RunContext
 from helikon.core.events import (
@@ -25,6 +25,7 @@ from helikon.core.events import (
     TurnStarted,
 )
 from helikon.core.exceptions import SessionConflict, UserError
+from helikon.core.input import AgentInput, RunInput, to_agent_input
 from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.result import RunResult, RunStream
 from helikon.core.session import (
@@ -35,6 +36,7 @@ from helikon.core.session import (
     ToolsStarted,
     TurnClosed,
     TurnOpened,
+    check_session,
 )
 from helikon.core.session.crash_repair import close_interrupted_turn
 from helikon.core.session.recorder import SessionRecorder
@@ -179,8 +181,8 @@ class AsyncioRunner(Generic[Ctx]):
             default: object = getattr(agent, "run_config", None)
             config = default if isinstance(default, RunConfig) else RunConfig()
         new_input = to_agent_input(input)
-        session = context.session
-        durable = config.durable if config.durable is not None else is_durable(session)
+        session = check_session(context.session)  # the runner reads what it declares
+        durable = config.durable if config.durable is not None else session.durable
         run_id = new_run_id()
         run_ctx: RunContext[Any] = context
         timer: asyncio.TimerHandle | None = None
@@ -491,19 +493,12 @@ class AsyncioRunner(Generic[Ctx]):
 
 
 def is_durable(session: Session) -> bool:
-    """Whether runs on `session` persist as they go by default (`RunConfig.durable=None`).
+    """Whether runs on `session` persist as they go by default (`RunConfig.durable=None`): what it declares.
 
-    A session says so with a `durable` attribute; otherwise one backed by a shared store
-    (SQLite, PostgreSQL, Redis: a `database`, `pool` or `client`) is, and a wrapper (such as
-    `CompactingSession`) is what its `inner` session is.
+    Raises:
+        UserError: `session` does not declare `durable` and `supports_ids` (see `check_session`).
     """
-    declared = getattr(session, "durable", None)
-    if isinstance(declared, bool):
-        return declared
-    if _store_of(session) is not None:
-        return True
-    inner = getattr(session, "inner", None)
-    return inner is not None and inner is not session and is_durable(inner)
+    return check_session(session).durable
 
 
 def _outcome(terminal: RunCompleted | RunFailed) -> TurnOutcome:

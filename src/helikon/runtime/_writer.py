@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import inspect
 import logging
 from collections.abc import Sequence
 from typing import Literal, cast
@@ -24,7 +23,6 @@ from helikon.core.session import (
     TurnOpened,
     UserMessageEvent,
 )
-from helikon.core.session.compaction import accepts_ids
 
 from ._retry import RetryPolicy
 
@@ -71,7 +69,7 @@ class RunWriter:
     def __init__(self, session: Session, run_id: str, end: int | None = None) -> None:
         self._session = session
         self._run_id = run_id
-        self._ids = _takes_ids(session)
+        self._ids = session.supports_ids
         self._end = end if self._ids else None
         self._pending: list[tuple[list[SessionEvent], list[str]]] = []  # batches not yet stored
         self._count = 0
@@ -278,28 +276,6 @@ class RunWriter:
             if type(entry.event) is TurnOpened and entry.event.run_id == self._run_id:  # pyright: ignore[reportAttributeAccessIssue]
                 return [Rewound(to_seq=int(entry.seq) - 1)]
         return []
-
-
-def _takes_ids(session: Session) -> bool:
-    """Whether `session.append` takes `ids` and `expected_seq`: its own signature, and its inner one's.
-
-    (`accepts_ids` asks a wrapper's inner session; a wrapper that does not pass them on says so
-    in its own signature.)
-    """
-    kind = type(session)
-    known = _OWN_IDS.get(kind)
-    if known is None:
-        try:
-            parameters = dict(inspect.signature(session.append).parameters)
-        except (TypeError, ValueError):
-            parameters: dict[str, inspect.Parameter] = {}
-        known = _OWN_IDS[kind] = any(
-            p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()
-        ) or ("ids" in parameters and "expected_seq" in parameters)
-    return known and accepts_ids(session)
-
-
-_OWN_IDS: dict[type, bool] = {}  # per session class (a class's signature is read once: it is slow)
 
 
 # --- what stands in for refused content ----------------------------------------------------------

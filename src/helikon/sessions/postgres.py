@@ -48,10 +48,9 @@ Requires the `sessions-postgres` extra: `pip install 'paigasus-helikon[sessions-
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from types import TracebackType
 from typing import Any, Protocol, Self, cast
 
 try:
@@ -61,30 +60,20 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.postgres needs asyncpg: pip install 'paigasus-helikon[sessions-postgres]'"
     ) from exc
 
-from helikon.core._json import JsonValue
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
-    SequenceId,
     SessionEntry,
     SessionEvent,
     SessionInfo,
-    SessionRecord,
     UnknownEvent,
 )
 from helikon.core.session._envelope import (
-    check_expected_seq,
-    check_ids,
     check_page,
-    legacy_event_id,
-    metadata_json,
     retry_plan,
 )
-from helikon.core.session._log_cache import LogCache
-from helikon.core.session.branches import Branching
 from helikon.core.session.checkpoint import (
     PROJECTOR_VERSION,
     Checkpoint,
-    encode_state,
     fingerprint,
     load,
 )
@@ -99,7 +88,7 @@ from helikon.core.session.codec import (
     upgrade_all,
 )
 
-from ._cached_log import CachedLogSession
+from ._base import StoredRow, StoredSession
 from ._postgres_schema import MIGRATIONS as _MIGRATIONS
 
 Pool = asyncpg.Pool
@@ -268,7 +257,7 @@ def _check_session_id(session_id: object) -> str:
     return session_id
 
 
-class PostgresSession(CachedLogSession, Branching):
+class PostgresSession(StoredSession):
     """A session stored in PostgreSQL: one row per event in the shared `session_events` table.
 
     Many sessions share one asyncpg pool (bring your own, configured as you like, TLS
@@ -306,7 +295,7 @@ class PostgresSession(CachedLogSession, Branching):
         ```
     """
 
-    __slots__ = ("_closed", "_db", "_log", "_owns_pool", "_pool", "_session_id", "_stale_checkpoint")
+    __slots__ = ("_db", "_pool")
 
     def __init__(self, pool: Pool, session_id: str, *, owns_pool: bool = False) -> None:
         """A session on an already migrated `pool` (what `open_without_migrate` returns).
@@ -316,13 +305,9 @@ class PostgresSession(CachedLogSession, Branching):
             session_id: The log this instance reads and writes.
             owns_pool: Close `pool` in `aclose()`.
         """
+        super().__init__(_check_session_id(session_id), owns_store=owns_pool)
         self._pool = pool
         self._db = cast(_Pool, pool)
-        self._session_id = _check_session_id(session_id)
-        self._owns_pool = owns_pool
-        self._closed = False
-        self._log = LogCache()  # what this object has read: later reads fetch only the tail
-        self._stale_checkpoint = False  # the stored checkpoint is unusable: replace it
 
     # --- construction ------------------------------------------------------------------------
 
@@ -370,41 +355,17 @@ class PostgresSession(CachedLogSession, Branching):
         """Open the session `session_id` on a `pool` whose database is already migrated."""
         return cls(pool, session_id)
 
-    # --- the Session protocol ----------------------------------------------------------------
-
-    @property
-    def session_id(self) -> str:
-        """The id of the log this instance reads and writes."""
-        return self._session_id
+    # --- the store's part of the Session (see StoredSession) -----------------------------------
 
     @property
     def pool(self) -> Pool:
         """The asyncpg pool this session uses."""
         return self._pool
 
-    async def append(
-        self,
-        events: Sequence[SessionEvent],
-        *,
-        ids: Sequence[str] | None = None,
-        expected_seq: int | None = None,
+    async def _write(
+        self, events: Sequence[SessionEvent], ids: list[str] | None, expected: int | None
     ) -> None:
-        """Write `events` to the end of the log in one transaction; an empty list is a no-op.
-
-        See `Session.append` for `ids` (idempotent retries, also across processes) and
-        `expected_seq`; both are checked inside the append's transaction.
-
-        Raises:
-            SessionConflict: The log does not end at `expected_seq`; nothing was written.
-            SessionUnavailable: The server cannot be reached.
-            SessionBackendError: The server refused; nothing was written.
-            UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
-        """
-        self._check_open()
-        chosen = check_ids(events, ids)
-        expected = check_expected_seq(expected_seq)
-        if not events:
-            return
+        # One transaction: the session's advisory lock, then one multi-row INSERT (see the class).
         kinds: list[str] = []
         payloads: list[str] = []
         stamps: list[datetime | None] = []
@@ -420,17 +381,17 @@ class PostgresSession(CachedLogSession, Branching):
                 async with self._db.acquire() as conn, conn.transaction(isolation="read_committed"):
                     await conn.execute(_LOCK, sid)
                     first, inserted = await conn.fetchrow(
-                        _INSERT, sid, kinds, payloads, stamps, versions, chosen, expected
+                        _INSERT, sid, kinds, payloads, stamps, versions, ids, expected
                     )
                     if not inserted:  # only the expected seq stops a non-empty insert
                         raise SessionConflict(
                             expected_seq=cast(int, expected), actual_seq=first - 1, session_id=sid
                         )
             except (SessionConflict, asyncpg.UniqueViolationError):
-                if chosen is None:
+                if ids is None:
                     raise
                 # Maybe a retry whose earlier attempts stored some of the events: write the rest.
-                await self._append_rest(kinds, payloads, stamps, versions, chosen, expected)
+                await self._append_rest(kinds, payloads, stamps, versions, ids, expected)
         except _ERRORS as exc:
             raise _translate(exc, "append") from exc
 
@@ -462,45 +423,16 @@ class PostgresSession(CachedLogSession, Branching):
                     None,  # checked by the plan, under the lock
                 )
 
-    async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
-        """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
-
-        Read straight from the table (not cached): for audits, exports and checks of ids.
-
-        Raises:
-            UnreadableSessionEvent: An event of a newer format, or of an unknown type not
-                marked ignorable (see `helikon.core.session.codec`).
-        """
-        self._check_open()
+    async def _read_records(self, after: int) -> list[StoredRow]:
         try:
-            rows = await self._db.fetch(
-                _SELECT_RECORDS, self._session_id, -1 if since is None else int(since)
-            )
+            rows = await self._db.fetch(_SELECT_RECORDS, self._session_id, after)
         except _ERRORS as exc:
             raise _translate(exc, "records") from exc
-        seqs = [int(row[0]) for row in rows]
-        events = upgrade_all(
-            self._session_id, seqs, [row[3] for row in rows], decode_events([r[4] for r in rows])
-        )
-        sid = self._session_id
-        return [
-            SessionRecord(SequenceId(seq), row[1] or legacy_event_id(sid, seq), row[2], row[3], event)
-            for seq, row, event in zip(seqs, rows, events, strict=True)
-        ]
+        return [(int(row[0]), row[1], row[2], row[3], row[4]) for row in rows]
 
-    async def set_metadata(
-        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
-    ) -> None:
-        """Set the title and/or metadata `list_sessions` shows (None: leave it as it is).
-
-        Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
-        """
-        self._check_open()
-        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"title must be a string or None, not {title!r}")
-        text = metadata_json(metadata)
+    async def _store_metadata(self, title: str | None, metadata: str | None) -> None:
         try:
-            await self._db.fetch(_SET_METADATA, self._session_id, title, title is not None, text)
+            await self._db.fetch(_SET_METADATA, self._session_id, title, title is not None, metadata)
         except _ERRORS as exc:
             raise _translate(exc, "set_metadata") from exc
 
@@ -547,30 +479,19 @@ class PostgresSession(CachedLogSession, Branching):
             return
         self._log.start_at(projection, int(as_of_seq))
 
-    async def _write_checkpoint(self) -> None:
-        log = self._log
-        as_of_seq = log.folded - 1
-        try:
-            state = encode_state(log.projection)
-        except ValueError:
-            # A conversation whose JSON cannot be written (read from rows nested too deeply for
-            # pydantic, or holding a lone surrogate from an escape): only an optimization, skipped.
-            log.checkpoint_seq = as_of_seq
-            return
+    async def _store_checkpoint(self, as_of_seq: int, state: str) -> bool:
         sid = self._session_id
         try:
             # The event at as_of_seq is immutable once written, so the fingerprint of its payload,
             # read here, is the one any later reader compares with.
             payload = await self._db.fetchval(_PAYLOAD_AT, sid, as_of_seq)
-            if payload is not None:  # else the log was cut back under us: nothing to fingerprint
-                stale, found = self._stale_checkpoint, fingerprint(payload)
-                args = (sid, as_of_seq, PROJECTOR_VERSION, stale, found, state)
-                await self._db.fetch(_SAVE_CHECKPOINT, *args)  # one statement: its own transaction
-                self._stale_checkpoint = False
-                log.stored_checkpoint = as_of_seq
+            if payload is None:  # the log was cut back under us: nothing to fingerprint
+                return False
+            args = (sid, as_of_seq, PROJECTOR_VERSION, self._stale_checkpoint, fingerprint(payload), state)
+            await self._db.fetch(_SAVE_CHECKPOINT, *args)  # one statement: its own transaction
         except _ERRORS:
-            pass  # only an optimization: the snapshot is read already; a later one retries
-        log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
+            return False  # only an optimization: the snapshot is read already; a later one retries
+        return True
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         sid = self._session_id
@@ -598,21 +519,8 @@ class PostgresSession(CachedLogSession, Branching):
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    async def aclose(self) -> None:
-        """Close the pool if this session owns it (`open_session`); otherwise only this handle."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_pool:
-            await self._db.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+    async def _close_store(self) -> None:
+        await self._db.close()
 
     @property
     def _store(self) -> object:

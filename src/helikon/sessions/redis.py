@@ -31,9 +31,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from types import TracebackType
 from typing import Any, Self, cast
 
 try:
@@ -48,29 +47,20 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.redis needs redis-py: pip install 'paigasus-helikon[sessions-redis]'"
     ) from exc
 
-from helikon.core._json import JsonValue
 from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
-    SequenceId,
     SessionEntry,
     SessionEvent,
     SessionInfo,
-    SessionRecord,
 )
 from helikon.core.session._envelope import (
-    check_expected_seq,
-    check_ids,
     check_page,
-    legacy_event_id,
-    metadata_json,
     retry_plan,
 )
-from helikon.core.session._log_cache import LogCache
-from helikon.core.session.branches import Branching
-from helikon.core.session.checkpoint import PROJECTOR_VERSION, Checkpoint, encode_state, load
-from helikon.core.session.codec import decode_events, encode_event, gc_paused, stored_version, upgrade_all
+from helikon.core.session.checkpoint import PROJECTOR_VERSION, Checkpoint, load
+from helikon.core.session.codec import encode_event, gc_paused, stored_version
 
-from ._cached_log import CachedLogSession
+from ._base import StoredRow, StoredSession
 from ._redis_reads import next_id, parses_in_c, script_fields, session_entries, xrange_fields
 from ._redis_reads import text as _text
 from ._redis_scripts import (
@@ -174,7 +164,7 @@ def _check_session_id(session_id: object) -> str:
     return session_id
 
 
-class RedisSession(CachedLogSession, Branching):
+class RedisSession(StoredSession):
     """A session stored in a Redis stream, one entry per event (see the module for the keys).
 
     Build it on your own `redis.asyncio.Redis` client (TLS, Sentinel, pooling as you like)
@@ -215,18 +205,13 @@ class RedisSession(CachedLogSession, Branching):
         "_append",
         "_checkpoint",
         "_client",
-        "_closed",
         "_counter",
         "_ids",
-        "_log",
         "_meta",
         "_metadata",
-        "_owns_client",
         "_raw_reads",
         "_read",
         "_read_checkpoint",
-        "_session_id",
-        "_stale_checkpoint",
         "_stream",
         "_write_checkpoint_script",
     )
@@ -239,17 +224,13 @@ class RedisSession(CachedLogSession, Branching):
             session_id: The log this instance reads and writes.
             owns_client: Close `client` in `aclose()`.
         """
+        super().__init__(_check_session_id(session_id), owns_store=owns_client)
         self._client = client
-        self._session_id = _check_session_id(session_id)
         self._stream = stream_key(session_id)
         self._counter = counter_key(session_id)
         self._ids = ids_key(session_id)
         self._meta = meta_key(session_id)
-        self._owns_client = owns_client
-        self._closed = False
         self._checkpoint = checkpoint_key(session_id)
-        self._log = LogCache()  # what this object has read: later reads fetch only the tail
-        self._stale_checkpoint = False  # the stored checkpoint is unusable: replace it
         self._append = client.register_script(APPEND_SCRIPT)
         self._read = client.register_script(READ_SCRIPT)
         self._raw_reads = parses_in_c(client)  # read plain XRANGE pages, not READ_SCRIPT's
@@ -278,41 +259,18 @@ class RedisSession(CachedLogSession, Branching):
             raise _translate(exc, "connect") from exc
         return cls(client, session_id, owns_client=True)
 
-    # --- the Session protocol ----------------------------------------------------------------
-
-    @property
-    def session_id(self) -> str:
-        """The id of the log this instance reads and writes."""
-        return self._session_id
+    # --- the store's part of the Session (see StoredSession) -----------------------------------
 
     @property
     def client(self) -> aioredis.Redis:
         """The Redis client this session uses."""
         return self._client
 
-    async def append(
-        self,
-        events: Sequence[SessionEvent],
-        *,
-        ids: Sequence[str] | None = None,
-        expected_seq: int | None = None,
+    async def _write(
+        self, events: Sequence[SessionEvent], ids: list[str] | None, expected: int | None
     ) -> None:
-        """Write `events` to the end of the log, atomically; an empty list is a no-op.
-
-        See `Session.append` for `ids` (idempotent retries, also across processes) and
-        `expected_seq`; both are checked inside the append's Lua script.
-
-        Raises:
-            SessionConflict: The log does not end at `expected_seq`; nothing was written.
-            SessionUnavailable: The server cannot be reached.
-            SessionBackendError: The server refused (e.g. out of memory). Nothing was written.
-            UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
-        """
-        self._check_open()
-        chosen = check_ids(events, ids)
-        expected = check_expected_seq(expected_seq)
-        if not events:
-            return
+        # One Lua script reserves the seqs and adds the entries (see the class); a retry of
+        # stored ids compares them first.
         versions = [stored_version(e) for e in events]
         uniform = versions.count(versions[0]) == len(versions)
         args: list[str | int] = [
@@ -321,24 +279,24 @@ class RedisSession(CachedLogSession, Branching):
             _millis(),
             self._session_id,
             versions[0] if uniform else "*",
-            "0" if chosen is None else "1",
+            "0" if ids is None else "1",
         ]
         for event in events:
             args += (event.type, encode_event(event), _nanoseconds(event.ts))
         if not uniform:
             args += versions
-        if chosen is not None:
-            args += chosen
+        if ids is not None:
+            args += ids
         found = await self._run_append(args, expected)
-        if found is None or chosen is None:  # written (only chosen ids are ever found stored)
+        if found is None or ids is None:  # written (only ids ids are ever found stored)
             return
         # A retry: some ids are stored already. Compare those events with this batch's, then
         # have the script write the rest if the ids it finds stored are still the ones checked.
         # Ids are never deleted, so each round finds more of them: at most one round per id.
         payloads = [str(args[7 + 3 * i]) for i in range(len(events))]  # encode_event's, above
         args[5] = "2"
-        for _ in range(len(chosen)):
-            if not await self._plan_retry(payloads, chosen, found, expected):
+        for _ in range(len(ids)):
+            if not await self._plan_retry(payloads, ids, found, expected):
                 return  # all of it is stored
             found = await self._run_append([*args, found], expected)
             if found is None:
@@ -389,18 +347,9 @@ class RedisSession(CachedLogSession, Branching):
         last = int(replies[-1] or 0) - 1
         return retry_plan(self._session_id, payloads, ids, stored, last, expected)
 
-    async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
-        """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
-
-        Read straight from the stream (not cached): for audits, exports and checks of ids.
-
-        Raises:
-            UnreadableSessionEvent: An event of a newer format, or of an unknown type not
-                marked ignorable (see `helikon.core.session.codec`).
-        """
-        self._check_open()
-        start = "-" if since is None or since < 0 else f"{int(since) + 1}"
-        found: list[tuple[int, str, datetime | None, int, bytes]] = []
+    async def _read_records(self, after: int) -> list[StoredRow]:
+        start = "-" if after < 0 else f"{after + 1}"
+        found: list[StoredRow] = []
         try:
             while True:
                 page = cast(
@@ -411,45 +360,25 @@ class RedisSession(CachedLogSession, Branching):
                     fields = {_text(k): v for k, v in raw.items()}
                     if "seq" not in fields or "payload" not in fields:
                         continue  # not written by helikon
-                    seq = int(fields["seq"])
-                    event_id = (
-                        _text(fields["id"]) if "id" in fields else legacy_event_id(self._session_id, seq)
-                    )
+                    event_id = _text(fields["id"]) if "id" in fields else None
                     stamp = _from_nanoseconds(int(fields.get("ts", b"0") or 0))
                     payload = fields["payload"]
                     data = payload.encode() if isinstance(payload, str) else payload
-                    found.append((seq, event_id, stamp, int(fields.get("v", b"1")), data))
+                    found.append((int(fields["seq"]), event_id, stamp, int(fields.get("v", b"1")), data))
                 if len(page) < PAGE_SIZE:
                     break
                 start = next_id(page[-1][0])
         except _ERRORS as exc:
             raise _translate(exc, "records") from exc
-        seqs = [row[0] for row in found]
-        events = upgrade_all(
-            self._session_id, seqs, [row[3] for row in found], decode_events([r[4] for r in found])
-        )
-        return [
-            SessionRecord(SequenceId(seq), event_id, stamp, version, event)
-            for (seq, event_id, stamp, version, _), event in zip(found, events, strict=True)
-        ]
+        return found
 
-    async def set_metadata(
-        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
-    ) -> None:
-        """Set the title and/or metadata `list_sessions` shows (None: leave it as it is).
-
-        Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
-        """
-        self._check_open()
-        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"title must be a string or None, not {title!r}")
-        text = metadata_json(metadata) or ""
+    async def _store_metadata(self, title: str | None, metadata: str | None) -> None:
         args: list[str | int] = [
             _millis(),
             self._session_id,
             "0" if title is None else "1",
             title or "",
-            text,
+            metadata or "",
         ]
         try:
             await self._metadata(keys=[self._meta, SESSIONS_KEY], args=args)
@@ -542,31 +471,14 @@ class RedisSession(CachedLogSession, Branching):
             return
         self._log.start_at(projection, int(raw_seq))
 
-    async def _write_checkpoint(self) -> None:
-        log = self._log
-        as_of_seq = log.folded - 1
-        try:
-            state = encode_state(log.projection)
-        except ValueError:
-            # A conversation whose JSON cannot be written (read from rows nested too deeply for
-            # pydantic, or holding a lone surrogate from an escape): only an optimization, skipped.
-            log.checkpoint_seq = as_of_seq
-            return
-        args: list[str | int] = [
-            as_of_seq,
-            PROJECTOR_VERSION,
-            state,
-            "1" if self._stale_checkpoint else "0",
-            _millis(),
-        ]
+    async def _store_checkpoint(self, as_of_seq: int, state: str) -> bool:
+        stale = "1" if self._stale_checkpoint else "0"
+        args: list[str | int] = [as_of_seq, PROJECTOR_VERSION, state, stale, _millis()]
         try:
             await self._write_checkpoint_script(keys=[self._checkpoint, self._stream], args=args)
         except _ERRORS:
-            pass  # only an optimization (e.g. maxmemory reached): the snapshot is read already
-        else:
-            self._stale_checkpoint = False
-            log.stored_checkpoint = as_of_seq
-        log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
+            return False  # only an optimization (e.g. maxmemory reached): the snapshot is read already
+        return True
 
     async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         self._check_open()
@@ -585,21 +497,8 @@ class RedisSession(CachedLogSession, Branching):
 
     # --- lifecycle -----------------------------------------------------------------------------
 
-    async def aclose(self) -> None:
-        """Close the client if this session owns it (`connect`); otherwise only this handle."""
-        if self._closed:
-            return
-        self._closed = True
-        if self._owns_client:
-            await self._client.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+    async def _close_store(self) -> None:
+        await self._client.aclose()
 
     @property
     def _store(self) -> object:

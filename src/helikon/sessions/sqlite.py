@@ -15,7 +15,7 @@ import math
 import os
 import threading
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from queue import SimpleQueue
 from types import TracebackType
@@ -29,29 +29,18 @@ except ImportError as exc:  # pragma: no cover - a Python built without SQLite
         "library's sqlite3 module, which this Python was built without"
     ) from exc
 
-from helikon.core._json import JsonValue
 from helikon.core.exceptions import SessionBackendError, SessionError, UserError
 from helikon.core.session import (
-    ConversationSnapshot,
     SequenceId,
     SessionEntry,
     SessionEvent,
     SessionInfo,
-    SessionRecord,
 )
 from helikon.core.session._envelope import (
-    check_expected_seq,
-    check_ids,
     check_page,
-    legacy_event_id,
-    metadata_json,
 )
-from helikon.core.session._log_cache import WARM, LogCache, start_warm
-from helikon.core.session.branches import Branching
 from helikon.core.session.checkpoint import (
-    CHECKPOINT_EVERY,
     Checkpoint,
-    encode_state,
     load,
 )
 from helikon.core.session.codec import (
@@ -62,6 +51,7 @@ from helikon.core.session.codec import (
     upgrade_all,
 )
 
+from ._base import StoredRow, StoredSession
 from ._sqlite_jobs import (
     SCHEMA_VERSION,
     all_known,
@@ -325,7 +315,7 @@ def _check_open_args(
 # --- the session -------------------------------------------------------------------------------
 
 
-class SqliteSession(Branching):
+class SqliteSession(StoredSession):
     """One session's event log in a shared `SqliteDatabase`, isolated by `session_id`.
 
     Example:
@@ -350,18 +340,14 @@ class SqliteSession(Branching):
         ```
     """
 
-    __slots__ = ("_closed", "_db", "_log", "_owns_db", "_session_id", "_stale_checkpoint")
+    __slots__ = ("_db",)
 
     def __init__(self, db: SqliteDatabase, session_id: str) -> None:
         """The same as `open_without_migrate`: no IO, the schema must already exist."""
         if not isinstance(db, SqliteDatabase):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(f"db must be a SqliteDatabase, not {type(db).__name__}")
+        super().__init__(check_session_id(session_id), owns_store=False)
         self._db = db
-        self._session_id = check_session_id(session_id)
-        self._owns_db = False
-        self._closed = False
-        self._log = LogCache()  # what this object has read: later reads fetch only the tail
-        self._stale_checkpoint = False  # the stored checkpoint is unusable: replace it
 
     @staticmethod
     async def migrate(db: SqliteDatabase) -> None:
@@ -381,13 +367,12 @@ class SqliteSession(Branching):
         return cls(db, session_id)
 
     @property
-    def session_id(self) -> str:
-        """The id of the log this instance reads and writes."""
-        return self._session_id
-
-    @property
     def database(self) -> SqliteDatabase:
         """The database the log lives in."""
+        return self._db
+
+    @property
+    def _store(self) -> object:
         return self._db
 
     async def _sibling(self, session_id: str) -> Self:
@@ -396,33 +381,12 @@ class SqliteSession(Branching):
     def __repr__(self) -> str:
         return f"SqliteSession({self._session_id!r}, {self._db.path!r})"
 
-    async def append(
-        self,
-        events: Sequence[SessionEvent],
-        *,
-        ids: Sequence[str] | None = None,
-        expected_seq: int | None = None,
+    async def _write(
+        self, events: Sequence[SessionEvent], ids: list[str] | None, expected: int | None
     ) -> None:
-        """Write `events` to the end of the log in one transaction: all of them or none.
-
-        See `Session.append` for `ids` (idempotent retries, also across processes) and
-        `expected_seq`; both are checked inside the append's transaction.
-
-        Raises:
-            SessionConflict: The log does not end at `expected_seq`; nothing was written.
-            SessionBackendError: SQLite failed, e.g. "database is locked" once `busy_timeout`
-                ran out; nothing was written and the session stays usable.
-            UserError: Bad `ids` or `expected_seq`, or an id stored with other content.
-        """
-        if self._closed:
-            raise UserError(f"{self!r} is closed")
-        chosen = check_ids(events, ids)
-        expected = check_expected_seq(expected_seq)
-        if not events:
-            return
         rows = [event_row(e) for e in events]
         created = rows[0][2] or rfc3339(datetime.now(UTC))  # the first event's ts, already formatted
-        args = (self._session_id, rows, chosen, expected, created)
+        args = (self._session_id, rows, ids, expected, created)
         db = self._db
         if (
             db._can_inline(self._session_id)
@@ -433,46 +397,16 @@ class SqliteSession(Branching):
             return
         await db._run(append_rows, *args, key=self._session_id)
 
-    async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:
-        """The log after `since` (exclusive), each event in its envelope: seq, id, ts, format version.
-
-        Read straight from the table (not cached): for audits, exports and checks of ids.
-
-        Raises:
-            UnreadableSessionEvent: An event of a newer format, or of an unknown type not
-                marked ignorable (see `helikon.core.session.codec`).
-        """
-        if self._closed:
-            raise UserError(f"{self!r} is closed")
-        since_seq = -1 if since is None else int(since)
-        rows = await self._db._run(read_records, self._session_id, since_seq, key=self._session_id)
-        seqs = [row[0] for row in rows]
-        events = upgrade_all(
-            self._session_id, seqs, [row[3] for row in rows], decode_events([r[4] for r in rows])
-        )
-        sid = self._session_id
+    async def _read_records(self, after: int) -> list[StoredRow]:
+        rows = await self._db._run(read_records, self._session_id, after, key=self._session_id)
         return [
-            SessionRecord(
-                SequenceId(seq), event_id or legacy_event_id(sid, seq), parse_ts(ts), version, event
-            )
-            for (seq, event_id, ts, version, _), event in zip(rows, events, strict=True)
+            (seq, event_id, parse_ts(ts), version, payload) for seq, event_id, ts, version, payload in rows
         ]
 
-    async def set_metadata(
-        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
-    ) -> None:
-        """Set the title and/or metadata `list_sessions` shows (None: leave it as it is).
-
-        Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
-        """
-        if self._closed:
-            raise UserError(f"{self!r} is closed")
-        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise UserError(f"title must be a string or None, not {title!r}")
-        text = metadata_json(metadata)
+    async def _store_metadata(self, title: str | None, metadata: str | None) -> None:
         now = rfc3339(datetime.now(UTC))
         await self._db._run(
-            set_metadata_row, self._session_id, now, title, title is not None, text, key=self._session_id
+            set_metadata_row, self._session_id, now, title, title is not None, metadata, key=self._session_id
         )
 
     @staticmethod
@@ -490,65 +424,6 @@ class SqliteSession(Branching):
         limit, offset = check_page(limit, offset)
         return [session_info(row) for row in await db._run(list_rows, limit, offset)]
 
-    async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
-        """The log after `since` (exclusive), each event with its sequence number.
-
-        A stored event this version cannot decode comes back as an `UnknownEvent`.
-        """
-        if self._closed:
-            raise UserError(f"{self!r} is closed")
-        if since is not None and since >= 0 and len(self._log) == 0:
-            # An object that has read nothing fetches only what is asked for (the cache holds
-            # a prefix from seq 0, so these entries stay out of it): O(tail) for a server
-            # that opens a session object per request.
-            return await self._fetch(int(since))
-        await self._refresh()
-        cached = self._log.after(since)
-        if cached is None:  # started from a checkpoint: read the prefix it stands for, once
-            await self._read_prefix()
-            cached = self._log.after(since) or []
-        return cached
-
-    async def _read_prefix(self) -> None:
-        """Fetch the entries a checkpoint stood for (the cache then holds the whole log)."""
-        if not self._log.fill_prefix(await self._fetch(-1)):
-            self._log.clear()
-            self._log.extend(await self._fetch(-1))
-
-    async def snapshot(self) -> ConversationSnapshot:
-        """The projection of the whole log: a checkpoint plus the events after it.
-
-        A session object that has read nothing yet starts from the session's checkpoint (if
-        it is usable, see `helikon.core.session.checkpoint`); later calls fold only new events. Once
-        `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
-        """
-        if self._closed:
-            raise UserError(f"{self!r} is closed")
-        log = self._log
-        if not len(log) and not await self._start_warm():
-            await self._start_from_checkpoint()
-        await self._refresh()
-        snapshot = log.snapshot()
-        if snapshot is None:  # a rewind reached behind the checkpoint: fold the whole log
-            await self._read_prefix()
-            snapshot = log.snapshot() or ConversationSnapshot()
-        if log.folded - 1 - log.checkpoint_seq >= CHECKPOINT_EVERY or self._stale_checkpoint or log.refolded:
-            log.refolded = False
-            await self._write_checkpoint()
-        WARM.remember(self._db, self._session_id, log)
-        return snapshot
-
-    async def _start_warm(self) -> bool:
-        """Continue the projection another object of this session built in this process, if it holds."""
-        warm = WARM.recall(self._db, self._session_id)
-        if warm is None:
-            return False
-        if start_warm(self._log, warm, await self._fetch(warm.as_of_seq - 1)):
-            return True
-        WARM.forget(self._db, self._session_id)
-        self._log.clear()
-        return False
-
     async def _start_from_checkpoint(self) -> None:
         db = self._db
         found = BUSY
@@ -565,16 +440,7 @@ class SqliteSession(Branching):
             return
         self._log.start_at(projection, checkpoint.as_of_seq)
 
-    async def _write_checkpoint(self) -> None:
-        log = self._log
-        as_of_seq = log.folded - 1
-        try:
-            state = encode_state(log.projection)
-        except ValueError:
-            # A conversation whose JSON cannot be written (read from rows nested too deeply for
-            # pydantic, or holding a lone surrogate from an escape): only an optimization, skipped.
-            log.checkpoint_seq = as_of_seq
-            return
+    async def _store_checkpoint(self, as_of_seq: int, state: str) -> bool:
         now = rfc3339(datetime.now(UTC))
         try:
             await self._db._run(
@@ -587,23 +453,14 @@ class SqliteSession(Branching):
                 key=self._session_id,
             )
         except SessionError:
-            pass  # only an optimization: the snapshot is read already; a later one retries
-        else:
-            self._stale_checkpoint = False
-            log.stored_checkpoint = as_of_seq
-        log.checkpoint_seq = as_of_seq  # either way: not again before CHECKPOINT_EVERY more
+            return False  # only an optimization: the snapshot is read already; a later one retries
+        return True
 
-    async def _refresh(self) -> None:
-        """Fetch and decode what was appended after what this object has already read."""
-        if not self._log.extend(await self._fetch(self._log.last_seq)):
-            self._log.clear()  # the file no longer continues what we read
-            self._log.extend(await self._fetch(-1))
-            self._stale_checkpoint = True
-
-    async def _fetch(self, after: int) -> list[SessionEntry]:
+    async def _fetch(self, after: int, action: str) -> list[SessionEntry]:
         # Decoding is CPU work that holds the GIL wherever it runs, and measured faster on the
         # event loop's thread than on the worker. A tail read (after what this object has read)
         # is tried inline first; a first read is a full one and goes to the worker.
+        # (`action` names the call in a server's errors; SQLite's need no more than its own.)
         db = self._db
         head: list[SessionEntry] = []
         if after >= 0 and db._can_inline(self._session_id):
@@ -630,19 +487,8 @@ class SqliteSession(Branching):
         events = upgrade_all(self._session_id, seqs, versions, decode_events(payloads))
         return head + list(map(new_entry, zip(seqs, events, strict=True)))
 
-    async def aclose(self) -> None:
-        """Stop using the session; closes the database too when `open_session` opened it."""
-        self._closed = True
-        if self._owns_db:
-            await self._db.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
+    async def _close_store(self) -> None:
+        await self._db.aclose()
 
 
 async def open_session(
@@ -659,7 +505,7 @@ async def open_session(
     except BaseException:
         await db.aclose()
         raise
-    session._owns_db = True
+    session._owns_store = True
     return session
 
 

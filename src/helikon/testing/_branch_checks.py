@@ -24,7 +24,7 @@ from helikon.core.session.checkpoint import CHECKPOINT_EVERY
 from ._conformance_util import close_session, require, user_event
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
+    from ._conformance_backend import ConformanceBackend
 
 
 def _reply(text: str) -> AssistantMessageEvent:

@@ -10,8 +10,7 @@ one is ignored and replaced.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
 from helikon.core._json import JsonValue
 from helikon.core.items import TextPart
@@ -29,18 +28,11 @@ from helikon.core.session import (
 )
 from helikon.core.session.checkpoint import CHECKPOINT_EVERY
 
+from ._conformance_backend import Damage
 from ._conformance_util import new_id
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
-
-Damage = Literal["beyond_the_log", "other_projector", "garbage", "other_prefix"]
-"""How `ConformanceBackend.damage_checkpoint` spoils a session's stored checkpoint:
-`as_of_seq` past the end of the log, another projector version, state that is not JSON, or
-a fingerprint of some other event at `as_of_seq`."""
-
-DamageCheckpoint = Callable[[str, Damage], Awaitable[bool]]
-"""`damage_checkpoint(session_id, how)`: spoil the stored checkpoint; False if there is none."""
+    from ._conformance_backend import ConformanceBackend
 
 DAMAGES: tuple[Damage, ...] = ("beyond_the_log", "other_projector", "garbage", "other_prefix")
 

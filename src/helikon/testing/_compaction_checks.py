@@ -48,7 +48,7 @@ from ._mock_model import MockModel
 from ._scripts import text_turn
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
+    from ._conformance_backend import ConformanceBackend
 
 
 def _tool_turn(call_id: str, output: str) -> list[SessionEvent]:

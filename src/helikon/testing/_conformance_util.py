@@ -15,7 +15,7 @@ from helikon.core.items import TextPart
 from helikon.core.session import AssistantMessageEvent, SessionEvent, UserMessageEvent
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
+    from ._conformance_backend import ConformanceBackend
 
 
 def require(condition: object, message: str) -> None:

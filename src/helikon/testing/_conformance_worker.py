@@ -58,9 +58,9 @@ async def main(spec: dict[str, Any]) -> None:
             print(json.dumps(seen))
         elif action == "run_until_killed":
             # A durable run whose tool never returns: the parent kills us while it runs.
-            from helikon.core._function_tool import tool
             from helikon.core.agent import LlmAgent
             from helikon.core.context import RunContext
+            from helikon.core.tools import tool
             from helikon.runtime import AsyncioRunner
             from helikon.testing import MockModel, tool_call_turn
 

@@ -24,7 +24,7 @@ from ._mock_model import MockModel
 from ._scripts import text_turn
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
+    from ._conformance_backend import ConformanceBackend
 
 
 async def check_a_killed_writer_leaves_whole_appends(backend: ConformanceBackend) -> None:

@@ -11,7 +11,7 @@ from helikon.core.session import SessionEvent, ToolCalled, ToolReturned, UserMes
 from ._conformance_util import close_session, new_id, require
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
+    from ._conformance_backend import ConformanceBackend
 
 EXOTIC_TEXT = 'NUL \x00, separators \u2028\u2029, emoji 🦜👩🏽‍🚀, controls \t\x1f\x7f, quotes "\\/'
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from helikon.core._function_tool import tool
 from helikon.core.model import ModelRequest, ModelSettings
+from helikon.core.tools import tool
 
 from ._conformance_util import close_session, new_id, require
 from ._mock_model import MockModel
 from ._scripts import text_turn, tool_call_turn, tool_calls_turn
 
 if TYPE_CHECKING:
-    from .session_conformance import ConformanceBackend
+    from ._conformance_backend import ConformanceBackend
 
 
 @tool

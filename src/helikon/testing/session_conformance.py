@@ -32,8 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from helikon.core.exceptions import SessionConflict, UnreadableSessionEvent, UserError
@@ -43,7 +41,6 @@ from helikon.core.session import (
     Compacted,
     SequenceId,
     Session,
-    SessionInfo,
     SessionRecord,
     ToolCalled,
     ToolReturned,
@@ -62,7 +59,6 @@ from ._branch_checks import (
     check_rewind_survives_reopening,
 )
 from ._checkpoint_checks import (
-    DamageCheckpoint,
     check_a_damaged_checkpoint_is_rebuilt,
     check_checkpoint_plus_tail_is_the_projection,
 )
@@ -70,6 +66,7 @@ from ._compaction_checks import (
     check_compaction_keeps_tool_turns_whole,
     check_window_compaction_keeps_recent_turns_and_pairs,
 )
+from ._conformance_backend import Check, ConformanceBackend, DamageCheckpoint
 from ._conformance_util import (
     assert_contiguous,
     close_session,
@@ -86,28 +83,6 @@ from ._json_checks import check_exotic_json_round_trips
 from ._mock_model import MockModel
 from ._request_checks import check_requests_are_rebuilt_from_the_stored_log
 from ._scripts import text_turn
-
-
-@dataclass
-class ConformanceBackend:
-    """The store under test. See the module docstring."""
-
-    name: str
-    open: Callable[[str], Awaitable[Session]]
-    opener: str | None = None
-    opener_kwargs: dict[str, Any] = field(default_factory=lambda: {})
-    crash_safe: bool = False
-    processes: int = 4
-    """How many writer processes the multi-process checks start."""
-    list_sessions: Callable[..., Awaitable[list[SessionInfo]]] | None = None
-    """The store's `list_sessions(limit=..., offset=...)`, if it can list its sessions."""
-    damage_checkpoint: DamageCheckpoint | None = None
-    """Spoils a session's stored projection checkpoint (see `DamageCheckpoint`), if the store keeps one."""
-    branching: bool = True
-    """Whether its sessions have `rewind`, `branches` and `fork` (`core.session.branches.Branching`)."""
-
-
-Check = Callable[[ConformanceBackend], Awaitable[None]]
 
 
 async def check_append_order_and_contiguous_sequences(backend: ConformanceBackend) -> None:

@@ -1,7 +1,8 @@
 """The governance seams: `Guardrail`, `Hook`, `PermissionPolicy`, `ApprovalHandler`.
 
 Permissions authorize tool calls, guardrails validate text entering and leaving the
-agent, hooks observe and steer the run's lifecycle. The loop calls all three.
+agent, hooks observe and steer the run's lifecycle. The loop calls all three. A run's
+permission settings are one frozen `Governance` (`settings.py`) that its `RunContext` holds.
 
 Example:
     ```python

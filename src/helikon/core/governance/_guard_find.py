@@ -9,14 +9,13 @@ syntax; `wrapper_moves` finds a wrapper option that runs the command elsewhere (
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
-from operator import attrgetter
+from collections.abc import Iterator, Mapping
+from types import MappingProxyType
 
 from ._guard_patterns import glob_matches, glob_run, glob_tokens
 from .shell import SimpleCommand, Word
 from .shell._wrappers import WRAPPERS as WRAPPER_SPECS
 
-_TEXT = attrgetter("text")
 FIND_NAME_TESTS = frozenset({"-name", "-iname"})
 FIND_PATH_TESTS = frozenset({"-path", "-ipath", "-wholename", "-iwholename"})
 FIND_TESTS = frozenset({*FIND_NAME_TESTS, *FIND_PATH_TESTS, "-regex", "-iregex"})
@@ -25,13 +24,6 @@ PROTECTED_NAMES = (".git", ".ssh", ".env")
 # pattern without brackets or extglobs that holds one cannot match any of them (the NFA
 # is left for the rest; a character outside ASCII may fold to one of theirs).
 FOREIGN = re.compile(r"[^.gitshenvGITSHENV*?\\\x80-\U0010ffff]")
-# Its complement in ASCII: an ASCII pattern not made of these holds a `FOREIGN` character
-# (a set test costs less than the regex; a pattern outside ASCII still goes to the regex).
-NATIVE = frozenset(".gitshenvGITSHENV*?\\")
-# The same characters as one string for `str.strip`: what is left of a pattern stripped of
-# them at both ends is empty exactly when every character is one of them (`NATIVE.issuperset`,
-# without the set that would build from the pattern).
-NATIVE_TEXT = "".join(sorted(NATIVE))
 
 
 def found_dotpaths(command: SimpleCommand) -> list[Word]:
@@ -42,7 +34,7 @@ def found_dotpaths(command: SimpleCommand) -> list[Word]:
     each start (as `./.git`). `find` writes what it finds with `-delete`, or with an
     `-exec`/`-execdir`/`-ok`/`-okdir` command that is not a known reader.
     """
-    texts = [word.text for word in command.argv]  # cheaper than `map(attrgetter)` on slots
+    texts = [word.text for word in command.argv]
     if FIND_WRITES.isdisjoint(texts) or _PICKERS.isdisjoint(texts):
         return []  # writes nothing, or picks nothing by name (no name test, no negation)
     if _BRANCHES.isdisjoint(texts) and plain_pick(command, texts, 1) is None:
@@ -140,8 +132,7 @@ def plain_pick(command: SimpleCommand, texts: list[str], first: int) -> str | No
     """`find_may_pick` for an expression without `-o`, `,`, negations or groups.
 
     Every test must hold, so each name test is judged alone (a `-prune` without `-o`
-    protects nothing: it is only a test that is true). One pass over the words, which
-    costs less than set intersections and slices for a usual find's few words.
+    protects nothing: it is only a test that is true).
     """
     for k in range(first, len(texts) - 1):  # a test in the last word has no pattern
         test = texts[k]
@@ -157,8 +148,8 @@ def plain_pick(command: SimpleCommand, texts: list[str], first: int) -> str | No
 
 
 DISJUNCTIONS = frozenset({"-o", "-or", ","})
-# One set test each instead of two or three: no name test and no negation; no `-o`, `,`,
-# negation or group (the expression `plain_pick` reads).
+# The words that may pick an entry by name (a name test, a negation), and those that make
+# an expression more than a conjunction (what `plain_pick` reads).
 _PICKERS = FIND_TESTS | NEGATIONS
 _BRANCHES = DISJUNCTIONS | NEGATIONS | {"("}
 CONNECTIVES = frozenset({"-o", "-or", "-a", "-and", "(", ")"})
@@ -212,19 +203,11 @@ DEPTH_FIRST = frozenset({"-depth", "-d", "-delete"})
 
 def find_test_may_pick(test: str, pattern: str) -> str | None:
     lowered = pattern.lower()
-    if ".git" in lowered:  # `PROTECTED_NAMES` in order, unrolled
-        return ".git"
-    if ".ssh" in lowered:
-        return ".ssh"
-    if ".env" in lowered:
-        return ".env"
+    spelled = next((name for name in PROTECTED_NAMES if name in lowered), None)
+    if spelled is not None:
+        return spelled
     if test in FIND_NAME_TESTS:
-        if (
-            "[" not in pattern
-            and "(" not in pattern
-            and pattern.strip(NATIVE_TEXT)  # not `NATIVE.issuperset(pattern)`: no set of the pattern
-            and (pattern.isascii() or FOREIGN.search(pattern))
-        ):
+        if "[" not in pattern and "(" not in pattern and FOREIGN.search(pattern):
             return None  # `*.pyc`, `__pycache__`: a character of it is in no protected name
         return _name_may_pick(pattern)
     if test in FIND_PATH_TESTS:
@@ -232,8 +215,6 @@ def find_test_may_pick(test: str, pattern: str) -> str | None:
     return _regex_may_pick(pattern, lowered)
 
 
-# The branches of `find_test_may_pick` past its usual return, apart: their generators would
-# make closure cells on every call of it.
 def _name_may_pick(pattern: str) -> str | None:
     return next((n for n in PROTECTED_NAMES if glob_matches(pattern, n, escapes=True)), None)
 
@@ -329,53 +310,72 @@ def in_place_files(command: SimpleCommand) -> Iterator[Word]:
 
 
 def sed_scripts(command: SimpleCommand) -> list[str]:
-    """The script texts of a sed command: its `-e`/`--expression` values, else its first operand."""
-    words = command.argv
+    """The script texts of a sed command: its `-e`/`--expression` values, else its first operand.
+
+    A `-f`/`--file` script counts as given (the operand is then a file, not a script).
+    """
+    words = [w.text for w in command.argv]
     scripts: list[str] = []
     operand: str | None = None
     script_given = False
     i, n = 1, len(words)
     while i < n:
-        text = words[i].text
-        value: str | None = None
+        text = words[i]
         if text == "--":
             if operand is None and i + 1 < n:
-                operand = words[i + 1].text
+                operand = words[i + 1]
             break
         if text.startswith("--"):
-            name, eq, rest = text[2:].partition("=")
-            takes = bool(name) and any(
-                full.startswith(name) for full in ("expression", "file", "line-length")
-            )
-            if takes:
-                script_given = script_given or not "line-length".startswith(name)
-                if eq:
-                    value = rest
-                elif i + 1 < n:
-                    i += 1
-                    value = words[i].text
-                if "expression".startswith(name) and value is not None:
-                    scripts.append(value)
+            i, letter, value = _sed_long_option(words, i)
         elif len(text) > 1 and text[0] == "-":
-            for k in range(1, len(text)):
-                letter = text[k]
-                if letter == "i":
-                    break  # the rest is the backup suffix
-                if letter in "efl":
-                    value = text[k + 1 :]
-                    if not value and i + 1 < n:
-                        i += 1
-                        value = words[i].text
-                    if letter == "e":
-                        scripts.append(value)
-                    script_given = script_given or letter != "l"
-                    break
-        elif operand is None:
-            operand = text
+            i, letter, value = _sed_short_options(words, i)
+        else:
+            operand = text if operand is None else operand
+            letter, value = "", None
+        if letter == "e" and value is not None:
+            scripts.append(value)
+        script_given = script_given or letter in ("e", "f")
         i += 1
     if not script_given and operand is not None:
         scripts.append(operand)
     return scripts
+
+
+def _sed_long_option(words: list[str], i: int) -> tuple[int, str, str | None]:
+    """The `--name[=value]` at `i`: (its last index, the short letter it stands for or "", its value).
+
+    Any prefix of `--expression`, `--file` and `--line-length` counts, as getopt_long reads it.
+    """
+    name, eq, rest = words[i][2:].partition("=")
+    letter = next(
+        (full[0] for full in ("expression", "file", "line-length") if name and full.startswith(name)), ""
+    )
+    if not letter:
+        return i, "", None
+    if eq:
+        return i, letter, rest
+    if i + 1 < len(words):
+        return i + 1, letter, words[i + 1]
+    return i, letter, None
+
+
+def _sed_short_options(words: list[str], i: int) -> tuple[int, str, str | None]:
+    """The short options at `i` (`-ne`, `-es/a/b/`): (the last index read, `e`, `f` or `l` or "", its value).
+
+    `-i` takes the rest of the word as its backup suffix; `-e`, `-f` and `-l` take the rest
+    of the word, or the next word.
+    """
+    text = words[i]
+    for k in range(1, len(text)):
+        letter = text[k]
+        if letter == "i":
+            break  # the rest is the backup suffix
+        if letter in "efl":
+            value = text[k + 1 :]
+            if not value and i + 1 < len(words):
+                return i + 1, letter, words[i + 1]
+            return i, letter, value
+    return i, "", None
 
 
 def sed_write_files(command: SimpleCommand) -> Iterator[Word]:
@@ -399,14 +399,16 @@ def sed_write_files(command: SimpleCommand) -> Iterator[Word]:
 # their names, not their options, so those are read from the source text).
 CHDIR_WRAPPERS = frozenset({"env", "unshare", "nsenter", "su", "runuser", "sudo"})
 # Per wrapper: (short options that move, long options that move).
-CHDIR_OPTIONS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "env": ("C", ("chdir",)),
-    "unshare": ("w", ("wd",)),
-    "nsenter": ("w", ("wd",)),
-    "su": ("l", ("login",)),
-    "runuser": ("l", ("login",)),
-    "sudo": ("iD", ("login", "chdir")),
-}
+CHDIR_OPTIONS: Mapping[str, tuple[str, tuple[str, ...]]] = MappingProxyType(
+    {
+        "env": ("C", ("chdir",)),
+        "unshare": ("w", ("wd",)),
+        "nsenter": ("w", ("wd",)),
+        "su": ("l", ("login",)),
+        "runuser": ("l", ("login",)),
+        "sudo": ("iD", ("login", "chdir")),
+    }
+)
 SOURCE_WORD = re.compile(r"[^\s;&|()<>]+")
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from functools import lru_cache
 
 SEQUENCE = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.-?\d+)?")  # `{a..b[..step]}`
 BRACE_MAX = 256  # brace expansions checked per word; a word with more trips every guard it meets
@@ -100,12 +99,6 @@ def glob_tokens(pattern: str, escapes: bool = False) -> tuple[str, ...]:
     extglob (`@(…)`) or a class such as `[[:alpha:]]` makes the whole pattern `*`.
     With `escapes` (find's patterns), a backslash quotes the next character.
     """
-    if len(pattern) <= _PATTERN_KEPT_MAX:
-        return _kept_tokens(pattern, escapes)
-    return _tokens(pattern, escapes)
-
-
-def _tokens(pattern: str, escapes: bool) -> tuple[str, ...]:
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -136,12 +129,6 @@ def _tokens(pattern: str, escapes: bool) -> tuple[str, ...]:
             out.append("=" + char.lower())
         i += 1
     return tuple(out)
-
-
-# The tokens of the patterns seen, as commands repeat theirs (`*.pyc`). A token is a string
-# of its own, some 60 bytes a character: only short patterns are kept (at most some 8 MB).
-_kept_tokens = lru_cache(maxsize=1024)(_tokens)
-_PATTERN_KEPT_MAX = 128
 
 
 def glob_run(tokens: tuple[str, ...], states: Iterable[int], text: str) -> set[int]:
@@ -185,7 +172,7 @@ def glob_matches(pattern: str, name: str, escapes: bool = False) -> bool:
 def literals(pattern: str) -> set[str] | None:
     """The characters a name must hold for the glob to match it (lowered), or None when not known.
 
-    The cheap test before the NFA, for the usual patterns (`*.pyc`, `__pycache__`). Only
+    A test before the NFA, for the usual patterns (`*.pyc`, `__pycache__`). Only
     for an ASCII pattern without brackets or extglobs, where every character other than
     `*`, `?` and a backslash is a token that must match a character of the name (an
     escaped `*` or `?` is left out, which only lets more names through). Lowered whole,

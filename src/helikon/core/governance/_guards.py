@@ -1,9 +1,10 @@
 """The built-in destructive guards behind `GuardRule.destructive_defaults()`.
 
-Each check reads a `ToolSubject` and returns a short detail (the offending target)
-when it trips. Bash write targets come from redirections and from the arguments of the
-programs in `_WRITERS`; relative targets are resolved against every directory a `cd`
-in the command may have moved to (order-insensitive, so a `cd` in a subshell counts too).
+`bash_checks` reads a parsed Bash command and `path_checks` a written file's path; each
+guard gives a short detail (the offending target) when it trips. Bash write targets come
+from redirections and from the arguments of the programs that write (`_ALL_OPERANDS`,
+`_write_targets`); relative targets are resolved against every directory a `cd` in the
+command may have moved to (order-insensitive, so a `cd` in a subshell counts too).
 Globs and brace lists are judged by what they may match (`/e?c/x`, `.g{i,}t/x`), a `~`
 path climbing above home from `/`, and a `find` that writes what it finds by whether its
 name tests may pick a `.git`, `.ssh` or `.env` entry. See docs/shell-matcher.md.
@@ -13,9 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Mapping
-from operator import attrgetter
 from types import MappingProxyType
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ._guard_find import CHDIR_WRAPPERS as _CHDIR_WRAPPERS
 from ._guard_find import found_dotpaths as _found_dotpaths
@@ -31,15 +31,7 @@ from ._guard_patterns import glob_run as _glob_run
 from ._guard_patterns import glob_tokens as _glob_tokens
 from ._guard_patterns import has_glob as _has_glob
 from .path_glob import clean_path, is_protected_dotpath
-from .shell import (
-    _CACHED_COMMAND_MAX,  # pyright: ignore[reportPrivateUsage]
-    ShellParse,
-    SimpleCommand,
-    Word,
-)
-
-if TYPE_CHECKING:
-    from .rules import ToolSubject
+from .shell import ShellParse, SimpleCommand, Word
 
 _PROTECTED_TOP = frozenset({"etc", "usr", "bin", "sbin", "sys", "boot", "dev"})
 _DEVICE_ALLOWLIST = frozenset({
@@ -47,24 +39,25 @@ _DEVICE_ALLOWLIST = frozenset({
     "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom",
 })  # fmt: skip
 _WILDCARD = re.compile(r"(?:\*|\?|\[[^\]]*\])+")  # a component that matches every name
-_TEXT = attrgetter("text")
 
 # Programs whose operands are written (short options that take an argument in the value).
-_ALL_OPERANDS: dict[str, str] = {
+_ALL_OPERANDS: Mapping[str, str] = MappingProxyType({
     "tee": "", "chmod": "", "chown": "", "chgrp": "", "chattr": "pv", "setfacl": "mMxX",
     "touch": "dtr", "truncate": "sr", "rm": "", "rmdir": "", "unlink": "", "shred": "ns",
     "mkdir": "m", "mkfifo": "m", "mknod": "m", "sudoedit": "ugCh",
-}  # fmt: skip
-_LAST_OPERAND: dict[str, str] = {
-    "cp": "tS",
-    "install": "tmogS",
-    "ln": "tS",
-    "rsync": "efTBM@",
-    "scp": "cFiloPJS",
-}
+})  # fmt: skip
+_LAST_OPERAND: Mapping[str, str] = MappingProxyType(
+    {
+        "cp": "tS",
+        "install": "tmogS",
+        "ln": "tS",
+        "rsync": "efTBM@",
+        "scp": "cFiloPJS",
+    }
+)
 # Long options that take the next word as their argument (any prefix counts, as getopt_long
 # takes an unambiguous one); `--backup` takes its argument after `=` only.
-_LONG_ARGS: dict[str, tuple[str, ...]] = {
+_LONG_ARGS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "cp": ("suffix", "target-directory", "no-preserve", "sparse"),
     "mv": ("suffix", "target-directory"),
     "ln": ("suffix", "target-directory"),
@@ -81,14 +74,14 @@ _LONG_ARGS: dict[str, tuple[str, ...]] = {
         "checksum-seed",
     ),
     "shred": ("iterations", "size", "random-source"),
-}  # fmt: skip
+})  # fmt: skip
 # Programs taking `-t DIR` / `--target-directory=DIR` (or any prefix of it, as getopt_long
 # takes an unambiguous one): the directory is written.
 _TARGET_DIRECTORY = frozenset({"cp", "mv", "ln", "install"})
 # Downloaders: (short options taking a value, the short ones whose value is written, the
 # long ones whose value is written). A prefix of a long name counts (`--out`, `--output-doc`):
 # an ambiguous one makes the program fail, so taking it as the name only errs towards tripping.
-_OUTPUT_OPTION: dict[str, tuple[str, str, tuple[str, ...]]] = {
+_OUTPUT_OPTION: Mapping[str, tuple[str, str, tuple[str, ...]]] = MappingProxyType({
     "curl": (
         "AbcCdDeEFHKmoPQrtTuUwxXyYz",
         "oDc",
@@ -104,207 +97,109 @@ _OUTPUT_OPTION: dict[str, tuple[str, str, tuple[str, ...]]] = {
     "unzip": ("dPx", "d", ()),
     "gpg": ("ouru", "o", ("output",)),
     "ssh-keygen": ("abCEfFIJjKmMnNOrsStwYz", "f", ()),
-}  # fmt: skip
+})  # fmt: skip
 
 
-def checks(subject: ToolSubject) -> Mapping[str, str | None]:
-    """Every built-in guard's detail for the call (the offending target), or None where it holds."""
-    command = subject.command
-    parse = subject.parse
-    if command is not None and parse is not None:
-        if len(command) > _CACHED_COMMAND_MAX:
-            return _bash_checks(parse, command)  # not kept, as its parse is not
-        if command in _CHECKED:  # not `.get()`: no method call for the usual new command
-            return _CHECKED[command]
-        cached = _bash_checks(parse, command)
-        if len(_CHECKED) >= _CHECKED_MAX:
-            _CHECKED.clear()
-        _CHECKED[command] = cached
-        return cached
-    raw = subject.raw_path
-    if parse is not None or not subject.edits or raw is None:
-        # Not a write (a Bash call without a command string fails closed in the deny
-        # and allow rules instead).
-        return _CLEAR
-    system_write = raw if _system_target(raw, [""], False) else None
-    dotpath_write = raw if is_protected_dotpath(raw) else None
-    if system_write is None and dotpath_write is None:
-        return _CLEAR
-    return {"rm_root": None, "system_write": system_write, "dotpath_write": dotpath_write}
+def bash_checks(parse: ShellParse, source: str) -> Mapping[str, str | None]:
+    """Every built-in guard's detail for a Bash command (the offending target), or None where it holds.
 
-
-_CLEAR: Mapping[str, str | None] = MappingProxyType(
-    {"rm_root": None, "system_write": None, "dotpath_write": None}
-)
-CLEAR = _CLEAR
-"""What `checks` returns whenever no built-in guard trips (always this object)."""
-# Verdicts by command string, as the parse is cached: a repeated command costs one
-# lookup. Bounded: short commands only (as the parse cache), cleared when full.
-_CHECKED: dict[str, Mapping[str, str | None]] = {}
-_CHECKED_MAX = 4096
-# Programs `_write_targets` reads targets from; a command made only of others (and no
-# writing redirection) writes nothing.
-_WRITERS = frozenset({*_ALL_OPERANDS, *_LAST_OPERAND, *_OUTPUT_OPTION, "mv", "dd", "sed", "perl", "find"})
-# Names known to be their own `lower()` and `casefold()` (ASCII without capitals), so a
-# program here needs neither call (a set test costs less than `islower()`). Seeded with the
-# names the checks look for; `learn_lower_names` adds the others seen, up to a bound.
-# The programs `_bash_checks` looks at (all lowercase).
-_NOTED = frozenset({*_WRITERS, *_CHDIR_WRAPPERS, "cd", "pushd"})
-LOWER_NAMES: set[str] = set(_NOTED)
-_LOWER_NAMES_MAX = 4096
-
-
-def learn_lower_names(names: set[str]) -> None:
-    """Remember `names`, which the caller found ASCII without capitals, in `LOWER_NAMES`.
-
-    Only short ones: the set is never cleared, and a name comes from the model's command.
+    `source` is the command's text: a wrapper that may move to another directory (`env
+    -C`, `su -`) is read from it when the resolver dropped the wrapper's words. `CLEAR`
+    itself when none trips.
     """
-    if len(LOWER_NAMES) < _LOWER_NAMES_MAX:
-        LOWER_NAMES.update([name for name in names if len(name) <= 64])
-
-
-def _bash_checks(parse: ShellParse, source: str = "") -> Mapping[str, str | None]:
     if parse.error:
+        # Fail closed: a command that cannot be analysed trips every guard.
         reason = f"the command cannot be analysed ({parse.error})"
-        return MappingProxyType(dict.fromkeys(_CLEAR, reason))
-    redirects = parse.redirects
-    targets = [r.target for r in redirects if r.writes] if redirects else []
+        return MappingProxyType(dict.fromkeys(CLEAR, reason))
+    targets = [r.target for r in parse.redirects if r.writes]
     removes: list[SimpleCommand] = []
-    cwd_change = False
     for command in parse.commands:
-        program = command.program
-        # A program none of the tests below names (`echo`, `bash`): one look or two (`lower()`
-        # only for a name not known as lowercase), then only its wrappers count.
-        if program not in _NOTED and (program in LOWER_NAMES or (program := program.lower()) not in _NOTED):
-            if command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
-                cwd_change = cwd_change or (
-                    _MOVE_HINT.search(source) is not None and _wrapper_moves(_source_words(source))
-                )
-            continue
-        if program in _CHDIR_WRAPPERS:
-            cwd_change = cwd_change or _wrapper_moves([w.text for w in command.argv])
-        elif command.wrappers and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
-            cwd_change = cwd_change or (
-                _MOVE_HINT.search(source) is not None and _wrapper_moves(_source_words(source))
-            )
-        if program in _WRITERS:
-            if program == "find":
-                targets += _found_dotpaths(command)  # a list: no generator for the usual find
-            elif program in _ALL_OPERANDS:
-                operands = _operands(command, _ALL_OPERANDS[program], program)
-                targets += operands
-                if program == "rm" and len(operands) != len(command.argv) - 1:
-                    # Every word an operand: no option, so not recursive (`_rm_root` skips it).
-                    removes.append(command)
-            else:
-                targets.extend(_write_targets(command, program))
-        elif program in ("cd", "pushd"):
-            cwd_change = True
+        program = command.program.lower()
+        if program in _ALL_OPERANDS:
+            operands = _operands(command, _ALL_OPERANDS[program])
+            targets += operands
+            if program == "rm" and len(operands) != len(command.argv) - 1:
+                removes.append(command)  # it has options, maybe `-r` (`_rm_root` reads them)
+        else:
+            targets += _write_targets(command, program)
     if not targets and not removes:
-        return _CLEAR
-    cwds, unknown = _cwds(parse, source) if cwd_change else (_START, False)
-    rm_root = _rm_root(removes, cwds) if removes else None
-    if cwds is _START and _plain_writes(targets):
-        system_write = dotpath_write = None  # the usual `rm build`, `> out.txt`: one look, not two
-    else:
-        system_write = _system_write(targets, cwds, unknown) if targets else None
-        dotpath_write = _dotpath_write(targets, cwds) if _may_name_dotpath(targets, cwds) else None
+        return CLEAR
+    cwds, unknown = _cwds(parse, source)
+    rm_root = _rm_root(removes, cwds)
+    system_write = _system_write(targets, cwds, unknown)
+    dotpath_write = _dotpath_write(targets, cwds)
     if rm_root is None and system_write is None and dotpath_write is None:
-        return _CLEAR  # the pipeline skips the built-in guards on seeing it
+        return CLEAR
     return MappingProxyType(
         {"rm_root": rm_root, "system_write": system_write, "dotpath_write": dotpath_write}
     )
 
 
-def _plain_writes(targets: list[Word]) -> bool:
-    """Whether neither `_system_write` nor `_dotpath_write` can trip on these targets from the start.
+def path_checks(path: str) -> Mapping[str, str | None]:
+    """The built-in guards for a file a tool writes (`Write`, `Edit`): a system path, a protected dotpath."""
+    system_write = path if _system_target(path, [""], False) else None
+    dotpath_write = path if is_protected_dotpath(path) else None
+    if system_write is None and dotpath_write is None:
+        return CLEAR
+    return MappingProxyType({"rm_root": None, "system_write": system_write, "dotpath_write": dotpath_write})
 
-    From the start directory alone (`_START`, nothing unknown) `_system_write` skips a
-    literal word that is relative, does not climb (`..`) and holds no glob character; and
-    `_may_name_dotpath` is False when, besides, no word is a glob or holds `.git`, `.ssh` or
-    `.env` in any case (the same tests on each word instead of on their joined texts).
+
+class _Subject(Protocol):
+    def guard_checks(self) -> Mapping[str, str | None]: ...
+
+
+def checks(subject: _Subject) -> Mapping[str, str | None]:
+    """Every built-in guard's detail for a tool call: `ToolSubject.guard_checks()`, computed once per subject.
+
+    Kept for the permission pipeline, which calls it by this name.
     """
-    for word in targets:
-        text = word.text
-        if not word.literal or word.glob or text[:1] in ("/", "~") or ".." in text:
-            return False
-        if "*" in text or "?" in text or "[" in text:
-            return False
-        # Under four characters no `.git`, `.ssh` or `.env` fits, lowered or not (the one
-        # character whose `lower()` is longer, `İ`, gives `i` and a combining dot, which no
-        # name holds): no `lower()` for the usual `.`, `a.o`.
-        if len(text) > 3:
-            lowered = text.lower()
-            if ".git" in lowered or ".ssh" in lowered or ".env" in lowered:
-                return False
-    return True
+    return subject.guard_checks()
 
 
-def _may_name_dotpath(targets: list[Word], cwds: list[str]) -> bool:
-    """Whether `_dotpath_write` can trip: every path it checks is made of these texts.
-
-    Its paths join pieces of the targets' texts to the directories, normalized, and
-    lowered; lowering works character by character, so a `.git`, `.ssh` or `.env` in
-    one of them is also in the lowered texts. A glob or brace list may stand for one
-    without spelling it, so a target with one always goes through.
-    """
-    joined = "\0".join([*map(_TEXT, targets), *cwds]).lower()
-    if ".git" in joined or ".ssh" in joined or ".env" in joined or "*" in joined or "?" in joined:
-        return True
-    if "[" in joined:  # `_has_glob`, inline
-        return True
-    for word in targets:  # noqa: SIM110 - the hot path: no generator as `any()` would need
-        if word.glob or (word.prefix and not word.literal):
-            return True
-    return False
-
-
-# A superset of what `_wrapper_moves` finds in the source: a wrapper name, then in the same
-# command a `-` that may start a moving option (`-C`, `-iD`, `--chdir`, `--l`, `-` alone).
-_MOVE_HINT = re.compile(
-    r"(?:env|unshare|nsenter|su|runuser|sudo)[^;&|()<>]*-(?:-[clw]|[A-Za-z]*[CDilw]|[\s'\"]|$)"
+CLEAR: Mapping[str, str | None] = MappingProxyType(
+    {"rm_root": None, "system_write": None, "dotpath_write": None}
 )
-_START = [""]  # only the start directory (read-only: the checks never change it)
+"""What the checks return whenever no built-in guard trips (always this object)."""
 
 
 # --- targets ------------------------------------------------------------------------------------
 
 
-def _operands(command: SimpleCommand, arg_options: str, program: str = "") -> list[Word]:
+def _operands(command: SimpleCommand, arg_options: str) -> list[Word]:
     """The operands: words that are not options nor an option's argument (as getopt_long reads them).
 
-    `program` is `command.program` lowered, when the caller has it.
+    `arg_options` are the short options that take an argument; the long ones that take the
+    next word are in `_LONG_ARGS` (a prefix of one counts).
     """
+    longs = _LONG_ARGS.get(command.program.lower(), ())
+    words = command.argv
     out: list[Word] = []
-    words = command.argv  # from index 1, not a slice: no new tuple
-    name = program or command.program.lower()
-    longs = _LONG_ARGS[name] if name in _LONG_ARGS else ()  # noqa: SIM401 - `.get()` is a method call
-    i, n = 1, len(words)
-    while i < n:
-        word = words[i]
-        text = word.text
+    i = 1
+    while i < len(words):
+        text = words[i].text
         if text == "--":
-            out.extend(words[i + 1 :])
+            out += words[i + 1 :]
             break
-        if len(text) > 1 and text[0] == "-":
-            if text[1] == "-":
-                if longs and "=" not in text:
-                    name = text[2:]
-                    for full in longs:  # not `any()` of a generator: a closure cell per call
-                        if full.startswith(name):
-                            i += 1  # `--suffix .bak`: the next word is its argument
-                            break
-            else:
-                letters = text[1:]
-                for k, letter in enumerate(letters):
-                    if letter in arg_options:
-                        if k == len(letters) - 1:
-                            i += 1
-                        break
-        else:
-            out.append(word)
+        if len(text) < 2 or text[0] != "-":
+            out.append(words[i])
+        elif text[1] == "-":
+            if "=" not in text and any(full.startswith(text[2:]) for full in longs):
+                i += 1  # `--suffix .bak`: the next word is its argument
+        elif _next_word_is_argument(text[1:], arg_options):
+            i += 1  # `-m 755`
         i += 1
     return out
+
+
+def _next_word_is_argument(letters: str, arg_options: str) -> bool:
+    """Whether a cluster of short options ends with one that takes the next word as its argument.
+
+    The first letter in `arg_options` takes the rest of the cluster (`-m755`), or the next word.
+    """
+    for k, letter in enumerate(letters):
+        if letter in arg_options:
+            return k == len(letters) - 1
+    return False
 
 
 def _option_args(
@@ -444,9 +339,7 @@ def _cwds(parse: ShellParse, source: str = "") -> tuple[list[str], bool]:
     unknown = False
     moved = False
     for command in parse.commands:
-        program = command.program
-        if program not in LOWER_NAMES:  # else `lower()` changes nothing: no call per command
-            program = program.lower()
+        program = command.program.lower()
         if program in _CHDIR_WRAPPERS:
             moved = moved or _wrapper_moves([w.text for w in command.argv])
         if command.wrappers and source and not _CHDIR_WRAPPERS.isdisjoint(command.wrappers):
@@ -660,16 +553,6 @@ def _system_target(text: str, cwds: list[str], unknown: bool) -> bool:
 
 def _system_write(targets: list[Word], cwds: list[str], unknown: bool) -> str | None:
     for word in targets:
-        if word.literal and cwds is _START and not unknown:
-            # From the start directory alone, a relative path reaches a system path only
-            # by climbing (`_system_target`): skip the common `rm build`, `> out.txt`.
-            text = word.text
-            if (
-                text[:1] not in ("/", "~")
-                and ".." not in text
-                and not ("*" in text or "?" in text or "[" in text)
-            ):
-                continue  # (`_has_glob` inline)
         for text in _pieces(word):
             if _system_target(text, cwds, unknown):
                 return word.text

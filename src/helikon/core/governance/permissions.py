@@ -29,18 +29,18 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._callbacks import call_user
-from .._carrier import carrier, raw_constructor
+from .._carrier import carrier
 from .._json import JsonValue
 from ..events import AgentEvent, ApprovalRequested
 from ..tools import ToolEffect
-from . import ApprovalOutcome, PermissionDecision, PermissionMode
-from ._guards import CLEAR as GUARDS_CLEAR
-from ._guards import checks as _guard_checks
+from . import ApprovalHandler, ApprovalOutcome, PermissionDecision, PermissionMode, PermissionPolicy
+from ._guards import CLEAR as BUILTIN_GUARDS_CLEAR
 from .path_glob import PathGlob
 from .rules import EDIT_TOOLS, READ_TOOLS, AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
 
 if TYPE_CHECKING:
     from ..context import RunContext
+    from .settings import Governance
 
 Step = Literal["deny_rule", "guard", "allow_rule", "mode", "policy", "approval", "default"]
 
@@ -62,13 +62,8 @@ class PermissionVerdict:
     step: Step = "default"
 
 
-# Every field positionally, no defaults: about half the cost of the keyword `__init__` on a
-# path taken once per tool call.
-_verdict = raw_constructor(PermissionVerdict)
-
-
 class CompiledRules:
-    """A context's deny and allow rules grouped by what they look at.
+    """Deny and allow rules grouped by what they look at: tool names, programs, path globs.
 
     A decision then costs a few set operations and the path globs of one kind, whatever
     the number of rules; each answer is the one the rules' own `matches` (and
@@ -84,29 +79,20 @@ class CompiledRules:
         "deny_paths",
         "deny_programs",
         "deny_tools",
-        "guard_filter",
+        "guard_rules",
         "guards",
-        "screen",
     )
 
     def __init__(
         self, deny: tuple[DenyRule, ...], allow: tuple[AllowRule, ...], guards: tuple[GuardRule, ...] = ()
     ) -> None:
-        self.guards = guards
-        # The deny rules behind your guards, grouped the same way: a call none of them can
-        # match skips the guards one by one (None: some guard is not rule-based).
-        rules = tuple(g.rule for g in guards if g.rule is not None)
-        self.guard_filter = CompiledRules(rules, ()) if guards and len(rules) == len(guards) else None
-        # The deny rules and those behind the guards in one: a call it cannot match meets
-        # neither, which one look tells instead of two. None when there is nothing to screen
-        # or some guard is not rule-based (then every guard runs).
-        self.screen: CompiledRules | None = None
-        if not guards:
-            self.screen = self if deny else None
-        elif self.guard_filter is not None:
-            self.screen = CompiledRules((*deny, *rules), ())
         self.deny = deny
         self.allow = allow
+        self.guards = guards
+        # The deny rules behind your guards, grouped the same way, to tell when none of the
+        # guards can trip (None: some guard is not rule-based, so each must be asked).
+        rules = tuple(g.rule for g in guards if g.rule is not None)
+        self.guard_rules = CompiledRules(rules, ()) if guards and len(rules) == len(guards) else None
         self.deny_tools = frozenset(r.value for r in deny if r.kind == "tool")
         self.deny_programs = frozenset(r.value.casefold() for r in deny if r.kind == "bash_command")
         self.deny_paths = _globs(deny)
@@ -117,7 +103,7 @@ class CompiledRules:
     def denying(self, subject: ToolSubject) -> DenyRule | None:
         """The first deny rule that matches the call, or None."""
         if self.could_deny(subject):
-            return next(rule for rule in self.deny if rule.matches(subject))
+            return next((rule for rule in self.deny if rule.matches(subject)), None)
         return None
 
     def could_deny(self, subject: ToolSubject) -> bool:
@@ -127,34 +113,32 @@ class CompiledRules:
         if subject.parse is not None:  # a Bash call: no path rule looks at it
             if subject.deny_all:  # a command that cannot be analysed matches every Bash deny rule
                 return bool(self.deny_programs)
-            return not subject.programs.isdisjoint(self.deny_programs)  # no intersection set
-        globs = self.deny_paths.get(_PATH_KINDS.get(subject.tool, ""))
-        if globs:
-            path = subject.path
-            if path is None:
-                return True
-            for glob in globs:  # not `any()` of a generator: a closure cell per call
-                if glob.matches_clean(path):
-                    return True
-        return False
+            return not subject.programs.isdisjoint(self.deny_programs)
+        globs = self.deny_paths.get(_PATH_KINDS.get(subject.tool, ""), ())
+        if not globs:
+            return False
+        path = subject.path
+        return path is None or any(glob.matches_clean(path) for glob in globs)  # no path: fail closed
 
     def allows(self, subject: ToolSubject) -> bool:
         """Whether the allow rules permit the call (as `rules.allowed_by`)."""
         if subject.tool in self.allow_tools:
             return True
-        if subject.parse is not None:  # a Bash call: only program rules (other calls have none)
+        if subject.parse is not None:  # a Bash call: every program must be allowed
             programs = subject.allow_programs
             return programs is not None and programs <= self.allow_programs
-        globs = self.allow_paths.get(_PATH_KINDS.get(subject.tool, ""))
+        globs = self.allow_paths.get(_PATH_KINDS.get(subject.tool, ""), ())
         path = subject.path
-        if globs and path is not None:
-            for glob in globs:  # not `any()` of a generator: a closure cell per call
-                if glob.matches_clean(path):
-                    return True
-        return False
+        return path is not None and any(glob.matches_clean(path) for glob in globs)
+
+    def guards_for(self, subject: ToolSubject) -> tuple[GuardRule, ...]:
+        """Your guards that may trip on the call, in order: none when no rule behind them matches."""
+        if self.guard_rules is not None and not self.guard_rules.could_deny(subject):
+            return ()
+        return self.guards
 
 
-# The kind of path rule a tool's calls meet, by tool name (a lookup, not a call, per decision).
+# The kind of path rule a tool's calls meet, by tool name.
 _PATH_KINDS = {**dict.fromkeys(EDIT_TOOLS, "edit"), **dict.fromkeys(READ_TOOLS, "read")}
 
 
@@ -164,14 +148,6 @@ def _globs(rules: tuple[DenyRule, ...] | tuple[AllowRule, ...]) -> dict[str, tup
         if rule.glob is not None:
             out[rule.kind].append(rule.glob)
     return {kind: tuple(globs) for kind, globs in out.items() if globs}
-
-
-# The modes as globals: a global load costs less than an attribute of the enum class.
-_BYPASS = PermissionMode.BYPASS
-_DONT_ASK = PermissionMode.DONT_ASK
-_PLAN = PermissionMode.PLAN
-_ACCEPT_EDITS = PermissionMode.ACCEPT_EDITS
-_DENY = GuardAction.DENY
 
 
 def _drop(event: AgentEvent) -> None:
@@ -187,37 +163,86 @@ async def authorize(
     call_id: str = "",
     emit: Callable[[AgentEvent], None] = _drop,
 ) -> PermissionVerdict:
-    """Run the permission pipeline for a call of `tool` with `args`.
+    """Run the permission pipeline of `ctx.governance` for a call of `tool` with `args`.
 
-    `emit` receives the `ApprovalRequested` events raised while the call waits for an
-    approval handler (the driver streams them). What the policy or the handler raises (or a
-    wrong kind of value it returns) is raised as `CallbackRaised`, naming it (the driver fails
-    the run).
+    `emit` receives the `ApprovalRequested` event of each question put to the approval
+    handler, before the handler answers (the driver streams them, so a human sees what
+    waits for them). What the policy or the handler raises (or a wrong kind of value it
+    returns) is raised as `CallbackRaised`, naming it (the driver fails the run).
     """
-    subject = ToolSubject(tool, args)
-    compiled = ctx.compiled_rules
-    refused = _screen(ctx, compiled, subject)
-    if refused is not None:
-        if isinstance(refused, tuple):  # a guard asks: wait for the approval handler
-            refused = await _asked(ctx, subject, *refused, call_id, emit)
-        if refused is not None:
-            return refused
-    if compiled.allow and compiled.allows(subject):
-        return _verdict(True, args, "", "allow_rule")
-    mode = ctx.permission_mode
-    if mode is _BYPASS:
-        return _verdict(True, args, "", "mode")
-    if mode is _DONT_ASK:
-        return _verdict(False, args, "DONT_ASK mode permits only calls that an allow rule covers", "mode")
-    if mode is _PLAN and effect is not ToolEffect.READ_ONLY:
-        return _verdict(
-            False, args, f"PLAN mode allows only read-only tools; {tool!r} is {effect.value}", "mode"
-        )
-    if mode is _ACCEPT_EDITS and effect is ToolEffect.WRITE:
-        return _verdict(True, args, "", "mode")
-    policy = ctx.permission_policy
+    governance = ctx.governance
+    subject = ToolSubject(tool, args, read=governance.parse_cache.read)
+    approvals = _Approvals(governance.approval_handler, tool, call_id, emit)
+    refusal = await _refusal(governance, subject, approvals)
+    if refusal is not None:
+        return refusal
+    if governance.compiled.allows(subject):
+        return PermissionVerdict(True, args, step="allow_rule")
+    by_mode = _by_mode(governance.mode, tool, args, effect)
+    if by_mode is not None:
+        return by_mode
+    policy = governance.policy
     if policy is None:
-        return _verdict(True, args, "", "default")
+        return PermissionVerdict(True, args, step="default")
+    return await _by_policy(ctx, policy, subject, approvals)
+
+
+async def _refusal(
+    governance: Governance[Any], subject: ToolSubject, approvals: _Approvals
+) -> PermissionVerdict | None:
+    """The deny rules, then the guards: a refusal, or None when the call may go on.
+
+    Deny rules and guards hold in every mode. A tripped `DENY` guard refuses; an `ASK`
+    guard puts its question to the approval handler, and an approval clears that guard
+    only: the guards after it are still checked.
+    """
+    args = subject.args
+    rule = governance.compiled.denying(subject)
+    if rule is not None:
+        return PermissionVerdict(False, args, f"denied by {rule!r}", "deny_rule")
+    for guard in _guards(governance, subject):
+        reason = guard.check(subject)
+        if reason is None:
+            continue
+        if guard.action is GuardAction.DENY:
+            return PermissionVerdict(False, args, reason, "guard")
+        approved, why = await approvals.ask(args, reason)
+        if not approved:
+            return PermissionVerdict(False, args, why, "guard")
+    return None
+
+
+def _guards(governance: Governance[Any], subject: ToolSubject) -> tuple[GuardRule, ...]:
+    """The guards that may trip on the call, in order: the built-in ones (unless off), then yours."""
+    yours = governance.compiled.guards_for(subject)
+    if not governance.default_guards or subject.guard_checks() is BUILTIN_GUARDS_CLEAR:
+        return yours
+    return (*GuardRule.destructive_defaults(), *yours)
+
+
+def _by_mode(
+    mode: PermissionMode, tool: str, args: JsonValue, effect: ToolEffect
+) -> PermissionVerdict | None:
+    """What the mode decides on a call no rule decided: a verdict, or None to ask the policy."""
+    if mode is PermissionMode.BYPASS:
+        return PermissionVerdict(True, args, step="mode")
+    if mode is PermissionMode.DONT_ASK:
+        return PermissionVerdict(
+            False, args, "DONT_ASK mode permits only calls that an allow rule covers", "mode"
+        )
+    if mode is PermissionMode.PLAN and effect is not ToolEffect.READ_ONLY:
+        reason = f"PLAN mode allows only read-only tools; {tool!r} is {effect.value}"
+        return PermissionVerdict(False, args, reason, "mode")
+    if mode is PermissionMode.ACCEPT_EDITS and effect is ToolEffect.WRITE:
+        return PermissionVerdict(True, args, step="mode")
+    return None
+
+
+async def _by_policy(
+    ctx: RunContext[Any], policy: PermissionPolicy[Any], subject: ToolSubject, approvals: _Approvals
+) -> PermissionVerdict:
+    """The policy's decision; a rewritten call must clear the deny rules and guards again."""
+    tool, args = subject.tool, subject.args
     decision = await call_user(
         f"the permission policy {type(policy).__name__}",
         "permission_policy",
@@ -225,129 +250,52 @@ async def authorize(
         PermissionDecision,
         "a PermissionDecision",
     )
-    kind = decision.kind
-    if kind == "allow":
+    if decision.kind == "allow":
         return PermissionVerdict(True, args, step="policy")
-    if kind == "deny":
+    if decision.kind == "deny":
         return PermissionVerdict(False, args, decision.reason or "denied by the permission policy", "policy")
-    if kind == "replace":
-        # The rewritten call must clear the deny rules and guards like the original did.
-        again = await _refusals(ctx, compiled, ToolSubject(tool, decision.args), call_id, emit)
-        return again if again is not None else PermissionVerdict(True, decision.args, step="policy")
-    approved, reason = await _ask(ctx, tool, args, decision.prompt, call_id, emit)
+    if decision.kind == "replace":
+        # A rewrite can never smuggle in what the deny rules or guards refuse.
+        governance = ctx.governance
+        rewritten = ToolSubject(tool, decision.args, read=governance.parse_cache.read)
+        refusal = await _refusal(governance, rewritten, approvals)
+        return refusal or PermissionVerdict(True, decision.args, step="policy")
+    approved, reason = await approvals.ask(args, decision.prompt)
     if approved:
         return PermissionVerdict(True, args, step="approval")
     return PermissionVerdict(False, args, reason, "approval")
 
 
-async def _refusals(
-    ctx: RunContext[Any],
-    compiled: CompiledRules,
-    subject: ToolSubject,
-    call_id: str,
-    emit: Callable[[AgentEvent], None],
-) -> PermissionVerdict | None:
-    """The deny rules, then the guards (asking where one asks): a refusal, or None."""
-    refused = _screen(ctx, compiled, subject)
-    if isinstance(refused, tuple):
-        return await _asked(ctx, subject, *refused, call_id, emit)
-    return refused
+class _Approvals:
+    """Where one call's questions go: streamed as `ApprovalRequested`, answered by the handler."""
 
+    __slots__ = ("call_id", "emit", "handler", "tool")
 
-def _screen(
-    ctx: RunContext[Any], compiled: CompiledRules, subject: ToolSubject
-) -> PermissionVerdict | tuple[str, tuple[GuardRule, ...]] | None:
-    """The deny rules, then the guards, up to the first guard that asks.
+    def __init__(
+        self, handler: ApprovalHandler | None, tool: str, call_id: str, emit: Callable[[AgentEvent], None]
+    ) -> None:
+        self.handler = handler
+        self.tool = tool
+        self.call_id = call_id
+        self.emit = emit
 
-    A refusal; None when the call may go on; or, when a tripped guard asks, its reason
-    and the guards after it, for `_asked` (a plain function, not a coroutine: most calls
-    wait for nothing). `compiled` is `ctx.compiled_rules` (its `deny` is `ctx.deny_rules`).
-    """
-    screen = compiled.screen
-    if screen is not None and not screen.could_deny(subject):
-        guards: tuple[GuardRule, ...] = ()  # neither a deny rule nor one of your guards matches
-    else:
-        # Without guards the screen is the deny rules' own `could_deny`: no second look.
-        if compiled.deny and (screen is compiled or compiled.could_deny(subject)):
-            for rule in compiled.deny:  # not `next()` of a generator: a closure cell per call
-                if rule.matches(subject):
-                    return _verdict(False, subject.args, f"denied by {rule!r}", "deny_rule")
-        guards = compiled.guards
-        if guards and compiled.guard_filter is not None and not compiled.guard_filter.could_deny(subject):
-            guards = ()  # none of your guards can match this call: skip them one by one
-    if ctx.default_guards and _guard_checks(subject) is not GUARDS_CLEAR:
-        # Some built-in guard trips (one test for the usual case where none does). Asked
-        # directly, not through `subject.guard_checks()`: a call less; a guard that trips
-        # asks again below, which for Bash is one lookup in the checks' own cache.
-        defaults = GuardRule.destructive_defaults()
-        guards = (*defaults, *guards) if guards else defaults
-    if not guards:
-        return None  # the usual call: no `enumerate` for nothing
-    for i, guard in enumerate(guards):
-        reason = _tripped(guard, subject)
-        if reason is not None:
-            if guard.action is _DENY:
-                return _verdict(False, subject.args, reason, "guard")
-            return reason, guards[i + 1 :]
-    return None
-
-
-def _tripped(guard: GuardRule, subject: ToolSubject) -> str | None:
-    """`guard.check(subject)`, a call fewer for a built-in guard."""
-    if guard.rule is None:
-        detail = subject.guard(guard.matcher)
-        return None if detail is None else f"{guard.reason}: {detail}"
-    return guard.check(subject)
-
-
-async def _asked(
-    ctx: RunContext[Any],
-    subject: ToolSubject,
-    reason: str,
-    guards: tuple[GuardRule, ...],
-    call_id: str,
-    emit: Callable[[AgentEvent], None],
-) -> PermissionVerdict | None:
-    """Ask for the guard `_screen` stopped at (its `reason`), then run the `guards` after it."""
-    args = subject.args
-    approved, why = await _ask(ctx, subject.tool, args, reason, call_id, emit)
-    if not approved:
-        return _verdict(False, args, why, "guard")
-    for guard in guards:
-        tripped = _tripped(guard, subject)
-        if tripped is None:
-            continue
-        if guard.action is GuardAction.DENY:
-            return _verdict(False, args, tripped, "guard")
-        approved, why = await _ask(ctx, subject.tool, args, tripped, call_id, emit)
-        if not approved:
-            return _verdict(False, args, why, "guard")
-    return None
-
-
-async def _ask(
-    ctx: RunContext[Any],
-    tool: str,
-    args: JsonValue,
-    prompt: str,
-    call_id: str,
-    emit: Callable[[AgentEvent], None],
-) -> tuple[bool, str]:
-    """Ask the approval handler; without one, the answer is no."""
-    emit(ApprovalRequested(call_id=call_id, tool=tool, args=args, prompt=prompt))
-    handler = ctx.approval_handler
-    if handler is None:
-        return False, f"approval required ({prompt}) but no approval handler is installed"
-    outcome = await call_user(
-        f"the approval handler {type(handler).__name__}",
-        "approval_handler",
-        lambda: handler.decide(tool, prompt, args),
-        ApprovalOutcome,
-        "an ApprovalOutcome",
-    )
-    if outcome.approved:
-        return True, ""
-    return False, outcome.reason or f"not approved ({prompt})"
+    async def ask(self, args: JsonValue, prompt: str) -> tuple[bool, str]:
+        """Whether the call is approved, and why not; without a handler, the answer is no."""
+        tool = self.tool
+        self.emit(ApprovalRequested(call_id=self.call_id, tool=tool, args=args, prompt=prompt))
+        handler = self.handler
+        if handler is None:
+            return False, f"approval required ({prompt}) but no approval handler is installed"
+        outcome = await call_user(
+            f"the approval handler {type(handler).__name__}",
+            "approval_handler",
+            lambda: handler.decide(tool, prompt, args),
+            ApprovalOutcome,
+            "an ApprovalOutcome",
+        )
+        if outcome.approved:
+            return True, ""
+        return False, outcome.reason or f"not approved ({prompt})"
 
 
 __all__ = ["CompiledRules", "PermissionVerdict", "Step", "authorize"]

@@ -1,9 +1,8 @@
 """Deny, allow and guard rules: the fast, synchronous matchers of the permission pipeline.
 
 Each rule answers for one tool call. The call is read once into a `ToolSubject` (the
-Bash command parsed, the path normalized) and every rule reuses it, so fifty rules
-and the default guards cost a few microseconds per call. Passing `(tool, args)` to a
-rule directly also works (the parse is cached).
+Bash command parsed, the path normalized) and every rule reuses it. Passing `(tool,
+args)` to a rule directly also works: the call is read for that rule alone.
 
 A Bash command that cannot be analysed (see `helikon.core.governance.shell`) fails closed: it
 matches every deny rule, no allow rule, and trips every default guard.
@@ -23,17 +22,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from enum import StrEnum
+from types import MappingProxyType
 from typing import Literal
 
 from .._carrier import carrier
 from .._json import JsonValue
 from ..exceptions import UserError
-from . import _guards
-from ._guards import LOWER_NAMES as _LOWER_NAMES
-from ._guards import learn_lower_names as _learn_lower_names
+from ._guards import CLEAR, bash_checks, path_checks
 from .path_glob import PathGlob, clean_path
-from .shell import ShellParse
-from .shell import _parse_text as _parse  # pyright: ignore[reportPrivateUsage]
+from .shell import ShellParse, parse_command
 
 __all__ = [
     "BASH_TOOLS",
@@ -57,7 +54,6 @@ _PATH_KEYS = ("path", "file_path", "notebook_path")
 # Wrappers that change neither who runs the program nor which program runs.
 _TRANSPARENT = frozenset({"timeout", "nice", "nohup", "stdbuf", "time", "command", "builtin", "exec",
                           "find", "xargs", "setsid", "unbuffer"})  # fmt: skip
-_NO_PROGRAMS: frozenset[str] = frozenset()
 _STANDARD_DIRS = frozenset({"/bin", "/usr/bin", "/usr/local/bin", "/sbin", "/usr/sbin", "/opt/homebrew/bin"})
 
 
@@ -100,71 +96,34 @@ class ToolSubject:
             raise UserError(f"the tool name must be a str, got {type(tool).__name__}")
         self.tool = tool
         self.args = args
-        self.path = self.raw_path = None
-        self.path_known = True
         self.edits = tool in EDIT_TOOLS
+        self.command = None
+        self.parse = None
+        self.deny_all = False
+        self.programs = frozenset()
+        self.allow_programs = None
+        self.path = None
+        self.raw_path = None
+        self.path_known = True
         self._guard_cache = None
         if tool in BASH_TOOLS:
-            # Each field set once; the commands read here, not in a method: a call less per decision.
-            command = args.get("command") if isinstance(args, dict) else None
-            if isinstance(command, str):
-                self.command = command
-                self.parse = parse = (read or _parse)(
-                    command
-                )  # `parse_command` without its str check, done here
-            else:
-                self.command = None
-                self.parse = parse = ShellParse(error="the command argument is missing or not a string")
-            if parse.error:  # not `parse.ok`: a property call per decision
-                self.deny_all = True  # fail closed
-                self.programs = _NO_PROGRAMS
-                self.allow_programs = None
-                return
-            self.deny_all = False
-            names: set[str] = set()
-            allow: set[str] | None = set()
-            for simple in parse.commands:
-                program = simple.program
-                names.add(program)
-                wrappers = simple.wrappers
-                if wrappers:
-                    names.update(wrappers)
-                if allow is None:
-                    continue
-                if simple.assignments:
-                    allow = None
-                    continue
-                if wrappers:
-                    # Not `_TRANSPARENT.issuperset(wrappers)`: that builds a set of the tuple.
-                    for wrapper in wrappers:
-                        if wrapper not in _TRANSPARENT:
-                            allow = None
-                            break
-                    if allow is None:
-                        continue
-                written = simple.argv[0].text
-                if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
-                    allow = None  # `./git` is not the `git` an allow rule means
-                elif not simple.inline:
-                    allow.add(program)
-            if names <= _LOWER_NAMES:  # every name seen before as ASCII without capitals: one set test
-                self.programs = frozenset(names)
-            else:
-                joined = "".join(names)
-                if joined.isascii() and joined.lower() == joined:  # cheaper than `islower()`, char by char
-                    self.programs = frozenset(names)  # ASCII without capitals: casefolded already
-                    _learn_lower_names(names)
-                else:
-                    self.programs = frozenset(map(str.casefold, names))  # one C loop, not a call per name
-            self.allow_programs = frozenset(allow) if allow else None
-            return
-        self.parse = None
-        self.command = None
-        self.deny_all = False
-        self.programs = _NO_PROGRAMS  # `frozenset()` would make a new one per call
-        self.allow_programs = None
-        if tool in READ_TOOLS or tool in EDIT_TOOLS:
+            self._read_command(args, read or parse_command)
+        elif tool in READ_TOOLS or tool in EDIT_TOOLS:
             self._read_path(args)
+
+    def _read_command(self, args: JsonValue, read: Callable[[str], ShellParse]) -> None:
+        command = args.get("command") if isinstance(args, dict) else None
+        if isinstance(command, str):
+            self.command = command
+            self.parse = read(command)
+        else:
+            self.parse = ShellParse(error="the command argument is missing or not a string")
+        if self.parse.error:
+            self.deny_all = True  # a command that cannot be analysed fails closed
+            return
+        names = {name for simple in self.parse.commands for name in (simple.program, *simple.wrappers)}
+        self.programs = frozenset(name.casefold() for name in names)
+        self.allow_programs = _allow_programs(self.parse)
 
     @classmethod
     def of(cls, tool: str | ToolSubject, args: JsonValue = None) -> ToolSubject:
@@ -185,25 +144,50 @@ class ToolSubject:
 
     def guard(self, name: str) -> str | None:
         """The detail of a built-in guard's match (computed once per subject), or `None`."""
-        checks = self._guard_cache  # read here too: one call per guard, not two
-        if checks is None:
-            checks = self.guard_checks()
-        return checks.get(name)
+        return self.guard_checks().get(name)
 
     def guard_checks(self) -> Mapping[str, str | None]:
         """Every built-in guard's detail by name (computed once per subject).
 
         `_guards.CLEAR` itself when none trips, so a caller can skip them with one test.
         """
-        checks = self._guard_cache
-        if checks is None:
-            # All the built-in guards at once: they share the write targets and the
-            # directories a `cd` may move to.
-            checks = self._guard_cache = _guards.checks(self)
-        return checks
+        if self._guard_cache is None:
+            self._guard_cache = self._checks()
+        return self._guard_cache
+
+    def _checks(self) -> Mapping[str, str | None]:
+        # All the built-in guards at once: they share the write targets and the
+        # directories a `cd` may move to.
+        if self.parse is not None:
+            if self.command is None:
+                return CLEAR  # no command string: the deny and allow rules fail closed instead
+            return bash_checks(self.parse, self.command)
+        if self.edits and self.raw_path is not None:
+            return path_checks(self.raw_path)
+        return CLEAR  # not a write
 
     def __repr__(self) -> str:
         return f"ToolSubject({self.tool!r}, {self.args!r})"
+
+
+def _allow_programs(parse: ShellParse) -> frozenset[str] | None:
+    """The programs an allow rule must cover, or None when no program rule may allow the command.
+
+    Not one run with a `NAME=value` prefix, through a wrapper that changes who runs it or
+    which program runs (`sudo`, `env`), or by a path outside the standard bin directories
+    (`./git` is not the `git` an allow rule means). A `bash -c` or `eval` needs no rule of
+    its own: the commands of its script do.
+    """
+    allow: set[str] = set()
+    for simple in parse.commands:
+        if simple.assignments or not _TRANSPARENT.issuperset(simple.wrappers):
+            return None
+        written = simple.argv[0].text
+        if "/" in written and written.rsplit("/", 1)[0] not in _STANDARD_DIRS:
+            return None
+        if not simple.inline:
+            allow.add(simple.program)
+    return frozenset(allow) or None
 
 
 _RuleKind = Literal["tool", "bash_command", "read", "edit"]
@@ -376,11 +360,13 @@ class GuardAction(StrEnum):
     ASK = "ask"
 
 
-_BUILTIN_REASONS = {
-    "rm_root": "recursive remove of / or the home directory",
-    "system_write": "write to a protected system path (/, /etc, /usr, /bin, /sbin, /sys, /boot, /dev)",
-    "dotpath_write": "write to a protected .git, .ssh or .env path",
-}
+_BUILTIN_REASONS = MappingProxyType(
+    {
+        "rm_root": "recursive remove of / or the home directory",
+        "system_write": "write to a protected system path (/, /etc, /usr, /bin, /sbin, /sys, /boot, /dev)",
+        "dotpath_write": "write to a protected .git, .ssh or .env path",
+    }
+)
 
 
 @carrier(kw_only=False)

@@ -17,12 +17,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import field
 from datetime import UTC, datetime
-from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, runtime_checkable
+from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, cast, runtime_checkable
 
 from .._adapter import LazyAdapter
 from .._carrier import carrier
 from .._json import JsonValue
 from ..events import TokenUsage
+from ..exceptions import UserError
 from ..items import (
     AssistantMessage,
     ContentPart,
@@ -331,6 +332,37 @@ class Session(Protocol):
     """Conversation persistence as an append-only event log.
 
     `events(since)` is exclusive: `since=SequenceId(n)` returns the events after `n`.
+
+    Besides the three methods, a session declares two flags, `durable` and `supports_ids`
+    (class attributes will do), so that a runner reads what it is instead of guessing. Every
+    helikon backend declares both; a session of your own must too: a runner refuses one that
+    does not (`check_session`), and pyright reports it missing where a `Session` is expected.
+
+    Example:
+        ```python
+        from helikon import MemorySession
+        from helikon.core.session import check_session
+
+        session = check_session(MemorySession())  # the memory backend declares both flags
+        assert (session.durable, session.supports_ids) == (False, True)
+        ```
+    """
+
+    __slots__ = ()
+
+    durable: bool
+    """Whether a run writes its events as they settle, by default (`RunConfig.durable=None`).
+
+    True for a store that outlives the process (SQLite, PostgreSQL, Redis): a crash then
+    loses nothing settled, and the next run repairs the turn it cut short. False for
+    `MemorySession`, whose runs are written once they end. A wrapper declares its inner one's.
+    """
+
+    supports_ids: bool
+    """Whether `append` honours `ids` and `expected_seq` (idempotent retries, conflict checks).
+
+    False: `append(events)` is all it takes, and a runner calls it so; a retried write may
+    then store an event twice, and a run cannot tell that another writer appended meanwhile.
     """
 
     async def append(
@@ -364,6 +396,45 @@ class Session(Protocol):
     async def snapshot(self) -> ConversationSnapshot:
         """The projection of the whole log."""
         ...
+
+
+_DECLARED = ("durable", "supports_ids")
+
+
+def check_session(session: object) -> Session:
+    """`session`, checked to declare the flags the `Session` protocol asks for (`durable`, `supports_ids`).
+
+    Raises:
+        UserError: A flag is missing or not a bool; the message names it and says what to declare.
+
+    Example:
+        ```python
+        from helikon import UserError
+        from helikon.core.session import check_session
+
+        class Notes:  # a log with no flags declared
+            async def append(self, events): ...
+            async def events(self, since=None): return []
+            async def snapshot(self): ...
+
+        message = ""
+        try:
+            check_session(Notes())
+        except UserError as exc:
+            message = str(exc)
+        assert message.startswith("Notes does not declare durable and supports_ids")
+        ```
+    """
+    missing = [name for name in _DECLARED if not isinstance(getattr(session, name, None), bool)]
+    if missing:
+        raise UserError(
+            f"{type(session).__name__} does not declare {' and '.join(missing)} as a bool, as every "
+            "Session must: add class attributes, e.g. `durable = False` (its runs are written when "
+            "they end; True: as they go, for a store that outlives the process) and `supports_ids = "
+            "True` (its `append` honours `ids` and `expected_seq`; False: it takes only the events). "
+            "See docs/sessions.md, 'A backend of your own'."
+        )
+    return cast("Session", session)
 
 
 def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
@@ -544,6 +615,7 @@ __all__ = [
     "Rewound",
     "Step",
     "active_path",
+    "check_session",
     "HandoffOccurred",
     "SequenceId",
     "Session",

@@ -44,7 +44,7 @@ Example:
 from __future__ import annotations
 
 import uuid
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Self
@@ -57,7 +57,7 @@ from . import (
     Forked,
     Rewound,
     SequenceId,
-    SessionEntry,
+    Session,
     SessionEvent,
     SessionRecord,
     ToolCalled,
@@ -202,8 +202,13 @@ def cut_problem(events: Sequence[SessionEvent], seq: int) -> str | None:
     return None
 
 
-class Branching(ABC):
-    """`rewind`, `branches`, `fork` and `lineage` for a session, built on its own reads and writes."""
+class Branching(Session):
+    """`rewind`, `branches`, `fork` and `lineage`, mixed into a `Session`, built on its reads and writes.
+
+    A backend subclasses it beside its store's code: it brings the `Session` protocol (the
+    three methods and the two flags) and, for the branches, `session_id`, `records` and
+    `_sibling`, which this mixin asks for.
+    """
 
     __slots__ = ()
 
@@ -211,20 +216,6 @@ class Branching(ABC):
     @abstractmethod
     def session_id(self) -> str:
         """The session's id."""
-
-    @abstractmethod
-    async def append(
-        self,
-        events: Sequence[SessionEvent],
-        *,
-        ids: Sequence[str] | None = None,
-        expected_seq: int | None = None,
-    ) -> None:
-        """See `Session.append`."""
-
-    @abstractmethod
-    async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
-        """See `Session.events`."""
 
     @abstractmethod
     async def records(self, since: SequenceId | None = None) -> list[SessionRecord]:

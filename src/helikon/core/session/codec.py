@@ -47,6 +47,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
+from .._format import FORMAT_VERSION
 from .._json import JsonValue
 from ..exceptions import UnreadableSessionEvent
 from ..items import ToolUsePart
@@ -71,9 +72,6 @@ from . import (
     project,
 )
 from ._fast_decode import IRREGULAR, decode_objects, fast_decode, fast_step
-
-FORMAT_VERSION = 2
-"""The newest stored event format: what this version writes, and the newest it reads."""
 
 
 def stored_version(event: SessionEvent) -> int:

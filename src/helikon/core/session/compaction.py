@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 from collections.abc import Sequence
@@ -73,6 +72,7 @@ from . import (
     ToolCalled,
     ToolReturned,
     UserMessageEvent,
+    check_session,
     event_step,
     fold,
 )
@@ -178,7 +178,8 @@ class CompactingSession:
     The user's events are always persisted first. A failed or blank summary, or a token
     counter that raises, is logged and compaction skipped; a failure to read or write
     `inner` propagates. Assumes one logical writer per wrapper: concurrent writers should
-    share the inner backend, not a wrapper.
+    share the inner backend, not a wrapper. It declares `durable` and `supports_ids` as
+    `inner` does (see `Session`).
 
     Example:
         ```python
@@ -236,12 +237,15 @@ class CompactingSession:
             raise UserError(f"CompactingSession(summary_role={summary_role!r}): use 'system' or 'user'")
         if not callable(getattr(inner, "append", None)) or not callable(getattr(inner, "events", None)):
             raise UserError(f"CompactingSession(inner={inner!r}): expected a Session")
+        check_session(inner)
         if not callable(getattr(model, "invoke", None)):
             raise UserError(f"CompactingSession(model={model!r}): expected a Model")
         if not isinstance(prompt, str) or not prompt.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError("CompactingSession(prompt=...): give a non-empty instruction")
         self.inner = inner
-        self._guarded_append = accepts_ids(inner)
+        # A wrapper is what its inner session is (see `Session`).
+        self.durable: bool = inner.durable
+        self.supports_ids: bool = inner.supports_ids
         self.model = model
         self.threshold = threshold
         self.token_counter: TokenCounter = token_counter or HeuristicTokenCounter()
@@ -332,7 +336,7 @@ class CompactingSession:
             tokens_before=tokens,
             summary_role=self.summary_role,
         )
-        if self._guarded_append:
+        if self.supports_ids:
             # The marker describes exactly the log it read: if another writer appended
             # meanwhile, it would be wrong, so it is written only if the log has not moved
             # (a later append re-evaluates). Its id makes a retried or racing identical
@@ -415,35 +419,6 @@ class CompactingSession:
             _warn("compaction skipped: the model returned a blank summary")
             return None
         return summary
-
-
-def accepts_ids(session: Session) -> bool:
-    """Whether `session.append` takes the envelope's `ids` and `expected_seq` (not only the book's events).
-
-    A wrapper (with an `inner` session, like `CompactingSession`) takes what its inner one takes.
-    """
-    inner = getattr(session, "inner", None)
-    if inner is not None and inner is not session:
-        return accepts_ids(inner)
-    kind = type(session)
-    known = _ACCEPTS_IDS.get(kind)
-    if known is None:  # the signature is the class's: read it once (it is slow to read)
-        known = _ACCEPTS_IDS[kind] = _accepts(session.append, "ids", "expected_seq")
-    return known
-
-
-_ACCEPTS_IDS: dict[type, bool] = {}
-
-
-def _accepts(function: Any, *names: str) -> bool:
-    """Whether `function` takes these keyword arguments (the envelope-aware `Session.append`)."""
-    try:
-        parameters = inspect.signature(function).parameters
-    except (TypeError, ValueError):
-        return False
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return True
-    return all(name in parameters for name in names)
 
 
 def _in_flight(messages: Sequence[Item]) -> bool:

@@ -50,6 +50,9 @@ class MemorySession(Branching):
         ```
     """
 
+    durable = False  # its runs are written when they end: the log goes with the process anyway
+    supports_ids = True
+
     __slots__ = (
         "_created",
         "_ids",
@@ -264,3 +267,6 @@ class MemoryStore:
         infos = [info for session in self._sessions.values() if (info := session.info()) is not None]
         infos.sort(key=lambda info: (info.updated, info.session_id), reverse=True)
         return infos[offset : offset + limit]
+
+
+__all__ = ["MemorySession", "MemoryStore"]

@@ -169,3 +169,6 @@ def _key_of(header: RequestHeader) -> tuple[object, ...]:
 
 
 _last_key: tuple[RequestHeader, tuple[object, ...]] | None = None
+
+
+__all__ = ["INTERRUPTED_TOOL_TEXT", "SessionRecorder"]

@@ -8,10 +8,10 @@ from typing import Any, Generic, TypeVar
 
 from .._sync import run_sync
 from .._tracing import RunTrace, tracing_possible, within
-from ..agent import AgentInput, RunInput, to_agent_input
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent
 from ..exceptions import UserError
+from ..input import AgentInput, RunInput, to_agent_input
 from ..result import RunResult, RunStream
 from ._merge import check_description, check_name
 

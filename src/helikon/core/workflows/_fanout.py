@@ -13,9 +13,9 @@ import asyncio
 from collections import deque
 from typing import Any
 
-from ..agent import AgentInput
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent
+from ..input import AgentInput
 from ._merge import ChildRun, aclose
 
 

@@ -11,11 +11,12 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .._callbacks import CallbackRaised
-from ..agent import Agent, AgentInput
+from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
 from ..exceptions import RunError, UserError
 from ..governance import HookEvent
+from ..input import AgentInput
 
 DEFAULT_CONFIG = RunConfig()
 

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any, Self, TypeVar
 
-from ..agent import Agent, AgentInput
+from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, AgentUpdated
+from ..input import AgentInput
 from ._base import WorkflowAgent
 from ._merge import ChildRun, aclose, check_agent, check_key, subagent_stopped
 

@@ -6,10 +6,11 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from typing import Any, Generic, Literal, Self, TypeVar
 
 from .._callbacks import CallbackRaised
-from ..agent import Agent, AgentInput
+from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, AgentUpdated, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
 from ..exceptions import UserError
+from ..input import AgentInput
 from ..items import AssistantMessage, Item, UserMessage
 from ._base import WorkflowAgent
 from ._merge import (

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Self, TypeVar
 
 from .._callbacks import CallbackRaised
-from ..agent import Agent, AgentInput
+from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import (
     AgentError,
@@ -19,6 +19,7 @@ from ..events import (
     RunStarted,
     TokenUsage,
 )
+from ..input import AgentInput
 from ..items import AssistantMessage
 from ._base import WorkflowAgent
 from ._merge import (

@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 from typing import Any, TypeVar
 
 from .._callbacks import CallbackRaised
-from ..agent import AgentInput
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, RunCompleted, RunFailed, RunStarted, TokenUsage
+from ..input import AgentInput
 from ._merge import DEFAULT_CONFIG, ChildRun, failed_child, hook_failed, preflight
 from ._steps import StepsAgent, run_step
 

@@ -30,15 +30,16 @@ from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._sync import run_sync
-from ..agent import LlmAgent, RunInput, to_agent_input
+from ..agent import LlmAgent
 from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, AgentUpdated, HandoffItem, RunFailed, RunStarted, TokenUsage
 from ..exceptions import UserError
 from ..handoff import Handoff
+from ..input import RunInput, to_agent_input
 from ..result import RunResult, RunStream
 
 if TYPE_CHECKING:
-    from ..agent import AgentInput
+    from ..input import AgentInput
 
 Ctx = TypeVar("Ctx")
 

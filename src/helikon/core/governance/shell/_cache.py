@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import TYPE_CHECKING
 
+from ._parse import parse_command
+
 if TYPE_CHECKING:
-    from . import ShellParse
+    from ._types import ShellParse
 
 __all__ = ["ParseCache"]
 
@@ -39,8 +41,6 @@ class ParseCache:
 
     def read(self, command: str) -> ShellParse:
         """`parse_command(command)`, from the cache when the command was read lately."""
-        from . import parse_command
-
         if len(command) > self.max_command:
             return parse_command(command)
         entries = self._entries

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
-from . import Redirect, SimpleCommand, Word, _Unparseable
 from ._env import check_assignment
 from ._lex import STOP
+from ._types import Redirect, SimpleCommand, Unparseable, Word
 from ._words import VAR_NAME, WordReader, arith_check
 
 _literal = Word.plain
@@ -57,7 +58,7 @@ class CompoundReader(WordReader):
         self._nest()
         end = self.parse_list(frozenset(terminators))
         if end != closing:
-            raise _Unparseable(f"missing {closing!r}")
+            raise Unparseable(f"missing {closing!r}")
         self.nesting -= 1
         self._trailing_redirects()
 
@@ -65,7 +66,7 @@ class CompoundReader(WordReader):
         self._skip_separators()
         word = self._peek_reserved()
         if word not in words:
-            raise _Unparseable(f"expected {' or '.join(words)}")
+            raise Unparseable(f"expected {' or '.join(words)}")
         self.i += len(word)
         return word
 
@@ -116,13 +117,13 @@ class CompoundReader(WordReader):
             elif end == "fi":
                 break
             else:
-                raise _Unparseable("missing 'fi'")
+                raise Unparseable("missing 'fi'")
         self.nesting -= 1
         self._trailing_redirects()
 
     def _expect_list(self, closing: str) -> None:
         if self.parse_list(frozenset({closing})) != closing:
-            raise _Unparseable(f"missing {closing!r}")
+            raise Unparseable(f"missing {closing!r}")
 
     def _while(self) -> None:
         self._nest()
@@ -139,7 +140,7 @@ class CompoundReader(WordReader):
         else:
             name = self._read_word()
             if name is None or not name.literal or not VAR_NAME.fullmatch(name.text):
-                raise _Unparseable("bad 'for' variable")
+                raise Unparseable("bad 'for' variable")
             check_assignment(name.text + "=")  # `for PS4 in '$(rm x)'`
             self._skip_blanks()
             while self._peek_op() == "\n":
@@ -164,10 +165,10 @@ class CompoundReader(WordReader):
         self._nest()
         self._skip_blanks()
         if self._read_word() is None:
-            raise _Unparseable("bad 'case' word")
+            raise Unparseable("bad 'case' word")
         self._skip_separators()
         if self._peek_reserved() != "in":
-            raise _Unparseable("expected 'in'")
+            raise Unparseable("expected 'in'")
         self.i += 2
         while True:
             self._skip_separators()
@@ -179,7 +180,7 @@ class CompoundReader(WordReader):
             while True:  # the patterns, `a|b)`
                 self._skip_blanks()
                 if self._read_word() is None:
-                    raise _Unparseable("bad 'case' pattern")
+                    raise Unparseable("bad 'case' pattern")
                 self._skip_blanks()
                 op = self._peek_op()
                 if op == "|":
@@ -188,12 +189,12 @@ class CompoundReader(WordReader):
                 if op == ")":
                     self.i += 1
                     break
-                raise _Unparseable("bad 'case' pattern")
+                raise Unparseable("bad 'case' pattern")
             end = self.parse_list(frozenset({";;", "esac"}))
             if end == "esac":
                 break
             if end != ";;":
-                raise _Unparseable("missing 'esac'")
+                raise Unparseable("missing 'esac'")
         self.nesting -= 1
         self._trailing_redirects()
 
@@ -201,7 +202,7 @@ class CompoundReader(WordReader):
         self._skip_blanks()
         name = self._read_word()
         if name is None:
-            raise _Unparseable("bad function name")
+            raise Unparseable("bad function name")
         self._skip_blanks()
         if self.s.startswith("()", self.i):
             self.i += 2
@@ -210,7 +211,7 @@ class CompoundReader(WordReader):
     def _function_body(self) -> None:
         self._skip_separators()
         if self.i >= self.n:
-            raise _Unparseable("missing function body")
+            raise Unparseable("missing function body")
         self.parse_command()
 
     def _double_bracket(self) -> None:
@@ -218,7 +219,7 @@ class CompoundReader(WordReader):
         while True:
             self._skip_blanks()
             if self.i >= self.n:
-                raise _Unparseable("missing ']]'")
+                raise Unparseable("missing ']]'")
             if self._peek_reserved() == "]]":
                 self.i += 2
                 break
@@ -231,7 +232,7 @@ class CompoundReader(WordReader):
             else:
                 word = self._read_word()
                 if word is None:
-                    raise _Unparseable("bad '[['")
+                    raise Unparseable("bad '[['")
                 words.append(word)
         self.out.append(SimpleCommand("[[", tuple(words)))
         self._trailing_redirects()
@@ -245,25 +246,27 @@ class CompoundReader(WordReader):
         """Skip `((…))`; its body must hold no substitution or quoting (see `arith_check`)."""
         end = self._arith_end(self.i)
         if end < 0:
-            raise _Unparseable("missing '))'")
+            raise Unparseable("missing '))'")
         arith_check(self.s[self.i + 2 : end - 1])
         self.i = end + 1
 
 
-COMPOUND: dict[str, Callable[[CompoundReader], None]] = {
-    "{": CompoundReader._group,
-    "!": CompoundReader._bang,
-    "time": CompoundReader._time,
-    "if": CompoundReader._if,
-    "while": CompoundReader._while,
-    "until": CompoundReader._while,
-    "for": CompoundReader._for,
-    "select": CompoundReader._for,
-    "case": CompoundReader._case,
-    "function": CompoundReader._function,
-    "[[": CompoundReader._double_bracket,
-    "coproc": CompoundReader._coproc,
-}
+COMPOUND: Mapping[str, Callable[[CompoundReader], None]] = MappingProxyType(
+    {
+        "{": CompoundReader._group,
+        "!": CompoundReader._bang,
+        "time": CompoundReader._time,
+        "if": CompoundReader._if,
+        "while": CompoundReader._while,
+        "until": CompoundReader._while,
+        "for": CompoundReader._for,
+        "select": CompoundReader._for,
+        "case": CompoundReader._case,
+        "function": CompoundReader._function,
+        "[[": CompoundReader._double_bracket,
+        "coproc": CompoundReader._coproc,
+    }
+)
 """The reader of each compound command, by the reserved word that opens it."""
 UNEXPECTED = frozenset({"}", "fi", "then", "elif", "else", "do", "done", "esac", "]]"})
 """Reserved words that close a compound command: out of place where a command starts."""

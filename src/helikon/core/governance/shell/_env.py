@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from . import _Unparseable
+from ._types import Unparseable
 
 # Prompt strings and the command run before a prompt (expanded with command substitution),
 # the startup files a non-interactive shell sources, exported functions, shell options
@@ -24,10 +24,10 @@ _CODE_VARIABLE = re.compile(
 
 
 def check_assignment(text: str) -> None:
-    """Raise `_Unparseable` when an assignment sets a variable the shell runs or `cd` follows.
+    """Raise `Unparseable` when an assignment sets a variable the shell runs or `cd` follows.
 
     `text` is the assignment as written: `NAME=value`, `NAME+=value` or `NAME[i]=value`.
     """
     name = text.split("=", 1)[0].removesuffix("+")
     if _CODE_VARIABLE.match(name):
-        raise _Unparseable(f"the assignment to {name} changes what the shell runs")
+        raise Unparseable(f"the assignment to {name} changes what the shell runs")

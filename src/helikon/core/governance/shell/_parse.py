@@ -1,65 +1,94 @@
-"""The full recursive-descent reader behind `shell.parse_command`.
+"""The shell reader behind `parse_command`: one recursive-descent pass over the command.
 
 A character-level reader over the POSIX/Bash lexical rules (blanks, operators, here-docs
 here; quotes, escapes, `$'…'`, `$(…)`, backticks, `${…}`, `$((…))` in
-`_words.WordReader`) that walks lists and simple commands (the compound ones,
-`if`, loops, `case`, groups, subshells, functions, `[[ ]]`, in
-`_compound.CompoundReader`) and hands each simple command's words to
-`_resolve.resolve`. A command `_lex.read_fast` can read in one pass never
-gets here.
+`_words.WordReader`) that walks lists and simple commands (the compound ones, `if`,
+loops, `case`, groups, subshells, functions, `[[ ]]`, in `_compound.CompoundReader`) and
+hands each simple command's words to `_resolve.resolve`, which follows the commands that
+run other commands back into this reader one level deeper (`Parser.reparse`).
 """
 
 from __future__ import annotations
 
 import re
 
-from . import MAX_NESTING, Redirect, SimpleCommand, Word, _Unparseable
-from . import _resolve as _resolve
+from ...exceptions import UserError
 from ._compound import COMPOUND, UNEXPECTED, CompoundReader
 from ._env import check_assignment
 from ._lex import (
     ASSIGNMENT,
-    FAST_WORD,
     IO_NUMBER,
     MAX_COMMANDS,
     OPS_BY_CHAR,
     REDIRECT_OPS,
     REDIRECT_START,
     RESERVED_PEEK,
-    new_word,
-    read_fast,
 )
+from ._programs import STDIN_READERS
+from ._resolve import resolve
+from ._types import MAX_NESTING, Redirect, ShellParse, SimpleCommand, Unparseable, Word
 
-_literal = Word.plain
-_STDIN_READERS = _resolve.POSIX_SHELLS | {"source", ".", "eval"}
+__all__ = ["Parser", "parse_command"]
+
 # In an assignment's subscript, what this reader would cut the word at or evaluate.
 _UNSAFE_SUBSCRIPT = re.compile(r"[\s<>;&|()#'\"`\\$]")
+# A name with a subscript that holds a command substitution, anywhere in the text: `let`,
+# `declare`, `printf -v`, `read`, `test -v`, `[[ -v ]]`, `${!x}`, `$((x))`... evaluate a
+# quoted `'a[$(rm x)]'` and run it, so the command fails closed even when it is quoted,
+# escaped (`a\[\$\(rm x\)\]`) or split by quotes (`'a[$''(rm x)]'`): the text is read with
+# its quotes and backslashes dropped. A subscript may hold one level of brackets. The name
+# is looked for from the start of each run of name characters only (a leading digit is no
+# name), so a long word costs one scan, not one per character.
+_SUBSCRIPT_SUBSTITUTION = re.compile(
+    r"(?<![A-Za-z0-9_])[0-9]*[A-Za-z_][A-Za-z0-9_]*\[(?:[^\]\[;&|\n]|\[[^\]]*\])*?(?:\$\(|`)"
+)
+_QUOTING = re.compile(r"['\"\\]")
+
+
+def parse_command(command: str) -> ShellParse:
+    """Split a shell command line into the simple commands it runs; never raises on bad shell.
+
+    ```python
+    from helikon.core.governance.shell import parse_command
+
+    assert [c.program for c in parse_command("a=1 timeout 5 rm x | tee y").commands] == ["rm", "tee"]
+    assert parse_command("echo 'unbalanced").error == "unbalanced single quote"
+    ```
+
+    Args:
+        command: The command string, as the Bash tool would receive it.
+
+    Raises:
+        UserError: When `command` is not a `str` (a programming error, not a model's).
+    """
+    if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(f"parse_command() takes the command as a str, got {type(command).__name__}")
+    could_hold_one = "[" in command and ("$" in command or "`" in command)
+    if could_hold_one and _SUBSCRIPT_SUBSTITUTION.search(_QUOTING.sub("", command)):
+        return ShellParse(error="an array subscript holds a command substitution")
+    parser = Parser(command, 0)
+    try:
+        parser.parse_program()
+    except Unparseable as exc:
+        return ShellParse(error=str(exc) or "unparseable")
+    except RecursionError:
+        return ShellParse(error="nesting too deep")
+    return ShellParse(tuple(parser.out), tuple(parser.redirects))
 
 
 class Parser(CompoundReader):
     """A recursive-descent reader of one command string; it appends to shared result lists."""
 
-    # Slots: a parser is built for every command line parsed, and stores without an
-    # instance dict cost half as much.
-    __slots__ = (
-        "braceless", "heredocs", "i", "n", "nesting", "out", "plain", "redirects", "s", "stdin_scripts"
-    )  # fmt: skip
-
-    fast = True  # try `_lex.read_fast` first (the tests turn it off to compare)
+    __slots__ = ("heredocs", "i", "n", "nesting", "out", "redirects", "s", "stdin_scripts")
 
     def __init__(self, src: str, nesting: int, out: list[SimpleCommand] | None = None,
                  redirects: list[Redirect] | None = None) -> None:  # fmt: skip
         if nesting > MAX_NESTING:
-            raise _Unparseable(f"nested deeper than {MAX_NESTING} levels")
+            raise Unparseable(f"nested deeper than {MAX_NESTING} levels")
         self.s = src
         self.n = len(src)
         self.i = 0
         self.nesting = nesting
-        # No `$`, backslash, backtick, parenthesis, non-ASCII or odd blank in the source (see
-        # `read_fast`): nor in a script taken from it, whose characters are all the source's.
-        self.plain = False
-        # Resolving words `read_fast` read, which hold no brace list (see `_lex._word`).
-        self.braceless = False
         self.out: list[SimpleCommand] = [] if out is None else out
         self.redirects: list[Redirect] = [] if redirects is None else redirects
         self.heredocs: list[tuple[str, bool, bool, list[str]]] = []  # delimiter, strip tabs, quoted, body
@@ -69,42 +98,28 @@ class Parser(CompoundReader):
     # -- top level --
 
     def parse_program(self) -> None:
-        if self.fast and read_fast(self):
-            return
-        self._parse_full()
-
-    def _parse_full(self) -> None:
+        """Read the whole source into `out` and `redirects`; raise `Unparseable` when it cannot."""
         end = self.parse_list(frozenset())
         if end:
-            raise _Unparseable(f"unexpected {end!r}")
+            raise Unparseable(f"unexpected {end!r}")
         if self.heredocs:
             self._read_heredocs()  # bodies running to the end of the input
         for body, quoted in self.stdin_scripts:
             text = "".join(body)
             if not quoted and ("$" in text or "`" in text):
                 # The expanded text is read as script: its commands are unknown.
-                raise _Unparseable("a shell reads an expanding here-doc as its script")
-            self._reparse(text)
+                raise Unparseable("a shell reads an expanding here-doc as its script")
+            self.reparse(text)
 
-    def _reparse(self, source: str) -> None:
+    def reparse(self, source: str) -> None:
         """Read `source` (a `bash -c` script, an `eval`'s words, ...) one level deeper."""
-        nesting = self.nesting + 1
-        plain = self.plain
-        if self.fast:
-            if nesting > MAX_NESTING:
-                raise _Unparseable(f"nested deeper than {MAX_NESTING} levels")
-            # The fast reader reads only `s` and `plain` of this parser (and appends to its
-            # results): lend it this one rather than building a parser per script.
-            src = self.s
-            self.s, self.nesting = source, nesting
-            try:
-                if read_fast(self):
-                    return
-            finally:
-                self.s, self.plain, self.nesting = src, plain, nesting - 1
-        inner = Parser(source, nesting, self.out, self.redirects)
-        inner.plain = plain
-        inner._parse_full()
+        Parser(source, self.nesting + 1, self.out, self.redirects).parse_program()
+
+    def resolve_words(
+        self, words: list[Word], *, wrappers: tuple[str, ...] = (), stdin_args: bool = False
+    ) -> None:
+        """Resolve `words` as a command of their own (`xargs CMD`, `find -exec CMD ;`)."""
+        resolve(self, words, (), (), wrappers, [], stdin_args=stdin_args)
 
     # -- low-level scanning --
 
@@ -186,12 +201,12 @@ class Parser(CompoundReader):
                 if ";;" in terminators:
                     self.i += len(op)
                     return ";;"
-                raise _Unparseable(f"unexpected {op!r}")
+                raise Unparseable(f"unexpected {op!r}")
             if op == ")":
                 if ")" in terminators:
                     self.i += 1
                     return ")"
-                raise _Unparseable("unbalanced ')'")
+                raise Unparseable("unbalanced ')'")
             word = self._peek_reserved()
             if word in terminators:
                 self.i += len(word)
@@ -201,7 +216,7 @@ class Parser(CompoundReader):
     def parse_command(self, word: str | None = None, op: str | None = None) -> None:
         """Parse one command; `word` and `op` are what the caller already peeked, if it did."""
         if len(self.out) > MAX_COMMANDS:
-            raise _Unparseable("too many commands")
+            raise Unparseable("too many commands")
         if op is None:
             op = self._peek_op()
         if op == "(":
@@ -219,7 +234,7 @@ class Parser(CompoundReader):
             handler(self)
             return
         if word in UNEXPECTED:
-            raise _Unparseable(f"unexpected {word!r}")
+            raise Unparseable(f"unexpected {word!r}")
         self.parse_simple()
 
     def _trailing_redirects(self) -> None:
@@ -233,14 +248,14 @@ class Parser(CompoundReader):
             if redirect.op == "<<<" and redirect.fd in ("", "0") and self._reads_script():
                 # `{ bash; } <<< 'cmd'`: a shell inside reads the compound's stdin.
                 if not redirect.target.literal:
-                    raise _Unparseable("a shell reads an expanded here-string as its script")
-                self._reparse(redirect.target.text)
+                    raise Unparseable("a shell reads an expanded here-string as its script")
+                self.reparse(redirect.target.text)
         if bodies and self._reads_script():
             self.stdin_scripts.extend(bodies)  # parsed once the bodies have been read
 
     def _reads_script(self) -> bool:
         """Whether a command read so far may read its stdin as a script (a shell, `source`)."""
-        return any(c.program in _STDIN_READERS for c in self.out)
+        return any(c.program in STDIN_READERS for c in self.out)
 
     # -- simple commands --
 
@@ -249,15 +264,11 @@ class Parser(CompoundReader):
         assignments: list[str] = []
         redirects: list[Redirect] = []
         heredoc_bodies: list[tuple[list[str], bool]] = []
-        src = self.s
-        fast = FAST_WORD.match
         while True:
-            m = fast(src, self.i)
-            if m is not None and (words or "=" not in m.group(1)):
-                # The common case, read in one step: a plain unquoted word after blanks.
-                text = m.group(1)
-                self.i = m.end()
-                words.append(new_word(text, True, text, text, False, False))
+            # Before the program, a word with `=` may be an assignment: the general path reads it.
+            plain = self.read_plain_words(may_assign=not words)
+            if plain:
+                words += plain
                 continue
             self._skip_blanks()
             if self.i >= self.n:
@@ -267,25 +278,25 @@ class Parser(CompoundReader):
                 redirects.append(redirect)
                 continue
             if self.s.startswith(("<(", ">("), self.i):
-                words.append(self._read_word() or _literal(""))
+                words.append(self._read_word() or Word.plain(""))
                 continue
             op = self._peek_op()
             if op == "(" and len(words) == 1 and not assignments and self._function_def():
                 return
             if op:
                 if op == "(":
-                    raise _Unparseable("unexpected '('")
+                    raise Unparseable("unexpected '('")
                 break
             start = self.i
             word = self._read_word()
             if word is None:  # pragma: no cover - a non-operator always starts a word
-                raise _Unparseable("bad word")
+                raise Unparseable("bad word")
             assignment = None if words or self.s[start] == "=" else ASSIGNMENT.match(self.s, start)
             if assignment is not None:
                 if "[" in assignment.group() and _UNSAFE_SUBSCRIPT.search(assignment.group()):
                     # Bash reads `a[…]=` as one word up to the matching bracket, blanks and
                     # `<<` included, and evaluates the subscript (substitutions too).
-                    raise _Unparseable("an array subscript too complex to analyse")
+                    raise Unparseable("an array subscript too complex to analyse")
                 if self.i < self.n and self.s[self.i] == "(" and word.text.endswith("="):
                     self._array_literal()
                 check_assignment(word.text)
@@ -294,7 +305,7 @@ class Parser(CompoundReader):
             words.append(word)
         self.redirects.extend(redirects)
         if words:
-            _resolve.resolve(self, words, tuple(redirects), tuple(assignments), (), heredoc_bodies)
+            resolve(self, words, tuple(redirects), tuple(assignments), (), heredoc_bodies)
 
     def _function_def(self) -> bool:
         j = self.i + 1
@@ -311,12 +322,12 @@ class Parser(CompoundReader):
         while True:
             self._skip_separators()
             if self.i >= self.n:
-                raise _Unparseable("missing ')' in an array")
+                raise Unparseable("missing ')' in an array")
             if self.s[self.i] == ")":
                 self.i += 1
                 return
             if self._peek_op():
-                raise _Unparseable("bad array literal")
+                raise Unparseable("bad array literal")
             self._read_word()
 
     def _maybe_redirect(self, heredoc_bodies: list[tuple[list[str], bool]] | None = None) -> Redirect | None:
@@ -338,14 +349,14 @@ class Parser(CompoundReader):
             return self._heredoc(op, fd, heredoc_bodies)
         target = self._read_word()
         if target is None:
-            raise _Unparseable(f"missing target after {op!r}")
+            raise Unparseable(f"missing target after {op!r}")
         return Redirect(op, target, fd)
 
     def _heredoc(self, op: str, fd: str, bodies: list[tuple[list[str], bool]] | None) -> Redirect:
         start = self.i
         word = self._read_word()
         if word is None:
-            raise _Unparseable("missing here-doc delimiter")
+            raise Unparseable("missing here-doc delimiter")
         raw = self.s[start : self.i].replace("\\\n", "")  # a line continuation quotes nothing
         quoted = any(c in raw for c in "'\"\\")
         body: list[str] = []

@@ -7,6 +7,8 @@ operands come before the command. `_resolve` strips them by these tables.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import NamedTuple
 
 
@@ -54,88 +56,92 @@ ARCHES = (
     "linux32 linux64 uname26 i386 i486 i586 i686 x86_64 ppc ppc32 ppc64 s390 s390x sparc"
     " sparc32 sparc64 ia64 parisc parisc32 parisc64 mips mips32 mips64"
 )
-WRAPPERS: dict[str, Wrapper] = {
-    "timeout": Wrapper("sk", longs("signal kill-after"), 1),
-    "nice": Wrapper("n", longs("adjustment")),
-    "nohup": Wrapper(),
-    "stdbuf": Wrapper("ioe", longs("input output error")),
-    # `--block-signal`, `--default-signal`, `--ignore-signal` take their value after `=` only.
-    "env": Wrapper("uCSa", longs("unset chdir split-string argv0")),
-    "command": Wrapper(),
-    "builtin": Wrapper(),
-    "exec": Wrapper("a"),
-    "time": Wrapper("fo", longs("format output")),
-    "sudo": Wrapper(
-        "ugChprtUDRTac",
-        longs(
-            "user group host prompt role type other-user close-from chdir chroot"
-            " command-timeout auth-type login-class"
+WRAPPERS: Mapping[str, Wrapper] = MappingProxyType(
+    {
+        "timeout": Wrapper("sk", longs("signal kill-after"), 1),
+        "nice": Wrapper("n", longs("adjustment")),
+        "nohup": Wrapper(),
+        "stdbuf": Wrapper("ioe", longs("input output error")),
+        # `--block-signal`, `--default-signal`, `--ignore-signal` take their value after `=` only.
+        "env": Wrapper("uCSa", longs("unset chdir split-string argv0")),
+        "command": Wrapper(),
+        "builtin": Wrapper(),
+        "exec": Wrapper("a"),
+        "time": Wrapper("fo", longs("format output")),
+        "sudo": Wrapper(
+            "ugChprtUDRTac",
+            longs(
+                "user group host prompt role type other-user close-from chdir chroot"
+                " command-timeout auth-type login-class"
+            ),
+            eval_flags="si",
+            long_flag=longs("login"),
         ),
-        eval_flags="si",
-        long_flag=longs("login"),
-    ),
-    "doas": Wrapper("uCa"),
-    "setsid": Wrapper(),
-    "ionice": Wrapper("cnpPu", longs("class classdata pid pgid uid")),
-    "chrt": Wrapper("TPD", longs("sched-runtime sched-period sched-deadline"), 1),
-    "taskset": Wrapper("", frozenset(), 1),
-    "chroot": Wrapper("", longs("userspec groups"), 1),
-    "nsenter": Wrapper("tSGW", longs("target setuid setgid wdns"), long_flag=longs("wd")),
-    "flock": Wrapper("wEc", longs("timeout conflict-exit-code"), 1, script="c", long_script=longs("command")),
-    "runuser": SU,
-    "su": SU,
-    "unbuffer": Wrapper(),
-    "caffeinate": Wrapper("wt"),
-    "busybox": Wrapper(),
-    "toybox": Wrapper(),
-    "setpriv": Wrapper(
-        "",
-        longs(
-            "ambient-caps inh-caps bounding-set ruid euid rgid egid reuid regid groups securebits"
-            " pdeathsig selinux-label apparmor-profile landlock-access landlock-rule"
-            " seccomp-filter ptracer"
+        "doas": Wrapper("uCa"),
+        "setsid": Wrapper(),
+        "ionice": Wrapper("cnpPu", longs("class classdata pid pgid uid")),
+        "chrt": Wrapper("TPD", longs("sched-runtime sched-period sched-deadline"), 1),
+        "taskset": Wrapper("", frozenset(), 1),
+        "chroot": Wrapper("", longs("userspec groups"), 1),
+        "nsenter": Wrapper("tSGW", longs("target setuid setgid wdns"), long_flag=longs("wd")),
+        "flock": Wrapper(
+            "wEc", longs("timeout conflict-exit-code"), 1, script="c", long_script=longs("command")
         ),
-    ),
-    "unshare": Wrapper(
-        "SGRw",
-        longs(
-            "map-user map-group map-users map-groups propagation setgroups root wd setuid setgid"
-            " monotonic boottime load-interp"
+        "runuser": SU,
+        "su": SU,
+        "unbuffer": Wrapper(),
+        "caffeinate": Wrapper("wt"),
+        "busybox": Wrapper(),
+        "toybox": Wrapper(),
+        "setpriv": Wrapper(
+            "",
+            longs(
+                "ambient-caps inh-caps bounding-set ruid euid rgid egid reuid regid groups securebits"
+                " pdeathsig selinux-label apparmor-profile landlock-access landlock-rule"
+                " seccomp-filter ptracer"
+            ),
         ),
-    ),
-    "prlimit": Wrapper("po", longs("pid output")),
-    "setarch": Wrapper(leading=1),
-    "strace": STRACE,
-    "ltrace": Wrapper("aADeFlnopsuwx", longs("align config indent library output where")),
-    **dict.fromkeys(ARCHES.split(), SETARCH),
-    "ld.so": LD_SO,
-    "choom": Wrapper("np", longs("adjust pid")),
-    "fakeroot": Wrapper("lsib", longs("lib faked")),
-    "ssh-agent": Wrapper("aEPtO"),
-    "valgrind": Wrapper(),  # its long options take `=value`
-    "dbus-run-session": Wrapper("", longs("config-file dbus-daemon")),
-    "uclampset": Wrapper("mMp", longs("pid")),
-    "runcon": Wrapper("urtl", longs("user role type range")),
-    "firejail": Wrapper(),  # its options take `=value`
-    "numactl": Wrapper("CNmPpi", longs("cpunodebind physcpubind membind preferred interleave")),
-    "catchsegv": Wrapper(),
-    "xvfb-run": Wrapper("nsfpe", longs("server-num server-args auth-file xauth-protocol error-file")),
-    "gtimeout": Wrapper("sk", longs("signal kill-after"), 1),
-    "eatmydata": Wrapper(),
-    "chronic": Wrapper(),
-    "nocache": Wrapper("n"),
-    "ifne": Wrapper(),
-    "torsocks": Wrapper("aPu", longs("address port user pass")),
-    "tsocks": Wrapper(),
-    "proxychains": Wrapper("f"),
-    "proxychains4": Wrapper("f"),
-    "trickle": Wrapper("udwtlnL"),
-    "sshpass": Wrapper("pfdP"),
-    "faketime": Wrapper("", frozenset(), 1),  # -m and -f are flags; then the timestamp
-    "setuidgid": Wrapper("", frozenset(), 1),
-    "envuidgid": Wrapper("", frozenset(), 1),
-    "envdir": Wrapper("", frozenset(), 1),
-}
+        "unshare": Wrapper(
+            "SGRw",
+            longs(
+                "map-user map-group map-users map-groups propagation setgroups root wd setuid setgid"
+                " monotonic boottime load-interp"
+            ),
+        ),
+        "prlimit": Wrapper("po", longs("pid output")),
+        "setarch": Wrapper(leading=1),
+        "strace": STRACE,
+        "ltrace": Wrapper("aADeFlnopsuwx", longs("align config indent library output where")),
+        **dict.fromkeys(ARCHES.split(), SETARCH),
+        "ld.so": LD_SO,
+        "choom": Wrapper("np", longs("adjust pid")),
+        "fakeroot": Wrapper("lsib", longs("lib faked")),
+        "ssh-agent": Wrapper("aEPtO"),
+        "valgrind": Wrapper(),  # its long options take `=value`
+        "dbus-run-session": Wrapper("", longs("config-file dbus-daemon")),
+        "uclampset": Wrapper("mMp", longs("pid")),
+        "runcon": Wrapper("urtl", longs("user role type range")),
+        "firejail": Wrapper(),  # its options take `=value`
+        "numactl": Wrapper("CNmPpi", longs("cpunodebind physcpubind membind preferred interleave")),
+        "catchsegv": Wrapper(),
+        "xvfb-run": Wrapper("nsfpe", longs("server-num server-args auth-file xauth-protocol error-file")),
+        "gtimeout": Wrapper("sk", longs("signal kill-after"), 1),
+        "eatmydata": Wrapper(),
+        "chronic": Wrapper(),
+        "nocache": Wrapper("n"),
+        "ifne": Wrapper(),
+        "torsocks": Wrapper("aPu", longs("address port user pass")),
+        "tsocks": Wrapper(),
+        "proxychains": Wrapper("f"),
+        "proxychains4": Wrapper("f"),
+        "trickle": Wrapper("udwtlnL"),
+        "sshpass": Wrapper("pfdP"),
+        "faketime": Wrapper("", frozenset(), 1),  # -m and -f are flags; then the timestamp
+        "setuidgid": Wrapper("", frozenset(), 1),
+        "envuidgid": Wrapper("", frozenset(), 1),
+        "envdir": Wrapper("", frozenset(), 1),
+    }
+)
 # Programs that run a command in ways not modelled here (`capsh -- -c CMD` is bash,
 # `start-stop-daemon --exec`, `gdb -ex 'shell CMD'`, `perf stat CMD`, `systemd-run`, `bwrap`):
 # a command with one of them fails closed.
@@ -148,7 +154,7 @@ OPAQUE_RUNNERS = frozenset(
 # Wrappers whose command is one shell string made of the remaining words.
 JOINING = frozenset({"watch"})
 # Long options that mean a short flag the resolver acts on.
-LONG_FLAGS = {"--shell": "s", "--login": "i", "--edit": "e", "--split-string": "S"}
+LONG_FLAGS = MappingProxyType({"--shell": "s", "--login": "i", "--edit": "e", "--split-string": "S"})
 WATCH = Wrapper("nq", longs("interval equexit"))
 XARGS = Wrapper("adEILnPs", longs("arg-file delimiter max-args max-procs max-chars process-slot-var"))
 # util-linux `script`: runs its `-c` string, or an interactive shell reading stdin.
