@@ -22,14 +22,14 @@ from helikon import (
 from helikon.core.model import Usage
 from helikon.runtime import AsyncioRunner
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession
-from helikon.testing import FunctionModel, text_turn, tool_call_turn
+from helikon.testing import FunctionModel, Script, text_turn, tool_call_turn
 
 
 def last_user_text(request: ModelRequest) -> str:
     return next(m.text for m in reversed(request.messages) if m.type == "user")  # type: ignore[union-attr]
 
 
-def router(request: ModelRequest) -> object:
+def router(request: ModelRequest) -> Script:
     """The triage model: transfers investing questions to investing, the rest to budgeting."""
     question = last_user_text(request).lower()
     target = (
@@ -39,7 +39,7 @@ def router(request: ModelRequest) -> object:
 
 
 def specialist_answer(prefix: str) -> FunctionModel:
-    def answer(request: ModelRequest) -> object:
+    def answer(request: ModelRequest) -> Script:
         assert request.messages[0].type == "system"  # its own instructions lead
         assert request.messages[-1].type == "tool_result"  # it continues the handed-over transcript
         return text_turn(
@@ -92,7 +92,7 @@ async def test_the_triage_handoff_example(tmp_path: Path) -> None:
 def swarm_member(name: str, description: str, routes: dict[str, str]) -> LlmAgent[None]:
     """A member that hands off when the question is another member's topic, else answers."""
 
-    def decide(request: ModelRequest) -> object:
+    def decide(request: ModelRequest) -> Script:
         question = last_user_text(request).lower()
         for word, target in routes.items():
             if word in question and request.messages[-1].type != "tool_result":

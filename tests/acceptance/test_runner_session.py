@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 from helikon import (
     AssistantMessage,
@@ -76,7 +77,7 @@ async def test_two_turns_record_the_exact_events_and_log() -> None:
     # tools and settings, so it adds none.
     headers = [event for _, event in entries if isinstance(event, RequestHeader)]
     assert len(headers) == 1 and [t.name for t in headers[0].tools] == ["balance"]
-    log = [event for _, event in entries if not isinstance(event, RequestHeader)]
+    log: list[Any] = [event for _, event in entries if not isinstance(event, RequestHeader)]
     expected_types = [
         UserMessageEvent,
         ToolCalled,

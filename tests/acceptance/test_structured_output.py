@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from pydantic import BaseModel, Field
 
@@ -57,7 +59,12 @@ async def test_the_categorizer_returns_a_typed_value() -> None:
         True,
     )
     assert response_format.schema is not None
-    assert set(response_format.schema["required"]) == {"category", "confidence", "recurring", "reasoning"}
+    assert set(cast("list[str]", response_format.schema["required"])) == {
+        "category",
+        "confidence",
+        "recurring",
+        "reasoning",
+    }
 
 
 async def test_a_malformed_answer_is_repaired_once() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, cast
 
 from helikon.core.items import TextPart
 from helikon.core.session import (
@@ -15,6 +16,9 @@ from helikon.core.session import (
     ToolReturned,
     UserMessageEvent,
 )
+
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
 
 def say(text: str) -> UserMessageEvent:
@@ -48,3 +52,18 @@ def every_kind() -> list[SessionEvent]:
         HandoffOccurred(from_agent="budget", to_agent="advisor"),
         Compacted(summary="dining is over budget", original_count=4),
     ]
+
+
+async def stream_entries(
+    client: aioredis.Redis, key: str, first: str = "-", last: str = "+"
+) -> list[tuple[bytes, dict[bytes, bytes]]]:
+    """A Redis stream's entries, as a client without `decode_responses` returns them.
+
+    (redis's own types allow `str` and None in them, for other clients.)
+    """
+    return cast("list[tuple[bytes, dict[bytes, bytes]]]", await client.xrange(key, first, last))
+
+
+async def hash_fields(client: aioredis.Redis, key: str) -> dict[bytes, bytes]:
+    """A Redis hash's fields, as a client without `decode_responses` returns them."""
+    return cast("dict[bytes, bytes]", await client.hgetall(key))

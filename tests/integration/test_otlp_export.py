@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
@@ -31,15 +31,13 @@ class Receiver(ThreadingHTTPServer):
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: Receiver
-
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         if self.path != "/v1/traces" or self.headers.get("Content-Type") != "application/x-protobuf":
             self.send_response(404)
             self.end_headers()
             return
-        self.server.requests.append(ExportTraceServiceRequest.FromString(body))
+        cast(Receiver, self.server).requests.append(ExportTraceServiceRequest.FromString(body))
         reply = ExportTraceServiceResponse().SerializeToString()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-protobuf")

@@ -17,6 +17,7 @@ from helikon.core.exceptions import SessionBackendError, SessionError, SessionUn
 from helikon.core.session import (
     SequenceId,
     Session,
+    SessionEvent,
     ToolCalled,
     UnknownEvent,
     project,
@@ -49,7 +50,7 @@ async def run_writer(script: str, *args: str) -> str:
     conformance.checks_for(
         conformance.ConformanceBackend(
             name="postgres",
-            open=open_session,
+            open=lambda session_id: open_session(session_id, dsn=""),  # never opened: checks_for reads flags
             opener="helikon.sessions.postgres:open_session",
             crash_safe=True,
         )
@@ -383,7 +384,7 @@ async def test_migration_4_keeps_each_stored_text_and_checkpoint(postgres_pool: 
         await postgres_pool.execute(statement)
         await postgres_pool.execute("INSERT INTO helikon_schema_migrations VALUES ($1, now())", version)
     old = PostgresSession.open_without_migrate(postgres_pool, "old")
-    logged = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 2)]
+    logged: list[SessionEvent] = [say(f"m{i}") for i in range(CHECKPOINT_EVERY + 2)]
     logged.append(ToolCalled(call_id="c", name="t", args={"b": 2, "a": 1.5}))
     await old.append(logged)
     before_snapshot = await old.snapshot()  # writes the checkpoint

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import gc
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import hiredis  # noqa: F401  # in the sessions-redis extra: missing fails, never skips
 import pytest
@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 from redis._parsers import _AsyncRESP2Parser  # pyright: ignore[reportPrivateUsage]
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+from redis.typing import EncodableT, FieldT
 from session_helpers import say, seqs, texts
 
 from helikon.core.exceptions import SessionBackendError, SessionUnavailable, UnreadableSessionEvent
@@ -49,7 +50,7 @@ async def client(request: pytest.FixtureRequest, redis_url: str) -> AsyncIterato
 
 
 async def add(client: aioredis.Redis, session_id: str, entry_id: str, fields: dict[str, Any]) -> None:
-    await client.xadd(stream_key(session_id), fields, id=entry_id)  # pyright: ignore[reportUnknownMemberType]
+    await client.xadd(stream_key(session_id), cast("dict[FieldT, EncodableT]", fields), id=entry_id)  # pyright: ignore[reportUnknownMemberType]
 
 
 def stored(text: str, seq: int, version: int = FORMAT_VERSION) -> dict[str, Any]:

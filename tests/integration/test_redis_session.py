@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
-from session_helpers import every_kind, say, seqs, texts
+from session_helpers import every_kind, hash_fields, say, seqs, stream_entries, texts
 
 from helikon.core.exceptions import SessionBackendError, SessionError, SessionUnavailable, UserError
 from helikon.core.session import (
@@ -54,7 +54,10 @@ async def run_writer(script: str, *args: str) -> str:
     "check",
     conformance.checks_for(
         conformance.ConformanceBackend(
-            name="redis", open=open_session, opener="helikon.sessions.redis:open_session", crash_safe=True
+            name="redis",
+            open=lambda session_id: open_session(session_id, url=""),  # never opened: checks_for reads flags
+            opener="helikon.sessions.redis:open_session",
+            crash_safe=True,
         )
     ),
     ids=lambda check: check.__name__,
@@ -108,7 +111,7 @@ async def test_the_stored_format(redis_client: aioredis.Redis) -> None:
     )
     assert await redis_client.type("helikon:session:fmt:events") == b"stream"
     assert await redis_client.get("helikon:session:fmt:seq") == b"6"
-    raw = await redis_client.xrange("helikon:session:fmt:events")
+    raw = await stream_entries(redis_client, "helikon:session:fmt:events")
     assert [entry_id for entry_id, _ in raw] == [f"{seq}-1".encode() for seq in range(6)]
     for seq, ((_, fields), event) in enumerate(zip(raw, logged, strict=True)):
         assert list(fields) == [b"seq", b"kind", b"payload", b"ts", b"v"]  # `id` only when chosen
@@ -380,7 +383,7 @@ async def test_an_unknown_event_round_trips(redis_client: aioredis.Redis) -> Non
 
     copy = RedisSession(redis_client, "copy")
     await copy.append([event])
-    [(_, fields_back)] = await redis_client.xrange(stream_key("copy"))
+    [(_, fields_back)] = await stream_entries(redis_client, stream_key("copy"))
     assert fields_back[b"kind"] == b"branch_switched" and int(fields_back[b"ts"]) == ts
     assert json.loads(fields_back[b"payload"]) == json.loads(stored)
     assert [entry.event for entry in await copy.events()] == [event]
@@ -439,7 +442,7 @@ async def test_chosen_ids_are_stored_and_a_retry_appends_only_the_rest(redis_cli
     session = RedisSession(redis_client, "ids")
     await session.append([say("a"), say("b")], ids=["id-a", "id-b"])
     await session.append([say("c")])
-    entries = await redis_client.xrange(stream_key("ids"))
+    entries = await stream_entries(redis_client, stream_key("ids"))
     assert [fields.get(b"id") for _, fields in entries] == [b"id-a", b"id-b", None]
     assert await redis_client.hgetall("helikon:session:ids:ids") == {b"id-a": b"0", b"id-b": b"1"}
     with pytest.raises(UserError, match=r"id 'id-b' is stored in session 'ids' \(seq 1\) for another event"):
@@ -481,12 +484,12 @@ async def test_a_reader_writes_a_checkpoint_a_new_object_starts_from(redis_clien
     assert await writer.snapshot() == project(logged)
     key = checkpoint_key("cp")
     assert key == "helikon:session:cp:checkpoint" and await redis_client.type(key) == b"hash"
-    stored = await redis_client.hgetall(key)
+    stored = await hash_fields(redis_client, key)
     assert sorted(stored) == [b"as_of_seq", b"fingerprint", b"projector", b"state", b"written"]
     as_of_seq = len(logged) - 1
     assert stored[b"as_of_seq"] == str(as_of_seq).encode()
     assert stored[b"projector"] == PROJECTOR_VERSION.encode()
-    [(_, fields)] = await redis_client.xrange(stream_key("cp"), f"{as_of_seq}-1", f"{as_of_seq}-1")
+    [(_, fields)] = await stream_entries(redis_client, stream_key("cp"), f"{as_of_seq}-1", f"{as_of_seq}-1")
     assert stored[b"fingerprint"] == fingerprint(fields[b"payload"]).encode()  # what the docs promise
 
     # A new object folds only the tail onto the checkpoint's state: an edit of that state

@@ -14,11 +14,12 @@ import sqlite3
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
+from session_helpers import stream_entries
 
 from helikon.core.items import TextPart
 from helikon.core.session import (
@@ -179,9 +180,9 @@ async def _load_redis(client: aioredis.Redis, version: int) -> dict[str, Any]:
 @pytest.mark.parametrize("version", [1, 2])
 async def test_redis_reads_every_format(redis_client: aioredis.Redis, version: int) -> None:
     fixture = await _load_redis(redis_client, version)
-    assert sorted(k.decode() for k in await redis_client.keys("*")) == fixture["keys"]
+    assert sorted(k.decode() for k in cast("list[bytes]", await redis_client.keys("*"))) == fixture["keys"]
     stream = next(iter(fixture["streams"]))
-    before = await redis_client.xrange(stream)
+    before = await stream_entries(redis_client, stream)
     session = RedisSession(redis_client, "golden")
     # A v1 server has no summaries: `migrate` adds them (reading only counters and end entries).
     assert await RedisSession.migrate(redis_client) == (1 if version == 1 else 0)
@@ -193,5 +194,5 @@ async def test_redis_reads_every_format(redis_client: aioredis.Redis, version: i
     else:
         assert (info.title, info.metadata) == ("Dining budget", {"user": "u1"})
     await _check_session(session, version)
-    after = await redis_client.xrange(stream)
+    after = await stream_entries(redis_client, stream)
     assert after[: len(before)] == before

@@ -26,6 +26,7 @@ import redis.asyncio as aioredis
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from redis._parsers import _AsyncRESP2Parser  # pyright: ignore[reportPrivateUsage]
+from redis.typing import EncodableT, FieldT
 from session_helpers import every_kind, say
 
 from damage import mutate
@@ -154,7 +155,7 @@ async def postgres_store(postgres_pool: asyncpg.Pool) -> Store:
 
 def _redis_store(client: aioredis.Redis) -> Store:
     async def write_raw(session_id: str, seq: int, payload: bytes, version: int) -> bool:
-        fields: dict[str, Any] = {"seq": seq, "kind": "damaged", "payload": payload, "ts": 0}
+        fields: dict[FieldT, EncodableT] = {"seq": seq, "kind": "damaged", "payload": payload, "ts": 0}
         if version > 1:  # format-1 entries had no `v`
             fields["v"] = version
         await client.incrby(counter_key(session_id), 1)  # pyright: ignore[reportUnknownMemberType]
@@ -218,6 +219,7 @@ async def _check_reads(store: Store, reader: Any, payload: bytes, version: int) 
     """`events`, `records` and `snapshot` on `reader`: the whole log, or the documented refusal."""
     sid = reader.session_id
     refused: UnreadableSessionEvent | None = None
+    entries: Any = None
     try:
         entries = await reader.events()
     except UnreadableSessionEvent as exc:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anthropic
@@ -45,6 +46,7 @@ from helikon.core.model import (
     ResponseFormat,
     TokenDelta,
     ToolCallDelta,
+    ToolChoice,
     ToolDef,
     Usage,
 )
@@ -393,11 +395,10 @@ async def run_turns(
     system = first.get("system")
     conversation: list[Item] = [SystemMessage(text=system)] if system else []
     conversation.append(user(first["messages"][0]["content"][0]["text"]))
+    choices: dict[str, ToolChoice] = {"auto": "auto", "any": "required"}
     settings = ModelSettings(
         temperature=first.get("temperature"),
-        tool_choice={"auto": "auto", "any": "required"}[first["tool_choice"]["type"]]
-        if "tool_choice" in first
-        else None,
+        tool_choice=choices[first["tool_choice"]["type"]] if "tool_choice" in first else None,
     )
     tools = recorded_tools(first) if "tools" in first else []
     turns: list[list[ModelEvent]] = []
@@ -637,7 +638,7 @@ async def test_cancellation_stops_and_closes_the_stream() -> None:
     closed: list[bool] = []
 
     class Body(httpx2.AsyncByteStream):
-        async def __aiter__(self) -> Any:
+        async def __aiter__(self) -> AsyncIterator[bytes]:
             yield _sse([_START, *_TEXT])
             token.cancel("user")
             yield _sse([_TEXT[1]])

@@ -14,7 +14,7 @@ import struct
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
-from typing import Any, Literal, Union
+from typing import Any, Literal, Union, cast
 from urllib.parse import unquote
 
 import pytest
@@ -1021,7 +1021,9 @@ def _models(draw: st.DrawFn, depth: int = 0) -> type[BaseModel]:
             annotation = list[draw(_models(depth + 1))]  # type: ignore[misc]
         elif choice == 5:
             variants = [
-                create_model(f"V{depth}{i}", tag=(Literal[f"v{i}"], ...), value=(draw(_scalars), ...))
+                create_model(
+                    f"V{depth}{i}", tag=(cast(Any, Literal)[f"v{i}"], ...), value=(draw(_scalars), ...)
+                )
                 for i in range(draw(st.integers(2, 3)))
             ]
             annotation = Field(discriminator="tag")

@@ -220,7 +220,9 @@ def tools_from_body(body: dict[str, Any]) -> list[ToolDef]:
     out: list[ToolDef] = []
     for group in body.get("tools", []):
         for decl in _get(group, "functionDeclarations") or []:
-            schema = decl.get("parameters") or _get(decl, "parametersJsonSchema") or {"type": "object"}
+            schema: dict[str, Any] = (
+                decl.get("parameters") or _get(decl, "parametersJsonSchema") or {"type": "object"}
+            )
             out.append(ToolDef(name=decl["name"], description=decl.get("description", ""), parameters=schema))
     return out
 

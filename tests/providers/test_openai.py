@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Annotated, Any, Literal
@@ -61,7 +62,7 @@ from helikon.core.model import (
 )
 from helikon.core.schema import strict
 from helikon.providers._openai_responses import reasoning_signature
-from helikon.providers.openai import OpenAIModel
+from helikon.providers.openai import OpenAIModel, OpenAISettings
 
 from .cassettes import FIXTURES, ReplayTransport, load
 
@@ -106,7 +107,7 @@ def response_as_sse(response: dict[str, Any]) -> bytes:
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": response | {"status": "in_progress", "output": []}}
     ]
-    for index, item in enumerate(response.get("output") or ()):
+    for index, item in enumerate(response.get("output") or []):
         item_id = item.get("id")
         if item["type"] == "function_call":
             events.append(
@@ -126,7 +127,7 @@ def response_as_sse(response: dict[str, Any]) -> bytes:
             )
         else:
             events.append({"type": "response.output_item.added", "output_index": index, "item": item})
-            for part in item.get("content") or ():
+            for part in item.get("content") or []:
                 if part["type"] == "output_text":
                     events.append(
                         {"type": "response.output_text.delta", "item_id": item_id, "delta": part["text"]}
@@ -135,7 +136,7 @@ def response_as_sse(response: dict[str, Any]) -> bytes:
                     events.append(
                         {"type": "response.refusal.delta", "item_id": item_id, "delta": part["refusal"]}
                     )
-            for part in item.get("summary") or ():
+            for part in item.get("summary") or []:
                 events.append(  # noqa: PERF401
                     {
                         "type": "response.reasoning_summary_text.delta",
@@ -227,7 +228,6 @@ def _settings(body: dict[str, Any], *, responses: bool) -> ModelSettings:
         max_output_tokens=body.get("max_output_tokens" if responses else "max_completion_tokens"),
         tool_choice=choice,
         response_format=fmt,
-        previous_response_id=body.get("previous_response_id"),
     )
 
 
@@ -784,11 +784,13 @@ async def test_cassette_replays_to_the_expected_events_and_request(cassette: str
     assert len(expected) == len(recorded)
     for index, (interaction, want) in enumerate(zip(recorded, expected, strict=True)):
         request = (chat_request if chat else responses_request)(interaction.request_body)
+        previous = interaction.request_body.get("previous_response_id")
+        turn_model = model.with_settings(OpenAISettings(previous_response_id=previous))
         if isinstance(want, Turn):
-            assert collapse(await _collect(model, request)) == want, index
+            assert collapse(await _collect(turn_model, request)) == want, index
         else:
             with pytest.raises(ModelError) as info:
-                await _collect(model, request)
+                await _collect(turn_model, request)
             name, status, message = want
             assert (type(info.value).__name__, info.value.status_code) == (name, status)
             assert str(info.value).startswith(message)
@@ -1029,7 +1031,7 @@ class _SlowStream(httpx2.AsyncByteStream):
         self.closed = False
         self.sent = 0
 
-    async def __aiter__(self) -> Any:
+    async def __aiter__(self) -> AsyncIterator[bytes]:
         for n in range(1000):
             self.sent += 1
             chunk = {"id": "x", "created": 1, "model": "m", "object": "chat.completion.chunk"}
@@ -1192,12 +1194,27 @@ def test_responses_body_maps_every_field() -> None:
 
 
 def test_previous_response_id_sends_only_the_new_items() -> None:
-    model = OpenAIModel.responses("gpt-5", client=client_for(_sse_transport(b"")))
-    settings = ModelSettings(previous_response_id="resp_1")
-    body = model.build_body(ModelRequest(messages=_conversation(), model_settings=settings))
+    settings = OpenAISettings(previous_response_id="resp_1")
+    model = OpenAIModel.responses("gpt-5", client=client_for(_sse_transport(b"")), settings=settings)
+    body = model.build_body(ModelRequest(messages=_conversation()))
     assert body["previous_response_id"] == "resp_1"
     assert [e["call_id"] for e in body["input"]] == ["c1", "c2"]
     assert body["instructions"] == "Be brief.\n\nAnswer in English."
+    # the same model, with other settings: the whole conversation again
+    assert "previous_response_id" not in model.with_settings(OpenAISettings()).build_body(
+        ModelRequest(messages=_conversation())
+    )
+
+
+def test_the_old_model_settings_field_says_where_it_went() -> None:
+    with pytest.raises(UserError, match=r"OpenAISettings\(previous_response_id=\.\.\.\)"):
+        ModelSettings(previous_response_id="resp_1")  # type: ignore[call-arg]
+
+
+@pytest.mark.parametrize("bad", ["", 7])
+def test_a_previous_response_id_must_be_a_response_id(bad: object) -> None:
+    with pytest.raises(UserError, match="non-empty response id"):
+        OpenAISettings(previous_response_id=bad)  # type: ignore[arg-type]
 
 
 # --- strict schemas: property test -----------------------------------------------------------
@@ -1467,8 +1484,8 @@ def test_reasoning_request_shape() -> None:
         {"role": "user", "content": "more"},
     ]
     assert "include" not in plain.build_body(ModelRequest(messages=messages))
-    stateful = ModelRequest(messages=messages, model_settings=ModelSettings(previous_response_id="resp_1"))
-    body = reasoner.build_body(stateful)
+    stateful = reasoner.with_settings(OpenAISettings(previous_response_id="resp_1"))
+    body = stateful.build_body(ModelRequest(messages=messages))
     assert "include" not in body and body["input"] == [{"role": "user", "content": "more"}]
 
 

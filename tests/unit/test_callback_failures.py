@@ -273,7 +273,7 @@ CASES: dict[str, Case] = {
         "the output guardrail ReturnsNone returned None, not a GuardrailVerdict",
     ),
     "permission policy that returns None": (
-        lambda: (tool_agent(), RunContext.ephemeral(None).with_permission_policy(ReturnsNone())),
+        lambda: (tool_agent(), RunContext.ephemeral(None).with_permission_policy(ReturnsNone())),  # type: ignore[arg-type]
         "other",
         "the permission policy ReturnsNone returned None, not a PermissionDecision",
     ),

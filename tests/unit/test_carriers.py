@@ -598,7 +598,7 @@ def test_carriers_are_frozen() -> None:
 def test_carriers_are_slotted_and_keyword_only() -> None:
     part = TextPart(text="a")
     assert not hasattr(part, "__dict__")
-    assert TextPart.__slots__ == ("type", "text")
+    assert vars(TextPart)["__slots__"] == ("type", "text")
     with pytest.raises(TypeError):
         TextPart("a")  # type: ignore[misc]
 

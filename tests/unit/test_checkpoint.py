@@ -7,6 +7,8 @@ what a reader must refuse (`load`), and `LogCache` started from a checkpoint.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -74,7 +76,7 @@ def _event(draw: st.DrawFn, index: int) -> SessionEvent:
         return HandoffOccurred(from_agent="a", to_agent="b")
     if kind == 5:
         return UnknownEvent(type="ui_note", data={"type": "ui_note", "ignorable": True}, version=2)
-    role = draw(st.sampled_from(["system", "user"]))
+    role: Literal["system", "user"] = draw(st.sampled_from(["system", "user"]))
     if kind == 6:  # the book's: summarize the `original_count` events before
         return Compacted(
             summary=draw(_text), original_count=draw(st.integers(-1, index + 2)), summary_role=role

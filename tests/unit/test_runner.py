@@ -33,6 +33,7 @@ from helikon import (
     Unavailable,
     tool,
 )
+from helikon.core.items import UserMessage
 from helikon.core.session import ConversationSnapshot, ToolReturned
 from helikon.runtime import AsyncioRunner, RetryingModel, RetryPolicy
 from helikon.testing import Delay, MockModel, text_turn, tool_call_turn
@@ -257,7 +258,8 @@ async def test_a_refused_input_is_not_persisted_and_does_not_poison_later_runs()
     assert len(session) == 0
     result = await runner.run(agent, "What's the weather?", session_ctx(session))
     assert result.final_output == "Sunny."
-    assert [m.text for m in model.requests[-1].messages] == ["What's the weather?"]
+    sent = model.requests[-1].messages
+    assert len(sent) == 1 and isinstance(sent[0], UserMessage) and sent[0].text == "What's the weather?"
 
 
 async def test_an_answer_blocked_by_an_output_guardrail_is_not_persisted() -> None:

@@ -350,7 +350,7 @@ def test_recorder_seeds_from_the_new_input() -> None:
         ("tool_called", {"call_id": "c1", "name": "search", "args": {"q": "x"}}),
         ("tool_returned", {"call_id": "c1", "content": text("found"), "is_error": False, "name": "search"}),
     ]
-    assert all(e.ts.tzinfo is UTC for e in events)
+    assert all(e.ts is not None and e.ts.tzinfo is UTC for e in events)
 
 
 def test_system_items_are_not_recorded() -> None:

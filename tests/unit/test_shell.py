@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from helikon import JsonValue
 from helikon.core.exceptions import UserError
 from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
 from helikon.core.governance.shell import (
@@ -189,7 +190,8 @@ def test_non_str_command_is_a_user_error() -> None:
 
 
 def test_malformed_tool_arguments_fail_closed() -> None:
-    for args in (None, {}, {"command": 42}, ["rm"], "rm x"):
+    malformed: tuple[JsonValue, ...] = (None, {}, {"command": 42}, ["rm"], "rm x")
+    for args in malformed:
         subject = ToolSubject.of("Bash", args)
         assert DenyRule.bash_command("rm").matches(subject)
         assert not AllowRule.bash_command("rm").matches(subject)

@@ -131,7 +131,7 @@ async def test_content_capture_is_opt_in_and_records_redacted_tool_output(
     chat = sorted((s for s in finished if s.name.startswith("chat ")), key=lambda s: s.start_time or 0)[1]
     inputs = json.loads(chat.attributes["gen_ai.input.messages"])  # type: ignore[index, arg-type]
     assert [m["role"] for m in inputs] == ["user", "assistant", "tool"]
-    assert json.loads(chat.attributes["gen_ai.system_instructions"]) == [
+    assert json.loads(chat.attributes["gen_ai.system_instructions"]) == [  # type: ignore[index, arg-type]
         {"type": "text", "content": "Be brief."}
     ]  # type: ignore[index, arg-type]
     assert json.loads(chat.attributes["gen_ai.output.messages"]) == [  # type: ignore[index, arg-type]

@@ -147,6 +147,7 @@ def test_a_text_answer_completes_the_run_with_the_summed_usage() -> None:
     assert out.next_state == Done(output=FinalOutput(content=REPLY.content, usage=USAGE + USAGE))
     assert isinstance(out.next_action, Terminate)
     assert out.conversation_appends == (REPLY,)
+    assert isinstance(out.next_state, Done)
     assert out.next_state.output.text == "done"
 
 

@@ -115,8 +115,21 @@ class ModelSettings:
     max_output_tokens: int | None = None
     tool_choice: ToolChoice | None = None
     response_format: ResponseFormat | None = None
-    previous_response_id: str | None = None
-    """OpenAI Responses: continue server-side state from this response."""
+
+    def __new__(cls, *args: object, **kwargs: object) -> ModelSettings:
+        """Refuse the removed `previous_response_id` with where it went.
+
+        It moved to the OpenAI adapter (vendor knobs stay out of neutral settings): its caller
+        gets this, not the bare TypeError of an unknown keyword.
+        """
+        if "previous_response_id" in kwargs:
+            raise UserError(
+                "ModelSettings(previous_response_id=...) is no more: it is an OpenAI Responses setting; "
+                "use OpenAIModel.responses(..., settings=OpenAISettings(previous_response_id=...)) or "
+                "model.with_settings(OpenAISettings(previous_response_id=...)) "
+                "(from helikon.providers.openai import OpenAISettings)"
+            )
+        return object.__new__(cls)
 
     def __post_init__(self) -> None:
         # Checked as `object`: callers pass whatever they have, and a string or a bool here

@@ -128,35 +128,41 @@ def build_contents(items: Sequence[Item], *, provider: str = "gemini") -> list[C
     for item in items:
         if isinstance(item, SystemMessage):
             continue
-        if isinstance(item, UserMessage):
-            flush_signature()
-            append("user", [p for part in item.content if (p := _user_part(part)) is not None])
-        elif isinstance(item, AssistantMessage):
-            flush_signature()
-            parts: list[Part] = []
-            for part in item.content:
-                if isinstance(part, ReasoningPart):
-                    if part.signature and part.provider in (None, provider):
-                        pending_signature = part.signature
-                elif isinstance(part, ToolUsePart):
-                    parts.append(_function_call(part.call_id, part.name, part.args))
-                elif (converted := _user_part(part)) is not None:
-                    parts.append(converted)
-            append("model", parts)
-        elif isinstance(item, ToolCall):
+        if isinstance(item, ToolCall):
             call = _function_call(item.call_id, item.name, item.args)
             if pending_signature is not None:
                 call["thought_signature"] = signature_bytes(pending_signature)
                 pending_signature = None
             append("model", [call])
+            continue
+        flush_signature()
+        if isinstance(item, UserMessage):
+            append("user", [p for part in item.content if (p := _user_part(part)) is not None])
+        elif isinstance(item, AssistantMessage):
+            parts, pending_signature = _model_parts(item, provider)
+            append("model", parts)
         else:
-            flush_signature()
             append("user", [_function_response(item, item.name or names.get(item.call_id, ""))])
     flush_signature()
     if not contents:
         # Instructions only: Gemini requires some contents, and an empty user turn is accepted.
         contents.append({"role": "user", "parts": [{"text": ""}]})
     return contents
+
+
+def _model_parts(message: AssistantMessage, provider: str) -> tuple[list[Part], str | None]:
+    """A model turn's parts, and the signature of its last reasoning signed by `provider` (or None)."""
+    parts: list[Part] = []
+    signature: str | None = None
+    for part in message.content:
+        if isinstance(part, ReasoningPart):
+            if part.signature and part.provider in (None, provider):
+                signature = part.signature
+        elif isinstance(part, ToolUsePart):
+            parts.append(_function_call(part.call_id, part.name, part.args))
+        elif (converted := _user_part(part)) is not None:
+            parts.append(converted)
+    return parts, signature
 
 
 def _function_call(call_id: str, name: str, args: Any) -> Part:

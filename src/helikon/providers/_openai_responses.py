@@ -155,25 +155,28 @@ def _pending_items(messages: list[Item]) -> list[Item]:
     return messages
 
 
-def responses_body(model_id: str, request: ModelRequest, *, reasoning: bool = False) -> dict[str, Any]:
+def responses_body(
+    model_id: str, request: ModelRequest, *, reasoning: bool = False, previous_response_id: str | None = None
+) -> dict[str, Any]:
     """The full Responses request body (always streamed).
 
-    With `reasoning` (a reasoning model) and no server-managed state, the body asks for
-    `include=["reasoning.encrypted_content"]`: the reasoning items then come back with
-    their encrypted content, which the next request sends back (stateless / ZDR use).
+    With `previous_response_id` (server-managed state) only the items after the model's last
+    turn are sent. With `reasoning` (a reasoning model) and no server-managed state, the body
+    asks for `include=["reasoning.encrypted_content"]`: the reasoning items then come back
+    with their encrypted content, which the next request sends back (stateless / ZDR use).
     """
     settings = request.model_settings
     messages = list(request.messages)
-    if settings.previous_response_id is not None:
+    if previous_response_id is not None:
         messages = _pending_items(messages)
     body: dict[str, Any] = {"model": model_id, "input": _input_items(messages)}
-    if reasoning and settings.previous_response_id is None:
+    if reasoning and previous_response_id is None:
         body["include"] = ["reasoning.encrypted_content"]
     instructions = "\n\n".join(item.text for item in request.messages if isinstance(item, SystemMessage))
     if instructions:
         body["instructions"] = instructions
-    if settings.previous_response_id is not None:
-        body["previous_response_id"] = settings.previous_response_id
+    if previous_response_id is not None:
+        body["previous_response_id"] = previous_response_id
     if request.tools:
         body["tools"] = [
             {
@@ -263,42 +266,11 @@ class ResponsesStreamState:
         elif kind == "response.refusal.delta":
             self._refusal.append(event["delta"])
         elif kind == "response.output_item.added":
-            item: dict[str, Any] = event["item"]
-            item_type: str = item["type"]
-            if self._unsent and item_type != "reasoning":
-                # The item that follows the turn's latest reasoning items: they go back before it.
-                follower = item["call_id"] if item_type == "function_call" else None
-                for entry in self._reasoning[-self._unsent :]:
-                    entry["before"] = follower
-                yield from self._signature()
-            if item_type == "function_call":
-                call_id: str = item["call_id"]
-                self._call_ids[item.get("id") or call_id] = call_id
-                yield ToolCallDelta(call_id=call_id, name=item["name"], args_delta=item["arguments"])
+            yield from self._item_added(event["item"])
         elif kind == "response.output_item.done":
-            item = event["item"]
-            if item["type"] == "reasoning":
-                summary: list[dict[str, Any]] = item.get("summary") or []
-                entry: dict[str, Any] = {"id": item["id"], "summary": [part["text"] for part in summary]}
-                if item.get("encrypted_content"):
-                    entry["encrypted_content"] = item["encrypted_content"]
-                entry["before"] = None
-                self._reasoning.append(entry)
-                self._unsent += 1
+            self._item_done(event["item"])
         elif kind == "response.completed" or kind == "response.incomplete":
-            yield from self._signature()
-            response: dict[str, Any] = event["response"]
-            if self._refusal:
-                raise Refused("".join(self._refusal))
-            usage: dict[str, Any] | None = response.get("usage")
-            if usage is not None:
-                yield _usage(usage)
-            reason: FinishReason = "tool_calls" if self._call_ids else "stop"
-            if kind == "response.incomplete":
-                details: dict[str, Any] = response.get("incomplete_details") or _NONE
-                reason = _INCOMPLETE.get(details.get("reason") or "", "other")
-            self._done = True
-            yield Finish(reason=reason)
+            yield from self._completed(kind, event["response"])
         elif kind == "response.failed":
             error: dict[str, Any] | None = event["response"].get("error")
             raise error_from_code(
@@ -307,6 +279,47 @@ class ResponsesStreamState:
             )
         elif kind == "error":
             raise error_from_code(event.get("code"), event.get("message") or "")
+
+    def _item_added(self, item: dict[str, Any]) -> Iterator[ModelEvent]:
+        """An output item starts: a client tool call opens; the reasoning before it is placed."""
+        item_type: str = item["type"]
+        if self._unsent and item_type != "reasoning":
+            # The item that follows the turn's latest reasoning items: they go back before it.
+            follower = item["call_id"] if item_type == "function_call" else None
+            for entry in self._reasoning[-self._unsent :]:
+                entry["before"] = follower
+            yield from self._signature()
+        if item_type == "function_call":
+            call_id: str = item["call_id"]
+            self._call_ids[item.get("id") or call_id] = call_id
+            yield ToolCallDelta(call_id=call_id, name=item["name"], args_delta=item["arguments"])
+
+    def _item_done(self, item: dict[str, Any]) -> None:
+        """An output item is complete: a reasoning item is kept for the turn's signature."""
+        if item["type"] != "reasoning":
+            return
+        summary: list[dict[str, Any]] = item.get("summary") or []
+        entry: dict[str, Any] = {"id": item["id"], "summary": [part["text"] for part in summary]}
+        if item.get("encrypted_content"):
+            entry["encrypted_content"] = item["encrypted_content"]
+        entry["before"] = None
+        self._reasoning.append(entry)
+        self._unsent += 1
+
+    def _completed(self, kind: str, response: dict[str, Any]) -> Iterator[ModelEvent]:
+        """The response ended (`response.completed` or `response.incomplete`): usage and `Finish`."""
+        yield from self._signature()
+        if self._refusal:
+            raise Refused("".join(self._refusal))
+        usage: dict[str, Any] | None = response.get("usage")
+        if usage is not None:
+            yield _usage(usage)
+        reason: FinishReason = "tool_calls" if self._call_ids else "stop"
+        if kind == "response.incomplete":
+            details: dict[str, Any] = response.get("incomplete_details") or _NONE
+            reason = _INCOMPLETE.get(details.get("reason") or "", "other")
+        self._done = True
+        yield Finish(reason=reason)
 
     def _signature(self) -> Iterator[ModelEvent]:
         """The turn's reasoning items so far, as the signature of an empty `ReasoningDelta`.

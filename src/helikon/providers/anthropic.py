@@ -17,7 +17,7 @@ Example:
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -192,21 +192,11 @@ class AnthropicModel(Model):
         # response, with `cast_to=object`): the SDK still decodes the SSE, skips pings and
         # raises in-stream `error` events, but does not build a pydantic model per event, which
         # is most of the per-event cost and which helikon would only map to its own events.
-        # The event loop is inline (one async-generator layer, not two): on a long stream
-        # this adapter's own per-event cost is the dispatch below and the yield.
         # Dispatch on the `type` strings: block types this SDK version does not know
         # (e.g. `mcp_tool_use`) arrive like any other.
-        returned = cast(object, stream)
-        events: AsyncIterator[dict[str, Any]]
-        if isinstance(returned, anthropic.AsyncStream):
-            events = cast(
-                "AsyncIterator[dict[str, Any]]",
-                anthropic.AsyncStream(cast_to=object, response=stream.response, client=self._client),
-            )
-        else:  # not the SDK's stream (a test double, a wrapper): its events' models as JSON
-            events = as_json(stream)
+        events = self._json_events(stream)
         calls: dict[int, str] = {}  # tool_use block index -> its id
-        input_tokens = cached = output_tokens = 0
+        tokens = _TokenCounts()
         finished = False
         is_cancelled = cancel.is_cancelled
         try:
@@ -215,56 +205,18 @@ class AnthropicModel(Model):
                     return
                 kind = event["type"]
                 if kind == "content_block_delta":
-                    delta = event["delta"]
-                    delta_type = delta["type"]
-                    if delta_type == "input_json_delta":
-                        call_id = calls.get(event["index"])
-                        if call_id is not None:
-                            yield _tool_call_delta(call_id, "", delta["partial_json"])
-                    elif delta_type == "text_delta":
-                        yield _token_delta(delta["text"])
-                    elif delta_type == "thinking_delta":
-                        yield ReasoningDelta(text=delta["thinking"])
-                    elif delta_type == "signature_delta":
-                        yield ReasoningDelta(text="", signature=delta["signature"])
-                    # citations_delta and the deltas of skipped (server/MCP) blocks carry
-                    # nothing helikon models.
+                    delta = _block_delta(event, calls)
+                    if delta is not None:
+                        yield delta
                 elif kind == "content_block_start":
-                    block = event["content_block"]
-                    block_type: str = block["type"]
-                    if block_type == "tool_use":
-                        calls[event["index"]] = block["id"]
-                        yield ToolCallDelta(call_id=block["id"], name=block["name"], args_delta="")
-                    elif block_type == "redacted_thinking":
-                        # Encrypted reasoning: no text, the data travels as the signature so
-                        # it round-trips as a `redacted_thinking` block on the next turn.
-                        yield ReasoningDelta(text="", signature=block["data"])
-                    elif block_type in ("text", "thinking"):
-                        initial = block.get(block_type)
-                        if initial:
-                            yield (
-                                TokenDelta(text=initial)
-                                if block_type == "text"
-                                else ReasoningDelta(text=initial)
-                            )
-                    # Other blocks (server_tool_use, mcp_tool_use, *_tool_result, container_upload,
-                    # ...) ran at the provider; helikon skips them and their deltas.
+                    for started in _block_started(event["content_block"]):
+                        if isinstance(started, ToolCallDelta):
+                            calls[event["index"]] = started.call_id
+                        yield started
                 elif kind == "message_start":
-                    usage: dict[str, Any] = event["message"].get("usage") or _NONE
-                    input_tokens = usage.get("input_tokens") or 0
-                    cached = usage.get("cache_read_input_tokens") or 0
-                    input_tokens += cached + (usage.get("cache_creation_input_tokens") or 0)
-                    output_tokens = usage.get("output_tokens") or 0
+                    tokens.started(event["message"].get("usage") or _NONE)
                 elif kind == "message_delta":
-                    usage = event.get("usage") or _NONE
-                    reported = usage.get("input_tokens")
-                    if reported is not None:
-                        cached = usage.get("cache_read_input_tokens") or 0
-                        input_tokens = reported + cached + (usage.get("cache_creation_input_tokens") or 0)
-                    output_tokens = usage.get("output_tokens") or output_tokens
-                    yield Usage(
-                        input_tokens=input_tokens, output_tokens=output_tokens, cached_input_tokens=cached
-                    )
+                    yield tokens.updated(event.get("usage") or _NONE)
                     reason: str | None = (event.get("delta") or _NONE).get("stop_reason")
                     yield Finish(reason=_FINISH.get(reason, "other") if reason else "other")
                     finished = True
@@ -274,6 +226,77 @@ class AnthropicModel(Model):
             await stream.close()
         if not finished and not cancel.is_cancelled():
             raise Transport("the Anthropic stream ended before its message_delta event")
+
+    def _json_events(self, stream: Any) -> AsyncIterator[dict[str, Any]]:
+        """The stream's events as the SDK's decoded JSON (see `invoke`)."""
+        returned = cast(object, stream)
+        if isinstance(returned, anthropic.AsyncStream):
+            return cast(
+                "AsyncIterator[dict[str, Any]]",
+                anthropic.AsyncStream(cast_to=object, response=stream.response, client=self._client),
+            )
+        # Not the SDK's stream (a test double, a wrapper): its events' models as JSON.
+        return as_json(stream)
+
+
+def _block_delta(event: dict[str, Any], calls: dict[int, str]) -> ModelEvent | None:
+    """The event a `content_block_delta` carries (`calls`: the open tool calls' ids by block index)."""
+    delta = event["delta"]
+    delta_type = delta["type"]
+    if delta_type == "input_json_delta":
+        call_id = calls.get(event["index"])
+        return None if call_id is None else _tool_call_delta(call_id, "", delta["partial_json"])
+    if delta_type == "text_delta":
+        return _token_delta(delta["text"])
+    if delta_type == "thinking_delta":
+        return ReasoningDelta(text=delta["thinking"])
+    if delta_type == "signature_delta":
+        return ReasoningDelta(text="", signature=delta["signature"])
+    # citations_delta and the deltas of skipped (server/MCP) blocks carry nothing helikon models.
+    return None
+
+
+def _block_started(block: dict[str, Any]) -> Iterator[ModelEvent]:
+    """What a `content_block_start` carries: a tool call's opening, or the block's initial text."""
+    block_type: str = block["type"]
+    if block_type == "tool_use":
+        yield ToolCallDelta(call_id=block["id"], name=block["name"], args_delta="")
+    elif block_type == "redacted_thinking":
+        # Encrypted reasoning: no text, the data travels as the signature so it round-trips
+        # as a `redacted_thinking` block on the next turn.
+        yield ReasoningDelta(text="", signature=block["data"])
+    elif block_type in ("text", "thinking"):
+        initial = block.get(block_type)
+        if initial:
+            yield TokenDelta(text=initial) if block_type == "text" else ReasoningDelta(text=initial)
+    # Other blocks (server_tool_use, mcp_tool_use, *_tool_result, container_upload, ...) ran at
+    # the provider; helikon skips them and their deltas.
+
+
+class _TokenCounts:
+    """A message's token counts: `message_start` reports them, `message_delta` may update them.
+
+    Anthropic counts cache reads and cache writes apart from `input_tokens`; helikon's input
+    count includes both.
+    """
+
+    def __init__(self) -> None:
+        self.input = self.cached = self.output = 0
+
+    def started(self, usage: dict[str, Any]) -> None:
+        self.cached = usage.get("cache_read_input_tokens") or 0
+        self.input = (
+            (usage.get("input_tokens") or 0) + self.cached + (usage.get("cache_creation_input_tokens") or 0)
+        )
+        self.output = usage.get("output_tokens") or 0
+
+    def updated(self, usage: dict[str, Any]) -> Usage:
+        reported = usage.get("input_tokens")
+        if reported is not None:
+            self.cached = usage.get("cache_read_input_tokens") or 0
+            self.input = reported + self.cached + (usage.get("cache_creation_input_tokens") or 0)
+        self.output = usage.get("output_tokens") or self.output
+        return Usage(input_tokens=self.input, output_tokens=self.output, cached_input_tokens=self.cached)
 
 
 def _error_body(exc: anthropic.APIStatusError) -> tuple[str, str]:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -224,17 +224,9 @@ class BedrockModel(Model):
         stream: Any = response["stream"]
         # Closing the HTTP stream on cancellation also wakes a read that is waiting for bytes.
         remove = cancel.add_callback(stream.close)
-        # The event loop is inline (one async-generator layer, not two): on a long stream this
-        # adapter's own per-event cost is the decoding and dispatch below and the yield.
         messages, parse, known = _raw_messages(stream)
-        kinds: dict[int, str] = {}  # block index -> "tool" | "output" | "skip"
-        calls: dict[int, str] = {}  # block index -> toolUseId
-        held: list[str] = []  # text held back while a structured answer may still come as the tool
-        called = output = False
-        stop_reason: str | None = None
-        usage: Usage | None = None
+        state = _ConverseStreamState(structured)
         is_cancelled = cancel.is_cancelled
-        loads = json.loads
         try:
             async for message in messages:
                 if is_cancelled():
@@ -244,85 +236,20 @@ class BedrockModel(Model):
                 if parse is None:  # the SDK's parsed events (`{event type: members}`)
                     kind, body = next(iter(cast(dict[str, Any], message).items()), (None, _NONE))
                 else:
-                    headers: dict[str, Any] = message.headers
-                    kind = headers.get(":event-type")
-                    decoded: object = None
-                    if kind in known and headers.get(":message-type") not in _NOT_EVENTS:
-                        payload: bytes = message.payload
-                        try:
-                            decoded = loads(payload) if payload else {}
-                        except ValueError:  # not JSON: left to the SDK's parser, as any odd message
-                            decoded = None
-                    if decoded.__class__ is dict:
-                        body = cast(dict[str, Any], decoded)
-                    else:  # exceptions (raised here), event types the SDK does not model, odd payloads
+                    kind, decoded = _decoded(message, known)
+                    if decoded is not None:
+                        body = decoded
+                    else:  # exceptions (raised here), events the SDK does not model, odd payloads
                         parsed: dict[str, Any] = await parse(message)
                         if not parsed:
                             continue
                         kind, body = next(iter(parsed.items()))
-                if kind == "contentBlockDelta":
-                    delta: dict[str, Any] = body.get("delta") or _NONE
-                    text: str | None = delta.get("text")
-                    if text is not None:
-                        if structured:
-                            held.append(text)
-                        elif text:
-                            yield _token_delta(text)
-                    elif "toolUse" in delta:
-                        index: int = body.get("contentBlockIndex", 0)
-                        block_kind = kinds.get(index)
-                        if block_kind == "tool":
-                            yield _tool_call_delta(calls[index], "", delta["toolUse"].get("input") or "")
-                        elif block_kind == "output":
-                            fragment: str = delta["toolUse"].get("input") or ""
-                            if fragment:
-                                yield _token_delta(fragment)
-                    elif "reasoningContent" in delta:
-                        reasoning: dict[str, Any] = delta["reasoningContent"]
-                        if reasoning.get("text"):
-                            yield ReasoningDelta(text=reasoning["text"])
-                        if reasoning.get("signature"):
-                            yield ReasoningDelta(text="", signature=reasoning["signature"])
-                    # toolResult deltas (server-side tools) and skipped blocks carry nothing
-                    # helikon models.
-                elif kind == "contentBlockStart":
-                    index = body.get("contentBlockIndex", 0)
-                    start: dict[str, Any] = body.get("start") or _NONE
-                    tool_use: dict[str, Any] | None = start.get("toolUse")
-                    if tool_use is None or tool_use.get("type") == "server_tool_use":
-                        kinds[index] = "skip"  # a server-side tool ran by the provider, or its result
-                    elif structured and tool_use.get("name") == STRUCTURED_TOOL:
-                        kinds[index] = "output"
-                        output = True
-                    else:
-                        kinds[index] = "tool"
-                        calls[index] = tool_use["toolUseId"]
-                        called = True
-                        yield ToolCallDelta(
-                            call_id=tool_use["toolUseId"], name=tool_use["name"], args_delta=""
-                        )
-                elif kind == "messageStop":
-                    stop_reason = body.get("stopReason") or ""
-                elif kind == "metadata":
-                    counts: dict[str, Any] = body.get("usage") or _NONE
-                    usage = Usage(
-                        input_tokens=counts.get("inputTokens", 0) or 0,
-                        output_tokens=counts.get("outputTokens", 0) or 0,
-                        cached_input_tokens=counts.get("cacheReadInputTokens", 0) or 0,
-                    )
+                for event in state.feed(kind, body):
+                    yield event
             if is_cancelled():
                 return
-            if stop_reason is None:
-                raise Transport("the Bedrock stream ended before its messageStop event")
-            if held and not output:
-                # No structured answer came through the tool: the text is the answer after all.
-                yield TokenDelta(text="".join(held))
-            if usage is not None:
-                yield usage
-            reason = _FINISH.get(stop_reason, "other")
-            if reason == "tool_calls" and not called:
-                reason = "stop"  # only the reserved output tool was called: that is the final answer
-            yield Finish(reason=reason)
+            for event in state.finish():
+                yield event
         except ModelError:
             raise
         except Exception as exc:
@@ -332,6 +259,103 @@ class BedrockModel(Model):
         finally:
             remove()
             stream.close()
+
+
+def _decoded(message: Any, known: frozenset[str]) -> tuple[str | None, dict[str, Any] | None]:
+    """A framed message's event type and its JSON payload; the body is None when botocore must parse it."""
+    headers: dict[str, Any] = message.headers
+    kind: str | None = headers.get(":event-type")
+    if kind not in known or headers.get(":message-type") in _NOT_EVENTS:
+        return kind, None
+    payload: bytes = message.payload
+    try:
+        decoded: object = json.loads(payload) if payload else {}
+    except ValueError:  # not JSON: left to the SDK's parser, as any odd message
+        return kind, None
+    return kind, cast(dict[str, Any], decoded) if decoded.__class__ is dict else None
+
+
+class _ConverseStreamState:
+    """Turns ConverseStream events into `ModelEvent`s.
+
+    With `structured` (a structured answer through the reserved output tool), plain text is
+    held back: it is the answer only if the tool is never called.
+    """
+
+    def __init__(self, structured: bool) -> None:
+        self._structured = structured
+        self._kinds: dict[int, str] = {}  # block index -> "tool" | "output" | "skip"
+        self._calls: dict[int, str] = {}  # block index -> toolUseId
+        self._held: list[str] = []  # text held back while a structured answer may still come as the tool
+        self._called = self._output = False
+        self._stop_reason: str | None = None
+        self._usage: Usage | None = None
+
+    def feed(self, kind: str | None, body: dict[str, Any]) -> Iterator[ModelEvent]:
+        """The events one stream event carries."""
+        if kind == "contentBlockDelta":
+            yield from self._delta(body.get("contentBlockIndex", 0), body.get("delta") or _NONE)
+        elif kind == "contentBlockStart":
+            yield from self._block_started(body.get("contentBlockIndex", 0), body.get("start") or _NONE)
+        elif kind == "messageStop":
+            self._stop_reason = body.get("stopReason") or ""
+        elif kind == "metadata":
+            counts: dict[str, Any] = body.get("usage") or _NONE
+            self._usage = Usage(
+                input_tokens=counts.get("inputTokens", 0) or 0,
+                output_tokens=counts.get("outputTokens", 0) or 0,
+                cached_input_tokens=counts.get("cacheReadInputTokens", 0) or 0,
+            )
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> Iterator[ModelEvent]:
+        text: str | None = delta.get("text")
+        if text is not None:
+            if self._structured:
+                self._held.append(text)
+            elif text:
+                yield _token_delta(text)
+        elif "toolUse" in delta:
+            block_kind = self._kinds.get(index)
+            if block_kind == "tool":
+                yield _tool_call_delta(self._calls[index], "", delta["toolUse"].get("input") or "")
+            elif block_kind == "output":
+                fragment: str = delta["toolUse"].get("input") or ""
+                if fragment:
+                    yield _token_delta(fragment)
+        elif "reasoningContent" in delta:
+            reasoning: dict[str, Any] = delta["reasoningContent"]
+            if reasoning.get("text"):
+                yield ReasoningDelta(text=reasoning["text"])
+            if reasoning.get("signature"):
+                yield ReasoningDelta(text="", signature=reasoning["signature"])
+        # toolResult deltas (server-side tools) and skipped blocks carry nothing helikon models.
+
+    def _block_started(self, index: int, start: dict[str, Any]) -> Iterator[ModelEvent]:
+        tool_use: dict[str, Any] | None = start.get("toolUse")
+        if tool_use is None or tool_use.get("type") == "server_tool_use":
+            self._kinds[index] = "skip"  # a server-side tool ran by the provider, or its result
+        elif self._structured and tool_use.get("name") == STRUCTURED_TOOL:
+            self._kinds[index] = "output"
+            self._output = True
+        else:
+            self._kinds[index] = "tool"
+            self._calls[index] = tool_use["toolUseId"]
+            self._called = True
+            yield ToolCallDelta(call_id=tool_use["toolUseId"], name=tool_use["name"], args_delta="")
+
+    def finish(self) -> Iterator[ModelEvent]:
+        """The events after the last one: held text, usage and `Finish`; raises if the stream was cut."""
+        if self._stop_reason is None:
+            raise Transport("the Bedrock stream ended before its messageStop event")
+        if self._held and not self._output:
+            # No structured answer came through the tool: the text is the answer after all.
+            yield TokenDelta(text="".join(self._held))
+        if self._usage is not None:
+            yield self._usage
+        reason = _FINISH.get(self._stop_reason, "other")
+        if reason == "tool_calls" and not self._called:
+            reason = "stop"  # only the reserved output tool was called: that is the final answer
+        yield Finish(reason=reason)
 
 
 _NONE: dict[str, Any] = {}  # an absent object in an event (read only)

@@ -22,7 +22,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
@@ -222,7 +222,50 @@ class GeminiModel(Model):
 
     async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         """Stream the answer to `request` as `ModelEvent`s; failures raise `ModelError`s."""
-        params = self.request_params(request)
+        stream = await self._open_stream(self.request_params(request))
+        usage: genai_types.GenerateContentResponseUsageMetadata | None = None
+        finish: str | None = None
+        called = False
+        is_cancelled = cancel.is_cancelled
+        try:
+            async for chunk in stream:
+                if is_cancelled():
+                    return
+                _refuse_a_blocked_prompt(chunk.prompt_feedback)
+                if chunk.usage_metadata is not None:
+                    usage = chunk.usage_metadata
+                candidates = chunk.candidates
+                if not candidates:
+                    continue
+                candidate = candidates[0]
+                content = candidate.content
+                for part in (content.parts if content is not None else None) or ():
+                    called = called or part.function_call is not None
+                    for event in _part_events(part):
+                        yield event
+                if candidate.finish_reason is not None:
+                    finish = str(candidate.finish_reason.value)
+            if is_cancelled():
+                return
+            if usage is not None:
+                yield _usage(usage)
+            if finish is None:
+                raise Transport("the Gemini stream ended without a finishReason")
+            reason = _FINISH.get(finish, "other")
+            yield Finish(reason="tool_calls" if reason == "stop" and called else reason)
+        except genai_errors.APIError as exc:
+            raise _model_error(exc) from exc
+        except _TRANSPORT_ERRORS as exc:
+            raise Transport(f"Gemini connection failed: {exc}") from exc
+        finally:
+            aclose = getattr(stream, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    async def _open_stream(
+        self, params: dict[str, Any]
+    ) -> AsyncIterator[genai_types.GenerateContentResponse]:
+        """The SDK's response stream for the request `params`; failures raise `ModelError`s."""
         try:
             # No config at all when nothing is set: the SDK then skips per-chunk config work.
             config = (
@@ -234,7 +277,7 @@ class GeminiModel(Model):
             raise UserError(f"GeminiModel: the request does not fit Gemini's schema: {exc}") from exc
         try:
             models: Any = self._client.aio.models
-            stream = cast(
+            return cast(
                 AsyncIterator[genai_types.GenerateContentResponse],
                 await models.generate_content_stream(
                     model=params["model"], contents=params["contents"], config=config
@@ -244,76 +287,47 @@ class GeminiModel(Model):
             raise _model_error(exc) from exc
         except _TRANSPORT_ERRORS as exc:
             raise Transport(f"Gemini connection failed: {exc}") from exc
-        # The event loop is inline (one async-generator layer, not two): on a long stream this
-        # adapter's own per-chunk cost is the dispatch below and the yield.
-        usage: genai_types.GenerateContentResponseUsageMetadata | None = None
-        finish: str | None = None
-        called = False
-        is_cancelled = cancel.is_cancelled
-        try:
-            async for chunk in stream:
-                if is_cancelled():
-                    return
-                feedback = chunk.prompt_feedback
-                if feedback is not None and feedback.block_reason is not None:
-                    reason = str(feedback.block_reason.value)
-                    detail = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
-                    raise Refused(f"Gemini blocked the prompt ({reason}){detail}")
-                if chunk.usage_metadata is not None:
-                    usage = chunk.usage_metadata
-                candidates = chunk.candidates
-                if not candidates:
-                    continue
-                candidate = candidates[0]
-                content = candidate.content
-                parts = content.parts if content is not None else None
-                for part in parts or ():
-                    raw_signature = part.thought_signature
-                    signature = _signature(raw_signature) if raw_signature else None
-                    text = part.text
-                    if part.function_call is not None:
-                        call = part.function_call
-                        if signature is not None:
-                            yield ReasoningDelta(text="", signature=signature)
-                        called = True
-                        yield ToolCallDelta(
-                            call_id=call.id or f"call_{uuid.uuid4().hex[:24]}",
-                            name=call.name or "",
-                            args_delta=json.dumps(call.args or {}),
-                        )
-                    elif part.thought:
-                        yield ReasoningDelta(text=text or "", signature=signature)
-                    elif text is not None or signature is not None:
-                        if text:
-                            yield _token_delta(text)
-                        if signature is not None:
-                            yield ReasoningDelta(text="", signature=signature)
-                if candidate.finish_reason is not None:
-                    finish = str(candidate.finish_reason.value)
-            if is_cancelled():
-                return
-            if usage is not None:
-                thoughts = usage.thoughts_token_count or 0
-                yield Usage(
-                    input_tokens=usage.prompt_token_count or 0,
-                    output_tokens=(usage.candidates_token_count or 0) + thoughts,
-                    cached_input_tokens=usage.cached_content_token_count or 0,
-                    reasoning_tokens=thoughts,
-                )
-            if finish is None:
-                raise Transport("the Gemini stream ended without a finishReason")
-            reason = _FINISH.get(finish, "other")
-            if reason == "stop" and called:
-                reason = "tool_calls"
-            yield Finish(reason=reason)
-        except genai_errors.APIError as exc:
-            raise _model_error(exc) from exc
-        except _TRANSPORT_ERRORS as exc:
-            raise Transport(f"Gemini connection failed: {exc}") from exc
-        finally:
-            aclose = getattr(stream, "aclose", None)
-            if aclose is not None:
-                await aclose()
+
+
+def _refuse_a_blocked_prompt(feedback: genai_types.GenerateContentResponsePromptFeedback | None) -> None:
+    """Raise `Refused` when Gemini blocked the prompt."""
+    if feedback is not None and feedback.block_reason is not None:
+        reason = str(feedback.block_reason.value)
+        detail = f": {feedback.block_reason_message}" if feedback.block_reason_message else ""
+        raise Refused(f"Gemini blocked the prompt ({reason}){detail}")
+
+
+def _part_events(part: genai_types.Part) -> Iterator[ModelEvent]:
+    """The events one part of a candidate's content carries."""
+    raw_signature = part.thought_signature
+    signature = _signature(raw_signature) if raw_signature else None
+    text = part.text
+    if part.function_call is not None:
+        call = part.function_call
+        if signature is not None:
+            yield ReasoningDelta(text="", signature=signature)
+        yield ToolCallDelta(
+            call_id=call.id or f"call_{uuid.uuid4().hex[:24]}",
+            name=call.name or "",
+            args_delta=json.dumps(call.args or {}),
+        )
+    elif part.thought:
+        yield ReasoningDelta(text=text or "", signature=signature)
+    elif text is not None or signature is not None:
+        if text:
+            yield _token_delta(text)
+        if signature is not None:
+            yield ReasoningDelta(text="", signature=signature)
+
+
+def _usage(usage: genai_types.GenerateContentResponseUsageMetadata) -> Usage:
+    thoughts = usage.thoughts_token_count or 0
+    return Usage(
+        input_tokens=usage.prompt_token_count or 0,
+        output_tokens=(usage.candidates_token_count or 0) + thoughts,
+        cached_input_tokens=usage.cached_content_token_count or 0,
+        reasoning_tokens=thoughts,
+    )
 
 
 # The per-delta text event, built without the keyword `__init__` (its one field given).

@@ -31,6 +31,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "helikon.providers.openai needs the OpenAI SDK: pip install 'paigasus-helikon[openai]'"
     ) from exc
 
+from helikon.core._carrier import carrier
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import ModelError, Transport, UserError
 from helikon.core.model import Model, ModelCapabilities, ModelEvent, ModelRequest
@@ -40,12 +41,45 @@ from ._openai_common import MAPPED_ERRORS, map_error
 from ._openai_responses import ResponsesStreamState, responses_body
 from ._sdk_json import as_json
 
-__all__ = ["OpenAIModel"]
+__all__ = ["OpenAIModel", "OpenAISettings"]
 
 Api = Literal["chat", "responses"]
 
 _REASONING = re.compile(r"^(o\d|gpt-5)")
 _NO_VISION = re.compile(r"^(gpt-3\.5|o1-mini|o3-mini|o1-preview)")
+
+
+@carrier
+class OpenAISettings:
+    """What only OpenAI's APIs take, beside the neutral `ModelSettings` of each request.
+
+    `previous_response_id` (Responses API): continue the server-side state of that response;
+    only the items after the model's last turn are sent as `input`, as the server holds the
+    rest. The Chat Completions API has no server-side state and ignores it.
+
+    Example:
+        ```python
+        from helikon.core.items import AssistantMessage, UserMessage
+        from helikon.core.model import ModelRequest
+        from helikon.providers.openai import OpenAIModel, OpenAISettings
+
+        model = OpenAIModel.responses("gpt-5-mini", api_key="unused")
+        follow_up = model.with_settings(OpenAISettings(previous_response_id="resp_1"))
+        history = [UserMessage.from_text("Hi"), AssistantMessage.from_text("Hello!")]
+        body = follow_up.build_body(ModelRequest(messages=[*history, UserMessage.from_text("More")]))
+        assert body["previous_response_id"] == "resp_1"
+        assert body["input"] == [{"role": "user", "content": "More"}]
+        ```
+    """
+
+    previous_response_id: str | None = None
+
+    def __post_init__(self) -> None:
+        value: object = self.previous_response_id
+        if value is not None and (not isinstance(value, str) or not value):
+            raise UserError(
+                f"OpenAISettings(previous_response_id={value!r}): must be a non-empty response id"
+            )
 
 
 class OpenAIModel(Model):
@@ -56,15 +90,19 @@ class OpenAIModel(Model):
     server; a server on this machine (`localhost`, `127.0.0.1`, `::1`) needs no API key.
     Connection failures are `Transport` errors that name the endpoint. Clients built here
     have the SDK's own retries off (`max_retries=0`): wrap the model in `RetryingModel`
-    for retries.
+    for retries. `settings` holds what only OpenAI takes (`OpenAISettings`);
+    `with_settings` makes a copy with others.
     """
 
-    def __init__(self, model_id: str, *, api: Api, client: AsyncOpenAI) -> None:
+    def __init__(
+        self, model_id: str, *, api: Api, client: AsyncOpenAI, settings: OpenAISettings | None = None
+    ) -> None:
         if not model_id:
             raise UserError("OpenAIModel: `model_id` must be a non-empty model name")
         self._model_id = model_id
         self._api: Api = api
         self._client = client
+        self._settings = settings if settings is not None else OpenAISettings()
 
     @classmethod
     def chat(
@@ -100,9 +138,24 @@ class OpenAIModel(Model):
         base_url: str | None = None,
         client: AsyncOpenAI | None = None,
         organization: str | None = None,
+        settings: OpenAISettings | None = None,
     ) -> OpenAIModel:
-        """A model over the Responses API (`POST /responses`); arguments as for `chat`."""
-        return cls(model_id, api="responses", client=client or _build_client(api_key, base_url, organization))
+        """A model over the Responses API (`POST /responses`); arguments as for `chat`, and `settings`."""
+        return cls(
+            model_id,
+            api="responses",
+            client=client or _build_client(api_key, base_url, organization),
+            settings=settings,
+        )
+
+    def with_settings(self, settings: OpenAISettings) -> OpenAIModel:
+        """This model (same API and client) with other OpenAI-only `settings`."""
+        return OpenAIModel(self._model_id, api=self._api, client=self._client, settings=settings)
+
+    @property
+    def settings(self) -> OpenAISettings:
+        """The OpenAI-only settings every request of this model carries."""
+        return self._settings
 
     @property
     def provider(self) -> str:
@@ -142,7 +195,12 @@ class OpenAIModel(Model):
         """The JSON body `invoke` sends for `request` (for inspection and tests)."""
         if self._api == "chat":
             return chat_body(self._model_id, request)
-        return responses_body(self._model_id, request, reasoning=self.capabilities().reasoning)
+        return responses_body(
+            self._model_id,
+            request,
+            reasoning=self.capabilities().reasoning,
+            previous_response_id=self._settings.previous_response_id,
+        )
 
     async def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:
         """Stream the answer to `request`; raises a `ModelError` variant on failure.

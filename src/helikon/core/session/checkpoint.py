@@ -47,7 +47,6 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple, cast
 
 from .._adapter import LazyAdapter
-from .._carrier import raw_constructor
 from ..items import (
     ITEM_ADAPTER,
     AssistantMessage,
@@ -189,16 +188,15 @@ def decode_state(state: str | bytes, as_of_seq: int) -> Projection | None:
 # is about twice as fast as pydantic's validation, which takes every other item. It applies
 # only when an item has exactly its class's fields, so a field added to an item class later
 # falls back to pydantic rather than being dropped.
-_text_part = raw_constructor(TextPart)
-_FIELDS: Final = {  # the layouts the builders below take, positionally
+_FIELDS: Final = {  # the fields of each item class the fast path builds
     "system": (SystemMessage, ("type", "text")),
     "user": (UserMessage, ("type", "content")),
     "assistant": (AssistantMessage, ("type", "content", "agent")),
     "tool_call": (ToolCall, ("type", "call_id", "name", "args")),
     "tool_result": (ToolResult, ("type", "call_id", "content", "is_error", "name")),
 }
-_BUILDERS: Final = {
-    kind: (frozenset(fields), raw_constructor(cls))
+_KEYS: Final = {
+    kind: frozenset(fields)
     for kind, (cls, fields) in _FIELDS.items()
     if getattr(cls, "__carrier_fields__") == fields  # noqa: B009 - a class whose fields changed: pydantic
 }
@@ -217,7 +215,7 @@ def _texts(parts: Any) -> tuple[ContentPart, ...] | None:
         text = fields.get("text")
         if type(text) is not str:
             return None
-        out.append(_text_part("text", text))
+        out.append(TextPart(text=text))
     return tuple(out)
 
 
@@ -225,28 +223,28 @@ def _fast_item(obj: Any) -> Item | None:
     if type(obj) is not dict:
         return None
     o = cast("dict[str, Any]", obj)
-    spec = _BUILDERS.get(o.get("type"))  # pyright: ignore[reportArgumentType]
-    if spec is None or o.keys() != spec[0]:
+    keys = _KEYS.get(o.get("type"))  # pyright: ignore[reportArgumentType]
+    if keys is None or o.keys() != keys:
         return None
-    kind, build = o["type"], spec[1]
+    kind = o["type"]
     if kind == "system":
-        return build("system", o["text"]) if type(o["text"]) is str else None
+        return SystemMessage(text=o["text"]) if type(o["text"]) is str else None
     if kind == "tool_call":
         if type(o["call_id"]) is not str or type(o["name"]) is not str:
             return None
-        return build("tool_call", o["call_id"], o["name"], o["args"])
+        return ToolCall(call_id=o["call_id"], name=o["name"], args=o["args"])
     content = _texts(o["content"])
     if content is None:
         return None
     if kind == "user":
-        return build("user", content)
+        return UserMessage(content=content)
     if kind == "assistant":
         agent = o["agent"]
-        return build("assistant", content, agent) if agent is None or type(agent) is str else None
+        return AssistantMessage(content=content, agent=agent) if agent is None or type(agent) is str else None
     call_id, is_error, name = o["call_id"], o["is_error"], o["name"]
     if type(call_id) is not str or type(is_error) is not bool or (name is not None and type(name) is not str):
         return None
-    return build("tool_result", call_id, content, is_error, name)
+    return ToolResult(call_id=call_id, content=content, is_error=is_error, name=name)
 
 
 def _loads(text: str | bytes) -> Any:
