@@ -42,7 +42,7 @@ class Received:
 class _Handler(BaseHTTPRequestHandler):
     """Answers `POST /v1/chat/completions` with the recorded stream; anything else is a 404."""
 
-    server: ChatServer
+    server: ChatServer  # pyright: ignore[reportIncompatibleVariableOverride]  (socketserver types it as the base class)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("content-length") or 0)

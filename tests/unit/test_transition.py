@@ -27,6 +27,7 @@ from helikon import (
     UserMessage,
 )
 from helikon.core.events import RepairStarted
+from helikon.core.items import Item
 from helikon.core.loop import (
     FINALIZE_PROMPT,
     LOOP_STATE_ADAPTER,
@@ -508,7 +509,7 @@ def test_a_replayed_run_reaches_the_same_state() -> None:
         ModelResponse(items=(REPLY,), usage=USAGE),
     ]
     state: LoopState = initial_state(c)
-    conversation: list[object] = []
+    conversation: list[Item] = []
     for step in steps:
         state = LOOP_STATE_ADAPTER.validate_json(LOOP_STATE_ADAPTER.dump_json(state))
         step = TRANSITION_INPUT_ADAPTER.validate_json(TRANSITION_INPUT_ADAPTER.dump_json(step))
