@@ -126,3 +126,25 @@ def test_a_wrapper_declares_what_its_inner_session_does() -> None:
 def test_every_backend_declares_both_flags(backend: type[Session], durable: bool) -> None:
     assert (backend.durable, backend.supports_ids) == (durable, True)
     assert Session in backend.__mro__ and Branching in backend.__mro__  # Branching mixes into the protocol
+
+
+async def test_the_objects_of_one_stored_log_declare_one_key(tmp_path: Any) -> None:
+    from helikon.core.session import SharedLog
+    from helikon.sessions.sqlite import SqliteDatabase
+
+    db = await SqliteDatabase.open(tmp_path / "log.db")
+    try:
+        first = await SqliteSession.open(db, "chat")
+        again = SqliteSession.open_without_migrate(db, "chat")
+        other = SqliteSession.open_without_migrate(db, "other")
+        assert isinstance(first, SharedLog)
+        assert first.log_key == again.log_key == (db, "chat")
+        assert other.log_key != first.log_key
+        wrapped = CompactingSession(first, MockModel([]), threshold=1000)
+        assert wrapped.log_key == first.log_key  # a wrapper writes its inner session's log
+    finally:
+        await db.aclose()
+    memory = MemorySession()
+    assert not isinstance(memory, SharedLog)  # known by the object itself
+    assert CompactingSession(memory, MockModel([]), threshold=1000).log_key == (memory, "")
+    assert not isinstance(Undeclared(), SharedLog)  # an `inner` attribute is no declaration

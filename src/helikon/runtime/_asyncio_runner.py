@@ -30,6 +30,7 @@ from helikon.core.session import (
     RequestHeader,
     SequenceId,
     Session,
+    SharedLog,
     TurnClosed,
     TurnOpened,
     check_session,
@@ -542,27 +543,14 @@ def _cancelled(cancel: CancellationToken) -> AgentError:
 def _identity(session: Session) -> tuple[object, object]:
     """The key a runner knows `session` by, and the object that key stands for.
 
-    A server opens a new session object per request: a durable session is known by its
-    store and id (so the objects of one stored session share what the runner knows of it,
-    and its queue), any other by the object itself; a wrapper is known as its `inner` one.
+    A server opens a new session object per request: the objects of one stored log declare
+    it (`SharedLog`), so they share what the runner knows of it and its queue; any other
+    session is known by the object itself.
     """
-    inner = getattr(session, "inner", None)
-    while inner is not None and inner is not session:
-        session, inner = inner, getattr(inner, "inner", None)
-    store = _store_of(session)
-    session_id = getattr(session, "session_id", None)
-    if store is not None and session_id is not None:
+    if isinstance(session, SharedLog):
+        store, session_id = session.log_key
         return (id(store), session_id), store
     return id(session), session
-
-
-def _store_of(session: Session) -> object | None:
-    """The shared store behind a durable session object (its database, pool or client), if any."""
-    for name in ("database", "pool", "client"):
-        store = getattr(session, name, None)
-        if store is not None:
-            return store
-    return None
 
 
 _MAX_SESSIONS = 64

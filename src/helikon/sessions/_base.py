@@ -98,6 +98,11 @@ class StoredSession(Branching):
     # --- the Session protocol ------------------------------------------------------------------
 
     @property
+    def log_key(self) -> tuple[object, str]:
+        """The store and the session id: what a runner knows this log by (`SharedLog`)."""
+        return self._store, self._session_id
+
+    @property
     def session_id(self) -> str:
         """The id of the log this instance reads and writes."""
         return self._session_id

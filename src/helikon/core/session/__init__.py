@@ -398,6 +398,33 @@ class Session(Protocol):
         ...
 
 
+@runtime_checkable
+class SharedLog(Protocol):
+    """A session object over a store that other objects share: one stored log, many objects.
+
+    A server opens a new session object per request; a runner knows the objects of one
+    stored log as one by their `log_key` (the store, the session id), so they share its
+    queue of turns and what it knows of the log. helikon's durable backends declare it, and
+    `CompactingSession` declares its inner session's. A session that does not is known by
+    the object itself.
+
+    Example:
+        ```python
+        from helikon import MemorySession
+        from helikon.core.session import SharedLog
+
+        assert not isinstance(MemorySession(), SharedLog)  # one object, one log
+        ```
+    """
+
+    __slots__ = ()
+
+    @property
+    def log_key(self) -> tuple[object, str]:
+        """The store and the session id: objects with the same store and id share one log."""
+        ...
+
+
 _DECLARED = ("durable", "supports_ids")
 
 
@@ -615,6 +642,7 @@ __all__ = [
     "Rewound",
     "Step",
     "active_path",
+    "SharedLog",
     "check_session",
     "HandoffOccurred",
     "SequenceId",

@@ -69,6 +69,7 @@ from . import (
     Session,
     SessionEntry,
     SessionEvent,
+    SharedLog,
     ToolCalled,
     ToolReturned,
     UserMessageEvent,
@@ -258,6 +259,12 @@ class CompactingSession:
         self._estimate: float = _UNKNOWN
         self.compactions = 0
         """How many `Compacted` markers this wrapper has appended."""
+
+    @property
+    def log_key(self) -> tuple[object, str]:
+        """The inner session's log, as a runner knows it (`SharedLog`): a wrapper writes that log."""
+        inner = self.inner
+        return inner.log_key if isinstance(inner, SharedLog) else (inner, "")
 
     async def append(self, events: Sequence[SessionEvent], **kwargs: Any) -> None:
         """Persist `events` (extra keyword arguments go to the inner `append`), then compact if due."""
