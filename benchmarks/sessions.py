@@ -671,6 +671,24 @@ def _read_table(done: list[dict[str, Any]], levels: list[str], suffix: str) -> s
     return lo._table(headers, rows)
 
 
+def _compacted_lines(done: list[dict[str, Any]], levels: list[str]) -> list[str]:
+    """The cold snapshots of a compacted log, for the contenders that measured them."""
+    compacted = [r for r in done if r.get("snapshot_compacted_s")]
+    if not compacted:
+        return []
+    headers = ["contender", *(f"snapshot {_k(n)}" for n in levels), f"{_k(levels[-1])}/1k", "messages"]
+    rows: list[list[str]] = []
+    for r in compacted:
+        times = [_get(r, "snapshot_compacted_s", n) for n in levels]
+        counts = "/".join(str(_get(r, "compacted_messages", n)) for n in levels)
+        rows.append([r["name"], *(_ms(t) for t in times), _x(_ratio(times[-1], times[0])), counts])
+    return [
+        "\nhelikon, cold snapshot (a NEW session object) of a log compacted with a keep-recent"
+        f" window (a marker every ~{COMPACT_EVERY} events): the checkpoint plus the tail:",
+        lo._table(headers, rows),
+    ]
+
+
 def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
     done = [r for r in results if "append" in r]
     lines: list[str] = []
@@ -698,24 +716,7 @@ def report(results: list[dict[str, Any]], args: argparse.Namespace) -> str:
                 "\nhelikon, the SAME session object read again (warm: its cache fetches only the tail):"
             ]
             lines.append(_read_table(warm, levels, "_warm_s"))
-        compacted = [r for r in done if r.get("snapshot_compacted_s")]
-        if compacted:
-            lines += [
-                "\nhelikon, cold snapshot (a NEW session object) of a log compacted with a keep-recent"
-                f" window (a marker every ~{COMPACT_EVERY} events): the checkpoint plus the tail:"
-            ]
-            headers = [
-                "contender",
-                *(f"snapshot {_k(n)}" for n in levels),
-                f"{_k(levels[-1])}/1k",
-                "messages",
-            ]
-            rows = []
-            for r in compacted:
-                times = [_get(r, "snapshot_compacted_s", n) for n in levels]
-                counts = "/".join(str(_get(r, "compacted_messages", n)) for n in levels)
-                rows.append([r["name"], *(_ms(t) for t in times), _x(_ratio(times[-1], times[0])), counts])
-            lines.append(lo._table(headers, rows))
+        lines += _compacted_lines(done, levels)
         headers = ["contender", "unpersisted", "persisted", "pers/unpers", "first 1/4", "last 1/4", "growth"]
         headers += ["new obj/run", "growth"]
         rows = []

@@ -312,7 +312,7 @@ def _messages(items: Sequence[Item]) -> list[dict[str, Any]]:
                 out[-1]["parts"].append(part)
             else:
                 out.append({"role": "assistant", "parts": [part]})
-        elif isinstance(item, ToolResult):  # pyright: ignore[reportUnnecessaryIsInstance]
+        elif isinstance(item, ToolResult):
             out.append(
                 {
                     "role": "tool",

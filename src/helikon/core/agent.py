@@ -137,7 +137,7 @@ class LlmAgent(Generic[Ctx]):
         output_guardrails: Sequence[Guardrail[Ctx]] = (),
         handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]] = (),
     ) -> None:
-        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not name.strip():
             raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
         if isinstance(model, str):
             model = resolve_model(model)
@@ -150,9 +150,9 @@ class LlmAgent(Generic[Ctx]):
             raise UserError(
                 f"LlmAgent(instructions={instructions!r}): give a string or a function of the RunContext"
             )
-        if model_settings is not None and not isinstance(model_settings, ModelSettings):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if model_settings is not None and not isinstance(model_settings, ModelSettings):
             raise UserError(f"LlmAgent(model_settings={model_settings!r}): expected a ModelSettings")
-        if run_config is not None and not isinstance(run_config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if run_config is not None and not isinstance(run_config, RunConfig):
             raise UserError(f"LlmAgent(run_config={run_config!r}): expected a RunConfig")
         self.name = name
         self.model = model

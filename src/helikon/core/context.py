@@ -82,7 +82,7 @@ class RunConfig:
             timeout: object = self.timeout
             if isinstance(timeout, timedelta):
                 object.__setattr__(self, "timeout", timeout.total_seconds())
-            elif isinstance(timeout, bool) or not isinstance(timeout, int | float):  # pyright: ignore[reportUnnecessaryIsInstance]
+            elif isinstance(timeout, bool) or not isinstance(timeout, int | float):
                 raise UserError(f"RunConfig(timeout={timeout!r}): give seconds as a number, or a timedelta")
             if self.timeout <= 0:
                 raise UserError(
@@ -476,7 +476,7 @@ class RunContext(Generic[Ctx]):
 
     def with_governance(self, governance: Governance[Ctx]) -> RunContext[Ctx]:
         """Check tool calls under `governance` (it replaces every permission setting)."""
-        if not isinstance(governance, Governance):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(governance, Governance):
             raise UserError(f"with_governance takes a Governance, not {governance!r}")
         new = self._copy()
         new._governance = governance

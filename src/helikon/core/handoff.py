@@ -63,7 +63,7 @@ class Handoff(Generic[Ctx]):
         if not callable(getattr(agent, "run", None)) or not isinstance(getattr(agent, "name", None), str):
             raise UserError(f"Handoff.to({agent!r}): expected an agent (an object with a name and run())")
         name = tool_name if tool_name is not None else f"transfer_to_{handoff_slug(agent.name)}"
-        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
             raise UserError(
                 f"Handoff.to({agent.name!r}): the transfer tool name {name!r} must be 1-{_MAX_TOOL_NAME} "
                 "letters, digits, '_' or '-'; pass tool_name=... (or rename the agent)"

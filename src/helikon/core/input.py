@@ -68,7 +68,7 @@ def to_agent_input(input: RunInput) -> AgentInput:
         return AgentInput.from_user_text(input)
     if isinstance(input, AgentInput):
         return input
-    if isinstance(input, Sequence) and not isinstance(input, bytes | bytearray):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(input, Sequence) and not isinstance(input, bytes | bytearray):
         return AgentInput(tuple(input))
     raise UserError(
         f"run(input=...): expected a str, an AgentInput or a sequence of items, got {type(input).__name__}"

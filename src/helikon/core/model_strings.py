@@ -125,7 +125,7 @@ def register_model_prefix(
     Raises:
         UserError: If the prefix is malformed, built in, or already registered without `replace`.
     """
-    if not isinstance(prefix, str) or not _PREFIX.match(prefix):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(prefix, str) or not _PREFIX.match(prefix):
         raise UserError(
             f"register_model_prefix({prefix!r}): a prefix is lower-case letters, digits, '.', '_' or '-', "
             "starting with a letter"
@@ -215,7 +215,7 @@ class LazyModel(Model):
     __slots__ = ("_built", "_entry", "_name", "_rest", "spec")
 
     def __init__(self, spec: str) -> None:
-        if not isinstance(spec, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(spec, str):
             raise UserError(f"LazyModel({spec!r}): expected a model string such as 'openai:gpt-5-mini'")
         self._entry, self._rest, self._name = _parse(spec)
         self.spec = spec

@@ -180,7 +180,7 @@ class FunctionTool(Generic[Ctx]):
             raise UserError(
                 f"@tool(name={tool_name!r}): a tool name must be 1-64 letters, digits, '_' or '-'"
             )
-        if not isinstance(effect, ToolEffect):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(effect, ToolEffect):
             raise UserError(f"@tool(effect={effect!r}): use ToolEffect.READ_ONLY, WRITE or SIDE_EFFECT")
         self.name = tool_name
         self.effect = effect

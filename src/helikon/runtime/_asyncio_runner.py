@@ -147,7 +147,7 @@ class AsyncioRunner(Generic[Ctx]):
         if on_busy not in ("wait", "fail"):
             raise UserError(f"AsyncioRunner(on_busy={on_busy!r}): must be 'wait' or 'fail'")
         stale: object = stale_turn_after
-        if isinstance(stale, bool) or not isinstance(stale, int | float) or stale < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(stale, bool) or not isinstance(stale, int | float) or stale < 0:
             raise UserError(f"AsyncioRunner(stale_turn_after={stale!r}): must be a number of seconds >= 0")
         self.persist_retry = persist_retry or _DEFAULT_PERSIST_RETRY
         self.strict = strict

@@ -47,17 +47,17 @@ class RetryPolicy:
 
     def __post_init__(self) -> None:
         attempts: object = self.max_attempts
-        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             raise UserError(f"RetryPolicy(max_attempts={self.max_attempts!r}): must be an integer >= 1")
         for name in ("base_delay", "max_delay"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
                 raise UserError(f"RetryPolicy({name}={value!r}): must be a number of seconds >= 0")
         multiplier: object = self.multiplier
-        if isinstance(multiplier, bool) or not isinstance(multiplier, int | float) or multiplier < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(multiplier, bool) or not isinstance(multiplier, int | float) or multiplier < 1:
             raise UserError(f"RetryPolicy(multiplier={multiplier!r}): must be a number >= 1")
         jitter: object = self.jitter
-        if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(jitter, bool) or not isinstance(jitter, int | float) or not 0 <= jitter <= 1:
             raise UserError(f"RetryPolicy(jitter={jitter!r}): must be a number between 0 and 1")
 
     def delay(

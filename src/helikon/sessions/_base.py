@@ -163,7 +163,7 @@ class StoredSession(Branching):
         Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
         """
         self._check_open()
-        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if title is not None and not isinstance(title, str):
             raise UserError(f"title must be a string or None, not {title!r}")
         await self._store_metadata(title, metadata_json(metadata))
 

@@ -160,7 +160,7 @@ class SqliteDatabase:
         """
         settings = _check_open_args(path, busy_timeout, synchronous, journal_mode)
         jobs: SimpleQueue[Job] = SimpleQueue()
-        if not isinstance(inline, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(inline, bool):
             raise UserError(f"inline must be True or False, not {inline!r}")
         ready: asyncio.Future[Opened] = asyncio.get_running_loop().create_future()
         # A daemon thread: a database that is never closed must not keep the process alive.
@@ -344,7 +344,7 @@ class SqliteSession(StoredSession):
 
     def __init__(self, db: SqliteDatabase, session_id: str) -> None:
         """The same as `open_without_migrate`: no IO, the schema must already exist."""
-        if not isinstance(db, SqliteDatabase):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(db, SqliteDatabase):
             raise UserError(f"db must be a SqliteDatabase, not {type(db).__name__}")
         super().__init__(check_session_id(session_id), owns_store=False)
         self._db = db

@@ -56,7 +56,7 @@ class MockModel(Model):
         model_name: str = "mock-model",
     ) -> None:
         for index, script in enumerate(scripts):
-            if isinstance(script, str | bytes) or not isinstance(script, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if isinstance(script, str | bytes) or not isinstance(script, Sequence):
                 raise UserError(f"MockModel(scripts=...): script {index} must be a list of ModelEvents")
         self._scripts: deque[Script] = deque(scripts)
         self._capabilities = capabilities

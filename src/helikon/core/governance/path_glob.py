@@ -86,7 +86,7 @@ class PathGlob:
     @staticmethod
     def compile(pattern: str) -> PathGlob:
         """Compile `pattern`; raises `UserError` when it is not a usable glob."""
-        if not isinstance(pattern, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(pattern, str):
             raise UserError(f"a path pattern must be a str, got {type(pattern).__name__}")
         return _compile(pattern)
 

@@ -113,7 +113,7 @@ class Redactor:
             raise UserError("Redactor() takes an iterable of secrets, not one str: wrap it in a list")
         kept: set[str] = set()
         for value in secrets:
-            if not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(value, str):
                 raise UserError(f"a secret must be a str, got {type(value).__name__}")
             if _usable(value):
                 kept.add(value)

@@ -92,7 +92,7 @@ class ToolSubject:
     def __init__(
         self, tool: str, args: JsonValue = None, *, read: Callable[[str], ShellParse] | None = None
     ) -> None:
-        if not isinstance(tool, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(tool, str):
             raise UserError(f"the tool name must be a str, got {type(tool).__name__}")
         self.tool = tool
         self.args = args
@@ -194,7 +194,7 @@ _RuleKind = Literal["tool", "bash_command", "read", "edit"]
 
 
 def _validated(kind: _RuleKind, value: str, owner: str) -> PathGlob | None:
-    if not isinstance(value, str) or not value.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(value, str) or not value.strip():
         raise UserError(f"{owner}.{kind}() needs a non-empty str, got {value!r}")
     if kind == "bash_command" and (value != value.strip() or any(c.isspace() or c == "/" for c in value)):
         raise UserError(f"{owner}.bash_command() takes a program name such as 'rm', not {value!r}")
@@ -403,9 +403,9 @@ class GuardRule:
 
     @classmethod
     def _custom(cls, action: GuardAction, rule: DenyRule, reason: str) -> GuardRule:
-        if not isinstance(rule, DenyRule):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(rule, DenyRule):
             raise UserError(f"GuardRule.{action.value}() takes a DenyRule, got {type(rule).__name__}")
-        if not isinstance(reason, str) or not reason:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(reason, str) or not reason:
             raise UserError(f"GuardRule.{action.value}() needs a non-empty reason")
         return cls(action, "rule", reason, rule)
 

@@ -27,7 +27,7 @@ def check_ids(events: Sequence[Any], ids: Sequence[str] | None) -> list[str] | N
     """
     if ids is None:
         return None
-    if isinstance(ids, str) or not isinstance(ids, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(ids, str) or not isinstance(ids, Sequence):
         raise UserError(f"ids must be a sequence of strings, one per event, not {ids!r}")
     chosen = list(ids)
     if len(chosen) != len(events):
@@ -35,7 +35,7 @@ def check_ids(events: Sequence[Any], ids: Sequence[str] | None) -> list[str] | N
             f"ids has {len(chosen)} entries for {len(events)} events: give exactly one id per event"
         )
     for value in chosen:
-        if not isinstance(value, str) or not value:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(value, str) or not value:
             raise UserError(f"each id must be a non-empty string, not {value!r}")
     if len(set(chosen)) != len(chosen):
         raise UserError(f"ids must be unique within an append: {chosen!r} repeats one")
@@ -46,7 +46,7 @@ def check_expected_seq(expected_seq: int | None) -> int | None:
     """`expected_seq` if it is None or an int >= -1 (-1: the writer saw an empty log)."""
     if expected_seq is None:
         return None
-    if isinstance(expected_seq, bool) or not isinstance(expected_seq, int) or expected_seq < -1:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(expected_seq, bool) or not isinstance(expected_seq, int) or expected_seq < -1:
         raise UserError(
             f"expected_seq must be the seq of the last event you read (an int >= 0), or -1 for an "
             f"empty log, not {expected_seq!r}"
@@ -131,7 +131,7 @@ def metadata_json(metadata: Mapping[str, JsonValue] | None) -> str | None:
     """`metadata` as the JSON text stored, or None; a clear error when it is not a JSON object."""
     if metadata is None:
         return None
-    if not isinstance(metadata, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(metadata, Mapping):
         raise UserError(f"metadata must be a mapping of JSON values, not {metadata!r}")
     try:
         return json.dumps(dict(metadata), separators=(",", ":"), ensure_ascii=False, allow_nan=False)

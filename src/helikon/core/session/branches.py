@@ -283,7 +283,7 @@ class Branching(Session):
         events = [record.event for record in records[: last + 1]]  # the log as the caller saw it
         _check_cut("fork", events, at_seq, 0)
         new_id = session_id if session_id is not None else f"{self.session_id}~{uuid.uuid4().hex[:12]}"
-        if not isinstance(new_id, str) or not new_id or new_id == self.session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(new_id, str) or not new_id or new_id == self.session_id:
             raise UserError(f"fork(session_id={session_id!r}): give a new, non-empty session id")
         shared = records[: at_seq + 1]
         marker = Forked(from_session=self.session_id, at_seq=at_seq)

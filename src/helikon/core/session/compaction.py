@@ -142,7 +142,7 @@ def _item_chars(item: Item) -> int:
         return len(item.text)
     if isinstance(item, UserMessage | AssistantMessage | ToolResult):
         return _parts_chars(item.content)
-    if isinstance(item, ToolCall):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if isinstance(item, ToolCall):
         return len(item.name) + len(_compact_json(item.args))
     return 0
 
@@ -221,13 +221,13 @@ class CompactingSession:
         keep_recent_tokens: int | None = None,
         summary_role: Literal["system", "user"] = "system",
     ) -> None:
-        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(threshold, bool) or not isinstance(threshold, int) or threshold <= 0:
             raise UserError(
                 f"CompactingSession(threshold={threshold!r}): must be a positive number of tokens"
             )
         if keep_recent_tokens is not None and (
             isinstance(keep_recent_tokens, bool)
-            or not isinstance(keep_recent_tokens, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not isinstance(keep_recent_tokens, int)
             or not 0 < keep_recent_tokens < threshold
         ):
             raise UserError(
@@ -241,7 +241,7 @@ class CompactingSession:
         check_session(inner)
         if not callable(getattr(model, "invoke", None)):
             raise UserError(f"CompactingSession(model={model!r}): expected a Model")
-        if not isinstance(prompt, str) or not prompt.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(prompt, str) or not prompt.strip():
             raise UserError("CompactingSession(prompt=...): give a non-empty instruction")
         self.inner = inner
         # A wrapper is what its inner session is (see `Session`).

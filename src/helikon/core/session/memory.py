@@ -109,7 +109,7 @@ class MemorySession(Branching):
         self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
     ) -> None:
         """Set the title and/or metadata `MemoryStore.list_sessions` shows (None: leave it as it is)."""
-        if title is not None and not isinstance(title, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if title is not None and not isinstance(title, str):
             raise UserError(f"title must be a string or None, not {title!r}")
         text = metadata_json(metadata)  # the same checks as the durable stores
         if title is not None:
@@ -254,7 +254,7 @@ class MemoryStore:
 
     async def open(self, session_id: str) -> MemorySession:
         """The session `session_id` (created empty the first time)."""
-        if not isinstance(session_id, str) or not session_id:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(session_id, str) or not session_id:
             raise UserError(f"session_id must be a non-empty string, not {session_id!r}")
         session = self._sessions.get(session_id)
         if session is None:

@@ -41,7 +41,7 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         `config` (when given) is passed on to every child run; its `max_agent_depth`
         bounds the nesting. Children share `context.state`, each under `context.child()`.
         """
-        if config is not None and not isinstance(config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if config is not None and not isinstance(config, RunConfig):
             raise UserError(f"{type(self).__name__}.run(config={config!r}): expected a RunConfig")
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if tracing_possible():

@@ -37,7 +37,7 @@ def check_description(owner: str, description: object) -> str:
 
 def check_agent(where: str, agent: object) -> Agent[Any]:
     """`agent`, or a `UserError` when it is not an `Agent` (name, description and run)."""
-    if not isinstance(agent, Agent) or not isinstance(agent.name, str) or not agent.name:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(agent, Agent) or not isinstance(agent.name, str) or not agent.name:
         raise UserError(
             f"{where}: {agent!r} is not an Agent; give an LlmAgent or a workflow agent "
             "(anything with name, description and run)"

@@ -78,7 +78,7 @@ class AgentAsTool(Generic[Ctx]):
     ) -> None:
         if not callable(getattr(agent, "run", None)) or not isinstance(getattr(agent, "name", None), str):
             raise UserError(f"AgentAsTool({agent!r}): expected an agent (an object with a name and run())")
-        if config is not None and not isinstance(config, RunConfig):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if config is not None and not isinstance(config, RunConfig):
             raise UserError(f"AgentAsTool(config={config!r}): expected a RunConfig")
         self.agent = agent
         self.name = name if name is not None else agent.name

@@ -97,7 +97,7 @@ class GraphAgent(WorkflowAgent[Ctx]):
         nodes: Mapping[str, Agent[Ctx]] | Iterable[tuple[str, Agent[Ctx]]],
         edges: Iterable[tuple[str, str]] = (),
     ) -> None:
-        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not name.strip():
             raise GraphBuildError(
                 "missing_name", f"GraphAgent(name={name!r}): give the graph a non-empty name"
             )
@@ -267,7 +267,7 @@ def _checked_edges(
 ) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     for edge in edges:
-        if not isinstance(edge, tuple) or len(edge) != 2:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(edge, tuple) or len(edge) != 2:
             raise UserError(f"GraphAgent {graph!r}: edges are (from, to) pairs, got {edge!r}")
         for end in edge:
             if end not in index:

@@ -57,7 +57,7 @@ class LoopAgent(StepsAgent[Ctx]):
 
     def __init__(self, name: str, description: str = "", max_iterations: int = 10) -> None:
         super().__init__(name, description)
-        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(max_iterations, bool) or not isinstance(max_iterations, int) or max_iterations < 1:
             raise UserError(f"LoopAgent(max_iterations={max_iterations!r}): must be a positive integer")
         self.max_iterations = max_iterations
 

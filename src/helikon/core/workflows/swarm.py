@@ -77,13 +77,13 @@ class SwarmAgent(Generic[Ctx]):
         max_handoffs: int | None = None,
         run_config: RunConfig | None = None,
     ) -> None:
-        if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(name, str) or not name.strip():
             raise SwarmBuildError(f"SwarmAgent(name={name!r}): give the swarm a non-empty name")
         if not members:
             raise SwarmBuildError(f"SwarmAgent({name!r}) has no members: add at least one LlmAgent")
         names: list[str] = []
         for member in members:
-            if not isinstance(member, LlmAgent):  # pyright: ignore[reportUnnecessaryIsInstance]
+            if not isinstance(member, LlmAgent):
                 raise SwarmBuildError(
                     f"SwarmAgent({name!r}): {member!r} is not an LlmAgent (only LlmAgents can hand off)"
                 )
@@ -93,7 +93,7 @@ class SwarmAgent(Generic[Ctx]):
         if entry is not None and entry not in names:
             raise SwarmBuildError(f"SwarmAgent({name!r}): entry {entry!r} is not a member (members: {names})")
         if max_handoffs is not None and (
-            isinstance(max_handoffs, bool) or not isinstance(max_handoffs, int) or max_handoffs < 0  # pyright: ignore[reportUnnecessaryIsInstance]
+            isinstance(max_handoffs, bool) or not isinstance(max_handoffs, int) or max_handoffs < 0
         ):
             raise SwarmBuildError(f"SwarmAgent(max_handoffs={max_handoffs!r}): give a count >= 0, or None")
         self.name = name

@@ -61,7 +61,7 @@ def parse_command(command: str) -> ShellParse:
     Raises:
         UserError: When `command` is not a `str` (a programming error, not a model's).
     """
-    if not isinstance(command, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not isinstance(command, str):
         raise UserError(f"parse_command() takes the command as a str, got {type(command).__name__}")
     could_hold_one = "[" in command and ("$" in command or "`" in command)
     if could_hold_one and _SUBSCRIPT_SUBSTITUTION.search(_QUOTING.sub("", command)):
