@@ -24,7 +24,8 @@ from helikon import (
     tool,
 )
 from helikon.core.events import AgentEvent
-from helikon.core.governance.permissions import CompiledRules, authorize
+from helikon.core.governance.compiled import CompiledRules
+from helikon.core.governance.permissions import authorize
 from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
 from helikon.core.session import ToolReturned
 from helikon.runtime import AsyncioRunner

@@ -28,7 +28,7 @@ from .governance.settings import Governance, default_governance
 from .session.memory import MemorySession
 
 if TYPE_CHECKING:
-    from .governance.permissions import CompiledRules
+    from .governance.compiled import CompiledRules
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardRule
     from .observer import RunObserver

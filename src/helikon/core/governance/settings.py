@@ -32,7 +32,7 @@ from ..exceptions import UserError
 from . import ApprovalHandler, PermissionMode, PermissionPolicy
 
 if TYPE_CHECKING:
-    from .permissions import CompiledRules
+    from .compiled import CompiledRules
     from .redaction import Redactor
     from .rules import AllowRule, DenyRule, GuardRule
     from .shell import ParseCache
@@ -169,7 +169,7 @@ class Governance(Generic[Ctx]):
         return new
 
     def _compile_rules(self) -> None:
-        from .permissions import CompiledRules
+        from .compiled import CompiledRules
         from .rules import GuardRule
 
         _set(self, "compiled", CompiledRules(self.deny_rules, self.allow_rules, self.guard_rules))
