@@ -17,7 +17,6 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, call_user, short_repr
-from ._carrier import raw_constructor
 from ._reply import Reply
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
@@ -67,9 +66,6 @@ if TYPE_CHECKING:
     from .agent import LlmAgent
     from .observer import RunObserver
 
-
-# Built once per model call when requests are recorded: every field is the driver's own.
-_request_sent = raw_constructor(RequestSent)
 
 T = TypeVar("T")
 
@@ -473,15 +469,14 @@ class _Run:
         """What `request` held besides the conversation, for a recorder (see `RunObserver`)."""
         model: Any = self.agent.model
         tools = request.tools
-        return _request_sent(
-            "request_sent",
-            getattr(model, "provider", "unknown"),
-            getattr(model, "model_name", ""),
-            system if type(system) is tuple else tuple(system),
-            injected,
-            tools if type(tools) is tuple else tuple(tools),
-            request.model_settings,
-            settled.usage if type(settled) is ModelResponse else None,
+        return RequestSent(
+            provider=getattr(model, "provider", "unknown"),
+            model=getattr(model, "model_name", ""),
+            system=tuple(system),
+            injected=injected,
+            tools=tuple(tools),
+            settings=request.model_settings,
+            usage=settled.usage if isinstance(settled, ModelResponse) else None,
         )
 
     async def call_model(

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator
-from functools import partial
 from typing import Any
 
-from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import Refused
 from helikon.core.items import (
     AssistantMessage,
@@ -136,8 +134,6 @@ def chat_body(model_id: str, request: ModelRequest) -> dict[str, Any]:
 _NONE: dict[str, Any] = {}  # an absent object in a chunk (read only)
 
 # The per-delta events, built without the keyword `__init__` (every field given, already checked).
-_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
-_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
 
 
 class ChatStreamState:
@@ -179,7 +175,7 @@ class ChatStreamState:
                 yield ReasoningDelta(text=reasoning)
             content: str | None = delta.get("content")
             if content:
-                yield _token_delta(content)
+                yield TokenDelta(text=content)
             refusal: str | None = delta.get("refusal")
             if refusal:
                 self._refusal.append(refusal)
@@ -198,7 +194,7 @@ class ChatStreamState:
                         call_ids[index] = call_id
                         yield ToolCallDelta(call_id=call_id, name=function.get("name") or "", args_delta=args)
                     elif args:
-                        yield _tool_call_delta(known, "", args)
+                        yield ToolCallDelta(call_id=known, args_delta=args)
             finish: str | None = choice.get("finish_reason")
             if finish is not None:
                 self._finish = _FINISH.get(finish, "other")

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from functools import partial
 from typing import Any, cast
 
-from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import Refused
 from helikon.core.items import (
     AssistantMessage,
@@ -230,8 +228,6 @@ _NONE: dict[str, Any] = {}  # an absent object in an event (read only)
 _REASONING_DELTAS = frozenset({"response.reasoning_summary_text.delta", "response.reasoning_text.delta"})
 
 # The per-delta events, built without the keyword `__init__` (every field given, already checked).
-_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
-_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
 
 
 class ResponsesStreamState:
@@ -255,10 +251,10 @@ class ResponsesStreamState:
         """The events one stream event carries."""
         kind: str = event["type"]
         if kind == "response.output_text.delta":
-            yield _token_delta(event["delta"])
+            yield TokenDelta(text=event["delta"])
         elif kind == "response.function_call_arguments.delta":
             item_id: str = event["item_id"]
-            yield _tool_call_delta(self._call_ids.get(item_id, item_id), "", event["delta"])
+            yield ToolCallDelta(call_id=self._call_ids.get(item_id, item_id), args_delta=event["delta"])
         elif kind in _REASONING_DELTAS:
             yield ReasoningDelta(text=event["delta"])
         elif kind == "response.created":

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 try:
@@ -28,7 +27,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "helikon.providers.anthropic needs the Anthropic SDK: pip install 'paigasus-helikon[anthropic]'"
     ) from exc
 
-from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import (
     ContextLengthExceeded,
     ModelError,
@@ -81,8 +79,6 @@ _EXTRA_BODY = ("temperature", "top_p")
 _NONE: dict[str, Any] = {}  # an absent object in an event (read only)
 
 # The per-delta events, built without the keyword `__init__` (every field given, already checked).
-_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
-_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
 
 
 class AnthropicModel(Model):
@@ -245,9 +241,9 @@ def _block_delta(event: dict[str, Any], calls: dict[int, str]) -> ModelEvent | N
     delta_type = delta["type"]
     if delta_type == "input_json_delta":
         call_id = calls.get(event["index"])
-        return None if call_id is None else _tool_call_delta(call_id, "", delta["partial_json"])
+        return None if call_id is None else ToolCallDelta(call_id=call_id, args_delta=delta["partial_json"])
     if delta_type == "text_delta":
-        return _token_delta(delta["text"])
+        return TokenDelta(text=delta["text"])
     if delta_type == "thinking_delta":
         return ReasoningDelta(text=delta["thinking"])
     if delta_type == "signature_delta":

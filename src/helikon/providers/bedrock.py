@@ -20,7 +20,6 @@ import asyncio
 import importlib
 import json
 from collections.abc import AsyncIterator, Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 # aiobotocore ships no type information: its modules are held as `Any` rather than
@@ -34,7 +33,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "helikon.providers.bedrock needs aiobotocore: pip install 'paigasus-helikon[bedrock]'"
     ) from exc
 
-from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import (
     ContextLengthExceeded,
     ModelError,
@@ -313,15 +311,17 @@ class _ConverseStreamState:
             if self._structured:
                 self._held.append(text)
             elif text:
-                yield _token_delta(text)
+                yield TokenDelta(text=text)
         elif "toolUse" in delta:
             block_kind = self._kinds.get(index)
             if block_kind == "tool":
-                yield _tool_call_delta(self._calls[index], "", delta["toolUse"].get("input") or "")
+                yield ToolCallDelta(
+                    call_id=self._calls[index], args_delta=delta["toolUse"].get("input") or ""
+                )
             elif block_kind == "output":
                 fragment: str = delta["toolUse"].get("input") or ""
                 if fragment:
-                    yield _token_delta(fragment)
+                    yield TokenDelta(text=fragment)
         elif "reasoningContent" in delta:
             reasoning: dict[str, Any] = delta["reasoningContent"]
             if reasoning.get("text"):
@@ -362,8 +362,6 @@ _NONE: dict[str, Any] = {}  # an absent object in an event (read only)
 _NOT_EVENTS = frozenset({"error", "exception"})  # the message types botocore raises for
 
 # The per-delta events, built without the keyword `__init__` (every field given, already checked).
-_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
-_tool_call_delta = partial(raw_constructor(ToolCallDelta), "tool_call_delta")  # (call_id, name, args_delta)
 
 
 def _raw_messages(stream: Any) -> tuple[Any, Any, frozenset[str]]:

@@ -23,7 +23,6 @@ import os
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from functools import partial
 from typing import TYPE_CHECKING, Any, cast
 
 try:
@@ -35,7 +34,6 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "helikon.providers.gemini needs the Google GenAI SDK: pip install 'paigasus-helikon[gemini]'"
     ) from exc
 
-from helikon.core._carrier import raw_constructor
 from helikon.core.exceptions import (
     ContextLengthExceeded,
     ModelError,
@@ -315,7 +313,7 @@ def _part_events(part: genai_types.Part) -> Iterator[ModelEvent]:
         yield ReasoningDelta(text=text or "", signature=signature)
     elif text is not None or signature is not None:
         if text:
-            yield _token_delta(text)
+            yield TokenDelta(text=text)
         if signature is not None:
             yield ReasoningDelta(text="", signature=signature)
 
@@ -331,7 +329,6 @@ def _usage(usage: genai_types.GenerateContentResponseUsageMetadata) -> Usage:
 
 
 # The per-delta text event, built without the keyword `__init__` (its one field given).
-_token_delta = partial(raw_constructor(TokenDelta), "token_delta")  # (text)
 
 
 def _signature(raw: bytes | str) -> str:
