@@ -139,7 +139,9 @@ class _Run:
 
     def __init__(self, agent: LlmAgent[Any], ctx: RunContext[Any], config: RunConfig) -> None:
         # With usage limits, the runs this one starts count into its meter (carried by `ctx`).
-        ctx, self.meter = metered(ctx, config.usage_limits)
+        self.meter: UsageMeter | None = None
+        if config.usage_limits is not None or ctx._meter is not None:  # pyright: ignore[reportPrivateUsage]
+            ctx, self.meter = metered(ctx, config.usage_limits)
         self.agent = agent
         self.ctx = ctx
         self.config = config
