@@ -23,6 +23,7 @@ from helikon import (
     RunError,
     RunFailed,
     SequentialAgent,
+    SwarmAgent,
     ToolOutputItem,
     TurnStarted,
     UsageLimitExceeded,
@@ -303,6 +304,17 @@ async def test_workflow_children_count_together() -> None:
         await fan.run("Topic", config=limited(request_limit=1))
     assert len(left_model.requests) + len(right_model.requests) == 1  # the branches share one budget
     assert caught.value.limit_name == "request_limit"
+
+
+async def test_a_swarms_members_count_together() -> None:
+    triage = LlmAgent[Any](
+        name="triage", model=MockModel.with_scripts([tool_call_turn("transfer_to_weather", {})])
+    )
+    specialist, specialist_model = weather(text_turn("12 C"))
+    swarm = SwarmAgent[Any](name="desk", members=[triage, specialist], run_config=limited(request_limit=1))
+    with pytest.raises(UsageLimitExceeded, match="'weather' would make model request 2"):
+        await swarm.run("Weather?")
+    assert specialist_model.requests == []
 
 
 # --- sessions --------------------------------------------------------------------------------
