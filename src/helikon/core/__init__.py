@@ -18,6 +18,7 @@ _EAGER = {
     ".runner": "Runner",
     ".output": "OutputType",
     ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
+    ".usage": "UsageLimits",
     ".cancel": "CancellationToken",
     ".tools": "FunctionTool Tool ToolEffect ToolOutput tool",
     ".items": """
@@ -58,7 +59,7 @@ _EAGER = {
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded ModelError
         OtherModelError RateLimited Refused RunCancelled RunError RunTimeout SessionBackendError
         SessionConflict SessionError SessionUnavailable ToolError Transport Unavailable
-        UnreadableSessionEvent UserError
+        UnreadableSessionEvent UsageLimitExceeded UserError
     """,
     "._json": "JsonObject JsonValue",
 }
@@ -126,6 +127,7 @@ if typing.TYPE_CHECKING:
         ToolContext as ToolContext,
         TracerHandle as TracerHandle,
     )
+    from .usage import UsageLimits as UsageLimits
     from .cancel import CancellationToken as CancellationToken
     from .tools import (
         FunctionTool as FunctionTool,
@@ -276,6 +278,7 @@ if typing.TYPE_CHECKING:
         Transport as Transport,
         Unavailable as Unavailable,
         UnreadableSessionEvent as UnreadableSessionEvent,
+        UsageLimitExceeded as UsageLimitExceeded,
         UserError as UserError,
     )
     from ._json import JsonObject as JsonObject, JsonValue as JsonValue

@@ -32,6 +32,7 @@ from .events import (
     RunStarted,
     TokenUsage,
     ToolsStarting,
+    TurnStarted,
 )
 from .exceptions import ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
@@ -44,6 +45,7 @@ from .loop import (
     Cancelled,
     Done,
     ExecuteTools,
+    Failed,
     HandedOff,
     HandoffAccepted,
     HandoffRefused,
@@ -52,6 +54,7 @@ from .loop import (
     ModelResponse,
     NextAction,
     Start,
+    Terminate,
     ToolCallOutcome,
     ToolResults,
     TransitionCtx,
@@ -61,10 +64,12 @@ from .loop import (
     transition,
 )
 from .model import ModelRequest
+from .usage import metered
 
 if TYPE_CHECKING:
     from .agent import LlmAgent
     from .observer import RunObserver
+    from .usage import UsageMeter
 
 
 T = TypeVar("T")
@@ -77,6 +82,8 @@ class _Stopped(Exception):
 
 
 _TERMINAL = (RunCompleted, RunFailed)
+_NOT_AFTER_LIMIT = (TurnStarted, RunCompleted)  # what a step failed by a usage limit drops
+_TERMINATE = Terminate()
 
 
 class _Settled:
@@ -119,6 +126,7 @@ class _Run:
         "holding",
         "hooks",
         "injected",
+        "meter",
         "observer",
         "output_guarded",
         "redactor",
@@ -130,6 +138,10 @@ class _Run:
     )
 
     def __init__(self, agent: LlmAgent[Any], ctx: RunContext[Any], config: RunConfig) -> None:
+        # With usage limits, the runs this one starts count into its meter (carried by `ctx`).
+        self.meter: UsageMeter | None = None
+        if config.usage_limits is not None or ctx._meter is not None:  # pyright: ignore[reportPrivateUsage]
+            ctx, self.meter = metered(ctx, config.usage_limits)
         self.agent = agent
         self.ctx = ctx
         self.config = config
@@ -247,7 +259,10 @@ class _Run:
                 outcome = transition(state, next_input, tctx, conversation)
                 conversation.extend(outcome.conversation_appends)
                 state = self.state = outcome.next_state
-                events = outcome.events
+                events, action = outcome.events, outcome.next_action
+                if self.meter is not None and not isinstance(state, Failed):
+                    state, events, action = self.within_limits(self.meter, state, events, action)
+                    self.state = state
                 if self.output_guarded and isinstance(state, Done):
                     events = await self.hold(self.check_output(state, events))
                 for event in events:
@@ -256,7 +271,7 @@ class _Run:
                         event = RunFailed(error=cancel_error(token.reason), usage=_usage(state))
                     yield event
                 next_input = None  # unless the action settles into one: the run is over
-                async for item in self.perform(outcome.next_action, state, tctx.system):
+                async for item in self.perform(action, state, tctx.system):
                     if type(item) is _Settled:
                         next_input = item.input
                     else:
@@ -267,6 +282,26 @@ class _Run:
         finally:
             remove_callback()
             self.stop_guardrails()
+
+    def within_limits(
+        self, meter: UsageMeter, state: LoopState, events: tuple[AgentEvent, ...], action: NextAction
+    ) -> tuple[LoopState, tuple[AgentEvent, ...], NextAction]:
+        """Check the step against the usage limits: the step as it is, or the run failed instead.
+
+        A cap passed so far (by this run's last model call, or by another run on the meter)
+        fails the run now; a model call or a tool batch that would pass one is not made.
+        """
+        error = meter.failure()
+        if error is None and isinstance(action, CallModel):
+            error = meter.before_request(self.agent.name)
+        elif error is None and isinstance(action, ExecuteTools):
+            error = meter.before_tools(len(action.calls))
+        if error is None:
+            return state, events, action
+        usage = _usage(state)
+        # What the step had settled stays (it is recorded); the turn it would start and its end do not.
+        kept = tuple(e for e in events if e.__class__ not in _NOT_AFTER_LIMIT)
+        return Failed(error=error, usage=usage), (*kept, RunFailed(error=error, usage=usage)), _TERMINATE
 
     def transition_ctx(self, system: tuple[SystemMessage, ...]) -> TransitionCtx:
         """What every step of the run reads: the agent, its rendered instructions, the limits."""
@@ -515,6 +550,8 @@ class _Run:
                     if reply.add(event):
                         yield event
                 settled = self.answered(reply, span)
+                if self.meter is not None:
+                    self.meter.add_usage(self.agent.name, reply.usage)
             except (asyncio.CancelledError, _Stopped) as exc:
                 if not self.call_stopped(exc, span):
                     raise
