@@ -360,3 +360,33 @@ async def test_a_hook_refusal_skips_the_callback() -> None:
     ctx = RunContext.ephemeral(None).with_hooks(HookRegistry[None]([Gate()]))
     assert (await agent.run("Help", context=ctx)).final_output == "I'll help myself."
     assert called == []
+
+
+# --- the pure loop ---------------------------------------------------------------------------
+
+
+def test_the_loop_keeps_the_corrections_across_a_refused_handoff_and_bounds_invalid_args() -> None:
+    from helikon.core.items import ToolCall
+    from helikon.core.loop import (
+        ApplyingHandoff,
+        CallingModel,
+        Failed,
+        HandoffInvalidArgs,
+        HandoffRefused,
+        TransitionCtx,
+        transition,
+    )
+
+    call = ToolCall(call_id="h1", name="transfer_to_b", args={})
+    ctx = TransitionCtx(agent_name="a", handoffs={"transfer_to_b": "b"})
+    applying = ApplyingHandoff(
+        target="b", call_id="h1", transcript=(call,), calls=(call,), args_retried=("lookup",)
+    )
+    refused = transition(applying, HandoffRefused(reason="closed"), ctx).next_state
+    assert isinstance(refused, CallingModel) and refused.args_retried == ("lookup",)
+    invalid = transition(applying, HandoffInvalidArgs(errors=("reason: Field required",)), ctx)
+    assert isinstance(invalid.next_state, CallingModel)
+    assert invalid.next_state.args_retried == ("lookup", "transfer_to_b")
+    again = dataclasses.replace(applying, args_retried=invalid.next_state.args_retried)
+    failed = transition(again, HandoffInvalidArgs(errors=("reason: Field required",)), ctx).next_state
+    assert isinstance(failed, Failed) and failed.error.kind == "tool_error"
