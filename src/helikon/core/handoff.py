@@ -244,6 +244,19 @@ class Handoff(Generic[Ctx]):
         on_handoff: Callable[[RunContext[Ctx]], Awaitable[object] | object] | None = None,
     ) -> Handoff[Ctx]: ...
 
+    @overload
+    @classmethod
+    def to(
+        cls,
+        agent: Agent[Ctx],
+        *,
+        tool_name: str | None = None,
+        description: str | None = None,
+        input_filter: HandoffFilter | None = None,
+        input_type: type[Any] | None = None,
+        on_handoff: None = None,
+    ) -> Handoff[Ctx]: ...
+
     @classmethod
     def to(
         cls,
