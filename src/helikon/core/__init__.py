@@ -13,7 +13,7 @@ import typing
 _EAGER = {
     ".agent": "Agent Instructions LlmAgent",
     ".input": "AgentInput RunInput",
-    ".handoff": "Handoff",
+    ".handoff": "Handoff HandoffFilter HandoffInputData keep_last_user_message remove_tool_calls",
     ".result": "RunResult RunStream",
     ".runner": "Runner",
     ".output": "OutputType",
@@ -115,7 +115,13 @@ def __dir__() -> list[str]:
 if typing.TYPE_CHECKING:
     from .agent import Agent as Agent, Instructions as Instructions, LlmAgent as LlmAgent
     from .input import AgentInput as AgentInput, RunInput as RunInput
-    from .handoff import Handoff as Handoff
+    from .handoff import (
+        Handoff as Handoff,
+        HandoffFilter as HandoffFilter,
+        HandoffInputData as HandoffInputData,
+        keep_last_user_message as keep_last_user_message,
+        remove_tool_calls as remove_tool_calls,
+    )
     from .result import RunResult as RunResult, RunStream as RunStream
     from .runner import Runner as Runner
     from .output import OutputType as OutputType

@@ -34,8 +34,9 @@ from .events import (
     ToolsStarting,
     TurnStarted,
 )
-from .exceptions import ModelError
+from .exceptions import InvalidArgs, ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
+from .handoff import Handoff, HandoffInputData
 from .input import AgentInput
 from .items import Item, SystemMessage, ToolCall, UserMessage
 from .loop import (
@@ -48,6 +49,7 @@ from .loop import (
     Failed,
     HandedOff,
     HandoffAccepted,
+    HandoffInvalidArgs,
     HandoffRefused,
     LoopState,
     ModelFailed,
@@ -126,6 +128,7 @@ class _Run:
         "holding",
         "hooks",
         "injected",
+        "input",
         "meter",
         "observer",
         "output_guarded",
@@ -168,6 +171,7 @@ class _Run:
         self.guard_task: asyncio.Future[GuardrailVerdict] | None = None
         self.guard_tripped = False
         self.trace: RunTrace | None = None  # set by `open_trace` when spans are recorded
+        self.input: AgentInput | None = None  # set as the run starts (a handoff's filter reads it)
 
     # --- cancellation ----------------------------------------------------------------------
 
@@ -244,6 +248,7 @@ class _Run:
     async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
         """The run's events, `RunStarted` to the terminal one: `transition`'s, and those of each action."""
         token = self.token
+        self.input = input
         remove_callback = token.add_callback(self.on_cancel)
         try:
             tctx = self.transition_ctx(await self.render_system())
@@ -421,7 +426,16 @@ class _Run:
             raise CallbackRaised(f"the instructions function of {agent.name!r}", "instructions", exc) from exc
 
     async def decide_handoff(self, state: ApplyingHandoff) -> TransitionInput:
-        """The `on_handoff` hooks may refuse the transfer (the model is told why)."""
+        """Arguments that do not fit the `input_type` and the `on_handoff` hooks stop the transfer.
+
+        The model is told why. Then the handoff's own `on_handoff` callback gets the arguments.
+        """
+        call = next(c for c in state.calls if c.call_id == state.call_id)
+        handoff = self.agent.handoffs_by_tool[call.name]
+        try:
+            args = handoff.parse_args(call.args)
+        except InvalidArgs as exc:
+            return HandoffInvalidArgs(errors=exc.schema_errors)
         if self.hooks:
             decision = await self.fire(
                 HookEvent(
@@ -430,6 +444,8 @@ class _Run:
             )
             if decision.kind == "deny":
                 return HandoffRefused(reason=decision.reason)
+        if handoff.on_handoff is not None:
+            await handoff.handed_off(self.ctx, args)
         return HandoffAccepted()
 
     async def hand_off(self, state: HandedOff) -> AsyncIterator[AgentEvent]:
@@ -438,7 +454,12 @@ class _Run:
         The target's `RunStarted` is dropped (the run goes on, under a new agent) and its
         terminal event carries the usage of both agents.
         """
-        handoff = next(h for h in self.agent.handoffs if h.target == state.target)
+        handoff = self.agent.handoffs_by_tool.get(state.tool_name) or next(
+            h for h in self.agent.handoffs if h.target == state.target
+        )
+        transcript = state.transcript
+        if handoff.input_filter is not None:
+            transcript = await self.hold(self.filtered(handoff, state))
         before = state.usage
         child = self.ctx.child()
         if self.trace is not None:
@@ -446,7 +467,7 @@ class _Run:
             child = child.with_trace_parent(self.trace.run_span)  # the target's spans nest under ours
         ended = False
         try:
-            stream = handoff.agent.run(AgentInput((), state.transcript), context=child, config=self.config)
+            stream = handoff.agent.run(AgentInput((), transcript), context=child, config=self.config)
             async for event in stream:
                 if isinstance(event, RunStarted):
                     continue
@@ -463,6 +484,22 @@ class _Run:
             if not ended:
                 raise raised from exc
             logger.warning("%s after its run ended", raised)
+
+    async def filtered(self, handoff: Handoff[Any], state: HandedOff) -> tuple[Item, ...]:
+        """The conversation `handoff`'s `input_filter` makes of the transcript: what the target is sent.
+
+        The session log is built from the events, so it keeps the whole transcript.
+        """
+        transcript = state.transcript
+        given = len(self.input.conversation) if self.input is not None else 0
+        start = max(given, min(state.turn_start, len(transcript)))
+        data = HandoffInputData(
+            input_history=transcript[:given],
+            pre_handoff_items=transcript[given:start],
+            new_items=transcript[start:],
+            context=self.ctx,
+        )
+        return (await handoff.filtered(data)).all_items
 
     def with_injected(self, request: ModelRequest) -> ModelRequest:
         if not self.injected:
