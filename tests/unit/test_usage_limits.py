@@ -219,7 +219,8 @@ async def test_limits_are_per_run_not_per_context() -> None:
     config = limited(request_limit=3)
     for _ in range(3):  # each run has its own three requests
         agent, _ = two_lookups_then_answer()
-        await agent.run("Weather?", context=ctx, config=config)
+        result = await agent.run("Weather?", context=ctx, config=config)
+        assert result.usage.requests == 3
 
 
 # --- summed across handoffs, agents as tools, workflows ---------------------------------------

@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, call_user, short_repr
+from ._handoff_steps import decide_handoff, hand_off
 from ._reply import Reply
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
@@ -34,9 +35,8 @@ from .events import (
     ToolsStarting,
     TurnStarted,
 )
-from .exceptions import InvalidArgs, ModelError
+from .exceptions import ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
-from .handoff import Handoff, HandoffInputData
 from .input import AgentInput
 from .items import Item, SystemMessage, ToolCall, UserMessage
 from .loop import (
@@ -48,9 +48,6 @@ from .loop import (
     ExecuteTools,
     Failed,
     HandedOff,
-    HandoffAccepted,
-    HandoffInvalidArgs,
-    HandoffRefused,
     LoopState,
     ModelFailed,
     ModelResponse,
@@ -374,12 +371,12 @@ class _Run:
         if token.is_cancelled():
             yield _Settled(Cancelled(reason=token.reason))
         else:
-            yield _Settled(await self.hold(self.decide_handoff(state)))
+            yield _Settled(await self.hold(decide_handoff(self, state)))
 
     async def finish(self, state: LoopState) -> AsyncIterator[AgentEvent | _Settled]:
         """The run is over: a handed-off one goes on in its target; then the `on_run_complete` hooks."""
         if isinstance(state, HandedOff):
-            async for event in self.hand_off(state):
+            async for event in hand_off(self, state):
                 yield event
         if self.hooks:
             await self.run_complete()
@@ -424,82 +421,6 @@ class _Run:
             raise
         except Exception as exc:
             raise CallbackRaised(f"the instructions function of {agent.name!r}", "instructions", exc) from exc
-
-    async def decide_handoff(self, state: ApplyingHandoff) -> TransitionInput:
-        """Arguments that do not fit the `input_type` and the `on_handoff` hooks stop the transfer.
-
-        The model is told why. Then the handoff's own `on_handoff` callback gets the arguments.
-        """
-        call = next(c for c in state.calls if c.call_id == state.call_id)
-        handoff = self.agent.handoffs_by_tool[call.name]
-        try:
-            args = handoff.parse_args(call.args)
-        except InvalidArgs as exc:
-            return HandoffInvalidArgs(errors=exc.schema_errors)
-        if self.hooks:
-            decision = await self.fire(
-                HookEvent(
-                    "on_handoff", agent=self.agent.name, from_agent=self.agent.name, to_agent=state.target
-                )
-            )
-            if decision.kind == "deny":
-                return HandoffRefused(reason=decision.reason)
-        if handoff.on_handoff is not None:
-            await handoff.handed_off(self.ctx, args)
-        return HandoffAccepted()
-
-    async def hand_off(self, state: HandedOff) -> AsyncIterator[AgentEvent]:
-        """Run the target on the transcript, one level deeper; its events become this run's.
-
-        The target's `RunStarted` is dropped (the run goes on, under a new agent) and its
-        terminal event carries the usage of both agents.
-        """
-        handoff = self.agent.handoffs_by_tool.get(state.tool_name) or next(
-            h for h in self.agent.handoffs if h.target == state.target
-        )
-        transcript = state.transcript
-        if handoff.input_filter is not None:
-            transcript = await self.hold(self.filtered(handoff, state))
-        before = state.usage
-        child = self.ctx.child()
-        if self.trace is not None:
-            self.trace.end_turn()
-            child = child.with_trace_parent(self.trace.run_span)  # the target's spans nest under ours
-        ended = False
-        try:
-            stream = handoff.agent.run(AgentInput((), transcript), context=child, config=self.config)
-            async for event in stream:
-                if isinstance(event, RunStarted):
-                    continue
-                if isinstance(event, RunCompleted):
-                    ended = True
-                    yield RunCompleted(usage=before + event.usage)
-                elif isinstance(event, RunFailed):
-                    ended = True
-                    yield replace(event, usage=before + event.usage)
-                else:
-                    yield event
-        except Exception as exc:  # a custom Agent's run; an LlmAgent's never raises
-            raised = CallbackRaised(f"the handoff target {state.target!r}", "handoff", exc)
-            if not ended:
-                raise raised from exc
-            logger.warning("%s after its run ended", raised)
-
-    async def filtered(self, handoff: Handoff[Any], state: HandedOff) -> tuple[Item, ...]:
-        """The conversation `handoff`'s `input_filter` makes of the transcript: what the target is sent.
-
-        The session log is built from the events, so it keeps the whole transcript.
-        """
-        transcript = state.transcript
-        given = len(self.input.conversation) if self.input is not None else 0
-        start = max(given, min(state.turn_start, len(transcript)))
-        data = HandoffInputData(
-            input_history=transcript[:given],
-            pre_handoff_items=transcript[given:start],
-            new_items=transcript[start:],
-            context=self.ctx,
-        )
-        return (await handoff.filtered(data)).all_items
 
     def with_injected(self, request: ModelRequest) -> ModelRequest:
         if not self.injected:
