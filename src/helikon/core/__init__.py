@@ -14,7 +14,7 @@ _EAGER = {
     ".agent": "Agent Instructions LlmAgent",
     ".input": "AgentInput RunInput",
     ".handoff": "Handoff",
-    ".result": "RunResult RunStream",
+    ".result": "RunResult RunStream print_stream",
     ".runner": "Runner",
     ".output": "OutputType",
     ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
@@ -115,7 +115,7 @@ if typing.TYPE_CHECKING:
     from .agent import Agent as Agent, Instructions as Instructions, LlmAgent as LlmAgent
     from .input import AgentInput as AgentInput, RunInput as RunInput
     from .handoff import Handoff as Handoff
-    from .result import RunResult as RunResult, RunStream as RunStream
+    from .result import RunResult as RunResult, RunStream as RunStream, print_stream as print_stream
     from .runner import Runner as Runner
     from .output import OutputType as OutputType
     from .context import (
