@@ -1,10 +1,11 @@
 """`PartialValue`: the value an output type's JSON holds so far, while the model still streams it.
 
-pydantic reads the incomplete JSON (`from_json(allow_partial="trailing-strings")`) and
-validates it with `experimental_allow_partial`, which drops an incomplete last element of a
-list or dict; but a model or `TypedDict` still missing a required field fails. Those are
-built leniently instead: each field that validates (itself leniently, so nested models and
-lists of them grow too) goes in, the others wait.
+pydantic reads the incomplete JSON (`from_json(allow_partial="trailing-strings")`); what
+does not validate yet is built leniently: a pydantic model (`model_construct`) or a
+`TypedDict` from each field that validates (itself leniently, so nested models and lists
+of them grow too), a list from its elements, a union from its first arm that fits; any
+other type through pydantic's `experimental_allow_partial`, which drops an incomplete last
+element of a list or dict.
 """
 
 from __future__ import annotations
@@ -51,30 +52,37 @@ class PartialValue:
 
     def _value(self, annotation: Any, data: Any) -> Any:
         try:
-            return self._adapter(annotation).validate_python(data, experimental_allow_partial=True)
+            return self._adapter(annotation).validate_python(data)
         except ValidationError:
             return self._lenient(annotation, data)
 
     def _lenient(self, annotation: Any, data: Any) -> Any:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            return self._lenient(typing.get_args(annotation)[0], data)
+        # Constraints (`Annotated[int, Gt(0)]`) stay with the fallback; the structure is the inner type's.
+        shape = (
+            typing.get_args(annotation)[0]
+            if typing.get_origin(annotation) is typing.Annotated
+            else annotation
+        )
+        origin = typing.get_origin(shape)
         if origin is Union or origin is types.UnionType:
-            for arm in typing.get_args(annotation):
+            for arm in typing.get_args(shape):
                 value = self._lenient(arm, data)
                 if value is not MISSING:
                     return value
             return MISSING
         if origin is list and isinstance(data, list):
-            (item_type,) = typing.get_args(annotation) or (Any,)
+            (item_type,) = typing.get_args(shape) or (Any,)
             values = [self._value(item_type, item) for item in data]  # pyright: ignore[reportUnknownVariableType]
             return [value for value in values if value is not MISSING]
         if isinstance(data, dict):
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                return self._model(annotation, data)  # pyright: ignore[reportUnknownArgumentType]
-            if is_typeddict(cast(Any, annotation)):
-                return self._typed_dict(annotation, data)  # pyright: ignore[reportUnknownArgumentType]
-        return MISSING
+            if isinstance(shape, type) and issubclass(shape, BaseModel):
+                return self._model(shape, data)  # pyright: ignore[reportUnknownArgumentType]
+            if is_typeddict(cast(Any, shape)):
+                return self._typed_dict(shape, cast(dict[str, Any], data))
+        try:  # pydantic's own partial mode: an incomplete last element of a list or dict is dropped
+            return self._adapter(annotation).validate_python(data, experimental_allow_partial=True)
+        except ValidationError:
+            return MISSING
 
     def _model(self, model: type[BaseModel], data: dict[str, Any]) -> BaseModel:
         values: dict[str, Any] = {}

@@ -398,7 +398,11 @@ class RunStream:
                 yield value
 
 
-_HOW = {"iterated": "iterated with async for", "read": "read by a helper", "collected": "collected (awaited)"}
+_HOW = {
+    "iterated": "consumed (iterated with async for)",
+    "read": "consumed (read by a helper)",
+    "collected": "consumed (collected)",
+}
 _NONE: Any = object()
 
 

@@ -44,9 +44,10 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         if config is not None and not isinstance(config, RunConfig):
             raise UserError(f"{type(self).__name__}.run(config={config!r}): expected a RunConfig")
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        given = to_agent_input(input)
         if tracing_possible():
-            return RunStream(self._traced(to_agent_input(input), ctx, config))
-        return RunStream(self._events(to_agent_input(input), ctx, config))
+            return RunStream(self._traced(given, ctx, config), agent=self, input=given)
+        return RunStream(self._events(given, ctx, config), agent=self, input=given)
 
     async def _traced(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
