@@ -194,7 +194,7 @@ class RunStream:
         self._agent = agent
         self._input = input
         self._used: str | None = None  # how it is being read: "iterated", "read" (a helper), "collected"
-        self._seen: list[AgentEvent] = []  # what a helper read, for `collect` to finish from
+        self._seen: list[AgentEvent] | None = None  # what a helper read, for `collect` to finish from
 
     def _claim(self, how: str, what: str) -> None:
         used = self._used
@@ -237,7 +237,7 @@ class RunStream:
                 `ValueError`).
             UserError: the stream was iterated with `async for`, or collected already.
         """
-        if self._used == "read":
+        if self._used == "read" and self._seen is not None:
             self._used = "collected"
             events = self._seen
         else:
@@ -271,7 +271,9 @@ class RunStream:
     async def _read(self, what: str) -> AsyncIterator[AgentEvent]:
         """The events, for a helper: each is kept for a `collect` after it."""
         self._claim("read", what)
-        append = self._seen.append
+        seen: list[AgentEvent] = []
+        self._seen = seen
+        append = seen.append
         async for event in self._events:
             append(event)
             yield event
