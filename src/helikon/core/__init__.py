@@ -14,7 +14,7 @@ _EAGER = {
     ".agent": "Agent Instructions LlmAgent",
     ".input": "AgentInput RunInput",
     ".handoff": "Handoff HandoffFilter HandoffInputData keep_last_user_message remove_tool_calls",
-    ".result": "RunResult RunStream",
+    ".result": "RunResult RunStream print_stream",
     ".runner": "Runner",
     ".output": "OutputType",
     ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
@@ -122,7 +122,7 @@ if typing.TYPE_CHECKING:
         keep_last_user_message as keep_last_user_message,
         remove_tool_calls as remove_tool_calls,
     )
-    from .result import RunResult as RunResult, RunStream as RunStream
+    from .result import RunResult as RunResult, RunStream as RunStream, print_stream as print_stream
     from .runner import Runner as Runner
     from .output import OutputType as OutputType
     from .context import (

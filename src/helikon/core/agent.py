@@ -37,7 +37,7 @@ from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
 from .handoff import Handoff
-from .input import RunInput, to_agent_input
+from .input import History, RunInput, continue_from, to_agent_input
 from .items import SystemMessage
 from .model import Model, ModelSettings, ToolDef
 from .model_strings import resolve_model
@@ -254,22 +254,52 @@ class LlmAgent(Generic[Ctx]):
         return (SystemMessage(text=text),) if text else ()
 
     def run(
-        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+        self,
+        input: RunInput,
+        *,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+        history: History | None = None,
     ) -> RunStream:
         """Start a run: iterate the stream for events, or await it for a `RunResult`.
 
         Without `context` the run gets `RunContext.ephemeral(None)`. A bare `run` neither
         loads nor persists the session, and does not enforce `RunConfig.timeout`; a
         `Runner` (`helikon.runtime.AsyncioRunner`) does both.
+
+        `history` continues a conversation without a session: a previous `RunResult` (or
+        its `to_input_list()`, or any items) goes in front of `input`. Not with a context
+        whose session holds a conversation too (`UserError`).
+
+        Example:
+            ```python
+            from helikon import LlmAgent
+            from helikon.testing import MockModel, text_turn
+
+            model = MockModel.with_scripts([text_turn("Hi Ada."), text_turn("Ada.")])
+            agent = LlmAgent(name="a", model=model)
+            first = agent.run_sync("I am Ada.")
+            second = agent.run_sync("Who am I?", history=first)
+            assert [item.text for item in second.all_items] == ["I am Ada.", "Hi Ada.", "Who am I?", "Ada."]
+            ```
         """
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
-        return RunStream(_driver().drive(self, ctx, to_agent_input(input), config or self.run_config))
+        agent_input = to_agent_input(input)
+        if history is not None:
+            agent_input = continue_from(agent_input, history, ctx.session, "LlmAgent.run")
+        config = config or self.run_config
+        return RunStream(_driver().drive(self, ctx, agent_input, config), agent=self, input=agent_input)
 
     def run_sync(
-        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+        self,
+        input: RunInput,
+        *,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+        history: History | None = None,
     ) -> RunResult[str]:
         """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
-        return run_sync(lambda: self.run(input, context=context, config=config))
+        return run_sync(lambda: self.run(input, context=context, config=config, history=history))
 
 
 __all__ = ["Agent", "Instructions", "LlmAgent"]

@@ -13,12 +13,16 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TypeAlias
+from collections.abc import Sequence, Sized
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 from ._carrier import carrier
 from .exceptions import UserError
-from .items import Item, UserMessage
+from .items import AssistantMessage, Item, SystemMessage, ToolCall, ToolResult, UserMessage
+
+if TYPE_CHECKING:
+    from .result import RunResult
+    from .session import Session
 
 
 @carrier(kw_only=False)
@@ -75,4 +79,50 @@ def to_agent_input(input: RunInput) -> AgentInput:
     )
 
 
-__all__ = ["AgentInput", "RunInput", "to_agent_input"]
+History: TypeAlias = "RunResult[Any] | Sequence[Item]"
+"""What `history=` takes: a finished run's result (its `all_items`), or conversation items."""
+
+_ITEM_TYPES = (SystemMessage, UserMessage, AssistantMessage, ToolCall, ToolResult)
+
+
+def continue_from(input: AgentInput, history: History, session: Session, owner: str) -> AgentInput:
+    """`input` with `history` in front: a run continuing a conversation held by the caller, not a session.
+
+    `owner` names the call in errors. Refused when `session` holds a conversation of its own
+    (a durable session, or one with events): the run would see two histories.
+
+    Example:
+        ```python
+        from helikon import AgentInput, MemorySession, UserMessage
+        from helikon.core.input import continue_from
+
+        earlier = [UserMessage.from_text("Hello")]
+        resumed = continue_from(AgentInput.from_user_text("Hi"), earlier, MemorySession(), "run")
+        assert [item.text for item in resumed.conversation] == ["Hello", "Hi"]
+        ```
+    """
+    if getattr(session, "durable", False) or (isinstance(session, Sized) and len(session) > 0):
+        raise UserError(
+            f"{owner}(history=...): the context's session ({type(session).__name__}) holds a conversation "
+            "too; continue with one of them: history= with a context without that session, or the "
+            "session alone (through a runner, which loads it)"
+        )
+    items: Any = history
+    to_input_list = getattr(history, "to_input_list", None)
+    if callable(to_input_list):
+        items = to_input_list()
+    elif isinstance(history, str | bytes | bytearray) or not isinstance(history, Sequence):
+        raise UserError(
+            f"{owner}(history={history!r:.60}): expected a RunResult or a sequence of items, "
+            f"got {type(history).__name__}"
+        )
+    for index, item in enumerate(items):
+        if not isinstance(item, _ITEM_TYPES):
+            raise UserError(
+                f"{owner}(history=[...]): item {index} is a {type(item).__name__}, not a conversation item "
+                "(UserMessage, AssistantMessage, ToolCall, ToolResult, SystemMessage)"
+            )
+    return input.prepend(items)
+
+
+__all__ = ["AgentInput", "History", "RunInput", "continue_from", "to_agent_input"]

@@ -19,6 +19,7 @@ T = TypeVar("T")
 
 _WRAP_KEY = "response"
 _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
+_OPEN_FENCE = re.compile(r"^\s*```(?:json)?\s*\n")  # a fenced answer still streaming
 
 
 OutputValidator: TypeAlias = Callable[[str], tuple[str, ...]]
@@ -69,7 +70,7 @@ class OutputType(Generic[T]):
         ```
     """
 
-    __slots__ = ("_adapter", "_wrapped", "name", "schema", "type")
+    __slots__ = ("_adapter", "_partial", "_wrapped", "name", "schema", "type")
 
     def __init__(self, output_type: type[T] | Any, *, name: str | None = None) -> None:
         from pydantic import TypeAdapter
@@ -94,6 +95,7 @@ class OutputType(Generic[T]):
         raw_name = name or title or getattr(output_type, "__name__", None) or "StructuredOutput"
         self.name = re.sub(r"[^A-Za-z0-9_-]", "_", str(raw_name))[:64] or "StructuredOutput"
         self.schema: JsonObject = schema
+        self._partial: Any = None  # the `PartialValue` reader, built on the first `validate_partial`
 
     def response_format(self) -> ResponseFormat:
         """The strict `json_schema` response format for a finalizing turn."""
@@ -127,6 +129,39 @@ class OutputType(Generic[T]):
             return None, errors
         except ValueError as exc:
             return None, (f"not valid JSON: {exc}",)
+
+    def validate_partial(self, text: str) -> T | None:
+        """The value the beginning of a streamed answer holds so far (None until it holds one).
+
+        See `RunStream.partial_output`: a pydantic model or `TypedDict` is built from the
+        fields complete so far; other types come once they validate.
+
+        Example:
+            ```python
+            from pydantic import BaseModel
+            from helikon.core.output import OutputType
+
+            class Plan(BaseModel):
+                title: str
+                steps: list[str]
+
+            partial = OutputType(Plan).validate_partial('{"title": "Trip", "steps": ["pa')
+            assert partial is not None and partial.title == "Trip" and partial.steps == ["pa"]
+            ```
+        """
+        from ._partial import MISSING, PartialValue
+
+        reader = self._partial
+        if reader is None:
+            reader = self._partial = PartialValue(self.type)
+        match = _OPEN_FENCE.match(text)
+        data: Any = reader.parse(text[match.end() :] if match else text)
+        if self._wrapped:
+            data = cast(dict[str, Any], data).get(_WRAP_KEY, MISSING) if isinstance(data, dict) else MISSING
+        if data is MISSING:
+            return None
+        value = reader.value(data)
+        return None if value is MISSING else value
 
     def parse(self, text: str) -> T:
         """Validate `text`, raising `UserError` with the errors on a miss."""

@@ -1,13 +1,33 @@
-"""`RunStream` (what `agent.run` returns) and `RunResult` (what it collects into)."""
+"""`RunStream` (what `agent.run` returns), `RunResult` (what it collects into), `print_stream`."""
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import AsyncIterator, Generator
-from typing import Any, Generic, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar, overload
 
 from ._carrier import carrier
-from .events import AgentEvent, MessageOutput, PersistFailed, RunCompleted, RunFailed, TokenUsage
+from .events import (
+    AgentEvent,
+    HandoffItem,
+    MessageOutput,
+    PersistFailed,
+    RepairStarted,
+    RunCompleted,
+    RunFailed,
+    TokenUsage,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
 from .exceptions import RunError, UserError
+from .items import Item, SystemMessage
+from .model import TokenDelta
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .input import AgentInput
 
 T = TypeVar("T")
 
@@ -19,6 +39,92 @@ class RunResult(Generic[T]):
     final_output: T
     events: list[AgentEvent]
     usage: TokenUsage
+    agent: Agent[Any] | None = None
+    """The agent the run started with (None when its stream was made without one)."""
+    input: AgentInput | None = None
+    """What the run was given: the new turn and the history before it (None when unknown)."""
+
+    @property
+    def new_items(self) -> tuple[Item, ...]:
+        """The items this run added to the conversation: messages, tool calls and results, in order.
+
+        The run's input is not among them (see `all_items`).
+
+        Example:
+            ```python
+            from helikon import LlmAgent, ToolCall, tool
+            from helikon.testing import MockModel, text_turn, tool_call_turn
+
+            @tool
+            def add(a: int, b: int) -> int:
+                \"\"\"Add two numbers.\"\"\"
+                return a + b
+
+            model = MockModel.with_scripts([tool_call_turn("add", {"a": 2, "b": 3}), text_turn("5")])
+            result = LlmAgent(name="calc", model=model, tools=[add]).run_sync("2+3?")
+            assert [item.type for item in result.new_items] == ["tool_call", "tool_result", "assistant"]
+            ```
+        """
+        return tuple(
+            event.item
+            for event in self.events
+            if isinstance(event, MessageOutput | ToolCallItem | ToolOutputItem)
+        )
+
+    @property
+    def all_items(self) -> tuple[Item, ...]:
+        """The whole conversation after this run: its history, its new turn, then `new_items`.
+
+        What a session would hold: system messages in the new turn are per-run instructions
+        and left out. Raises `UserError` when the result does not know the run's input (a
+        runner's result: its session holds the conversation).
+        """
+        given = self.input
+        if given is None:
+            raise UserError(
+                "this RunResult does not know its run's input (a runner's run, whose session holds the "
+                "conversation, or a RunStream made without input=...): continue with the same session"
+            )
+        turn = tuple(item for item in given.messages if not isinstance(item, SystemMessage))
+        return (*given.history, *turn, *self.new_items)
+
+    def to_input_list(self) -> list[Item]:
+        """`all_items` as a new list: the input of the next run (`agent.run([*items, next_turn])`).
+
+        To continue with a new question, `agent.run("next question", history=result)` does the same.
+        """
+        return list(self.all_items)
+
+    @property
+    def last_agent(self) -> Agent[Any]:
+        """The agent that answered last: the run's agent, or the handoff target the run ended in.
+
+        A workflow agent counts as one: the handoffs inside it do not move `last_agent` out.
+
+        Example:
+            ```python
+            from helikon import LlmAgent
+            from helikon.testing import MockModel, text_turn, tool_call_turn
+
+            billing = LlmAgent(name="billing", model=MockModel.with_scripts([text_turn("Refunded.")]))
+            triage = LlmAgent(
+                name="triage",
+                model=MockModel.with_scripts([tool_call_turn("transfer_to_billing", {})]),
+                handoffs=[billing],
+            )
+            assert triage.run_sync("refund please").last_agent is billing
+            ```
+        """
+        agent = self.agent
+        if agent is None:
+            raise UserError(
+                "this RunResult does not know its run's agent (a RunStream made without agent=...)"
+            )
+        for event in self.events:
+            if type(event) is HandoffItem and event.from_agent == agent.name:
+                handoffs: Any = getattr(agent, "handoffs", ())
+                agent = next((h.agent for h in handoffs if h.target == event.to_agent), agent)
+        return agent
 
     @property
     def last_message(self) -> MessageOutput | None:
@@ -50,7 +156,12 @@ class RunStream:
 
     Iterate it to react as the run unfolds, or `await` it (or `collect()`) for a
     `RunResult`. A failed run ends with a `RunFailed` event when iterated, and raises
-    the matching `RunError` when collected. A stream can be consumed once.
+    the matching `RunError` when collected.
+
+    A stream is read once: by `async for`, by one of its helpers (`text_stream()`,
+    `partial_output()`, `print_stream`), or by `await`. After a helper, `await` still gives
+    the `RunResult` (it reads what the helper left, if it stopped early); after `async for`
+    the events were yours, and `await` is an error.
 
     Example:
         ```python
@@ -70,16 +181,38 @@ class RunStream:
         ```
     """
 
-    __slots__ = ("_consumed", "_events")
+    __slots__ = ("_agent", "_events", "_input", "_seen", "_used")
 
-    def __init__(self, events: AsyncIterator[AgentEvent]) -> None:
+    def __init__(
+        self,
+        events: AsyncIterator[AgentEvent],
+        *,
+        agent: Agent[Any] | None = None,
+        input: AgentInput | None = None,
+    ) -> None:
         self._events = events
-        self._consumed = False
+        self._agent = agent
+        self._input = input
+        self._used: str | None = None  # how it is being read: "iterated", "read" (a helper), "collected"
+        self._seen: list[AgentEvent] | None = None  # what a helper read, for `collect` to finish from
+
+    def _claim(self, how: str, what: str) -> None:
+        used = self._used
+        if used is not None:
+            hint = (
+                "; to get both the events and the RunResult, read it with a helper "
+                "(text_stream(), partial_output(), print_stream) and then await it"
+                if used == "iterated" and how == "collected"
+                else ""
+            )
+            raise UserError(
+                f"cannot {what}: this RunStream was already {_HOW[used]}; a stream is read once "
+                f"(call agent.run(...) again for a new run){hint}"
+            )
+        self._used = how
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
-        if self._consumed:
-            raise UserError("this RunStream was already consumed; call agent.run(...) again for a new run")
-        self._consumed = True
+        self._claim("iterated", "iterate it")
         return self._events
 
     def __await__(self) -> Generator[Any, None, RunResult[str]]:
@@ -94,21 +227,31 @@ class RunStream:
     async def collect(self, output_type: type[T] | None = None) -> RunResult[T] | RunResult[str]:
         """Drain the stream into a `RunResult`; with `output_type`, parse the final text into it.
 
+        After a helper (`text_stream()`, ...) it collects the events the helper read and
+        the rest of the run.
+
         Raises:
             RunError: the run failed (the subclass matches the failure, e.g. `MaxTurnsExceeded`),
                 or its final text does not parse into `output_type` (`InvalidStructuredOutput`;
                 kind `other` when a validator of `output_type` raised something other than
                 `ValueError`).
+            UserError: the stream was iterated with `async for`, or collected already.
         """
-        events: list[AgentEvent] = []
+        if self._used == "read" and self._seen is not None:
+            self._used = "collected"
+            events = self._seen
+        else:
+            self._claim("collected", "collect it")
+            events = []
         append = events.append
+        # Drain to the very end even after a failure, so that whatever wraps the run (a
+        # runner appending to the session) has finished before this returns or raises.
+        async for event in self._events:
+            append(event)
         text = ""
         usage = TokenUsage()
         failure: RunFailed | None = None
-        # Drain to the very end even after a failure, so that whatever wraps the run (a
-        # runner appending to the session) has finished before this returns or raises.
-        async for event in self.__aiter__():
-            append(event)
+        for event in events:
             if isinstance(event, MessageOutput):
                 text = event.item.text
             elif isinstance(event, RunCompleted):
@@ -117,11 +260,216 @@ class RunStream:
                 failure = event
         if failure is not None:
             raise RunError.from_agent_error(failure.error)
+        agent, given = self._agent, self._input
         if output_type is None:
-            return RunResult(final_output=text, events=events, usage=usage)
+            return RunResult(final_output=text, events=events, usage=usage, agent=agent, input=given)
         from .output import OutputType
 
-        return RunResult(final_output=_parse(OutputType(output_type), text), events=events, usage=usage)
+        value = _parse(OutputType(output_type), text)
+        return RunResult(final_output=value, events=events, usage=usage, agent=agent, input=given)
+
+    async def _read(self, what: str) -> AsyncIterator[AgentEvent]:
+        """The events, for a helper: each is kept for a `collect` after it."""
+        self._claim("read", what)
+        seen: list[AgentEvent] = []
+        self._seen = seen
+        append = seen.append
+        async for event in self._events:
+            append(event)
+            yield event
+
+    async def text_stream(self) -> AsyncIterator[str]:
+        """The run's text as it streams: the text deltas only, as strings.
+
+        A message that arrived whole (the merged answer of a workflow agent) comes as one
+        string. A failed run raises its `RunError` once the stream ends; `await` the stream
+        afterwards for the `RunResult`.
+
+        Example:
+            ```python
+            import asyncio
+
+            from helikon import LlmAgent
+            from helikon.testing import MockModel, text_turn
+
+            agent = LlmAgent(name="a", model=MockModel.with_scripts([text_turn("Hello there", chunk_size=4)]))
+
+            async def main() -> None:
+                run = agent.run("Hi")
+                assert [text async for text in run.text_stream()] == ["Hell", "o th", "ere"]
+                assert (await run).final_output == "Hello there"
+
+            asyncio.run(main())
+            ```
+        """
+        unmatched = 0  # characters streamed as deltas that no settled message has accounted for yet
+        failure: RunFailed | None = None
+        async for event in self._read("read its text_stream()"):
+            if isinstance(event, TokenDelta):
+                if event.text:
+                    unmatched += len(event.text)
+                    yield event.text
+            elif isinstance(event, MessageOutput):
+                whole = event.item.text
+                if unmatched >= len(whole):
+                    unmatched -= len(whole)
+                elif whole:
+                    yield whole
+            elif isinstance(event, RunFailed):
+                failure = event
+        if failure is not None:
+            raise RunError.from_agent_error(failure.error)
+
+    @overload
+    def partial_output(self) -> AsyncIterator[Any]: ...
+
+    @overload
+    def partial_output(self, output_type: type[T]) -> AsyncIterator[T]: ...
+
+    def partial_output(self, output_type: Any = None) -> AsyncIterator[Any]:
+        """The structured output as it streams: a new, partially validated value at each step.
+
+        `output_type` defaults to the run's agent's. A pydantic model comes as instances
+        built (`model_construct`) from the fields complete so far, nested models and lists
+        alike; a field not streamed yet is absent (`model_fields_set` lists the present
+        ones) and the last string or number may still grow. A `TypedDict` comes as a dict
+        of its valid keys; other types once they validate. The last value is the fully
+        validated output. A failed run raises its `RunError` once the stream ends.
+
+        Example:
+            ```python
+            import asyncio
+
+            from pydantic import BaseModel
+            from helikon import LlmAgent
+            from helikon.testing import MockModel, text_turn
+
+            class Plan(BaseModel):
+                title: str
+                steps: list[str]
+
+            text = '{"title": "Trip", "steps": ["pack", "go"]}'
+            model = MockModel.with_scripts([text_turn(text, chunk_size=8)])
+            agent = LlmAgent(name="planner", model=model, output_type=Plan)
+
+            async def main() -> None:
+                values = [plan async for plan in agent.run("Plan a trip").partial_output()]
+                assert values[1] == Plan.model_construct(title="Trip")  # steps not streamed yet
+                assert values[-1] == Plan(title="Trip", steps=["pack", "go"])
+
+            asyncio.run(main())
+            ```
+
+        Raises:
+            UserError: neither `output_type` nor the run's agent names an output type.
+        """
+        if output_type is None:
+            output_type = getattr(self._agent, "output_type", None)
+            if output_type is None:
+                raise UserError(
+                    "partial_output(): the run's agent has no output_type; "
+                    "pass the type: run.partial_output(MyModel)"
+                )
+        from .output import OutputType
+
+        return self._partials(OutputType(output_type))
+
+    async def _partials(self, output: Any) -> AsyncIterator[Any]:
+        parts: list[str] = []
+        last: Any = _NONE
+        final: str | None = None
+        failure: RunFailed | None = None
+        async for event in self._read("read its partial_output()"):
+            if isinstance(event, TokenDelta):
+                parts.append(event.text)
+                value = output.validate_partial("".join(parts))
+                if value is not None and value != last:
+                    last = value
+                    yield value
+            elif isinstance(event, TurnStarted | RepairStarted | MessageOutput):
+                parts = []  # the next turn's text is a new answer
+                if isinstance(event, MessageOutput):
+                    final = event.item.text
+            elif isinstance(event, RunFailed):
+                failure = event
+        if failure is not None:
+            raise RunError.from_agent_error(failure.error)
+        if final is not None:
+            value = _parse(output, final)
+            if value != last:
+                yield value
+
+
+_HOW = {
+    "iterated": "consumed (iterated with async for)",
+    "read": "consumed (read by a helper)",
+    "collected": "consumed (collected)",
+}
+_NONE: Any = object()
+
+
+async def print_stream(run: RunStream, *, file: TextIO | None = None) -> RunResult[str]:
+    """Print a run as it streams, for scripts: its text as it comes, each tool call on a line.
+
+    Tool calls print as `[tool] name({...args})`, handoffs as `[handoff] a -> b`. Returns
+    the `RunResult` (raises its `RunError` if the run failed). Plain text to `file`
+    (default `sys.stdout`), flushed as it goes; no terminal styling.
+
+    Example:
+        ```python
+        import asyncio
+
+        from helikon import LlmAgent, print_stream, tool
+        from helikon.testing import MockModel, text_turn, tool_call_turn
+
+        @tool
+        def weather(city: str) -> str:
+            \"\"\"The weather in a city.\"\"\"
+            return "sunny"
+
+        model = MockModel.with_scripts([tool_call_turn("weather", {"city": "Oslo"}), text_turn("Sunny.")])
+        agent = LlmAgent(name="w", model=model, tools=[weather])
+        result = asyncio.run(print_stream(agent.run("Weather in Oslo?")))
+        # prints: [tool] weather({"city": "Oslo"})
+        #         Sunny.
+        assert result.final_output == "Sunny."
+        ```
+    """
+    out = file if file is not None else sys.stdout
+    midline = False
+    unmatched = 0
+    async for event in run._read("print it"):  # pyright: ignore[reportPrivateUsage]
+        text, line = "", ""
+        if isinstance(event, TokenDelta):
+            text = event.text
+            unmatched += len(text)
+        elif isinstance(event, MessageOutput):
+            whole = event.item.text
+            if unmatched >= len(whole):
+                unmatched -= len(whole)
+            else:
+                text = whole  # it arrived whole (a workflow's merged answer)
+        elif isinstance(event, ToolCallItem):
+            args = json.dumps(event.item.args, ensure_ascii=False)
+            line = f"[tool] {event.item.name}({_short(args)})"
+        elif isinstance(event, HandoffItem):
+            line = f"[handoff] {event.from_agent} -> {event.to_agent}"
+        if text:
+            out.write(text)
+            midline = not text.endswith("\n")
+        if line:
+            out.write(("\n" if midline else "") + line + "\n")
+            midline = False
+        if text or line:
+            out.flush()
+    if midline:
+        out.write("\n")
+        out.flush()
+    return await run.collect()
+
+
+def _short(text: str, limit: int = 200) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def _parse(output: Any, text: str) -> Any:
@@ -145,4 +493,4 @@ def _parse(output: Any, text: str) -> Any:
     return value
 
 
-__all__ = ["RunResult", "RunStream"]
+__all__ = ["RunResult", "RunStream", "print_stream"]

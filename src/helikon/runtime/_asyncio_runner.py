@@ -162,7 +162,8 @@ class AsyncioRunner(Generic[Ctx]):
         self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
     ) -> RunStream:
         """Start a run and stream its events."""
-        return RunStream(self._events(agent, input, context, config))
+        # The input it knows is the new turn only (the session holds the rest): no input=.
+        return RunStream(self._events(agent, input, context, config), agent=agent)
 
     async def run(
         self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None

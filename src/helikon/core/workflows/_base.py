@@ -48,9 +48,10 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if config is not None and config.usage_limits is not None:
             ctx, _meter = metered(ctx, config.usage_limits)  # the children count into one meter
+        given = to_agent_input(input)
         if tracing_possible():
-            return RunStream(self._traced(to_agent_input(input), ctx, config))
-        return RunStream(self._events(to_agent_input(input), ctx, config))
+            return RunStream(self._traced(given, ctx, config), agent=self, input=given)
+        return RunStream(self._events(given, ctx, config), agent=self, input=given)
 
     async def _traced(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None

@@ -111,7 +111,8 @@ class SwarmAgent(Generic[Ctx]):
     ) -> RunStream:
         """Run the swarm from its entry member; the stream is the handoff chain's events."""
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
-        return RunStream(self._events(to_agent_input(input), ctx, config or self.run_config))
+        given = to_agent_input(input)
+        return RunStream(self._events(given, ctx, config or self.run_config), agent=self, input=given)
 
     def run_sync(
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
