@@ -12,6 +12,7 @@ Example:
 from ._mock_model import FunctionModel, MockModel, ScriptFunction
 from ._script_file import ScriptFile
 from ._scripts import Delay, Script, ScriptStep, reasoning_turn, text_turn, tool_call_turn, tool_calls_turn
+from ._test_model import TestModel
 
 __all__ = [
     "Delay",
@@ -21,6 +22,7 @@ __all__ = [
     "ScriptFile",
     "ScriptFunction",
     "ScriptStep",
+    "TestModel",
     "reasoning_turn",
     "text_turn",
     "tool_call_turn",
