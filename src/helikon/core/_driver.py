@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, call_user, short_repr
+from ._captured import CAPTURING, capture
 from ._reply import Reply
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
@@ -494,6 +495,8 @@ class _Run:
             # What a provider would refuse with a 400 (a call without its result after a crash,
             # a cut handoff transcript, ...) is repaired; a valid request passes as it is.
             valid = valid_request(request)
+            if CAPTURING.get():  # helikon.testing.capture_requests
+                capture(self.agent, valid)
             reply = Reply()
             span = self.trace.start_chat(valid) if self.trace is not None else None
             # The task that awaits the model; captured once per call, not per delta.
