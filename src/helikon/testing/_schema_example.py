@@ -8,6 +8,7 @@ seed gives other values.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import re
@@ -241,12 +242,19 @@ class _Example:
         upper = min(high, ex_high if ex_high is not None else math.inf)
         start = lower if lower > -math.inf else (upper - unit * (self.seed + 1) if upper < math.inf else 0)
         first = math.ceil(start / unit) * unit
-        for k in range(self.seed, self.seed + 100):
+        found: list[int | float] = []
+        for k in range(self.seed + 200):
             value = first + k * unit
             if integer:
                 value = math.ceil(value)
             if fits(value):
-                return int(value) if integer else float(value)
+                found.append(int(value) if integer else float(value))
+                if len(found) > self.seed:
+                    break
+            elif found or value > upper:
+                break  # past the upper bound: the values found are all there are
+        if found:
+            return found[self.seed % len(found)]
         if not integer and step is None and lower < upper:
             middle = (lower + upper) / 2 if math.isfinite(lower + upper) else lower + 0.5
             if fits(middle):
@@ -276,21 +284,61 @@ def _merge(left: dict[str, Any], right: Any) -> dict[str, Any]:
     return out  # pyright: ignore[reportUnknownVariableType]
 
 
+_sre: Any = importlib.import_module("re._parser")  # the standard library's own regex parser
+
+
 def _pattern_candidates(pattern: str, low: int) -> list[str]:
-    """A few strings that may match `pattern`: its literal text, then common shapes."""
-    literal = re.sub(r"\\(.)", r"\1", re.sub(r"[\^$]|\(\?[^)]*\)", "", pattern))
-    shapes = [
-        "a",
-        "A",
-        "0",
-        "a0",
-        "aa",
-        "00",
-        "a-a",
-        "a_a",
-        "a@a.a",
-        "A0",
-        "a" * max(low, 1),
-        "0" * max(low, 1),
-    ]
-    return [literal, *shapes]
+    """Strings built to match `pattern` (each repeat at its minimum, then stretched to `low`)."""
+    try:
+        parsed: Any = _sre.parse(pattern)
+    except re.error:
+        return []
+    return [_from_regex(parsed, stretch) for stretch in (0, 1, max(low, 2))]
+
+
+def _from_regex(items: Any, stretch: int) -> str:
+    out: list[str] = []
+    for op, arg in items:
+        name = str(op)
+        if name == "LITERAL":
+            out.append(chr(arg))
+        elif name == "NOT_LITERAL":
+            out.append("a" if chr(arg) != "a" else "b")
+        elif name == "ANY":
+            out.append("a")
+        elif name == "IN":
+            out.append(_from_class(arg))
+        elif name == "BRANCH":
+            out.append(_from_regex(arg[1][0], stretch))
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP"):
+            out.append(_from_regex(arg[-1], stretch))
+        elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            least, most, body = arg
+            count = least + stretch if most is _sre.MAXREPEAT else min(most, least + stretch)
+            out.append(_from_regex(body, stretch) * count)
+        elif name == "ASSERT":
+            out.append(_from_regex(arg[1], stretch) if arg[0] > 0 else "")
+    return "".join(out)
+
+
+def _from_class(members: Any) -> str:
+    negated = any(str(op) == "NEGATE" for op, _ in members)
+    for candidate in "a0A_ -.@":
+        hit = any(_in_member(str(op), arg, candidate) for op, arg in members)
+        if hit != negated:
+            return candidate
+    return "a"
+
+
+def _in_member(op: str, arg: Any, char: str) -> bool:
+    if op == "LITERAL":
+        return char == chr(arg)
+    if op == "RANGE":
+        return arg[0] <= ord(char) <= arg[1]
+    if op == "CATEGORY":
+        kind = str(arg)
+        matched = {"DIGIT": char.isdigit(), "WORD": char.isalnum() or char == "_", "SPACE": char.isspace()}
+        for key, value in matched.items():
+            if key in kind:
+                return value != ("NOT_" in kind)
+    return False
