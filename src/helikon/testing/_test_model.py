@@ -142,7 +142,7 @@ class TestModel(Model):
         else:
             tail = _since_user(request.messages)
             calls = self._calls(request, tail)
-            events = calls if calls else _text_events(self._text(tail))
+            events = calls if calls else _text_events(self._text(tail, {t.name for t in request.tools}))
         answered = 0
         for event in events:
             if isinstance(event, TokenDelta):
@@ -178,18 +178,19 @@ class TestModel(Model):
             events.append(ToolCallDelta(call_id=call_id, name=name, args_delta=json.dumps(args)))
         return events
 
-    def _text(self, tail: Sequence[Item]) -> str:
+    def _text(self, tail: Sequence[Item], offered: set[str]) -> str:
+        """The answer: the custom text, or the results of this turn's calls of the request's tools."""
         if self.custom_output_text is not None:
             return self.custom_output_text
-        names = {i.call_id: i.name for i in tail if isinstance(i, ToolCall)}
+        names = {i.call_id: i.name for i in tail if isinstance(i, ToolCall) and i.name in offered}
         results: dict[str, Any] = {}
         for item in tail:
-            if isinstance(item, ToolResult):
-                text = item.text
+            name = names.get(item.call_id) if isinstance(item, ToolResult) else None
+            if isinstance(item, ToolResult) and name is not None:
                 try:
-                    results[names.get(item.call_id, item.name or item.call_id)] = json.loads(text)
+                    results[name] = json.loads(item.text)
                 except ValueError:
-                    results[names.get(item.call_id, item.name or item.call_id)] = text
+                    results[name] = item.text
         return json.dumps(results) if results else "success (no tool calls)"
 
     def _structured(self, fmt: ResponseFormat) -> str:
