@@ -43,6 +43,15 @@ async def balance(account: str) -> dict[str, float]:
     return {"balance": 1200.0}
 
 
+def banker() -> LlmAgent[None]:
+    model = MockModel.with_scripts(
+        [tool_call_turn("balance", {"account": "checking"}, call_id="call_1"), text_turn("You have $1,200.")]
+    )
+    return LlmAgent[None](
+        name="banker", model=model, instructions="You are a bank assistant.", tools=[balance]
+    )
+
+
 class Heartbeat:
     """A task sleeping 5 ms in a loop; `max_lag` is the longest it overslept."""
 
@@ -75,12 +84,7 @@ async def read_line(proc: asyncio.subprocess.Process) -> str:
 
 async def test_another_process_holding_the_write_lock_never_blocks_the_loop(tmp_path: Path) -> None:
     path = tmp_path / "locked.db"
-    model = MockModel.with_scripts(
-        [tool_call_turn("balance", {"account": "checking"}, call_id="call_1"), text_turn("You have $1,200.")]
-    )
-    agent = LlmAgent[None](
-        name="banker", model=model, instructions="You are a bank assistant.", tools=[balance]
-    )
+    agent = banker()
     async with await SqliteDatabase.open(path) as db:
         session = await SqliteSession.open(db, "s")
         other = await SqliteSession.open(db, "other")
@@ -92,7 +96,14 @@ async def test_another_process_holding_the_write_lock_never_blocks_the_loop(tmp_
         assert inline is not None
         assert inline.execute("PRAGMA busy_timeout").fetchone() == (0,)
 
-        heartbeat = Heartbeat()
+        # A first run warms what any first run pays on the loop (imports, schemas), which is
+        # not waiting for a lock: the heartbeat below measures the runs that meet the lock.
+        warm = await SqliteSession.open(db, "warm-up")
+        warm_ctx = RunContext.ephemeral(None).with_session(warm)
+        assert (
+            await AsyncioRunner[None]().run(banker(), "Warm up.", warm_ctx)
+        ).final_output == "You have $1,200."
+
         locker = await asyncio.create_subprocess_exec(
             sys.executable,
             "-c",
@@ -103,6 +114,7 @@ async def test_another_process_holding_the_write_lock_never_blocks_the_loop(tmp_
             stderr=asyncio.subprocess.PIPE,
         )
         assert await read_line(locker) == "locked"
+        heartbeat = Heartbeat()  # after the fork: spawning a process is not the lock's doing
         # WAL: plain reads do not need the write lock; inline, they return while it is held.
         assert await session.events() == []
         assert (await session.snapshot()).messages == ()
@@ -129,7 +141,8 @@ async def test_another_process_holding_the_write_lock_never_blocks_the_loop(tmp_
 
     assert heartbeat.beats > 50
     print(f"max heartbeat lag: {heartbeat.max_lag * 1000:.1f} ms")
-    # A loop that waited for the lock would lag by up to the 2 s it was held. The bound sits far
-    # below that and far above what a loaded, shared machine adds to a 5 ms sleep; the issue's
-    # 20 ms is what the loop shows on a quiet machine.
-    assert heartbeat.max_lag < 0.25, heartbeat.max_lag
+    # A loop that waited for the lock would lag by up to the 2 s it was held. With the first
+    # run's one-time costs and the fork outside the measurement, the lag is what the loop's own
+    # steps take (3.6 to 5.3 ms measured, against the issue's 20 ms); the bound leaves room for
+    # a loaded, shared machine, and stays 20x below a lock wait.
+    assert heartbeat.max_lag < 0.1, heartbeat.max_lag

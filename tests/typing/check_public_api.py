@@ -81,3 +81,23 @@ async def checks() -> None:
     assert_type(LazyModel("gemini:gemini-2.5-flash").build(), Model)
     assert_type(model_prefixes(), tuple[str, ...])
     register_model_prefix("typed", lambda rest: MockModel.with_scripts([]), provider="typed")
+
+
+def handoff_control(target: LlmAgent[int], dynamic: type[Any] | None) -> None:
+    from helikon import Handoff, HandoffInputData, remove_tool_calls
+
+    class Escalation(BaseModel):
+        reason: str
+
+    def escalated(ctx: RunContext[int], args: Escalation) -> None: ...
+
+    async def handed(ctx: RunContext[int]) -> None: ...
+
+    def trim(data: HandoffInputData) -> HandoffInputData:
+        return data
+
+    typed = Handoff[int].to(target, input_type=Escalation, on_handoff=escalated, input_filter=trim)
+    assert_type(typed, Handoff[int])
+    assert_type(Handoff[int].to(target, on_handoff=handed, input_filter=remove_tool_calls), Handoff[int])
+    assert_type(Handoff[int].to(target, input_type=dynamic), Handoff[int])
+    Handoff[int].to(target, input_type=Escalation, on_handoff=lambda ctx, args: print(args.reason))

@@ -82,6 +82,7 @@ from helikon.core.loop import (
     FinalOutput,
     HandedOff,
     HandoffAccepted,
+    HandoffInvalidArgs,
     HandoffRefused,
     LoopState,
     ModelFailed,
@@ -287,8 +288,12 @@ LOOP_STATE_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
         usage=token_usage,
         calls=tool_calls,
         turn=small_ints,
+        args_retried=tool_names,
+        turn_start=small_ints,
     ),
-    HandedOff: st.builds(HandedOff, target=text, transcript=items, usage=token_usage),
+    HandedOff: st.builds(
+        HandedOff, target=text, transcript=items, usage=token_usage, tool_name=text, turn_start=small_ints
+    ),
     Finalizing: st.builds(Finalizing, turn=small_ints, usage=token_usage),
     RepairingOutput: st.builds(RepairingOutput, turn=small_ints, usage=token_usage),
     Compacting: st.builds(Compacting, turn=small_ints, usage=token_usage),
@@ -314,6 +319,7 @@ TRANSITION_INPUT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     Cancelled: st.builds(Cancelled, reason=opt_text),
     HandoffAccepted: st.just(HandoffAccepted()),
     HandoffRefused: st.builds(HandoffRefused, reason=text),
+    HandoffInvalidArgs: st.builds(HandoffInvalidArgs, errors=tool_names),
 }
 
 
@@ -545,6 +551,7 @@ TAGS: dict[type, str] = {
     Cancelled: "cancelled",
     HandoffAccepted: "handoff_accepted",
     HandoffRefused: "handoff_refused",
+    HandoffInvalidArgs: "handoff_invalid_args",
     # others
     NamedToolChoice: "tool",
 }

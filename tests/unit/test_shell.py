@@ -293,26 +293,33 @@ _PLAIN_PIECES = st.sampled_from(
 )  # fmt: skip
 
 
-def _read_twice(command: str) -> ShellParse:
-    """The parse of `command`, checked to be the same read again and read through a `ParseCache`.
+def _reads(command: str) -> tuple[ShellParse, ShellParse, ShellParse]:
+    """`command` read three times: afresh, again, and through a new `ParseCache`.
 
     The reader keeps nothing between commands: what came before never changes a parse.
     """
-    first = parse_command(command)
-    assert parse_command(command) == first, command
-    assert ParseCache().read(command) == first, command
-    assert first.ok or first.error
+    return parse_command(command), parse_command(command), ParseCache().read(command)
+
+
+def _read_twice(command: str) -> ShellParse:
+    """The parse of `command`, checked to be the same each time it is read."""
+    first, again, cached = _reads(command)
+    assert again == first == cached, command
     return first
 
 
 @given(st.lists(st.tuples(_PLAIN_PIECES, st.sampled_from([" ", "", "  ", "\t", "\n"])), max_size=12))
 def test_a_command_of_tricky_pieces_reads_the_same_each_time(pieces: list[tuple[str, str]]) -> None:
-    _read_twice("".join(p + sep for p, sep in pieces))
+    first, again, cached = _reads("".join(p + sep for p, sep in pieces))
+    assert again == first == cached
+    assert first.ok or first.error
 
 
 @pytest.mark.parametrize("entry", CORPUS, ids=[f"{i}:{e['command'][:40]!r}" for i, e in enumerate(CORPUS)])
 def test_a_corpus_command_reads_the_same_each_time(entry: dict[str, Any]) -> None:
-    _read_twice(entry["command"])
+    first, again, cached = _reads(entry["command"])
+    assert again == first == cached, entry["command"]
+    assert first.ok or first.error
 
 
 def test_common_commands_read_as_their_programs() -> None:

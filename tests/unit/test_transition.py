@@ -186,7 +186,13 @@ def test_a_handoff_tool_call_moves_to_applying_handoff_with_the_transcript() -> 
     c = ctx(handoffs={"transfer_to_b": "b"})
     out = transition(CallingModel(turn=0, usage=USAGE), ModelResponse(items=(transfer,)), c, (USER,))
     assert out.next_state == ApplyingHandoff(
-        target="b", call_id="t1", transcript=(USER, transfer), usage=USAGE, calls=(transfer,), turn=0
+        target="b",
+        call_id="t1",
+        transcript=(USER, transfer),
+        usage=USAGE,
+        calls=(transfer,),
+        turn=0,
+        turn_start=1,  # the handoff turn starts after the conversation so far
     )
     assert isinstance(out.next_action, ApplyHandoff)
 
@@ -210,6 +216,7 @@ def test_an_accepted_handoff_answers_every_call_and_hands_over_the_transcript() 
     ]
     assert out.next_state.transcript == (USER, other, transfer, *results)
     assert out.next_state.usage == USAGE and out.next_state.target == "b"
+    assert (out.next_state.tool_name, out.next_state.turn_start) == ("transfer_to_b", 1)
 
 
 def test_a_refused_handoff_tells_the_model_and_goes_on() -> None:

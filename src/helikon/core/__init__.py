@@ -13,11 +13,12 @@ import typing
 _EAGER = {
     ".agent": "Agent Instructions LlmAgent",
     ".input": "AgentInput RunInput",
-    ".handoff": "Handoff",
+    ".handoff": "Handoff HandoffFilter HandoffInputData keep_last_user_message remove_tool_calls",
     ".result": "RunResult RunStream",
     ".runner": "Runner",
     ".output": "OutputType",
     ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
+    ".usage": "UsageLimits",
     ".cancel": "CancellationToken",
     ".tools": "FunctionTool Tool ToolEffect ToolOutput tool",
     ".items": """
@@ -58,7 +59,7 @@ _EAGER = {
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded ModelError
         OtherModelError RateLimited Refused RunCancelled RunError RunTimeout SessionBackendError
         SessionConflict SessionError SessionUnavailable ToolError Transport Unavailable
-        UnreadableSessionEvent UserError
+        UnreadableSessionEvent UsageLimitExceeded UserError
     """,
     "._json": "JsonObject JsonValue",
 }
@@ -114,7 +115,13 @@ def __dir__() -> list[str]:
 if typing.TYPE_CHECKING:
     from .agent import Agent as Agent, Instructions as Instructions, LlmAgent as LlmAgent
     from .input import AgentInput as AgentInput, RunInput as RunInput
-    from .handoff import Handoff as Handoff
+    from .handoff import (
+        Handoff as Handoff,
+        HandoffFilter as HandoffFilter,
+        HandoffInputData as HandoffInputData,
+        keep_last_user_message as keep_last_user_message,
+        remove_tool_calls as remove_tool_calls,
+    )
     from .result import RunResult as RunResult, RunStream as RunStream
     from .runner import Runner as Runner
     from .output import OutputType as OutputType
@@ -126,6 +133,7 @@ if typing.TYPE_CHECKING:
         ToolContext as ToolContext,
         TracerHandle as TracerHandle,
     )
+    from .usage import UsageLimits as UsageLimits
     from .cancel import CancellationToken as CancellationToken
     from .tools import (
         FunctionTool as FunctionTool,
@@ -276,6 +284,7 @@ if typing.TYPE_CHECKING:
         Transport as Transport,
         Unavailable as Unavailable,
         UnreadableSessionEvent as UnreadableSessionEvent,
+        UsageLimitExceeded as UsageLimitExceeded,
         UserError as UserError,
     )
     from ._json import JsonObject as JsonObject, JsonValue as JsonValue

@@ -17,7 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, call_user, short_repr
-from ._captured import CAPTURING, capture
+from ._captured import capture
 from ._reply import Reply
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
@@ -33,9 +33,11 @@ from .events import (
     RunStarted,
     TokenUsage,
     ToolsStarting,
+    TurnStarted,
 )
-from .exceptions import ModelError
+from .exceptions import InvalidArgs, ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
+from .handoff import Handoff, HandoffInputData
 from .input import AgentInput
 from .items import Item, SystemMessage, ToolCall, UserMessage
 from .loop import (
@@ -45,14 +47,17 @@ from .loop import (
     Cancelled,
     Done,
     ExecuteTools,
+    Failed,
     HandedOff,
     HandoffAccepted,
+    HandoffInvalidArgs,
     HandoffRefused,
     LoopState,
     ModelFailed,
     ModelResponse,
     NextAction,
     Start,
+    Terminate,
     ToolCallOutcome,
     ToolResults,
     TransitionCtx,
@@ -62,10 +67,12 @@ from .loop import (
     transition,
 )
 from .model import ModelRequest
+from .usage import metered
 
 if TYPE_CHECKING:
     from .agent import LlmAgent
     from .observer import RunObserver
+    from .usage import UsageMeter
 
 
 T = TypeVar("T")
@@ -78,6 +85,8 @@ class _Stopped(Exception):
 
 
 _TERMINAL = (RunCompleted, RunFailed)
+_NOT_AFTER_LIMIT = (TurnStarted, RunCompleted)  # what a step failed by a usage limit drops
+_TERMINATE = Terminate()
 
 
 class _Settled:
@@ -120,6 +129,8 @@ class _Run:
         "holding",
         "hooks",
         "injected",
+        "input",
+        "meter",
         "observer",
         "output_guarded",
         "redactor",
@@ -131,6 +142,10 @@ class _Run:
     )
 
     def __init__(self, agent: LlmAgent[Any], ctx: RunContext[Any], config: RunConfig) -> None:
+        # With usage limits, the runs this one starts count into its meter (carried by `ctx`).
+        self.meter: UsageMeter | None = None
+        if config.usage_limits is not None or ctx._meter is not None:  # pyright: ignore[reportPrivateUsage]
+            ctx, self.meter = metered(ctx, config.usage_limits)
         self.agent = agent
         self.ctx = ctx
         self.config = config
@@ -157,6 +172,7 @@ class _Run:
         self.guard_task: asyncio.Future[GuardrailVerdict] | None = None
         self.guard_tripped = False
         self.trace: RunTrace | None = None  # set by `open_trace` when spans are recorded
+        self.input: AgentInput | None = None  # set as the run starts (a handoff's filter reads it)
 
     # --- cancellation ----------------------------------------------------------------------
 
@@ -233,6 +249,7 @@ class _Run:
     async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
         """The run's events, `RunStarted` to the terminal one: `transition`'s, and those of each action."""
         token = self.token
+        self.input = input
         remove_callback = token.add_callback(self.on_cancel)
         try:
             tctx = self.transition_ctx(await self.render_system())
@@ -248,7 +265,10 @@ class _Run:
                 outcome = transition(state, next_input, tctx, conversation)
                 conversation.extend(outcome.conversation_appends)
                 state = self.state = outcome.next_state
-                events = outcome.events
+                events, action = outcome.events, outcome.next_action
+                if self.meter is not None and not isinstance(state, Failed):
+                    state, events, action = self.within_limits(self.meter, state, events, action)
+                    self.state = state
                 if self.output_guarded and isinstance(state, Done):
                     events = await self.hold(self.check_output(state, events))
                 for event in events:
@@ -257,7 +277,7 @@ class _Run:
                         event = RunFailed(error=cancel_error(token.reason), usage=_usage(state))
                     yield event
                 next_input = None  # unless the action settles into one: the run is over
-                async for item in self.perform(outcome.next_action, state, tctx.system):
+                async for item in self.perform(action, state, tctx.system):
                     if type(item) is _Settled:
                         next_input = item.input
                     else:
@@ -268,6 +288,26 @@ class _Run:
         finally:
             remove_callback()
             self.stop_guardrails()
+
+    def within_limits(
+        self, meter: UsageMeter, state: LoopState, events: tuple[AgentEvent, ...], action: NextAction
+    ) -> tuple[LoopState, tuple[AgentEvent, ...], NextAction]:
+        """Check the step against the usage limits: the step as it is, or the run failed instead.
+
+        A cap passed so far (by this run's last model call, or by another run on the meter)
+        fails the run now; a model call or a tool batch that would pass one is not made.
+        """
+        error = meter.failure()
+        if error is None and isinstance(action, CallModel):
+            error = meter.before_request(self.agent.name)
+        elif error is None and isinstance(action, ExecuteTools):
+            error = meter.before_tools(len(action.calls))
+        if error is None:
+            return state, events, action
+        usage = _usage(state)
+        # What the step had settled stays (it is recorded); the turn it would start and its end do not.
+        kept = tuple(e for e in events if e.__class__ not in _NOT_AFTER_LIMIT)
+        return Failed(error=error, usage=usage), (*kept, RunFailed(error=error, usage=usage)), _TERMINATE
 
     def transition_ctx(self, system: tuple[SystemMessage, ...]) -> TransitionCtx:
         """What every step of the run reads: the agent, its rendered instructions, the limits."""
@@ -387,7 +427,16 @@ class _Run:
             raise CallbackRaised(f"the instructions function of {agent.name!r}", "instructions", exc) from exc
 
     async def decide_handoff(self, state: ApplyingHandoff) -> TransitionInput:
-        """The `on_handoff` hooks may refuse the transfer (the model is told why)."""
+        """Arguments that do not fit the `input_type` and the `on_handoff` hooks stop the transfer.
+
+        The model is told why. Then the handoff's own `on_handoff` callback gets the arguments.
+        """
+        call = next(c for c in state.calls if c.call_id == state.call_id)
+        handoff = self.agent.handoffs_by_tool[call.name]
+        try:
+            args = handoff.parse_args(call.args)
+        except InvalidArgs as exc:
+            return HandoffInvalidArgs(errors=exc.schema_errors)
         if self.hooks:
             decision = await self.fire(
                 HookEvent(
@@ -396,6 +445,8 @@ class _Run:
             )
             if decision.kind == "deny":
                 return HandoffRefused(reason=decision.reason)
+        if handoff.on_handoff is not None:
+            await handoff.handed_off(self.ctx, args)
         return HandoffAccepted()
 
     async def hand_off(self, state: HandedOff) -> AsyncIterator[AgentEvent]:
@@ -404,7 +455,12 @@ class _Run:
         The target's `RunStarted` is dropped (the run goes on, under a new agent) and its
         terminal event carries the usage of both agents.
         """
-        handoff = next(h for h in self.agent.handoffs if h.target == state.target)
+        handoff = self.agent.handoffs_by_tool.get(state.tool_name) or next(
+            h for h in self.agent.handoffs if h.target == state.target
+        )
+        transcript = state.transcript
+        if handoff.input_filter is not None:
+            transcript = await self.hold(self.filtered(handoff, state))
         before = state.usage
         child = self.ctx.child()
         if self.trace is not None:
@@ -412,7 +468,7 @@ class _Run:
             child = child.with_trace_parent(self.trace.run_span)  # the target's spans nest under ours
         ended = False
         try:
-            stream = handoff.agent.run(AgentInput((), state.transcript), context=child, config=self.config)
+            stream = handoff.agent.run(AgentInput((), transcript), context=child, config=self.config)
             async for event in stream:
                 if isinstance(event, RunStarted):
                     continue
@@ -429,6 +485,22 @@ class _Run:
             if not ended:
                 raise raised from exc
             logger.warning("%s after its run ended", raised)
+
+    async def filtered(self, handoff: Handoff[Any], state: HandedOff) -> tuple[Item, ...]:
+        """The conversation `handoff`'s `input_filter` makes of the transcript: what the target is sent.
+
+        The session log is built from the events, so it keeps the whole transcript.
+        """
+        transcript = state.transcript
+        given = len(self.input.conversation) if self.input is not None else 0
+        start = max(given, min(state.turn_start, len(transcript)))
+        data = HandoffInputData(
+            input_history=transcript[:given],
+            pre_handoff_items=transcript[given:start],
+            new_items=transcript[start:],
+            context=self.ctx,
+        )
+        return (await handoff.filtered(data)).all_items
 
     def with_injected(self, request: ModelRequest) -> ModelRequest:
         if not self.injected:
@@ -495,8 +567,7 @@ class _Run:
             # What a provider would refuse with a 400 (a call without its result after a crash,
             # a cut handoff transcript, ...) is repaired; a valid request passes as it is.
             valid = valid_request(request)
-            if CAPTURING.get():  # helikon.testing.capture_requests
-                capture(self.agent, valid)
+            capture(self.agent, valid)  # for helikon.testing.capture_requests, when one is open
             reply = Reply()
             span = self.trace.start_chat(valid) if self.trace is not None else None
             # The task that awaits the model; captured once per call, not per delta.
@@ -518,6 +589,8 @@ class _Run:
                     if reply.add(event):
                         yield event
                 settled = self.answered(reply, span)
+                if self.meter is not None:
+                    self.meter.add_usage(self.agent.name, reply.usage)
             except (asyncio.CancelledError, _Stopped) as exc:
                 if not self.call_stopped(exc, span):
                     raise

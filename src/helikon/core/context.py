@@ -26,6 +26,7 @@ from .exceptions import UserError
 from .governance import ApprovalHandler, HookEvent, HookRegistry, PermissionMode, PermissionPolicy
 from .governance.settings import Governance, default_governance
 from .session.memory import MemorySession
+from .usage import UsageLimits
 
 if TYPE_CHECKING:
     from .governance.compiled import CompiledRules
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
     from .governance.rules import AllowRule, DenyRule, GuardRule
     from .observer import RunObserver
     from .session import Session
+    from .usage import UsageMeter
 
 Ctx = TypeVar("Ctx")
 C = TypeVar("C")
@@ -62,6 +64,10 @@ class RunConfig:
         fail_on_tool_denied: Make a tool's `ToolError.Denied` fail the run (`tool_denied`). Off by
             default: the model reads the refusal as an error result (and `PermissionDenied` is
             streamed), so one refused call does not end the run.
+        usage_limits: Caps on the model requests, tokens and tool calls of the run, summed
+            with those of its handoff targets, agents called as tools and workflow children;
+            passing one fails the run with `UsageLimitExceeded` (`helikon.core.usage` says
+            when each is checked). None (the default): no caps.
     """
 
     max_turns: int = 16
@@ -72,6 +78,7 @@ class RunConfig:
     record_tool_starts: bool = False
     durable: bool | None = None
     fail_on_tool_denied: bool = False
+    usage_limits: UsageLimits | None = None
 
     def __post_init__(self) -> None:
         _positive_int("RunConfig", "max_turns", self.max_turns)
@@ -88,6 +95,10 @@ class RunConfig:
                 raise UserError(
                     f"RunConfig(timeout={self.timeout!r}): must be positive, or None for no limit"
                 )
+        if self.usage_limits is not None and not isinstance(self.usage_limits, UsageLimits):
+            raise UserError(
+                f"RunConfig(usage_limits={self.usage_limits!r}): give a UsageLimits(...), or None"
+            )
 
     def with_max_turns(self, max_turns: int) -> RunConfig:
         """A copy with `max_turns` set."""
@@ -104,6 +115,10 @@ class RunConfig:
     def with_timeout(self, timeout: float | timedelta | None) -> RunConfig:
         """A copy with `timeout` (seconds or a `timedelta`) set."""
         return replace(self, timeout=timeout)  # pyright: ignore[reportArgumentType]
+
+    def with_usage_limits(self, limits: UsageLimits | None) -> RunConfig:
+        """A copy with `usage_limits` set."""
+        return replace(self, usage_limits=limits)
 
 
 def _positive_int(owner: str, name: str, value: object) -> None:
@@ -266,6 +281,7 @@ class RunContext(Generic[Ctx]):
         "_cancel",
         "_governance",
         "_hooks",
+        "_meter",
         "_observer",
         "_session",
         "_state",
@@ -295,6 +311,7 @@ class RunContext(Generic[Ctx]):
         self._agent_depth = 0
         self._trace_parent: object = None
         self._observer: RunObserver | None = None
+        self._meter: UsageMeter | None = None  # set by a run with usage limits, for the runs it starts
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -548,8 +565,9 @@ class RunContext(Generic[Ctx]):
 
         A fresh in-memory session, no hooks and a fresh state, so the sub-agent's turns
         never touch this run's log; the user context, tracer, a child cancel token, the
-        depth counter (one deeper) and the governance (mode, policy, approval handler,
-        rules, guards, redaction) cross over.
+        depth counter (one deeper), the governance (mode, policy, approval handler,
+        rules, guards, redaction) and the run's usage count (`RunConfig.usage_limits`)
+        cross over.
         """
         new = self._copy()
         new._session = MemorySession()

@@ -73,6 +73,7 @@ AgentErrorKind: TypeAlias = Literal[
     "tool_denied",
     "tool_error",
     "guardrail_tripwire",
+    "usage_limit_exceeded",
     "session_error",
     "other",
 ]
@@ -85,13 +86,16 @@ class AgentError:
     kind: AgentErrorKind
     message: str
     limit: int | None = None
-    """The limit that was exceeded (turns, depth, iterations, handoffs)."""
+    """The limit that was exceeded (turns, depth, iterations, handoffs, a `UsageLimits` cap)."""
     cause: str | None = None
-    """A finer reason: the `ModelError.kind`, the tool's name, the guardrail kind."""
+    """A finer reason: the `ModelError.kind`, the tool's name, the guardrail kind, the
+    `UsageLimits` field."""
     schema_errors: tuple[str, ...] = ()
     """For `invalid_structured_output`: what the validator reported."""
     final_text: str | None = None
     """For `invalid_structured_output`: the offending text."""
+    used: int | None = None
+    """For `usage_limit_exceeded`: the figure that went over `limit`."""
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.message}"

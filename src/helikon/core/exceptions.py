@@ -28,6 +28,8 @@ HelikonError
 │   ├── MaxIterationsExceeded     kind `max_iterations_exceeded` (`LoopAgent`)
 │   ├── MaxHandoffsExceeded       kind `max_handoffs_exceeded` (`SwarmAgent`)
 │   ├── InvalidStructuredOutput   kind `invalid_structured_output`; `.schema_errors`, `.final_text`
+│   ├── UsageLimitExceeded        kind `usage_limit_exceeded` (`RunConfig.usage_limits`); `.limit_name`,
+│   │                             `.limit`, `.used`
 │   ├── RunCancelled              kind `cancelled`
 │   └── RunTimeout                kind `timeout`
 │                                 (any other kind, e.g. `session_error`, `tool_denied`: a plain RunError)
@@ -308,6 +310,29 @@ class InvalidStructuredOutput(RunError):
         return self.error.final_text or ""
 
 
+class UsageLimitExceeded(RunError):
+    """The run passed a cap of `RunConfig.usage_limits` (see `helikon.core.usage`).
+
+    The message names the cap and the figure, e.g. `UsageLimits.request_limit=3 exceeded:
+    'writer' would make model request 4 (...)`.
+    """
+
+    @property
+    def limit_name(self) -> str:
+        """The `UsageLimits` field that was passed, e.g. `request_limit`."""
+        return self.error.cause or ""
+
+    @property
+    def limit(self) -> int:
+        """The cap's value."""
+        return self.error.limit if self.error.limit is not None else 0
+
+    @property
+    def used(self) -> int:
+        """The figure that went over it: the request or tool-call count it would reach, the tokens used."""
+        return self.error.used if self.error.used is not None else 0
+
+
 class RunCancelled(RunError):
     """The run's `CancellationToken` was cancelled."""
 
@@ -322,6 +347,7 @@ _RUN_ERRORS: dict[str, type[RunError]] = {
     "max_iterations_exceeded": MaxIterationsExceeded,
     "max_handoffs_exceeded": MaxHandoffsExceeded,
     "invalid_structured_output": InvalidStructuredOutput,
+    "usage_limit_exceeded": UsageLimitExceeded,
     "cancelled": RunCancelled,
     "timeout": RunTimeout,
 }
@@ -352,5 +378,6 @@ __all__ = [
     "Transport",
     "Unavailable",
     "UnreadableSessionEvent",
+    "UsageLimitExceeded",
     "UserError",
 ]

@@ -93,6 +93,9 @@ class ApplyingHandoff:
     calls: tuple[ToolCall, ...] = ()
     """Every tool call of the turn (each gets a result either way)."""
     turn: int = 0
+    args_retried: tuple[str, ...] = ()
+    turn_start: int = 0
+    """Where the turn that hands off starts in `transcript` (what came before is history)."""
 
 
 @carrier
@@ -103,6 +106,10 @@ class HandedOff:
     target: str
     transcript: tuple[Item, ...]
     usage: TokenUsage = TokenUsage()
+    tool_name: str = ""
+    """The transfer tool the model called (which of the agent's handoffs this is)."""
+    turn_start: int = 0
+    """Where the turn that handed off starts in `transcript`."""
 
 
 @carrier
@@ -269,8 +276,26 @@ class HandoffRefused:
     reason: str
 
 
+@carrier
+class HandoffInvalidArgs:
+    """The transfer call's arguments do not fit the handoff's `input_type`: the model may fix them once."""
+
+    type: Literal["handoff_invalid_args"] = "handoff_invalid_args"
+    errors: tuple[str, ...]
+
+
+HandoffDecision: TypeAlias = HandoffAccepted | HandoffRefused | HandoffInvalidArgs
+"""How the driver answers `ApplyHandoff`."""
+
 TransitionInput: TypeAlias = (
-    Start | ModelResponse | ModelFailed | ToolResults | Cancelled | HandoffAccepted | HandoffRefused
+    Start
+    | ModelResponse
+    | ModelFailed
+    | ToolResults
+    | Cancelled
+    | HandoffAccepted
+    | HandoffRefused
+    | HandoffInvalidArgs
 )
 """What the driver feeds into `transition`."""
 
@@ -298,7 +323,7 @@ class ExecuteTools:
 
 @carrier
 class ApplyHandoff:
-    """Decide the handoff `ApplyingHandoff` names; feed back `HandoffAccepted` or `HandoffRefused`.
+    """Decide the handoff `ApplyingHandoff` names; feed back a `HandoffDecision`.
 
     Once accepted, the state is `HandedOff` and the driver runs the target.
     """
@@ -383,7 +408,9 @@ def transition(
         return _after_tools(state, input, ctx, conversation)
     if isinstance(state, Finalizing | RepairingOutput) and isinstance(input, ModelResponse):
         return _after_structured(state, input, ctx, conversation)
-    if isinstance(state, ApplyingHandoff) and isinstance(input, HandoffAccepted | HandoffRefused):
+    if isinstance(state, ApplyingHandoff) and isinstance(
+        input, HandoffAccepted | HandoffRefused | HandoffInvalidArgs
+    ):
         return _after_handoff(state, input, ctx, conversation)
     return _fail(
         AgentError(kind="other", message=f"invalid transition: {state.type} cannot take {input.type}"), usage
@@ -475,6 +502,8 @@ def _after_model(
                     usage=usage,
                     calls=tuple(calls),
                     turn=state.turn,
+                    args_retried=state.args_retried,
+                    turn_start=len(conversation),
                 )
                 return TransitionOutcome(applying, tuple(events), _APPLY_HANDOFF, appends)
         if state.turn + 1 >= ctx.max_turns:
@@ -506,40 +535,67 @@ def _after_model(
     )
 
 
+def _handoff_result(state: ApplyingHandoff, call: ToolCall, input: HandoffDecision) -> ToolResult:
+    """What the model reads for `call`, one of the calls of the turn that asked for the handoff."""
+    target = state.target
+    if call.call_id == state.call_id:
+        if isinstance(input, HandoffAccepted):
+            text, error = json.dumps({"assistant": target}), False
+        elif isinstance(input, HandoffRefused):
+            text, error = f"Error: the handoff to {target!r} was refused: {input.reason}", True
+        else:
+            text = (
+                f"Error: invalid arguments: {'; '.join(input.errors)}. "
+                "Fix the arguments to match the tool's schema and call it again."
+            )
+            error = True
+    elif isinstance(input, HandoffAccepted):
+        text, error = f"Error: not run: control was transferred to {target!r}", True
+    else:
+        text, error = "Error: not run: it was asked for together with a handoff that did not happen", True
+    return ToolResult(call_id=call.call_id, content=(TextPart(text=text),), is_error=error, name=call.name)
+
+
 def _after_handoff(
-    state: ApplyingHandoff,
-    input: HandoffAccepted | HandoffRefused,
-    ctx: TransitionCtx,
-    conversation: Sequence[Item],
+    state: ApplyingHandoff, input: HandoffDecision, ctx: TransitionCtx, conversation: Sequence[Item]
 ) -> TransitionOutcome:
     """Answer every call of the turn; then hand off, or go on with the model."""
     target = state.target
-    results: list[ToolResult] = []
-    for call in state.calls:
-        if call.call_id == state.call_id:
-            if isinstance(input, HandoffAccepted):
-                text, error = json.dumps({"assistant": target}), False
-            else:
-                text, error = f"Error: the handoff to {target!r} was refused: {input.reason}", True
-        elif isinstance(input, HandoffAccepted):
-            text, error = f"Error: not run: control was transferred to {target!r}", True
-        else:
-            text, error = "Error: not run: it was asked for together with a refused handoff", True
-        results.append(
-            ToolResult(call_id=call.call_id, content=(TextPart(text=text),), is_error=error, name=call.name)
-        )
+    results = [_handoff_result(state, call, input) for call in state.calls]
     events: list[AgentEvent] = [ToolOutputItem(item=r) for r in results]
     appends = tuple(results)
     if isinstance(input, HandoffAccepted):
         events += [HandoffItem(from_agent=ctx.agent_name, to_agent=target), AgentUpdated(agent=target)]
-        handed = HandedOff(target=target, transcript=(*state.transcript, *appends), usage=state.usage)
+        tool_name = next((c.name for c in state.calls if c.call_id == state.call_id), "")
+        handed = HandedOff(
+            target=target,
+            transcript=(*state.transcript, *appends),
+            usage=state.usage,
+            tool_name=tool_name,
+            turn_start=state.turn_start,
+        )
         return TransitionOutcome(handed, tuple(events), _TERMINATE, appends)
+    retried = state.args_retried
+    if isinstance(input, HandoffInvalidArgs):
+        name = next((c.name for c in state.calls if c.call_id == state.call_id), target)
+        if name in retried:
+            error = AgentError(
+                kind="tool_error",
+                message=f"tool {name!r} got invalid arguments again after one correction: "
+                + next(r.text for r in results if r.call_id == state.call_id),
+                cause=name,
+            )
+            events.append(RunFailed(error=error, usage=state.usage))
+            return TransitionOutcome(
+                Failed(error=error, usage=state.usage), tuple(events), _TERMINATE, appends
+            )
+        retried = (*retried, name)
     next_turn = state.turn + 1
     if next_turn >= ctx.max_turns:
         return _max_turns(events, ctx, state.usage, appends)
     events.append(TurnStarted(turn=next_turn))
     return TransitionOutcome(
-        CallingModel(turn=next_turn, usage=state.usage),
+        CallingModel(turn=next_turn, usage=state.usage, args_retried=retried),
         tuple(events),
         CallModel(request=_request(ctx, conversation, appends)),
         appends,
@@ -696,6 +752,8 @@ __all__ = [
     "Finalizing",
     "HandedOff",
     "HandoffAccepted",
+    "HandoffDecision",
+    "HandoffInvalidArgs",
     "HandoffRefused",
     "LoopState",
     "ModelFailed",

@@ -13,6 +13,7 @@ from ..events import AgentEvent
 from ..exceptions import UserError
 from ..input import AgentInput, RunInput, to_agent_input
 from ..result import RunResult, RunStream
+from ..usage import metered
 from ._merge import check_description, check_name
 
 Ctx = TypeVar("Ctx")
@@ -39,11 +40,14 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         """Start a run: iterate the stream for events, or await it for a `RunResult`.
 
         `config` (when given) is passed on to every child run; its `max_agent_depth`
-        bounds the nesting. Children share `context.state`, each under `context.child()`.
+        bounds the nesting, and its `usage_limits` cap the children's spending together.
+        Children share `context.state`, each under `context.child()`.
         """
         if config is not None and not isinstance(config, RunConfig):
             raise UserError(f"{type(self).__name__}.run(config={config!r}): expected a RunConfig")
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        if config is not None and config.usage_limits is not None:
+            ctx, _meter = metered(ctx, config.usage_limits)  # the children count into one meter
         if tracing_possible():
             return RunStream(self._traced(to_agent_input(input), ctx, config))
         return RunStream(self._events(to_agent_input(input), ctx, config))

@@ -170,6 +170,7 @@ def failed_child(kind: str, name: str, role: str, run: ChildRun) -> AgentError:
         cause=error.cause,
         schema_errors=error.schema_errors,
         final_text=error.final_text,
+        used=error.used,
     )
 
 
@@ -182,5 +183,7 @@ def aggregate(
     details = "; ".join(f"{r.key!r} ({r.error})" for r in failed)
     message = f"{kind} {name!r}: {len(failed)} of {total} {roles} failed: {details}{extra}"
     if len(kinds) == 1:
-        return AgentError(kind=first.kind, message=message, limit=first.limit, cause=first.cause)
+        return AgentError(
+            kind=first.kind, message=message, limit=first.limit, cause=first.cause, used=first.used
+        )
     return AgentError(kind="other", message=message)

@@ -2,8 +2,10 @@ r"""`AgentAsTool`: call another agent like a tool and get its answer back.
 
 Unlike a handoff, control returns: the calling model gets the sub-agent's final output as
 the tool's result and keeps reasoning. The sub-run is isolated (a fresh in-memory session,
-no hooks, its own `RunConfig`), while the user context, tracer, cancel token, nesting depth
-and the caller's permission configuration cross over (`RunContext.isolated_child`).
+no hooks, its own `RunConfig`), while the user context, tracer, cancel token, nesting depth,
+the caller's permission configuration and its usage count cross over
+(`RunContext.isolated_child`): the sub-run's requests, tokens and tool calls count against the
+caller's `RunConfig.usage_limits`, and a cap it passes fails the caller's run too.
 
 Example:
     ```python
