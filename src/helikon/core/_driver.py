@@ -17,6 +17,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ._callbacks import CallbackRaised, call_user, short_repr
+from ._captured import capture
 from ._handoff_steps import decide_handoff, hand_off
 from ._reply import Reply
 from ._tool_calls import run_tool
@@ -487,6 +488,7 @@ class _Run:
             # What a provider would refuse with a 400 (a call without its result after a crash,
             # a cut handoff transcript, ...) is repaired; a valid request passes as it is.
             valid = valid_request(request)
+            capture(self.agent, valid)  # for helikon.testing.capture_requests, when one is open
             reply = Reply()
             span = self.trace.start_chat(valid) if self.trace is not None else None
             # The task that awaits the model; captured once per call, not per delta.

@@ -28,7 +28,9 @@ from __future__ import annotations
 
 import copy
 import functools
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from types import ModuleType
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
 
@@ -49,6 +51,21 @@ Ctx = TypeVar("Ctx")
 
 Instructions: TypeAlias = "str | Callable[[RunContext[Any]], str | Awaitable[str]]"
 """An agent's system prompt: static text, or a function of the run's context (sync or async)."""
+
+
+_OVERRIDES: ContextVar[dict[object, Model] | None] = ContextVar("helikon.agent_overrides", default=None)
+"""The models `LlmAgent.override` put in place in this context, by agent key (None: none)."""
+
+
+def _checked_model(model: Model | str, where: str) -> Model:
+    if isinstance(model, str):
+        model = resolve_model(model)
+    if not callable(getattr(model, "invoke", None)) or not callable(getattr(model, "capabilities", None)):
+        raise UserError(
+            f"{where}(model={model!r}): expected a Model (an object with invoke() and capabilities()) "
+            "or a model string such as 'openai:gpt-5-mini'"
+        )
+    return model
 
 
 @functools.cache
@@ -103,13 +120,14 @@ class LlmAgent(Generic[Ctx]):
 
     __slots__ = (
         "_instructions",
+        "_key",
+        "_model",
         "description",
         "handoff_defs",
         "handoffs",
         "handoffs_by_tool",
         "hooks",
         "input_guardrails",
-        "model",
         "model_settings",
         "name",
         "output_guardrails",
@@ -139,13 +157,7 @@ class LlmAgent(Generic[Ctx]):
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
-        if isinstance(model, str):
-            model = resolve_model(model)
-        if not callable(getattr(model, "invoke", None)) or not callable(getattr(model, "capabilities", None)):
-            raise UserError(
-                f"LlmAgent(model={model!r}): expected a Model (an object with invoke() and capabilities()) "
-                "or a model string such as 'openai:gpt-5-mini'"
-            )
+        model = _checked_model(model, "LlmAgent")
         if instructions is not None and not isinstance(instructions, str) and not callable(instructions):
             raise UserError(
                 f"LlmAgent(instructions={instructions!r}): give a string or a function of the RunContext"
@@ -155,7 +167,8 @@ class LlmAgent(Generic[Ctx]):
         if run_config is not None and not isinstance(run_config, RunConfig):
             raise UserError(f"LlmAgent(run_config={run_config!r}): expected a RunConfig")
         self.name = name
-        self.model = model
+        self._model = model
+        self._key = object()  # what an override is keyed by; copies (`with_handoffs`) share it
         self.description = description
         self._instructions = instructions
         self.model_settings = model_settings or ModelSettings()
@@ -235,6 +248,59 @@ class LlmAgent(Generic[Ctx]):
 
     def __repr__(self) -> str:
         return f"LlmAgent(name={self.name!r}, model={self.model!r}, tools={[t.name for t in self.tools]})"
+
+    @property
+    def model(self) -> Model:
+        """The model the agent calls: its own, or the one `override` put in place here."""
+        overrides = _OVERRIDES.get()
+        if overrides is None:
+            return self._model
+        return overrides.get(self._key, self._model)
+
+    @model.setter
+    def model(self, model: Model | str) -> None:
+        self._model = _checked_model(model, "LlmAgent.model = ...; LlmAgent")
+
+    @contextmanager
+    def override(self, *, model: Model | str) -> Generator[None]:
+        """Within the block, the agent (and its copies) calls `model` instead of its own.
+
+        For tests: the agent is built as in production and its model swapped for a double.
+        The override belongs to the current context (`contextvars`), not to the agent
+        object: it reaches every run made inside the block, in this task and in the tasks
+        and `run_sync` loops it starts (nested agents included), and no run of another
+        task or thread, so concurrent tests sharing an agent do not see each other's
+        model. It is undone on exit, also when the block raises; blocks nest.
+
+        Example:
+            ```python
+            import asyncio
+
+            from helikon import LlmAgent
+            from helikon.testing import MockModel, text_turn
+
+            agent = LlmAgent(name="support", model="openai:gpt-5-mini")
+            with agent.override(model=MockModel.with_scripts([text_turn("Hi!")])):
+                assert agent.run_sync("Hello").final_output == "Hi!"
+
+            async def main() -> None:
+                with agent.override(model=MockModel.with_scripts([text_turn("Hey!")])):
+                    assert (await agent.run("Hello")).final_output == "Hey!"
+
+            asyncio.run(main())
+            assert agent.model.provider == "openai"  # its own model again
+            ```
+        """
+        replacement = _checked_model(model, "LlmAgent.override")
+        previous = _OVERRIDES.get()
+        token = _OVERRIDES.set({**(previous or {}), self._key: replacement})
+        try:
+            yield
+        finally:
+            try:
+                _OVERRIDES.reset(token)
+            except ValueError:  # exited in another context (a fixture's teardown task)
+                _OVERRIDES.set(previous)
 
     @property
     def instructions(self) -> Instructions | None:

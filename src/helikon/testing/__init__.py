@@ -9,11 +9,14 @@ Example:
     ```
 """
 
+from ._capture import CapturedRequest, capture_requests
 from ._mock_model import FunctionModel, MockModel, ScriptFunction
 from ._script_file import ScriptFile
 from ._scripts import Delay, Script, ScriptStep, reasoning_turn, text_turn, tool_call_turn, tool_calls_turn
+from ._test_model import TestModel
 
 __all__ = [
+    "CapturedRequest",
     "Delay",
     "FunctionModel",
     "MockModel",
@@ -21,6 +24,8 @@ __all__ = [
     "ScriptFile",
     "ScriptFunction",
     "ScriptStep",
+    "TestModel",
+    "capture_requests",
     "reasoning_turn",
     "text_turn",
     "tool_call_turn",
