@@ -38,7 +38,13 @@ from helikon.core.session import (
     UserMessageEvent,
 )
 from helikon.core.session._fast_decode import fast_decode
-from helikon.core.session.codec import FORMAT_VERSION, decode_event, decode_events, encode_event
+from helikon.core.session.codec import (
+    FORMAT_VERSION,
+    UNKNOWN_TIME,
+    decode_event,
+    decode_events,
+    encode_event,
+)
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
@@ -443,3 +449,11 @@ def _is_utf8(data: bytes) -> bool:
     except UnicodeDecodeError:
         return False
     return True
+
+
+def test_a_stored_event_without_its_time_reads_the_same_each_time() -> None:
+    stored = '{"type":"user_message","content":[{"type":"text","text":"hi"}]}'  # its "ts" lost
+    first, again = decode_event(stored), decode_event(stored)
+    assert first == again  # the carriers' default (now) would differ from read to read
+    assert first.ts == datetime.fromisoformat(UNKNOWN_TIME)
+    assert decode_events([stored, stored]) == [first, first]

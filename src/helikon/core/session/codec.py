@@ -282,6 +282,10 @@ def event_kind(event: SessionEvent) -> str:
     return event.type
 
 
+UNKNOWN_TIME = "1970-01-01T00:00:00+00:00"
+"""The time a stored event without its `ts` reads as (the epoch: the same on every read)."""
+
+
 def decode_event(payload: str | bytes | dict[str, Any]) -> SessionEvent:
     """Decode one stored event; anything it cannot decode becomes an `UnknownEvent`.
 
@@ -317,6 +321,10 @@ def _decode_object(obj: dict[str, Any], text: str | None) -> SessionEvent:
     if event is not None:
         return event
     try:
+        if "ts" not in obj:
+            # A stored event that lost its time reads as the epoch, the same on every read:
+            # the carriers' default (now) would give each read of the row another time.
+            return SESSION_EVENT_ADAPTER.validate_python({**obj, "ts": UNKNOWN_TIME})
         if text is None:
             return SESSION_EVENT_ADAPTER.validate_python(obj)
         return SESSION_EVENT_ADAPTER.validate_json(text)
@@ -491,6 +499,7 @@ def _long_digits(text: str) -> bool:
 __all__ = [
     "FORMAT_VERSION",
     "MAX_STORED_DEPTH",
+    "UNKNOWN_TIME",
     "decode_event",
     "decode_events",
     "gc_paused",
