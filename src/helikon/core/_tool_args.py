@@ -13,6 +13,7 @@ import json
 import re
 
 from ._json import JsonValue
+from .exceptions import InvalidArgs
 
 MAX_TOOL_ARGS_DEPTH = 64
 """How deeply a tool call's arguments may nest arrays and objects (the arguments object is level 1)."""
@@ -53,6 +54,20 @@ def parse_args(raw: str) -> JsonValue:
         return json.loads(raw)
     except (ValueError, RecursionError):  # RecursionError: the stack was deep already
         return raw  # kept verbatim: the tool reports it to the model as invalid arguments
+
+
+def args_object(args: JsonValue) -> JsonValue:
+    """The arguments a tool (or a typed handoff) validates: JSON text parsed, none as `{}`.
+
+    Raises:
+        InvalidArgs: The text is not JSON; the message goes back to the model.
+    """
+    if isinstance(args, str):
+        try:
+            return json.loads(args) if args.strip() else {}
+        except ValueError as exc:
+            raise InvalidArgs([f"the arguments are not valid JSON: {exc}"]) from None
+    return {} if args is None else args
 
 
 def nested_deeper(text: str, limit: int) -> bool:

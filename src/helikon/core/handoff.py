@@ -34,13 +34,13 @@ Example:
 from __future__ import annotations
 
 import inspect
-import json
 import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
 from ._callbacks import call_user
 from ._carrier import carrier
+from ._tool_args import args_object
 from .exceptions import InvalidArgs, UserError
 from .items import Item, ToolCall, ToolResult, UserMessage
 from .model import ToolDef
@@ -346,13 +346,7 @@ class Handoff(Generic[Ctx]):
         adapter = self._adapter
         if adapter is None:
             return None
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except ValueError as exc:
-                raise InvalidArgs([f"the arguments are not valid JSON: {exc}"]) from None
-        elif args is None:
-            args = {}
+        args = args_object(args)
         from pydantic import ValidationError
 
         try:

@@ -48,7 +48,7 @@ from typing import (
 
 from ._carrier import carrier
 from ._json import JsonObject, JsonValue
-from ._tool_args import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH
+from ._tool_args import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH, args_object
 from .context import ToolContext
 from .exceptions import InvalidArgs, UserError
 from .items import ContentPart, TextPart
@@ -257,13 +257,7 @@ class FunctionTool(Generic[Ctx]):
 
     async def invoke(self, ctx: ToolContext[Ctx], args: JsonValue) -> ToolOutput:
         """Validate `args`, call the function, serialize what it returns."""
-        if isinstance(args, str):
-            try:
-                args = json.loads(args) if args.strip() else {}
-            except ValueError as exc:
-                raise InvalidArgs([f"the arguments are not valid JSON: {exc}"]) from None
-        elif args is None:
-            args = {}
+        args = args_object(args)
         try:
             parsed = self._args_model.model_validate(args)
         except _pydantic.ValidationError as exc:
