@@ -366,18 +366,23 @@ async def test_the_event_loop_keeps_running_while_sqlite_waits(tmp_path: Path) -
 
         # Another program holds the write lock for 0.5 s: the append waits on the worker thread.
         release = threading.Event()
+        locked = threading.Event()
 
         def hold_lock() -> None:
             with raw(path) as conn:
                 conn.execute("BEGIN IMMEDIATE")
+                locked.set()
                 release.wait(0.5)
                 conn.execute("ROLLBACK")
 
         holder = threading.Thread(target=hold_lock)
         holder.start()
-        await asyncio.sleep(0.05)
+        # Wait for the lock without blocking the loop: on a loaded machine the thread may take
+        # longer than any fixed sleep to get it, and a blocking join here would be the test's
+        # own stall of the loop, not SQLite's.
+        assert await asyncio.to_thread(locked.wait, 10)
         await session.append([say("waited")])
-        holder.join()
+        await asyncio.to_thread(holder.join)
         stop.set()
         await beat
     assert len(gaps) > 100
