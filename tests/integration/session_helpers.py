@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, cast
 
@@ -67,3 +68,13 @@ async def stream_entries(
 async def hash_fields(client: aioredis.Redis, key: str) -> dict[bytes, bytes]:
     """A Redis hash's fields, as a client without `decode_responses` returns them."""
     return cast("dict[bytes, bytes]", await client.hgetall(key))
+
+
+async def read_line(proc: asyncio.subprocess.Process) -> str:
+    """The next line a helper process printed; its stderr as the failure when it printed none."""
+    assert proc.stdout is not None
+    line = await asyncio.wait_for(proc.stdout.readline(), 60)
+    if not line:
+        assert proc.stderr is not None
+        raise AssertionError((await proc.stderr.read()).decode())
+    return line.decode().strip()

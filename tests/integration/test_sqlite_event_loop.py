@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from session_helpers import read_line
 
 from helikon import LlmAgent, RunContext, tool
 from helikon.core.session import ToolCalled, ToolReturned
@@ -71,15 +72,6 @@ class Heartbeat:
     async def stop(self) -> None:
         self._stop.set()
         await self._task
-
-
-async def read_line(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 60)
-    if not line:
-        assert proc.stderr is not None
-        raise AssertionError((await proc.stderr.read()).decode())
-    return line.decode().strip()
 
 
 async def test_another_process_holding_the_write_lock_never_blocks_the_loop(tmp_path: Path) -> None:

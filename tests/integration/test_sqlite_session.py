@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from session_helpers import every_kind, say, texts
+from session_helpers import every_kind, read_line, say, texts
 
 from helikon.core.exceptions import SessionBackendError, SessionError, UnreadableSessionEvent, UserError
 from helikon.core.items import TextPart
@@ -56,15 +56,6 @@ async def spawn(code: str, *args: str) -> asyncio.subprocess.Process:
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
-
-
-async def read_line(proc: asyncio.subprocess.Process) -> str:
-    assert proc.stdout is not None
-    line = await asyncio.wait_for(proc.stdout.readline(), 60)
-    if not line:
-        assert proc.stderr is not None
-        raise AssertionError((await proc.stderr.read()).decode())
-    return line.decode().strip()
 
 
 async def finish(proc: asyncio.subprocess.Process) -> None:
