@@ -57,7 +57,7 @@ _EAGER = {
     ".exceptions": """
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded ModelError
-        OtherModelError RateLimited Refused RunCancelled RunError RunTimeout SessionBackendError
+        ModelRetry OtherModelError RateLimited Refused RunCancelled RunError RunTimeout SessionBackendError
         SessionConflict SessionError SessionUnavailable ToolError Transport Unavailable
         UnreadableSessionEvent UsageLimitExceeded UserError
     """,
@@ -270,6 +270,7 @@ if typing.TYPE_CHECKING:
         MaxIterationsExceeded as MaxIterationsExceeded,
         MaxTurnsExceeded as MaxTurnsExceeded,
         ModelError as ModelError,
+        ModelRetry as ModelRetry,
         OtherModelError as OtherModelError,
         RateLimited as RateLimited,
         Refused as Refused,

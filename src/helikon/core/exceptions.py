@@ -17,6 +17,7 @@ HelikonError
 ├── ToolError                  a tool failed; the model sees it as an error result
 │   ├── InvalidArgs            the arguments did not match the schema, or passed the depth/size limits
 │   └── Denied                 the tool refused; the model reads why (`fail_on_tool_denied` fails the run)
+├── ModelRetry                 raised by a tool or an output validator: the model tries again, told why
 ├── SessionError               a session backend failed
 │   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)
 │   ├── SessionBackendError    the backend reported an error (`SessionError.Backend`)
@@ -174,6 +175,35 @@ class Denied(ToolError):
 
 ToolError.InvalidArgs = InvalidArgs
 ToolError.Denied = Denied
+
+
+class ModelRetry(HelikonError):
+    """Send the model back with a reason: raise it from a tool or an output validator.
+
+    From a tool, the model reads `message` as the call's error result and may call again
+    (up to the tool's `max_retries`). From an output validator, the model is asked again for
+    its final answer with `message` as the reason (up to the agent's `output_retries`).
+    Past the bound the run fails.
+
+    Example:
+        ```python
+        from helikon import ModelRetry, tool
+
+        @tool
+        def lookup(order_id: str) -> str:
+            \"\"\"Find an order.\"\"\"
+            if not order_id.startswith("A-"):
+                raise ModelRetry("order ids look like 'A-1234'; ask the user for theirs")
+            return "shipped"
+        ```
+    """
+
+    def __init__(self, message: str) -> None:
+        if not isinstance(message, str) or not message.strip():
+            raise UserError("ModelRetry(message): say why the model should try again")
+        self.message = message
+        super().__init__(message)
+
 
 # --- session errors --------------------------------------------------------------------------
 
@@ -364,6 +394,7 @@ __all__ = [
     "MaxTurnsExceeded",
     "ModelError",
     "ModelErrorKind",
+    "ModelRetry",
     "OtherModelError",
     "RateLimited",
     "Refused",
