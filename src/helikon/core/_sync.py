@@ -1,30 +1,99 @@
-"""`run_sync`: one run to completion from synchronous code, shared by every agent's `run_sync`."""
+"""`run_sync`: runs to completion from synchronous code, on one event loop per thread.
+
+Each thread that calls `run_sync` gets an event loop of its own, made on its first call and
+kept for the next ones (pydantic-ai and openai-agents do the same). That is what lets a
+session opened lazily by the first synchronous run (`open_session(...)` used with
+`agent.run_sync(q, session=s)`) serve the second: database pools and connections belong to
+the loop they were made on. Tasks a run leaves behind are cancelled when it returns, as
+`asyncio.run` would; the loop is closed when its thread ends.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+import threading
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .exceptions import UserError
 
 if TYPE_CHECKING:
+    import asyncio
+
     from .result import RunResult, RunStream
 
+T = TypeVar("T")
 
-def run_sync(start: Callable[[], RunStream]) -> RunResult[str]:
-    """Start the run `start` returns on a new event loop and collect it.
 
-    Inside a running loop `asyncio.run` cannot work, so that is a `UserError` raised before
-    the run is started (nothing is left half-begun).
+class _ThreadLoop:
+    """The thread's loop; closed when the thread ends (its thread-local storage is dropped)."""
+
+    __slots__ = ("loop",)
+
+    def __init__(self) -> None:
+        import asyncio  # here, not at the top: `import helikon` stays cheap (~25 ms of asyncio)
+
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        if not self.loop.is_closed() and not self.loop.is_running():
+            self.loop.close()
+
+
+_local = threading.local()
+
+
+def sync_loop() -> asyncio.AbstractEventLoop:
+    """This thread's `run_sync` loop (made on first use)."""
+    holder: _ThreadLoop | None = getattr(_local, "holder", None)
+    if holder is None or holder.loop.is_closed():
+        holder = _local.holder = _ThreadLoop()
+    return holder.loop
+
+
+def run_coroutine(coro: Coroutine[Any, Any, T]) -> T:
+    """Run `coro` to completion on this thread's loop, from synchronous code.
+
+    Inside a running loop that cannot work, so that is a `UserError` (the coroutine is
+    closed unstarted: nothing is left half-begun).
     """
-    import asyncio  # here, not at the top: `import helikon` stays cheap (~25 ms of asyncio)
+    import asyncio
 
     try:
         asyncio.get_running_loop()  # a running loop means we were called from async code
     except RuntimeError:
         pass
     else:
+        coro.close()
         raise UserError(
             "run_sync() was called inside a running event loop; use `await agent.run(...)` instead"
         )
-    return asyncio.run(start().collect())
+    loop = sync_loop()
+    before = asyncio.all_tasks(loop)
+    try:
+        return loop.run_until_complete(coro)
+    finally:
+        _cancel_leftovers(loop, asyncio.all_tasks(loop) - before)
+
+
+def _cancel_leftovers(loop: asyncio.AbstractEventLoop, tasks: set[asyncio.Task[Any]]) -> None:
+    """Cancel the tasks the call started and left running, and let them finish (as `asyncio.run`)."""
+    import asyncio
+
+    pending = [task for task in tasks if not task.done()]
+    if not pending:
+        return
+    for task in pending:
+        task.cancel()
+    loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+
+
+def run_sync(start: Callable[[], RunStream]) -> RunResult[str]:
+    """Start the run `start` returns on this thread's loop and collect it."""
+
+    async def collect() -> RunResult[str]:
+        return await start().collect()
+
+    return run_coroutine(collect())
+
+
+__all__ = ["run_coroutine", "run_sync", "sync_loop"]
