@@ -29,6 +29,16 @@ __all__ = sorted([*_core.__all__, "__version__"])  # pyright: ignore[reportUnsup
 # Core never imports a provider: the built-in model-string prefixes are registered from here.
 _register_builtin_prefixes()
 
+
+def _default_runner() -> typing.Any:
+    from .runtime import AsyncioRunner  # on the first run on a session, not at `import helikon`
+
+    return AsyncioRunner[typing.Any]()
+
+
+# Nor a sibling package: the runner of `agent.run(q, session=s)` is installed from here too.
+_core.runner.install_default_runner(_default_runner)
+
 # The names core has loaded already; the others load from core on first access.
 globals().update({name: value for name, value in vars(_core).items() if name in _core.__all__})
 

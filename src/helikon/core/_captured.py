@@ -30,12 +30,11 @@ CAPTURING: ContextVar[tuple[list[CapturedRequest], ...]] = ContextVar("helikon.c
 """The lists of the open `capture_requests` blocks of this context, outermost first."""
 
 
-def capture(agent: LlmAgent[Any], request: ModelRequest) -> None:
-    """Add `request`, as `agent` sends it to its model, to every open capture (if any)."""
+def capture(agent: LlmAgent[Any], model: Any, request: ModelRequest) -> None:
+    """Add `request`, as `agent` sends it to `model`, to every open capture (if any)."""
     sinks = CAPTURING.get()
     if not sinks:
         return
-    model: Any = agent.model
     record = CapturedRequest(
         agent=agent.name,
         provider=getattr(model, "provider", "unknown"),

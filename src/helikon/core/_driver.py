@@ -128,6 +128,7 @@ class _Run:
         "injected",
         "input",
         "meter",
+        "model",
         "observer",
         "output_guarded",
         "redactor",
@@ -144,6 +145,7 @@ class _Run:
         if config.usage_limits is not None or ctx._meter is not None:  # pyright: ignore[reportPrivateUsage]
             ctx, self.meter = metered(ctx, config.usage_limits)
         self.agent = agent
+        self.model: Any = agent.model_for(config.model)  # an override, else the run's, else its own
         self.ctx = ctx
         self.config = config
         self.hooks: list[Hook[Any]] = [*agent.hooks, *ctx.hooks] if agent.hooks or len(ctx.hooks) else []
@@ -233,11 +235,10 @@ class _Run:
 
     def open_trace(self) -> RunTrace | None:
         """Open the run's `invoke_agent` span (as the stream starts); None when nothing records it."""
-        agent = self.agent
-        model: Any = agent.model
+        model = self.model
         self.trace = RunTrace.start(
             self.ctx,
-            agent.name,
+            self.agent.name,
             getattr(model, "provider", "unknown"),
             getattr(model, "model_name", "unknown"),
         )
@@ -313,7 +314,11 @@ class _Run:
         return TransitionCtx(
             agent_name=agent.name,
             tools=(*agent.tool_defs, *agent.handoff_defs) if handoffs else agent.tool_defs,
-            model_settings=agent.model_settings,
+            model_settings=(
+                agent.model_settings
+                if config.model_settings is None
+                else agent.model_settings.merged(config.model_settings)
+            ),
             max_turns=config.max_turns,
             system=system,
             output=agent.output_spec,
@@ -461,7 +466,7 @@ class _Run:
         settled: TransitionInput | None,
     ) -> RequestSent:
         """What `request` held besides the conversation, for a recorder (see `RunObserver`)."""
-        model: Any = self.agent.model
+        model = self.model
         tools = request.tools
         return RequestSent(
             provider=getattr(model, "provider", "unknown"),
@@ -488,14 +493,14 @@ class _Run:
             # What a provider would refuse with a 400 (a call without its result after a crash,
             # a cut handoff transcript, ...) is repaired; a valid request passes as it is.
             valid = valid_request(request)
-            capture(self.agent, valid)  # for helikon.testing.capture_requests, when one is open
+            capture(self.agent, self.model, valid)  # for helikon.testing.capture_requests, when one is open
             reply = Reply()
             span = self.trace.start_chat(valid) if self.trace is not None else None
             # The task that awaits the model; captured once per call, not per delta.
             self.task = asyncio.current_task()
             iterator: Any = None
             try:
-                iterator = self.agent.model.invoke(valid, self.token).__aiter__()
+                iterator = self.model.invoke(valid, self.token).__aiter__()
                 anext_ = iterator.__anext__
                 while True:
                     if self.cancelled:

@@ -27,12 +27,13 @@ Example:
 from __future__ import annotations
 
 import copy
+import dataclasses
 import functools
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ._sync import run_sync
 from .context import RunConfig, RunContext
@@ -42,10 +43,14 @@ from .handoff import Handoff
 from .input import History, RunInput, continue_from, to_agent_input
 from .items import SystemMessage
 from .model import Model, ModelSettings, ToolDef
-from .model_strings import resolve_model
+from .model_strings import checked_model
 from .output import OutputSpec, OutputType
 from .result import RunResult, RunStream
+from .runner import default_runner, needs_runner
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from .session import Session
 
 Ctx = TypeVar("Ctx")
 
@@ -55,17 +60,6 @@ Instructions: TypeAlias = "str | Callable[[RunContext[Any]], str | Awaitable[str
 
 _OVERRIDES: ContextVar[dict[object, Model] | None] = ContextVar("helikon.agent_overrides", default=None)
 """The models `LlmAgent.override` put in place in this context, by agent key (None: none)."""
-
-
-def _checked_model(model: Model | str, where: str) -> Model:
-    if isinstance(model, str):
-        model = resolve_model(model)
-    if not callable(getattr(model, "invoke", None)) or not callable(getattr(model, "capabilities", None)):
-        raise UserError(
-            f"{where}(model={model!r}): expected a Model (an object with invoke() and capabilities()) "
-            "or a model string such as 'openai:gpt-5-mini'"
-        )
-    return model
 
 
 @functools.cache
@@ -157,7 +151,7 @@ class LlmAgent(Generic[Ctx]):
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
-        model = _checked_model(model, "LlmAgent")
+        model = checked_model(model, "LlmAgent")
         if instructions is not None and not isinstance(instructions, str) and not callable(instructions):
             raise UserError(
                 f"LlmAgent(instructions={instructions!r}): give a string or a function of the RunContext"
@@ -257,9 +251,18 @@ class LlmAgent(Generic[Ctx]):
             return self._model
         return overrides.get(self._key, self._model)
 
+    def model_for(self, run_model: Model | str | None) -> Model:
+        """The model a run calls: an `override`'s, else the run's (`RunConfig.model`), else its own."""
+        overrides = _OVERRIDES.get()
+        if overrides is not None and self._key in overrides:
+            return overrides[self._key]
+        if run_model is None:
+            return self._model
+        return checked_model(run_model, "RunConfig")  # a Model already: RunConfig resolved the string
+
     @model.setter
     def model(self, model: Model | str) -> None:
-        self._model = _checked_model(model, "LlmAgent.model = ...; LlmAgent")
+        self._model = checked_model(model, "LlmAgent.model = ...; LlmAgent")
 
     @contextmanager
     def override(self, *, model: Model | str) -> Generator[None]:
@@ -291,7 +294,7 @@ class LlmAgent(Generic[Ctx]):
             assert agent.model.provider == "openai"  # its own model again
             ```
         """
-        replacement = _checked_model(model, "LlmAgent.override")
+        replacement = checked_model(model, "LlmAgent.override")
         previous = _OVERRIDES.get()
         token = _OVERRIDES.set({**(previous or {}), self._key: replacement})
         try:
@@ -326,34 +329,55 @@ class LlmAgent(Generic[Ctx]):
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         history: History | None = None,
+        session: Session | None = None,
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunStream:
         """Start a run: iterate the stream for events, or await it for a `RunResult`.
 
-        Without `context` the run gets `RunContext.ephemeral(None)`. A bare `run` neither
-        loads nor persists the session, and does not enforce `RunConfig.timeout`; a
-        `Runner` (`helikon.runtime.AsyncioRunner`) does both.
+        Without `context` the run gets `RunContext.ephemeral(None)`.
+
+        `session` keeps the conversation: the run reads it first and writes its events to it
+        (through this thread's default runner, `helikon.runtime.AsyncioRunner`: crash repair,
+        durable recording, one run at a time per session, `RunConfig.timeout`). A context
+        whose session is durable (SQLite, PostgreSQL, Redis) goes the same way without
+        `session=`; a bare run on a `MemorySession` context neither reads nor writes it.
 
         `history` continues a conversation without a session: a previous `RunResult` (or
         its `to_input_list()`, or any items) goes in front of `input`. Not with a context
         whose session holds a conversation too (`UserError`).
 
+        `model` and `model_settings` override the agent's for this run (see `RunConfig.model`).
+
         Example:
             ```python
-            from helikon import LlmAgent
+            from helikon import LlmAgent, MemorySession
             from helikon.testing import MockModel, text_turn
 
             model = MockModel.with_scripts([text_turn("Hi Ada."), text_turn("Ada.")])
             agent = LlmAgent(name="a", model=model)
-            first = agent.run_sync("I am Ada.")
-            second = agent.run_sync("Who am I?", history=first)
+            session = MemorySession()
+            agent.run_sync("I am Ada.", session=session)
+            assert agent.run_sync("Who am I?", session=session).final_output == "Ada."
+            assert model.requests[1].messages[0].text == "I am Ada."  # the session's history
+
+            again = MockModel.with_scripts([text_turn("Hi Ada."), text_turn("Ada.")])
+            first = agent.run_sync("I am Ada.", model=again)  # no session: history= carries it
+            second = agent.run_sync("Who am I?", history=first, model=again)
             assert [item.text for item in second.all_items] == ["I am Ada.", "Hi Ada.", "Who am I?", "Ada."]
             ```
         """
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        if session is not None:
+            ctx = ctx.with_session(session)
         agent_input = to_agent_input(input)
         if history is not None:
             agent_input = continue_from(agent_input, history, ctx.session, "LlmAgent.run")
         config = config or self.run_config
+        if model is not None or model_settings is not None:
+            config = _with_model(config, model, model_settings)
+        if needs_runner(ctx, session is not None):
+            return default_runner().run_streamed(self, agent_input, ctx, config)
         return RunStream(_driver().drive(self, ctx, agent_input, config), agent=self, input=agent_input)
 
     def run_sync(
@@ -363,9 +387,35 @@ class LlmAgent(Generic[Ctx]):
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         history: History | None = None,
+        session: Session | None = None,
+        model: Model | str | None = None,
+        model_settings: ModelSettings | None = None,
     ) -> RunResult[str]:
-        """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
-        return run_sync(lambda: self.run(input, context=context, config=config, history=history))
+        """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
+        return run_sync(
+            lambda: self.run(
+                input,
+                context=context,
+                config=config,
+                history=history,
+                session=session,
+                model=model,
+                model_settings=model_settings,
+            )
+        )
+
+
+def _with_model(config: RunConfig, model: Model | str | None, settings: ModelSettings | None) -> RunConfig:
+    """`config` with a run's `model=` and `model_settings=` (laid over the config's own settings)."""
+    if settings is not None and not isinstance(settings, ModelSettings):
+        raise UserError(f"LlmAgent.run(model_settings={settings!r}): expected a ModelSettings")
+    if settings is not None and config.model_settings is not None:
+        settings = config.model_settings.merged(settings)
+    return dataclasses.replace(
+        config,
+        model=config.model if model is None else checked_model(model, "LlmAgent.run"),
+        model_settings=config.model_settings if settings is None else settings,
+    )
 
 
 __all__ = ["Agent", "Instructions", "LlmAgent"]

@@ -25,6 +25,8 @@ from .cancel import CancellationToken
 from .exceptions import UserError
 from .governance import ApprovalHandler, HookEvent, HookRegistry, PermissionMode, PermissionPolicy
 from .governance.settings import Governance, default_governance
+from .model import Model, ModelSettings
+from .model_strings import checked_model
 from .session.memory import MemorySession
 from .usage import UsageLimits
 
@@ -68,6 +70,11 @@ class RunConfig:
             with those of its handoff targets, agents called as tools and workflow children;
             passing one fails the run with `UsageLimitExceeded` (`helikon.core.usage` says
             when each is checked). None (the default): no caps.
+        model: The model every `LlmAgent` of the run calls instead of its own (handoff
+            targets and workflow children too, as in openai-agents): a `Model` or a model
+            string. `LlmAgent.override` (for tests) still wins. None: each agent's own.
+        model_settings: Settings laid over each agent's `model_settings` for this run (the
+            fields set here win). None: each agent's own.
     """
 
     max_turns: int = 16
@@ -79,6 +86,9 @@ class RunConfig:
     durable: bool | None = None
     fail_on_tool_denied: bool = False
     usage_limits: UsageLimits | None = None
+    model: Model | str | None = None
+    """A model string is resolved as the config is made: read back, this is a `Model` or None."""
+    model_settings: ModelSettings | None = None
 
     def __post_init__(self) -> None:
         _positive_int("RunConfig", "max_turns", self.max_turns)
@@ -95,6 +105,10 @@ class RunConfig:
                 raise UserError(
                     f"RunConfig(timeout={self.timeout!r}): must be positive, or None for no limit"
                 )
+        if self.model is not None:
+            object.__setattr__(self, "model", checked_model(self.model, "RunConfig"))
+        if self.model_settings is not None and not isinstance(self.model_settings, ModelSettings):
+            raise UserError(f"RunConfig(model_settings={self.model_settings!r}): expected a ModelSettings")
         if self.usage_limits is not None and not isinstance(self.usage_limits, UsageLimits):
             raise UserError(
                 f"RunConfig(usage_limits={self.usage_limits!r}): give a UsageLimits(...), or None"

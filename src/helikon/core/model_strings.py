@@ -84,6 +84,22 @@ def register_builtin_prefix(
     _registry[prefix] = entry
 
 
+def checked_model(model: Model | str, where: str) -> Model:
+    """`model` as a `Model`: a model string resolved, anything else checked to be one.
+
+    Raises:
+        UserError: If it is neither, naming `where` it was given.
+    """
+    if isinstance(model, str):
+        model = resolve_model(model)
+    if not callable(getattr(model, "invoke", None)) or not callable(getattr(model, "capabilities", None)):
+        raise UserError(
+            f"{where}(model={model!r}): expected a Model (an object with invoke() and capabilities()) "
+            "or a model string such as 'openai:gpt-5-mini'"
+        )
+    return model
+
+
 def model_prefixes() -> tuple[str, ...]:
     """The prefixes a model string may start with, built-in and registered, sorted.
 
@@ -299,6 +315,7 @@ def resolve_model(model: Model | str) -> Model:
 __all__ = [
     "LazyModel",
     "ModelFactory",
+    "checked_model",
     "model_prefixes",
     "register_model_prefix",
     "register_builtin_prefix",

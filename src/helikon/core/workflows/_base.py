@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._sync import run_sync
 from .._tracing import RunTrace, tracing_possible, within
@@ -13,8 +13,12 @@ from ..events import AgentEvent
 from ..exceptions import UserError
 from ..input import AgentInput, RunInput, to_agent_input
 from ..result import RunResult, RunStream
+from ..runner import default_runner, needs_runner
 from ..usage import metered
 from ._merge import check_description, check_name
+
+if TYPE_CHECKING:
+    from ..session import Session
 
 Ctx = TypeVar("Ctx")
 
@@ -35,17 +39,28 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         self.description = check_description(owner, description)
 
     def run(
-        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+        self,
+        input: RunInput,
+        *,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+        session: Session | None = None,
     ) -> RunStream:
         """Start a run: iterate the stream for events, or await it for a `RunResult`.
 
         `config` (when given) is passed on to every child run; its `max_agent_depth`
         bounds the nesting, and its `usage_limits` cap the children's spending together.
-        Children share `context.state`, each under `context.child()`.
+        Children share `context.state`, each under `context.child()`. `session` (or a
+        durable session on the context) is read and written as `LlmAgent.run` says, once
+        for the whole workflow: its children do not write it again.
         """
         if config is not None and not isinstance(config, RunConfig):
             raise UserError(f"{type(self).__name__}.run(config={config!r}): expected a RunConfig")
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        if session is not None:
+            ctx = ctx.with_session(session)
+        if needs_runner(ctx, session is not None):
+            return default_runner().run_streamed(self, input, ctx, config)
         if config is not None and config.usage_limits is not None:
             ctx, _meter = metered(ctx, config.usage_limits)  # the children count into one meter
         given = to_agent_input(input)
@@ -66,10 +81,15 @@ class WorkflowAgent(ABC, Generic[Ctx]):
             yield event
 
     def run_sync(
-        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+        self,
+        input: RunInput,
+        *,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+        session: Session | None = None,
     ) -> RunResult[str]:
-        """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
-        return run_sync(lambda: self.run(input, context=context, config=config))
+        """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
+        return run_sync(lambda: self.run(input, context=context, config=config, session=session))
 
     @abstractmethod
     def _events(

@@ -37,9 +37,11 @@ from ..exceptions import UserError
 from ..handoff import Handoff
 from ..input import RunInput, to_agent_input
 from ..result import RunResult, RunStream
+from ..runner import default_runner, needs_runner
 
 if TYPE_CHECKING:
     from ..input import AgentInput
+    from ..session import Session
 
 Ctx = TypeVar("Ctx")
 
@@ -107,18 +109,36 @@ class SwarmAgent(Generic[Ctx]):
         return f"SwarmAgent(name={self.name!r}, members={list(self.members)}, entry={self.entry!r})"
 
     def run(
-        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+        self,
+        input: RunInput,
+        *,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+        session: Session | None = None,
     ) -> RunStream:
-        """Run the swarm from its entry member; the stream is the handoff chain's events."""
+        """Run the swarm from its entry member; the stream is the handoff chain's events.
+
+        `session` (or a durable session on the context) is read and written once for the
+        swarm, as `LlmAgent.run` says.
+        """
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        if session is not None:
+            ctx = ctx.with_session(session)
+        if needs_runner(ctx, session is not None):
+            return default_runner().run_streamed(self, input, ctx, config or self.run_config)
         given = to_agent_input(input)
         return RunStream(self._events(given, ctx, config or self.run_config), agent=self, input=given)
 
     def run_sync(
-        self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
+        self,
+        input: RunInput,
+        *,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+        session: Session | None = None,
     ) -> RunResult[str]:
-        """Run to completion from synchronous code (starts an event loop; not for use inside one)."""
-        return run_sync(lambda: self.run(input, context=context, config=config))
+        """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
+        return run_sync(lambda: self.run(input, context=context, config=config, session=session))
 
     async def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig
