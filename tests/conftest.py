@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
+pytest_plugins = ["local_chat_server"]  # the `chat_server` fixture: a local OpenAI-compatible server
+
 # The machines are shared and noisy: a wall-clock deadline per example only adds flakes.
 settings.register_profile("helikon", deadline=None)
 # CI replays the same examples on every run, so its verdict on a change is repeatable; a

