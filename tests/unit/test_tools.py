@@ -484,7 +484,7 @@ async def test_an_enum_mismatch_names_the_field() -> None:
 
 async def test_nested_model_errors_name_the_path() -> None:
     @tool
-    def register(person: Person) -> str:
+    def register(person: Person, note: str = "") -> str:
         return person.name
 
     with pytest.raises(InvalidArgs) as info:

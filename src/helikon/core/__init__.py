@@ -20,7 +20,8 @@ _EAGER = {
     ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
     ".usage": "UsageLimits",
     ".cancel": "CancellationToken",
-    ".tools": "FunctionTool Tool ToolEffect ToolOutput tool",
+    ".tools": "FunctionTool PrepareTools Tool ToolEffect ToolOutput tool",
+    ".toolsets": "Toolset",
     ".items": """
         AssistantMessage AudioPart Base64Source ContentPart ITEM_ADAPTER ImagePart Item ReasoningPart
         SystemMessage TextPart ToolCall ToolResult ToolUsePart UrlSource UserMessage
@@ -137,11 +138,13 @@ if typing.TYPE_CHECKING:
     from .cancel import CancellationToken as CancellationToken
     from .tools import (
         FunctionTool as FunctionTool,
+        PrepareTools as PrepareTools,
         Tool as Tool,
         ToolEffect as ToolEffect,
         ToolOutput as ToolOutput,
         tool as tool,
     )
+    from .toolsets import Toolset as Toolset
     from .items import (
         AssistantMessage as AssistantMessage,
         AudioPart as AudioPart,

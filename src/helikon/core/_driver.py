@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from ._callbacks import CallbackRaised, call_user, short_repr
 from ._captured import capture
 from ._handoff_steps import decide_handoff, hand_off
+from ._offered_tools import offer
 from ._reply import Reply
 from ._tool_calls import run_tool
 from ._tracing import RunTrace, traced, tracing_possible
@@ -69,6 +70,7 @@ from .usage import metered
 if TYPE_CHECKING:
     from .agent import LlmAgent
     from .observer import RunObserver
+    from .tools import Tool
     from .usage import UsageMeter
 
 
@@ -130,6 +132,7 @@ class _Run:
         "meter",
         "model",
         "observer",
+        "offered",
         "output_guarded",
         "redactor",
         "state",
@@ -172,6 +175,7 @@ class _Run:
         self.guard_tripped = False
         self.trace: RunTrace | None = None  # set by `open_trace` when spans are recorded
         self.input: AgentInput | None = None  # set as the run starts (a handoff's filter reads it)
+        self.offered: dict[str, Tool[Any]] | None = None  # this turn's tools, when they vary by turn
 
     # --- cancellation ----------------------------------------------------------------------
 
@@ -541,7 +545,7 @@ class _Run:
     async def before_call(
         self, request: ModelRequest, turn: int
     ) -> tuple[ModelRequest, tuple[str, ...]] | None:
-        """Open the turn: its span, the `on_turn_start` hooks.
+        """Open the turn: its span, the `on_turn_start` hooks, the tools it offers.
 
         Returns the request to send (with the system messages hooks injected) and those
         messages; None once the run is cancelled.
@@ -550,6 +554,8 @@ class _Run:
             self.trace.start_turn(turn)
         if self.hooks:
             await self.hold(self.fire(HookEvent("on_turn_start", agent=self.agent.name, turn=turn)))
+        if self.agent.dynamic_tools and request.tools:  # `enabled` tools, `prepare_tools`
+            request, self.offered = await self.hold(offer(self.agent, self.ctx, request))
         if self.token.is_cancelled():
             return None
         injected = tuple(self.injected) if self.injected else ()

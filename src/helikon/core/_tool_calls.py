@@ -19,11 +19,13 @@ from ._tool_args import over_limit_message
 from ._tracing import attach, detach
 from .context import ToolContext
 from .events import PermissionDenied
-from .exceptions import Denied, InvalidArgs
+from .exceptions import Denied, InvalidArgs, ModelRetry
 from .governance import HookEvent
 from .governance.permissions import authorize
 from .items import ContentPart, TextPart, ToolCall
 from .loop import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolStatus
+from .tools import TimedOut
+from .toolsets import own_name
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -55,11 +57,16 @@ async def run_tool(run: _Run, call: ToolCall) -> ToolCallOutcome:
 
 async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutcome:
     """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
-    tools = run.agent.tools_by_name
+    offered = run.offered
+    tools = run.agent.tools_by_name if offered is None else offered
     tool = tools.get(call.name)
     if tool is None:
         known = ", ".join(sorted(tools)) or "none"
-        return _outcome(call, f"Error: there is no tool named {call.name!r} (available: {known}).", "error")
+        if offered is not None and call.name in run.agent.tools_by_name:
+            message = f"Error: the tool {call.name!r} is not available now (available: {known})."
+        else:
+            message = f"Error: there is no tool named {call.name!r} (available: {known})."
+        return _outcome(call, message, "error")
     args, refused = await _admitted(run, call, tool)
     if refused is not None:
         return refused
@@ -92,7 +99,10 @@ async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonVal
         if decision.kind == "replace_input":
             args = decision.value
     if run.governed:
-        verdict = await authorize(run.ctx, call.name, args, tool.effect, call_id=call.call_id, emit=run.emit)
+        # Rules match what the tool is, under any name it is offered by (toolsets.py says why).
+        verdict = await authorize(
+            run.ctx, own_name(tool), args, tool.effect, call_id=call.call_id, emit=run.emit
+        )
         if not verdict.allowed:
             run.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))
             return args, _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
@@ -118,7 +128,13 @@ async def _invoke(
         return (await tool.invoke(tool_ctx, args)).to_parts()
     except InvalidArgs as exc:
         message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
-        return _outcome(call, message, "invalid_args")
+        return _retry(call, tool, message, "invalid_args")
+    except ModelRetry as exc:
+        return _retry(call, tool, f"Error: {exc.message}", "retry")
+    except TimedOut as exc:
+        if exc.behavior == "fail_run":
+            return _outcome(call, f"Error: {exc} (timeout_behavior='fail_run')", "fatal")
+        return _outcome(call, f"Error: {exc}. Try again, or go on without it.", "error")
     except Denied as exc:
         # A refusal (a path outside the sandbox, say) is data for the model, streamed
         # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
@@ -170,4 +186,16 @@ def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[C
 def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:
     return ToolCallOutcome(
         call_id=call.call_id, name=call.name, content=(TextPart(text=message),), status=status
+    )
+
+
+def _retry(call: ToolCall, tool: Tool[Any], message: str, status: ToolStatus) -> ToolCallOutcome:
+    """An outcome that sends the model back to correct the call, as often as the tool allows."""
+    bound = getattr(tool, "max_retries", 1)
+    return ToolCallOutcome(
+        call_id=call.call_id,
+        name=call.name,
+        content=(TextPart(text=message),),
+        status=status,
+        max_retries=bound if isinstance(bound, int) else 1,
     )

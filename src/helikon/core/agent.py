@@ -47,7 +47,8 @@ from .model_strings import checked_model
 from .output import OutputSpec, OutputType
 from .result import RunResult, RunStream
 from .runner import default_runner, needs_runner
-from .tools import Tool
+from .tools import PrepareTools, Tool
+from .toolsets import Toolset
 
 if TYPE_CHECKING:
     from .session import Session
@@ -101,7 +102,7 @@ class LlmAgent(Generic[Ctx]):
             needed to build the agent).
         instructions: The system prompt: text, or a (sync or async) function of the `RunContext`.
         description: What the agent does, for agents that hand off to it.
-        tools: The tools the model may call (unique names).
+        tools: The tools the model may call (unique names), and `Toolset`s whose tools join them.
         output_type: Make the run produce this type (a pydantic model or any `TypeAdapter` type).
         model_settings: Provider knobs for every call.
         run_config: The default `RunConfig` of this agent's runs.
@@ -110,6 +111,9 @@ class LlmAgent(Generic[Ctx]):
         output_guardrails: Checks on the final text before the run completes.
         handoffs: Agents (or `Handoff`s) the model may transfer the conversation to, each
             as a `transfer_to_<slug>` tool.
+        prepare_tools: A (sync or async) function of the `RunContext` and the tool
+            definitions on offer, called before each model turn, that returns the ones to
+            offer: filtered, rewritten, or renamed (see `PrepareTools`).
     """
 
     __slots__ = (
@@ -117,6 +121,7 @@ class LlmAgent(Generic[Ctx]):
         "_key",
         "_model",
         "description",
+        "dynamic_tools",
         "handoff_defs",
         "handoffs",
         "handoffs_by_tool",
@@ -127,6 +132,7 @@ class LlmAgent(Generic[Ctx]):
         "output_guardrails",
         "output_spec",
         "output_type",
+        "prepare_tools",
         "run_config",
         "tool_defs",
         "tools",
@@ -140,7 +146,7 @@ class LlmAgent(Generic[Ctx]):
         model: Model | str,
         instructions: Instructions | None = None,
         description: str = "",
-        tools: Sequence[Tool[Ctx]] = (),
+        tools: Sequence[Tool[Ctx] | Toolset[Ctx]] = (),
         output_type: Any = None,
         model_settings: ModelSettings | None = None,
         run_config: RunConfig | None = None,
@@ -148,6 +154,7 @@ class LlmAgent(Generic[Ctx]):
         input_guardrails: Sequence[Guardrail[Ctx]] = (),
         output_guardrails: Sequence[Guardrail[Ctx]] = (),
         handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]] = (),
+        prepare_tools: PrepareTools | None = None,
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
@@ -171,7 +178,9 @@ class LlmAgent(Generic[Ctx]):
         self.input_guardrails: tuple[Guardrail[Ctx], ...] = tuple(input_guardrails)
         self.output_guardrails: tuple[Guardrail[Ctx], ...] = tuple(output_guardrails)
 
-        self.tools: tuple[Tool[Ctx], ...] = tuple(tools)
+        self.tools: tuple[Tool[Ctx], ...] = tuple(
+            t for item in tools for t in (item.tools if isinstance(item, Toolset) else (item,))
+        )
         self.tools_by_name: dict[str, Tool[Ctx]] = {}
         defs: list[ToolDef] = []
         for index, t in enumerate(self.tools):
@@ -194,6 +203,15 @@ class LlmAgent(Generic[Ctx]):
                 )
             )
         self.tool_defs: tuple[ToolDef, ...] = tuple(defs)
+        if prepare_tools is not None and not callable(prepare_tools):
+            raise UserError(
+                f"LlmAgent(prepare_tools={prepare_tools!r}): give a function of (ctx, tool definitions)"
+            )
+        self.prepare_tools = prepare_tools
+        # Only then does a turn work out its tools; otherwise it sends `tool_defs` as they are.
+        self.dynamic_tools = prepare_tools is not None or any(
+            getattr(t, "enabled", None) is not None for t in self.tools
+        )
 
         self.handoffs: tuple[Handoff[Ctx], ...] = ()
         self.handoffs_by_tool: dict[str, Handoff[Ctx]] = {}

@@ -67,7 +67,7 @@ class CallingModel:
     turn: int
     usage: TokenUsage = TokenUsage()
     args_retried: tuple[str, ...] = ()
-    """Tools whose invalid arguments were already fed back once."""
+    """Tools the model was sent back to correct (invalid arguments, `ModelRetry`): a name per correction."""
 
 
 @carrier
@@ -223,7 +223,8 @@ class ModelFailed:
     message: str
 
 
-ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied"]
+ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied", "retry", "fatal"]
+"""`retry`: the tool raised `ModelRetry`; `fatal`: the call fails the run (a `fail_run` timeout)."""
 
 TOOL_DENIED_PREFIX = "Error: the tool refused the call: "
 """What the model reads before the reason of a tool's `ToolError.Denied`."""
@@ -237,6 +238,8 @@ class ToolCallOutcome:
     name: str
     content: tuple[ContentPart, ...]
     status: ToolStatus = "ok"
+    max_retries: int = 1
+    """How often in the run the model may be sent back to correct this tool (`invalid_args`, `retry`)."""
 
     def to_result(self) -> ToolResult:
         """The `ToolResult` item the model sees."""
@@ -634,13 +637,15 @@ def _after_tools(
                 message=f"tool {outcome.name!r} refused: {result.text.removeprefix(TOOL_DENIED_PREFIX)}",
                 cause=outcome.name,
             )
-        elif outcome.status == "invalid_args":
-            if outcome.name in retried:
+        elif outcome.status == "fatal":
+            failure = AgentError(
+                kind="tool_error", message=result.text.removeprefix("Error: "), cause=outcome.name
+            )
+        elif outcome.status == "invalid_args" or outcome.status == "retry":
+            # `retried` holds a tool's name once per correction the model was sent back for.
+            if retried.count(outcome.name) >= outcome.max_retries:
                 failure = AgentError(
-                    kind="tool_error",
-                    message=f"tool {outcome.name!r} got invalid arguments again after one correction: "
-                    + result.text,
-                    cause=outcome.name,
+                    kind="tool_error", message=_retries_spent(outcome, result.text), cause=outcome.name
                 )
             else:
                 retried = (*retried, outcome.name)
@@ -656,6 +661,14 @@ def _after_tools(
         CallModel(request=_request(ctx, conversation, appends)),
         appends,
     )
+
+
+def _retries_spent(outcome: ToolCallOutcome, text: str) -> str:
+    name, bound = outcome.name, outcome.max_retries
+    if outcome.status == "retry":
+        return f"tool {name!r} asked the model to retry past its max_retries ({bound}): {text}"
+    spent = "one correction" if bound == 1 else f"{bound} corrections (its max_retries)"
+    return f"tool {name!r} got invalid arguments again after {spent}: {text}"
 
 
 def _after_structured(

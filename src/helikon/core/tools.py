@@ -32,14 +32,17 @@ import enum
 import inspect
 import json
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import (
     TYPE_CHECKING,
     Annotated,
     Any,
     Generic,
+    Literal,
     Protocol,
+    TypeAlias,
     TypeVar,
+    get_args,
     get_origin,
     get_type_hints,
     overload,
@@ -49,14 +52,33 @@ from typing import (
 from ._carrier import carrier
 from ._json import JsonObject, JsonValue
 from ._tool_args import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH, args_object
-from .context import ToolContext
+from .context import RunContext, ToolContext
 from .exceptions import InvalidArgs, UserError
 from .items import ContentPart, TextPart
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from pydantic import BaseModel, TypeAdapter
 
+    from .model import ToolDef
+
 Ctx = TypeVar("Ctx")
+
+TimeoutBehavior: TypeAlias = Literal["error_result", "fail_run"]
+"""What a call past its tool's `timeout` becomes: an error result the model reads, or the run's failure."""
+
+Enabled: TypeAlias = Callable[[RunContext[Any]], bool | Awaitable[bool]]
+"""A tool's `enabled` predicate: a (sync or async) function of the run's context, asked each model turn."""
+
+PrepareTools: TypeAlias = Callable[
+    [RunContext[Any], "list[ToolDef]"],
+    "Sequence[ToolDef] | Mapping[str, ToolDef] | Awaitable[Sequence[ToolDef] | Mapping[str, ToolDef]]",
+]
+"""An agent's `prepare_tools`: given the run's context and the tool definitions on offer this
+turn, the ones to offer. A list keeps each tool's name (filter it out, or rewrite its
+description or schema with `dataclasses.replace`); a dict of tool name -> definition may
+also rename (the model calls the new name; the call runs the tool the key names)."""
 
 
 class ToolEffect(enum.Enum):
@@ -144,15 +166,20 @@ class FunctionTool(Generic[Ctx]):
         "_args_model",
         "_fn",
         "_is_async",
+        "_lone_model",
         "_param_names",
         "_return_adapter",
         "_takes_ctx",
         "description",
         "effect",
+        "enabled",
+        "max_retries",
         "name",
         "output_schema",
         "schema",
         "strict",
+        "timeout",
+        "timeout_behavior",
     )
 
     def __init__(
@@ -163,6 +190,10 @@ class FunctionTool(Generic[Ctx]):
         description: str | None = None,
         effect: ToolEffect = ToolEffect.SIDE_EFFECT,
         strict: bool = False,
+        timeout: float | timedelta | None = None,
+        timeout_behavior: TimeoutBehavior = "error_result",
+        max_retries: int = 1,
+        enabled: Enabled | None = None,
     ) -> None:
         global _pydantic, _pydantic_core
         import pydantic
@@ -185,6 +216,10 @@ class FunctionTool(Generic[Ctx]):
         self.name = tool_name
         self.effect = effect
         self.strict = strict
+        self.timeout = _checked_options(tool_name, timeout, timeout_behavior, max_retries, enabled)
+        self.timeout_behavior: TimeoutBehavior = timeout_behavior
+        self.max_retries = max_retries
+        self.enabled = enabled
         self._fn = fn
         self._is_async = inspect.iscoroutinefunction(fn)
 
@@ -226,9 +261,15 @@ class FunctionTool(Generic[Ctx]):
             fields[f"p{len(fields)}"] = (Annotated[annotation, alias], default)
             annotations[param.name] = annotation
         self._param_names = tuple(annotations)
+        # A lone pydantic-model parameter is the arguments object itself: the model calls
+        # `{"city": "Paris"}`, not `{"args": {"city": "Paris"}}`, and the function gets the model.
+        lone = _lone_model(annotations, pydantic.BaseModel)
+        self._lone_model = lone is not None
         try:
-            self._args_model: type[BaseModel] = create_model(
-                f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields
+            self._args_model: type[BaseModel] = (
+                lone
+                if lone is not None
+                else create_model(f"{tool_name}_args", __config__=ConfigDict(extra="forbid"), **fields)
             )
             schema = self._args_model.model_json_schema()
         except (PydanticSchemaGenerationError, PydanticUserError, TypeError) as exc:
@@ -262,19 +303,31 @@ class FunctionTool(Generic[Ctx]):
             parsed = self._args_model.model_validate(args)
         except _pydantic.ValidationError as exc:
             raise InvalidArgs(_format_errors(exc)) from None
-        kwargs = {name: getattr(parsed, f"p{i}") for i, name in enumerate(self._param_names)}
-        fn = self._fn
-        if self._is_async:
-            result = await (fn(ctx, **kwargs) if self._takes_ctx else fn(**kwargs))
+        if self._lone_model:
+            kwargs = {self._param_names[0]: parsed}
         else:
-            import asyncio  # only sync tools need it, and then a thread hop costs far more
+            kwargs = {name: getattr(parsed, f"p{i}") for i, name in enumerate(self._param_names)}
+        if self.timeout is None:
+            result = await self._call(ctx, kwargs)
+        else:
+            import asyncio
 
-            result = await (
-                asyncio.to_thread(fn, ctx, **kwargs) if self._takes_ctx else asyncio.to_thread(fn, **kwargs)
-            )
+            try:
+                # Cancels the coroutine; a sync tool's thread cannot be stopped, only no longer awaited.
+                result = await asyncio.wait_for(self._call(ctx, kwargs), self.timeout)
+            except TimeoutError:
+                raise TimedOut(self.name, self.timeout, self.timeout_behavior) from None
         if isinstance(result, ToolOutput):
             return result
         return ToolOutput(self._to_json(result))
+
+    def _call(self, ctx: ToolContext[Ctx], kwargs: dict[str, Any]) -> Awaitable[Any]:
+        fn = self._fn
+        if self._is_async:
+            return fn(ctx, **kwargs) if self._takes_ctx else fn(**kwargs)
+        import asyncio  # only sync tools need it, and then a thread hop costs far more
+
+        return asyncio.to_thread(fn, ctx, **kwargs) if self._takes_ctx else asyncio.to_thread(fn, **kwargs)
 
     def _to_json(self, value: Any) -> JsonValue:
         try:
@@ -288,6 +341,59 @@ class FunctionTool(Generic[Ctx]):
                 f"tool {self.name!r} returned a {type(value).__name__}, "
                 f"which cannot be serialized to JSON: {exc}"
             ) from exc
+
+
+class TimedOut(Exception):
+    """A tool call ran past its tool's `timeout`; how the run takes it is the tool's `timeout_behavior`."""
+
+    def __init__(self, tool: str, seconds: float, behavior: TimeoutBehavior) -> None:
+        super().__init__(f"the tool {tool!r} timed out after {seconds:g}s")
+        self.behavior = behavior
+
+
+def _checked_options(
+    tool_name: str, timeout: object, behavior: object, max_retries: object, enabled: object
+) -> float | None:
+    """Check `@tool`'s call options; the timeout in seconds."""
+    if behavior not in ("error_result", "fail_run"):
+        raise UserError(
+            f"@tool {tool_name!r}: timeout_behavior={behavior!r}; "
+            "use 'error_result' (the model reads the timeout) or 'fail_run'"
+        )
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise UserError(
+            f"@tool {tool_name!r}: max_retries={max_retries!r}; give how many times the model may "
+            "be sent back to correct a call (an int >= 0)"
+        )
+    if enabled is not None and not callable(enabled):
+        raise UserError(
+            f"@tool {tool_name!r}: enabled={enabled!r}; give a function of the RunContext "
+            "returning whether the tool is offered this turn"
+        )
+    if timeout is None:
+        return None
+    from datetime import timedelta
+
+    if isinstance(timeout, timedelta):
+        timeout = timeout.total_seconds()
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
+        raise UserError(
+            f"@tool {tool_name!r}: timeout={timeout!r}; give positive seconds (or a timedelta), "
+            "or None for no limit"
+        )
+    return float(timeout)
+
+
+def _lone_model(annotations: dict[str, Any], base: type[BaseModel]) -> type[BaseModel] | None:
+    """The pydantic model that is the only parameter (beside the context), if it is one."""
+    if len(annotations) != 1:
+        return None
+    (annotation,) = annotations.values()
+    if get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if isinstance(annotation, type) and issubclass(annotation, base):
+        return annotation
+    return None
 
 
 def _is_tool_context(annotation: object) -> bool:
@@ -368,6 +474,10 @@ def tool(
     description: str | None = None,
     effect: ToolEffect = ToolEffect.SIDE_EFFECT,
     strict: bool = False,
+    timeout: float | timedelta | None = None,
+    timeout_behavior: TimeoutBehavior = "error_result",
+    max_retries: int = 1,
+    enabled: Enabled | None = None,
 ) -> Callable[[Callable[..., Any]], FunctionTool[Any]]: ...
 
 
@@ -379,6 +489,10 @@ def tool(
     description: str | None = None,
     effect: ToolEffect = ToolEffect.SIDE_EFFECT,
     strict: bool = False,
+    timeout: float | timedelta | None = None,
+    timeout_behavior: TimeoutBehavior = "error_result",
+    max_retries: int = 1,
+    enabled: Enabled | None = None,
 ) -> FunctionTool[Any] | Callable[[Callable[..., Any]], FunctionTool[Any]]:
     """Turn a function into a `Tool`: `@tool` or `@tool(name=..., effect=...)`.
 
@@ -393,6 +507,20 @@ def tool(
         description: What the tool does; defaults to the docstring.
         effect: What the tool does to the world (default `ToolEffect.SIDE_EFFECT`).
         strict: Ask providers that support it to enforce the schema exactly.
+        timeout: Seconds (or a `timedelta`) a call may take; past it the call is cancelled
+            (a sync tool's thread is no longer waited for) and becomes what
+            `timeout_behavior` says. None (the default): no limit.
+        timeout_behavior: `"error_result"` (the default): the model reads that the call timed
+            out and may try again; `"fail_run"`: the run fails.
+        max_retries: How many times in a run the model is sent back to correct a call of this
+            tool, for invalid arguments or a `ModelRetry` the tool raised (default 1); one more
+            fails the run, naming the tool.
+        enabled: A (sync or async) function of the `RunContext`, asked before each model
+            turn: while it says False the tool is not offered, and a call to it gets an
+            error result. None (the default): always offered.
+
+    A lone pydantic-model parameter (beside the `ToolContext`) is the arguments object:
+    its fields are the tool's schema, and the function receives the validated model.
 
     Example:
         ```python
@@ -406,11 +534,21 @@ def tool(
         assert lookup_spending.schema["required"] == ["category", "month"]
         ```
     """
+    options: dict[str, Any] = {
+        "name": name,
+        "description": description,
+        "effect": effect,
+        "strict": strict,
+        "timeout": timeout,
+        "timeout_behavior": timeout_behavior,
+        "max_retries": max_retries,
+        "enabled": enabled,
+    }
     if fn is not None:
-        return FunctionTool(fn, name=name, description=description, effect=effect, strict=strict)
+        return FunctionTool(fn, **options)
 
     def decorate(f: Callable[..., Any]) -> FunctionTool[Any]:
-        return FunctionTool(f, name=name, description=description, effect=effect, strict=strict)
+        return FunctionTool(f, **options)
 
     return decorate
 
@@ -419,6 +557,7 @@ __all__ = [
     "MAX_TOOL_ARGS_CHARS",
     "MAX_TOOL_ARGS_DEPTH",
     "FunctionTool",
+    "PrepareTools",
     "Tool",
     "ToolEffect",
     "ToolOutput",
