@@ -132,9 +132,12 @@ async def _invoke(
     except ModelRetry as exc:
         return _retry(call, tool, f"Error: {exc.message}", "retry")
     except TimedOut as exc:
+        timed_out = (
+            f"Error: the tool {call.name!r} timed out after {exc.seconds:g}s"  # the name it was called
+        )
         if exc.behavior == "fail_run":
-            return _outcome(call, f"Error: {exc} (timeout_behavior='fail_run')", "fatal")
-        return _outcome(call, f"Error: {exc}. Try again, or go on without it.", "error")
+            return _outcome(call, f"{timed_out} (timeout_behavior='fail_run')", "fatal")
+        return _outcome(call, f"{timed_out}. Try again, or go on without it.", "error")
     except Denied as exc:
         # A refusal (a path outside the sandbox, say) is data for the model, streamed
         # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.

@@ -348,6 +348,7 @@ class TimedOut(Exception):
 
     def __init__(self, tool: str, seconds: float, behavior: TimeoutBehavior) -> None:
         super().__init__(f"the tool {tool!r} timed out after {seconds:g}s")
+        self.seconds = seconds
         self.behavior = behavior
 
 
