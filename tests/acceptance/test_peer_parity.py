@@ -17,14 +17,17 @@ from pydantic import BaseModel
 from helikon import (
     Handoff,
     LlmAgent,
+    ModelRetry,
     ModelSettings,
     RunConfig,
+    Toolset,
     UsageLimitExceeded,
     UsageLimits,
     keep_last_user_message,
     print_stream,
     tool,
 )
+from helikon.core.items import ToolResult
 from helikon.core.session import UserMessageEvent
 from helikon.sessions.sqlite import open_session as open_sqlite
 from helikon.testing import MockModel, TestModel, capture_requests, text_turn, tool_call_turn
@@ -100,6 +103,35 @@ def test_feature_6_usage_limits() -> None:
     agent = LlmAgent(name="Assistant", model=weather_model("a", "b"), tools=[get_weather])
     with pytest.raises(UsageLimitExceeded, match="request_limit"):
         agent.run_sync("Weather?", config=RunConfig(usage_limits=UsageLimits(request_limit=1)))
+
+
+class City(BaseModel):
+    city: str
+
+
+def test_feature_7_tools_users_expect() -> None:
+    @tool(timeout=5, max_retries=2, enabled=lambda ctx: True)
+    def forecast(args: City) -> str:  # a lone model is the schema: the model calls {"city": ...}
+        """The forecast for a city."""
+        if args.city != args.city.title():
+            raise ModelRetry("capitalize the city")
+        return f"Sunny in {args.city}."
+
+    retry, fixed = (
+        tool_call_turn("wx_forecast", {"city": "tokyo"}),
+        tool_call_turn("wx_forecast", {"city": "Tokyo"}),
+    )
+    model = MockModel.with_scripts([retry, fixed, text_turn("Sunny.")])
+    agent = LlmAgent(
+        name="Assistant",
+        model=model,
+        tools=[Toolset([forecast, get_weather]).prefixed("wx_")],
+        prepare_tools=lambda ctx, defs: [d for d in defs if d.name != "wx_get_weather"],
+    )
+    assert agent.run_sync("Weather in Tokyo?").final_output == "Sunny."
+    assert [t.name for t in model.requests[0].tools] == ["wx_forecast"]
+    retried, answered = (m for m in model.requests[2].messages if isinstance(m, ToolResult))
+    assert (retried.text, answered.text) == ("Error: capitalize the city", "Sunny in Tokyo.")
 
 
 async def test_feature_9_streaming_helpers() -> None:

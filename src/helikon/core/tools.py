@@ -117,10 +117,15 @@ class ToolOutput:
 class Tool(Protocol[Ctx]):
     """A callable the model can invoke.
 
-    Raise `ToolError.InvalidArgs` when the arguments do not fit, `ToolError.Denied` to
-    refuse (the model reads the reason; `RunConfig.fail_on_tool_denied` fails the run
-    instead), or any other exception (the model sees it as an error result). Arguments
-    past `MAX_TOOL_ARGS_DEPTH` or `MAX_TOOL_ARGS_CHARS` never reach `invoke`.
+    Raise `ToolError.InvalidArgs` when the arguments do not fit, `ModelRetry` to send the
+    model back with a reason, `ToolError.Denied` to refuse (the model reads the reason;
+    `RunConfig.fail_on_tool_denied` fails the run instead), or any other exception (the
+    model sees it as an error result). Arguments past `MAX_TOOL_ARGS_DEPTH` or
+    `MAX_TOOL_ARGS_CHARS` never reach `invoke`.
+
+    Optional attributes the run reads when a tool has them: `strict`, `max_retries` (how
+    often the model is sent back to correct a call; 1 without it) and `enabled` (a
+    predicate of the `RunContext` asked before each model turn), as `FunctionTool` has.
     """
 
     @property
