@@ -90,6 +90,22 @@ async def test_a_call_within_its_timeout_returns_normally() -> None:
     assert out.value == 42 and quick.timeout == 30.0
 
 
+async def test_cancelling_the_run_while_a_timed_tool_runs_cancels_the_run_not_the_call() -> None:
+    ctx = RunContext.ephemeral(None)
+
+    @tool(timeout=30)
+    async def stuck() -> str:
+        """Stuck."""
+        ctx.cancel.cancel("user pressed stop")
+        await asyncio.sleep(60)
+        return "never"
+
+    model = MockModel.with_scripts([tool_call_turn("stuck", {}), text_turn("unreachable")])
+    with pytest.raises(RunError) as info:
+        await LlmAgent(name="a", model=model, tools=[stuck]).run("Go", context=ctx)
+    assert info.value.error.kind == "cancelled" and "user pressed stop" in info.value.error.message
+
+
 @pytest.mark.parametrize(
     ("options", "message"),
     [
@@ -196,6 +212,17 @@ async def test_max_retries_bounds_invalid_arguments_too() -> None:
         "Error: invalid arguments"
     )
     assert len(model.requests) == 3
+
+
+async def test_invalid_arguments_and_retries_share_the_tools_budget() -> None:
+    @tool(max_retries=1)
+    def pick(n: int) -> str:
+        """Pick."""
+        raise ModelRetry("another")
+
+    model = MockModel.with_scripts([tool_call_turn("pick", {"n": "x"}), tool_call_turn("pick", {"n": 1})])
+    with pytest.raises(RunError, match="tool 'pick' asked the model to retry past its max_retries \\(1\\)"):
+        await LlmAgent(name="a", model=model, tools=[pick]).run("Go")
 
 
 async def test_the_default_feeds_invalid_arguments_back_once() -> None:
