@@ -33,7 +33,7 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ._sync import run_sync
 from .context import RunConfig, RunContext
@@ -325,7 +325,7 @@ class LlmAgent(Generic[Ctx]):
     def run(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         history: History | None = None,
@@ -370,7 +370,7 @@ class LlmAgent(Generic[Ctx]):
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
             ctx = ctx.with_session(session)
-        agent_input = to_agent_input(input)
+        agent_input = to_agent_input(input, *misplaced)
         if history is not None:
             agent_input = continue_from(agent_input, history, ctx.session, "LlmAgent.run")
         config = config or self.run_config
@@ -383,7 +383,7 @@ class LlmAgent(Generic[Ctx]):
     def run_sync(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         history: History | None = None,
@@ -395,6 +395,7 @@ class LlmAgent(Generic[Ctx]):
         return run_sync(
             lambda: self.run(
                 input,
+                *misplaced,
                 context=context,
                 config=config,
                 history=history,

@@ -66,15 +66,69 @@ RunInput: TypeAlias = "str | AgentInput | Sequence[Item]"
 """What `Agent.run` accepts: text, an `AgentInput`, or conversation items."""
 
 
-def to_agent_input(input: RunInput) -> AgentInput:
-    """Normalize any `RunInput` to an `AgentInput`."""
+AGENT_CALL = "agent.run({input}, context=ctx)"
+"""The right call an agent's `run` shows in the error for arguments in the wrong place."""
+
+RUNNER_CALL = "runner.run(agent, {input}, context=ctx)"
+"""The same for a runner's `run` / `run_streamed`."""
+
+
+def to_agent_input(input: RunInput, *misplaced: object, call: str = AGENT_CALL) -> AgentInput:
+    """Normalize any `RunInput` to an `AgentInput`.
+
+    `misplaced` are the positional arguments a `run` took after its input, and `call` the
+    right call, as the error shows it: the book's (Rust) order `agent.run(ctx, input)`
+    gets an error that says how helikon spells it.
+
+    Example:
+        ```python
+        import pytest
+
+        from helikon import RunContext, UserError
+        from helikon.core.input import to_agent_input
+
+        ctx = RunContext.ephemeral(None)
+        with pytest.raises(UserError) as info:
+            to_agent_input(ctx, "Hi")  # agent.run(ctx, "Hi"), as the book writes it
+        assert "write agent.run('Hi', context=ctx)" in str(info.value)
+        ```
+    """
+    if misplaced:
+        raise wrong_call(input, misplaced, call)
     if isinstance(input, str):
         return AgentInput.from_user_text(input)
     if isinstance(input, AgentInput):
         return input
     if isinstance(input, Sequence) and not isinstance(input, bytes | bytearray):
         return AgentInput(tuple(input))
-    raise UserError(
+    raise wrong_call(input, (), call)
+
+
+def wrong_call(input: object, misplaced: tuple[object, ...], call: str) -> UserError:
+    """The error for a `run` given its arguments in the wrong place, showing `call` filled in."""
+    from .context import RunContext, ToolContext  # on the error path only (context never imports input)
+
+    contexts = (RunContext, ToolContext)
+    name = call.split("(", 1)[0]
+    if isinstance(input, contexts):
+        given = misplaced[0] if misplaced else None
+        shown = repr(given) if isinstance(given, str) and len(given) <= 40 else "input"
+        kind = "RunContext" if isinstance(input, RunContext) else "ToolContext"
+        return UserError(
+            f"{name}() got the {kind} as its input: helikon takes the input first and "
+            f"the context by keyword (the book's run(ctx, input) order is Rust's); write "
+            f"{call.format(input=shown)}"
+        )
+    if any(isinstance(arg, contexts) for arg in misplaced):
+        shown = repr(input) if isinstance(input, str) and len(input) <= 40 else "input"
+        return UserError(f"{name}(input, ctx): pass the context by keyword; write {call.format(input=shown)}")
+    if misplaced:
+        return UserError(
+            f"{name}() takes one positional argument, the input, and {len(misplaced)} more were given "
+            f"({', '.join(type(arg).__name__ for arg in misplaced)}); pass the others by keyword "
+            f"(context=, config=, ...): {call.format(input='input')}"
+        )
+    return UserError(
         f"run(input=...): expected a str, an AgentInput or a sequence of items, got {type(input).__name__}"
     )
 

@@ -137,6 +137,9 @@ class GuardrailVerdict:
     tripped: bool
     kind: GuardrailKind = "other"
     info: JsonValue = None
+    guardrail: str | None = None
+    """Who tripped, as the run's error names it: the run fills in the guardrail's `name`
+    attribute (else its class name) when this is left None."""
 
     @classmethod
     def pass_(cls) -> GuardrailVerdict:
@@ -144,9 +147,11 @@ class GuardrailVerdict:
         return _PASS
 
     @classmethod
-    def tripwire(cls, kind: GuardrailKind, info: JsonValue = None) -> GuardrailVerdict:
-        """Halt the run."""
-        return cls(True, kind, info)
+    def tripwire(
+        cls, kind: GuardrailKind, info: JsonValue = None, *, guardrail: str | None = None
+    ) -> GuardrailVerdict:
+        """Halt the run; the run's `RunError` names the guardrail, the kind and `info`."""
+        return cls(True, kind, info, guardrail)
 
 
 _PASS = GuardrailVerdict(False)

@@ -27,7 +27,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Never, TypeVar
 
 from .._sync import run_sync
 from ..agent import LlmAgent
@@ -111,7 +111,7 @@ class SwarmAgent(Generic[Ctx]):
     def run(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,
@@ -124,21 +124,21 @@ class SwarmAgent(Generic[Ctx]):
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
             ctx = ctx.with_session(session)
+        given = to_agent_input(input, *misplaced)
         if needs_runner(ctx, session is not None):
-            return default_runner().run_streamed(self, input, ctx, config or self.run_config)
-        given = to_agent_input(input)
+            return default_runner().run_streamed(self, given, ctx, config or self.run_config)
         return RunStream(self._events(given, ctx, config or self.run_config), agent=self, input=given)
 
     def run_sync(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,
     ) -> RunResult[str]:
         """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
-        return run_sync(lambda: self.run(input, context=context, config=config, session=session))
+        return run_sync(lambda: self.run(input, *misplaced, context=context, config=config, session=session))
 
     async def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig
