@@ -36,6 +36,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ._sync import run_sync
+from .agent_builder import LlmAgentBuilder
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
@@ -209,6 +210,8 @@ class LlmAgent(Generic[Ctx]):
                 response_format=output.response_format(),
                 validate=lambda text: output.validate_text(text)[1],
             )
+
+    builder = classmethod(LlmAgentBuilder)  # the book's LlmAgent::builder(): see agent_builder.py
 
     def _install_handoffs(self, handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]]) -> None:
         """Check and index the handoffs: one transfer tool each, no name shared with anything."""
