@@ -341,3 +341,12 @@ async def test_the_compacting_session_builder_builds_the_books_session() -> None
         UserError, match=r"CompactingSession\(threshold=0\): must be a positive number of tokens"
     ):
         CompactingSession.builder(MemorySession(), model).threshold(0).build()
+
+
+def test_a_tripwire_of_the_books_kind_names_helikons() -> None:
+    with pytest.raises(UserError) as info:
+        GuardrailVerdict.tripwire("InputPolicy")  # pyright: ignore[reportArgumentType]
+    assert str(info.value) == (
+        "GuardrailVerdict.tripwire(kind='InputPolicy'): use 'input_policy', 'output_policy' or 'other' "
+        "(the book's GuardrailKind::InputPolicy is 'input_policy')"
+    )
