@@ -15,10 +15,12 @@ from typing import Any
 import pytest
 
 from helikon import (
+    AgentAsTool,
     CompactingSession,
     GraphAgent,
     GuardrailInput,
     GuardrailVerdict,
+    Handoff,
     LlmAgent,
     LoopAgent,
     MemorySession,
@@ -350,3 +352,42 @@ def test_a_tripwire_of_the_books_kind_names_helikons() -> None:
         "GuardrailVerdict.tripwire(kind='InputPolicy'): use 'input_policy', 'output_policy' or 'other' "
         "(the book's GuardrailKind::InputPolicy is 'input_policy')"
     )
+
+
+class FromTheBook:
+    """A custom agent written from the book: `run(self, ctx, input)`."""
+
+    name = "custom"
+    description = "Written from the book."
+
+    def run(self, ctx: object, input: object) -> None: ...
+
+
+class Flexible:
+    """A custom agent that takes any keywords: it can be called as helikon calls agents."""
+
+    name = "flexible"
+    description = ""
+
+    def run(self, input: object, **options: object) -> None: ...
+
+
+def test_a_custom_agent_with_the_books_run_is_refused_where_it_is_composed() -> None:
+    expected = (
+        "FromTheBook.run(ctx: 'object', input: 'object') -> 'None' takes no context= or config= keyword; "
+        "helikon calls agent.run(input, context=ctx, config=config), so write "
+        "def run(self, input, *, context=None, config=None) (the book's run(ctx, input) order is Rust's)"
+    )
+    custom: Any = FromTheBook()
+    compose: list[Callable[[], object]] = [
+        lambda: SequentialAgent[None]("p").then(custom),
+        lambda: ParallelAgent[None]("p").add(custom),
+        lambda: GraphAgent.builder().name("g").node("n", custom).build(),
+        lambda: Handoff.to(custom),
+        lambda: AgentAsTool(custom),
+    ]
+    for call in compose:
+        with pytest.raises(UserError) as info:
+            call()
+        assert str(info.value).endswith(expected)
+    assert SequentialAgent[None]("p").then(Flexible()).steps[0][0] == "flexible"  # pyright: ignore[reportArgumentType]

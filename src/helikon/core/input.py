@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence, Sized
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -131,6 +132,49 @@ def wrong_call(input: object, misplaced: tuple[object, ...], call: str) -> UserE
     return UserError(
         f"run(input=...): expected a str, an AgentInput or a sequence of items, got {type(input).__name__}"
     )
+
+
+def check_run_signature(where: str, agent: object) -> None:
+    """A `UserError` when `agent.run` cannot be called as helikon calls every agent.
+
+    That is `agent.run(input, context=ctx, config=config)`; an agent written from the book,
+    `def run(self, ctx, input)`, is told so when it is composed, not at its first run.
+
+    Example:
+        ```python
+        import pytest
+
+        from helikon import UserError
+        from helikon.core.input import check_run_signature
+
+        class FromTheBook:
+            name, description = "custom", ""
+
+            def run(self, ctx: object, input: object) -> None: ...
+
+        with pytest.raises(UserError) as info:
+            check_run_signature("SequentialAgent('p').then", FromTheBook())
+        assert "write def run(self, input, *, context=None, config=None)" in str(info.value)
+        ```
+    """
+    run: object = getattr(agent, "run", None)
+    if not callable(run):
+        return
+    try:
+        signature = inspect.signature(run)
+    except (TypeError, ValueError):  # not introspectable (a builtin): trust it
+        return
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    missing = [name for name in ("context", "config") if name not in params]
+    if missing:
+        raise UserError(
+            f"{where}: {type(agent).__name__}.run{signature} takes no "
+            f"{' or '.join(f'{m}=' for m in missing)} keyword; helikon calls "
+            "agent.run(input, context=ctx, config=config), so write "
+            "def run(self, input, *, context=None, config=None) (the book's run(ctx, input) order is Rust's)"
+        )
 
 
 History: TypeAlias = "RunResult[Any] | Sequence[Item]"
