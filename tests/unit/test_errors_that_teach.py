@@ -9,6 +9,7 @@ keeping the exception's text; the book's accessor calls (`ctx.state()`, `ctx.act
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -17,11 +18,13 @@ import pytest
 from helikon import (
     AgentAsTool,
     CompactingSession,
+    CompactingSessionBuilder,
     GraphAgent,
     GuardrailInput,
     GuardrailVerdict,
     Handoff,
     LlmAgent,
+    LlmAgentBuilder,
     LoopAgent,
     MemorySession,
     ParallelAgent,
@@ -30,6 +33,7 @@ from helikon import (
     RunFailed,
     SequentialAgent,
     SwarmAgent,
+    SwarmBuilder,
     SwarmBuildError,
     ToolContext,
     TracerHandle,
@@ -391,3 +395,19 @@ def test_a_custom_agent_with_the_books_run_is_refused_where_it_is_composed() -> 
             call()
         assert str(info.value).endswith(expected)
     assert SequentialAgent[None]("p").then(Flexible()).steps[0][0] == "flexible"  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    ("cls", "builder", "given"),
+    [
+        (LlmAgent, LlmAgentBuilder, set[str]()),
+        (SwarmAgent, SwarmBuilder, set[str]()),
+        (CompactingSession, CompactingSessionBuilder, {"inner", "model"}),  # the builder's own arguments
+    ],
+)
+def test_every_constructor_keyword_has_a_builder_setter_of_its_name(
+    cls: type[object], builder: type[object], given: set[str]
+) -> None:
+    # A keyword added to the constructor must get its setter, or the two forms drift apart.
+    keywords = set(inspect.signature(cls.__init__).parameters) - {"self"} - given
+    assert sorted(k for k in keywords if not callable(getattr(builder, k, None))) == []
