@@ -12,6 +12,7 @@ import typing
 
 _EAGER = {
     ".agent": "Agent Instructions LlmAgent",
+    ".agent_builder": "LlmAgentBuilder",
     ".input": "AgentInput RunInput",
     ".handoff": "Handoff HandoffFilter HandoffInputData keep_last_user_message remove_tool_calls",
     ".result": "RunResult RunStream print_stream",
@@ -42,7 +43,7 @@ _EAGER = {
         SessionInfo SessionRecord ToolCalled ToolReturned UnknownEvent UserMessageEvent project
     """,
     ".session.branches": "Branch Lineage",
-    ".session.compaction": "CompactingSession HeuristicTokenCounter TokenCounter",
+    ".session.compaction": "CompactingSession CompactingSessionBuilder HeuristicTokenCounter TokenCounter",
     ".session.memory": "MemorySession MemoryStore",
     ".session.recorder": "SessionRecorder",
     ".observer": "RunObserver",
@@ -71,7 +72,7 @@ _LAZY = {
     # any module under it runs that package's __init__.
     ".workflows": "GraphAgent GraphBuildError GraphBuilder LoopAgent ParallelAgent SequentialAgent",
     ".workflows.agent_tool": "AgentAsTool",
-    ".workflows.swarm": "SwarmAgent SwarmBuildError",
+    ".workflows.swarm": "SwarmAgent SwarmBuildError SwarmBuilder",
     # The shell matcher and the secret patterns (~10 ms): a run needs them only when a tool call
     # reaches the permission pipeline.
     ".governance.rules": "AllowRule DenyRule GuardAction GuardRule ToolSubject",
@@ -115,6 +116,7 @@ def __dir__() -> list[str]:
 # isort: off
 if typing.TYPE_CHECKING:
     from .agent import Agent as Agent, Instructions as Instructions, LlmAgent as LlmAgent
+    from .agent_builder import LlmAgentBuilder as LlmAgentBuilder
     from .input import AgentInput as AgentInput, RunInput as RunInput
     from .handoff import (
         Handoff as Handoff,
@@ -233,6 +235,7 @@ if typing.TYPE_CHECKING:
     from .session.branches import Branch as Branch, Lineage as Lineage
     from .session.compaction import (
         CompactingSession as CompactingSession,
+        CompactingSessionBuilder as CompactingSessionBuilder,
         HeuristicTokenCounter as HeuristicTokenCounter,
         TokenCounter as TokenCounter,
     )
@@ -301,7 +304,11 @@ if typing.TYPE_CHECKING:
         SequentialAgent as SequentialAgent,
     )
     from .workflows.agent_tool import AgentAsTool as AgentAsTool
-    from .workflows.swarm import SwarmAgent as SwarmAgent, SwarmBuildError as SwarmBuildError
+    from .workflows.swarm import (
+        SwarmAgent as SwarmAgent,
+        SwarmBuildError as SwarmBuildError,
+        SwarmBuilder as SwarmBuilder,
+    )
     from .governance.rules import (
         AllowRule as AllowRule,
         DenyRule as DenyRule,

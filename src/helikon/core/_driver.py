@@ -39,6 +39,7 @@ from .events import (
 )
 from .exceptions import ModelError
 from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
+from .governance._tripwire import guardrail_name, tripwire_message
 from .input import AgentInput
 from .items import Item, SystemMessage, ToolCall, UserMessage
 from .loop import (
@@ -729,16 +730,16 @@ class _Run:
         for guardrail, verdict in zip(guardrails, verdicts, strict=True):
             if isinstance(verdict, asyncio.CancelledError):
                 raise verdict
-            name = type(guardrail).__name__
+            name = guardrail_name(guardrail)
             if isinstance(verdict, BaseException):
                 error = f"{type(verdict).__name__}: {verdict}"
-                return GuardrailVerdict.tripwire("other", {"guardrail": name, "error": error})
+                return GuardrailVerdict.tripwire("other", {"guardrail": name, "error": error}, guardrail=name)
             if not isinstance(verdict, GuardrailVerdict):  # e.g. None: a `return` forgotten
                 return GuardrailVerdict.tripwire(
-                    "other", {"guardrail": name, "returned": short_repr(verdict)}
+                    "other", {"guardrail": name, "returned": short_repr(verdict)}, guardrail=name
                 )
-            if verdict.tripped:
-                return verdict
+            if verdict.tripped:  # named, so the run's error says which guardrail tripped
+                return verdict if verdict.guardrail else replace(verdict, guardrail=name)
         return GuardrailVerdict.pass_()
 
     async def check_one(self, guardrail: Any, input: GuardrailInput) -> object:
@@ -770,17 +771,8 @@ def _input_tripped(verdict: GuardrailVerdict) -> list[AgentEvent]:
 
 
 def _tripwire_error(stage: str, verdict: GuardrailVerdict) -> AgentError:
-    """The run's error for a tripped guardrail; one that raised or returned no verdict is named."""
-    info = verdict.info
-    if verdict.kind == "other" and isinstance(info, dict) and info.keys() == {"guardrail", "error"}:
-        message = f"the {stage} guardrail {info['guardrail']} raised {info['error']}"
-    elif verdict.kind == "other" and isinstance(info, dict) and info.keys() == {"guardrail", "returned"}:
-        message = (
-            f"the {stage} guardrail {info['guardrail']} returned {info['returned']}, not a GuardrailVerdict"
-        )
-    else:
-        message = f"an {stage} guardrail tripped"
-    return AgentError(kind="guardrail_tripwire", message=message, cause=verdict.kind)
+    """The run's error for a tripped guardrail: it names the guardrail, the kind and the info."""
+    return AgentError(kind="guardrail_tripwire", message=tripwire_message(stage, verdict), cause=verdict.kind)
 
 
 def drive(

@@ -33,9 +33,10 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 from ._sync import run_sync
+from .agent_builder import LlmAgentBuilder
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
@@ -228,6 +229,8 @@ class LlmAgent(Generic[Ctx]):
                 validate=lambda text: output.validate_text(text)[1],
             )
 
+    builder = classmethod(LlmAgentBuilder)  # the book's LlmAgent::builder(): see agent_builder.py
+
     def _install_handoffs(self, handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]]) -> None:
         """Check and index the handoffs: one transfer tool each, no name shared with anything."""
         wrapped: list[Handoff[Ctx]] = []
@@ -343,7 +346,7 @@ class LlmAgent(Generic[Ctx]):
     def run(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         history: History | None = None,
@@ -388,7 +391,7 @@ class LlmAgent(Generic[Ctx]):
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
             ctx = ctx.with_session(session)
-        agent_input = to_agent_input(input)
+        agent_input = to_agent_input(input, *misplaced)
         if history is not None:
             agent_input = continue_from(agent_input, history, ctx.session, "LlmAgent.run")
         config = config or self.run_config
@@ -401,7 +404,7 @@ class LlmAgent(Generic[Ctx]):
     def run_sync(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         history: History | None = None,
@@ -413,6 +416,7 @@ class LlmAgent(Generic[Ctx]):
         return run_sync(
             lambda: self.run(
                 input,
+                *misplaced,
                 context=context,
                 config=config,
                 history=history,

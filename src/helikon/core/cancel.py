@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
+
+from .exceptions import UserError
 
 if TYPE_CHECKING:
     import asyncio
@@ -40,6 +42,17 @@ class CancellationToken:
     def __repr__(self) -> str:
         state = f"cancelled: {self._reason!r}" if self._cancelled else "active"
         return f"CancellationToken({state})"
+
+    def __call__(self) -> NoReturn:
+        """`ctx.cancel()` as the book writes it: an error saying what to write instead.
+
+        Not an alias (as `ctx.state()` is): a bare `ctx.cancel()` reads as "cancel the run",
+        and must not silently do nothing.
+        """
+        raise UserError(
+            "ctx.cancel is the run's CancellationToken (a property, no parentheses): "
+            "ctx.cancel.cancel() cancels the run, ctx.cancel.is_cancelled() checks it"
+        )
 
     def is_cancelled(self) -> bool:
         """Whether `cancel` has been called on this token or an ancestor."""

@@ -176,6 +176,10 @@ class SessionState:
         """A deep copy of the state."""
         return copy.deepcopy(self._data)
 
+    def __call__(self) -> SessionState:
+        """The state itself: `ctx.state()`, as the book writes it, is `ctx.state`."""
+        return self
+
 
 class ActionsHandle:
     """Signals from tools to the enclosing workflow: `escalate()` stops a `LoopAgent`."""
@@ -197,6 +201,10 @@ class ActionsHandle:
     def reset(self) -> None:
         """Clear the escalation (a loop does this before each sub-agent)."""
         self._escalated = False
+
+    def __call__(self) -> ActionsHandle:
+        """The handle itself: `ctx.actions().escalate()`, as the book writes it, works."""
+        return self
 
 
 @carrier
@@ -230,6 +238,10 @@ class TracerHandle:
         """Build a handle step by step (`with_session_id(...)...build()`)."""
         return TracerHandleBuilder()
 
+    def __call__(self) -> TracerHandle:
+        """The handle itself: `ctx.tracer()`, as the book writes it, is `ctx.tracer`."""
+        return self
+
 
 class TracerHandleBuilder:
     """Builds a `TracerHandle`; each `with_*` returns the builder."""
@@ -250,8 +262,14 @@ class TracerHandleBuilder:
         return self
 
     def with_tags(self, tags: Iterable[str]) -> TracerHandleBuilder:
-        """Tag this run's traces."""
+        """Tag this run's traces (replacing the tags given before)."""
         self._fields["tags"] = tuple(tags)
+        return self
+
+    def with_tag(self, tag: str) -> TracerHandleBuilder:
+        """Add one tag, as the book's `.with_tag("prod")` does."""
+        tags: tuple[str, ...] = self._fields.get("tags", ())  # pyright: ignore[reportAssignmentType]
+        self._fields["tags"] = (*tags, tag)
         return self
 
     def with_metadata(self, metadata: dict[str, JsonValue]) -> TracerHandleBuilder:

@@ -42,6 +42,7 @@ from ._callbacks import call_user
 from ._carrier import carrier
 from ._tool_args import args_object
 from .exceptions import InvalidArgs, UserError
+from .input import check_run_signature
 from .items import Item, ToolCall, ToolResult, UserMessage
 from .model import ToolDef
 
@@ -191,6 +192,7 @@ class Handoff(Generic[Ctx]):
         """Use `Handoff.to`."""
         if not callable(getattr(agent, "run", None)) or not isinstance(getattr(agent, "name", None), str):
             raise UserError(f"Handoff.to({agent!r}): expected an agent (an object with a name and run())")
+        check_run_signature(f"Handoff.to({agent.name!r})", agent)
         name = tool_name if tool_name is not None else f"transfer_to_{handoff_slug(agent.name)}"
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
             raise UserError(

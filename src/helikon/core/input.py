@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence, Sized
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -66,17 +67,114 @@ RunInput: TypeAlias = "str | AgentInput | Sequence[Item]"
 """What `Agent.run` accepts: text, an `AgentInput`, or conversation items."""
 
 
-def to_agent_input(input: RunInput) -> AgentInput:
-    """Normalize any `RunInput` to an `AgentInput`."""
+AGENT_CALL = "agent.run({input}, context=ctx)"
+"""The right call an agent's `run` shows in the error for arguments in the wrong place."""
+
+RUNNER_CALL = "runner.run(agent, {input}, context=ctx)"
+"""The same for a runner's `run` / `run_streamed`."""
+
+
+def to_agent_input(input: RunInput, *misplaced: object, call: str = AGENT_CALL) -> AgentInput:
+    """Normalize any `RunInput` to an `AgentInput`.
+
+    `misplaced` are the positional arguments a `run` took after its input, and `call` the
+    right call, as the error shows it: the book's (Rust) order `agent.run(ctx, input)`
+    gets an error that says how helikon spells it.
+
+    Example:
+        ```python
+        import pytest
+
+        from helikon import RunContext, UserError
+        from helikon.core.input import to_agent_input
+
+        ctx = RunContext.ephemeral(None)
+        with pytest.raises(UserError) as info:
+            to_agent_input(ctx, "Hi")  # agent.run(ctx, "Hi"), as the book writes it
+        assert "write agent.run('Hi', context=ctx)" in str(info.value)
+        ```
+    """
+    if misplaced:
+        raise wrong_call(input, misplaced, call)
     if isinstance(input, str):
         return AgentInput.from_user_text(input)
     if isinstance(input, AgentInput):
         return input
     if isinstance(input, Sequence) and not isinstance(input, bytes | bytearray):
         return AgentInput(tuple(input))
-    raise UserError(
+    raise wrong_call(input, (), call)
+
+
+def wrong_call(input: object, misplaced: tuple[object, ...], call: str) -> UserError:
+    """The error for a `run` given its arguments in the wrong place, showing `call` filled in."""
+    from .context import RunContext, ToolContext  # on the error path only (context never imports input)
+
+    contexts = (RunContext, ToolContext)
+    name = call.split("(", 1)[0]
+    if isinstance(input, contexts):
+        given = misplaced[0] if misplaced else None
+        shown = repr(given) if isinstance(given, str) and len(given) <= 40 else "input"
+        kind = "RunContext" if isinstance(input, RunContext) else "ToolContext"
+        return UserError(
+            f"{name}() got the {kind} as its input: helikon takes the input first and "
+            f"the context by keyword (the book's run(ctx, input) order is Rust's); write "
+            f"{call.format(input=shown)}"
+        )
+    if any(isinstance(arg, contexts) for arg in misplaced):
+        shown = repr(input) if isinstance(input, str) and len(input) <= 40 else "input"
+        return UserError(f"{name}(input, ctx): pass the context by keyword; write {call.format(input=shown)}")
+    if misplaced:
+        return UserError(
+            f"{name}() takes one positional argument, the input, and {len(misplaced)} more were given "
+            f"({', '.join(type(arg).__name__ for arg in misplaced)}); pass the others by keyword "
+            f"(context=, config=, ...): {call.format(input='input')}"
+        )
+    return UserError(
         f"run(input=...): expected a str, an AgentInput or a sequence of items, got {type(input).__name__}"
     )
+
+
+def check_run_signature(where: str, agent: object) -> None:
+    """A `UserError` when `agent.run` cannot be called as helikon calls every agent.
+
+    That is `agent.run(input, context=ctx, config=config)`; an agent written from the book,
+    `def run(self, ctx, input)`, is told so when it is composed, not at its first run.
+
+    Example:
+        ```python
+        import pytest
+
+        from helikon import UserError
+        from helikon.core.input import check_run_signature
+
+        class FromTheBook:
+            name, description = "custom", ""
+
+            def run(self, ctx: object, input: object) -> None: ...
+
+        with pytest.raises(UserError) as info:
+            check_run_signature("SequentialAgent('p').then", FromTheBook())
+        assert "write def run(self, input, *, context=None, config=None)" in str(info.value)
+        ```
+    """
+    run: object = getattr(agent, "run", None)
+    if not callable(run):
+        return
+    try:
+        signature = inspect.signature(run)
+    except (TypeError, ValueError):  # not introspectable (a builtin): trust it
+        return
+    params = signature.parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    missing = [name for name in ("context", "config") if name not in params]
+    if missing:
+        raise UserError(
+            f"{where}: {type(agent).__name__}.run{signature} takes no "
+            f"{' or '.join(f'{m}=' for m in missing)} keyword; helikon calls "
+            "agent.run(input, context=ctx, config=config), so write "
+            "def run(self, input, *, context=None, config=None) (the book's run(ctx, input) order is Rust's)"
+        )
 
 
 History: TypeAlias = "RunResult[Any] | Sequence[Item]"

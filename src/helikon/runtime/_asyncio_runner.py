@@ -22,7 +22,7 @@ from helikon.core.events import (
     TurnStarted,
 )
 from helikon.core.exceptions import SessionConflict, UserError
-from helikon.core.input import AgentInput, RunInput, to_agent_input
+from helikon.core.input import RUNNER_CALL, AgentInput, RunInput, to_agent_input
 from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.result import RunResult, RunStream
 from helikon.core.session import (
@@ -162,8 +162,10 @@ class AsyncioRunner(Generic[Ctx]):
         self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
     ) -> RunStream:
         """Start a run and stream its events."""
+        # Converted now, so the book's runner.run(agent, ctx, input) fails at the call, saying how.
+        new_input = to_agent_input(input, call=RUNNER_CALL)
         # The input it knows is the new turn only (the session holds the rest): no input=.
-        return RunStream(self._events(agent, input, context, config), agent=agent)
+        return RunStream(self._events(agent, new_input, context, config), agent=agent)
 
     async def run(
         self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None

@@ -21,11 +21,12 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
 from .._carrier import carrier
 from .._json import JsonValue
 from ..events import GuardrailKind
+from ..exceptions import UserError
 
 if TYPE_CHECKING:
     from ..context import RunContext
@@ -137,6 +138,9 @@ class GuardrailVerdict:
     tripped: bool
     kind: GuardrailKind = "other"
     info: JsonValue = None
+    guardrail: str | None = None
+    """Who tripped, as the run's error names it: the run fills in the guardrail's `name`
+    attribute (else its class name) when this is left None."""
 
     @classmethod
     def pass_(cls) -> GuardrailVerdict:
@@ -144,12 +148,20 @@ class GuardrailVerdict:
         return _PASS
 
     @classmethod
-    def tripwire(cls, kind: GuardrailKind, info: JsonValue = None) -> GuardrailVerdict:
-        """Halt the run."""
-        return cls(True, kind, info)
+    def tripwire(
+        cls, kind: GuardrailKind, info: JsonValue = None, *, guardrail: str | None = None
+    ) -> GuardrailVerdict:
+        """Halt the run; the run's `RunError` names the guardrail, the kind and `info`."""
+        if kind not in _GUARDRAIL_KINDS:  # e.g. the book's `InputPolicy`
+            raise UserError(
+                f"GuardrailVerdict.tripwire(kind={kind!r}): use 'input_policy', 'output_policy' or 'other' "
+                "(the book's GuardrailKind::InputPolicy is 'input_policy')"
+            )
+        return cls(True, kind, info, guardrail)
 
 
 _PASS = GuardrailVerdict(False)
+_GUARDRAIL_KINDS = frozenset(get_args(GuardrailKind))
 
 
 @runtime_checkable

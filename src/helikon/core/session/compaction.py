@@ -260,6 +260,11 @@ class CompactingSession:
         self.compactions = 0
         """How many `Compacted` markers this wrapper has appended."""
 
+    @staticmethod
+    def builder(inner: Session, model: Model) -> CompactingSessionBuilder:
+        """Start building, as the book does: `.threshold(n)`, the optional setters, `.build()`."""
+        return CompactingSessionBuilder(inner, model)
+
     @property
     def log_key(self) -> tuple[object, str]:
         """The inner session's log, as a runner knows it (`SharedLog`): a wrapper writes that log."""
@@ -428,6 +433,68 @@ class CompactingSession:
         return summary
 
 
+class CompactingSessionBuilder:
+    """Collects a `CompactingSession`'s keywords one by one; `build()` calls the constructor.
+
+    Example:
+        ```python
+        from helikon import CompactingSession, MemorySession
+        from helikon.testing import MockModel
+
+        session = (
+            CompactingSession.builder(MemorySession(), MockModel.with_scripts([]))
+            .threshold(4096)
+            .keep_recent_tokens(1024)
+            .build()
+        )
+        assert session.threshold == 4096 and session.keep_recent_tokens == 1024
+        ```
+    """
+
+    __slots__ = ("_fields", "_inner", "_model")
+
+    def __init__(self, inner: Session, model: Model) -> None:
+        self._inner = inner
+        self._model = model
+        self._fields: dict[str, Any] = {}
+
+    def _set(self, key: str, value: object) -> CompactingSessionBuilder:
+        self._fields[key] = value
+        return self
+
+    def threshold(self, tokens: int) -> CompactingSessionBuilder:
+        """Compact past this many tokens (required, > 0)."""
+        return self._set("threshold", tokens)
+
+    def token_counter(self, counter: TokenCounter) -> CompactingSessionBuilder:
+        """How tokens are counted."""
+        return self._set("token_counter", counter)
+
+    def model_settings(self, settings: ModelSettings) -> CompactingSessionBuilder:
+        """Settings for the summarization call."""
+        return self._set("model_settings", settings)
+
+    def prompt(self, prompt: str) -> CompactingSessionBuilder:
+        """The instruction that asks for the summary."""
+        return self._set("prompt", prompt)
+
+    def keep_recent_tokens(self, tokens: int | None) -> CompactingSessionBuilder:
+        """Keep-recent-window mode: the latest turns, up to this many tokens, stay verbatim."""
+        return self._set("keep_recent_tokens", tokens)
+
+    def summary_role(self, role: Literal["system", "user"]) -> CompactingSessionBuilder:
+        """Render the summary as a system item (default) or a user message in place."""
+        return self._set("summary_role", role)
+
+    def build(self) -> CompactingSession:
+        """The session (`UserError` for a missing or bad threshold, as the constructor raises)."""
+        if "threshold" not in self._fields:
+            raise UserError(
+                "CompactingSession.builder(inner, model): call .threshold(tokens) before .build()"
+            )
+        return CompactingSession(self._inner, self._model, **self._fields)
+
+
 def _in_flight(messages: Sequence[Item]) -> bool:
     """Whether a call of the last turn (after the last user message) has no result yet.
 
@@ -457,6 +524,7 @@ __all__ = [
     "DEFAULT_COMPACTION_PROMPT",
     "DEFAULT_USER_SUMMARY_PREFIX",
     "CompactingSession",
+    "CompactingSessionBuilder",
     "HeuristicTokenCounter",
     "TokenCounter",
 ]

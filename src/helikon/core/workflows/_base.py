@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Never, TypeVar
 
 from .._sync import run_sync
 from .._tracing import RunTrace, tracing_possible, within
@@ -41,7 +41,7 @@ class WorkflowAgent(ABC, Generic[Ctx]):
     def run(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,
@@ -59,11 +59,11 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
             ctx = ctx.with_session(session)
+        given = to_agent_input(input, *misplaced)
         if needs_runner(ctx, session is not None):
-            return default_runner().run_streamed(self, input, ctx, config)
+            return default_runner().run_streamed(self, given, ctx, config)
         if config is not None and config.usage_limits is not None:
             ctx, _meter = metered(ctx, config.usage_limits)  # the children count into one meter
-        given = to_agent_input(input)
         if tracing_possible():
             return RunStream(self._traced(given, ctx, config), agent=self, input=given)
         return RunStream(self._events(given, ctx, config), agent=self, input=given)
@@ -83,13 +83,13 @@ class WorkflowAgent(ABC, Generic[Ctx]):
     def run_sync(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,
     ) -> RunResult[str]:
         """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
-        return run_sync(lambda: self.run(input, context=context, config=config, session=session))
+        return run_sync(lambda: self.run(input, *misplaced, context=context, config=config, session=session))
 
     @abstractmethod
     def _events(

@@ -16,7 +16,7 @@ from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
 from ..exceptions import RunError, UserError
 from ..governance import HookEvent
-from ..input import AgentInput
+from ..input import AgentInput, check_run_signature
 
 DEFAULT_CONFIG = RunConfig()
 
@@ -42,6 +42,7 @@ def check_agent(where: str, agent: object) -> Agent[Any]:
             f"{where}: {agent!r} is not an Agent; give an LlmAgent or a workflow agent "
             "(anything with name, description and run)"
         )
+    check_run_signature(where, agent)  # pyright: ignore[reportUnknownArgumentType]
     return agent  # pyright: ignore[reportUnknownVariableType]
 
 

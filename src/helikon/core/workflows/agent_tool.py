@@ -37,6 +37,7 @@ from .._json import JsonObject, JsonValue
 from ..context import RunConfig
 from ..events import MessageOutput, RunFailed
 from ..exceptions import InvalidArgs, ToolError, UserError
+from ..input import check_run_signature
 from ..tools import ToolEffect, ToolOutput
 
 if TYPE_CHECKING:
@@ -80,6 +81,7 @@ class AgentAsTool(Generic[Ctx]):
     ) -> None:
         if not callable(getattr(agent, "run", None)) or not isinstance(getattr(agent, "name", None), str):
             raise UserError(f"AgentAsTool({agent!r}): expected an agent (an object with a name and run())")
+        check_run_signature(f"AgentAsTool({agent.name!r})", agent)
         if config is not None and not isinstance(config, RunConfig):
             raise UserError(f"AgentAsTool(config={config!r}): expected a RunConfig")
         self.agent = agent

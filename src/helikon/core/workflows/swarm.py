@@ -20,6 +20,7 @@ Example:
         model=MockModel.with_scripts([text_turn("Cut dining out by a third.")]),
     )
     swarm = SwarmAgent(name="support", members=[triage, budgeting], max_handoffs=4)
+    # or, as the book builds it: SwarmAgent.builder().name("support").member(triage)...build()
     assert swarm.run_sync("I overspend every month").final_output == "Cut dining out by a third."
     ```
 """
@@ -27,7 +28,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Never, Self, TypeVar
 
 from .._sync import run_sync
 from ..agent import LlmAgent
@@ -105,13 +106,18 @@ class SwarmAgent(Generic[Ctx]):
         self.max_handoffs = max_handoffs
         self.run_config = run_config or RunConfig()
 
+    @staticmethod
+    def builder() -> SwarmBuilder[Any]:
+        """Start building a swarm, as the book does: `.name()`, `.member()`..., then `.build()`."""
+        return SwarmBuilder()
+
     def __repr__(self) -> str:
         return f"SwarmAgent(name={self.name!r}, members={list(self.members)}, entry={self.entry!r})"
 
     def run(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,
@@ -124,21 +130,21 @@ class SwarmAgent(Generic[Ctx]):
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
             ctx = ctx.with_session(session)
+        given = to_agent_input(input, *misplaced)
         if needs_runner(ctx, session is not None):
-            return default_runner().run_streamed(self, input, ctx, config or self.run_config)
-        given = to_agent_input(input)
+            return default_runner().run_streamed(self, given, ctx, config or self.run_config)
         return RunStream(self._events(given, ctx, config or self.run_config), agent=self, input=given)
 
     def run_sync(
         self,
         input: RunInput,
-        *,
+        *misplaced: Never,
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,
     ) -> RunResult[str]:
         """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
-        return run_sync(lambda: self.run(input, context=context, config=config, session=session))
+        return run_sync(lambda: self.run(input, *misplaced, context=context, config=config, session=session))
 
     async def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig
@@ -169,6 +175,82 @@ class SwarmAgent(Generic[Ctx]):
                 await aclose()  # stops the active member's run (and its model stream) now
 
 
+class SwarmBuilder(Generic[Ctx]):
+    """Collects a swarm's keywords one by one; `build()` calls `SwarmAgent(...)`, which checks them.
+
+    Example:
+        ```python
+        from helikon import LlmAgent, SwarmAgent
+        from helikon.testing import MockModel, text_turn
+
+        triage = LlmAgent(name="triage", model=MockModel.with_scripts([text_turn("Hi!")]))
+        investing = LlmAgent(name="investing", model=MockModel.with_scripts([]))
+        swarm = (
+            SwarmAgent.builder()
+            .name("support_swarm")
+            .description("Personal-finance support.")
+            .member(triage)
+            .member(investing)
+            .entry("triage")
+            .max_handoffs(6)
+            .build()
+        )
+        assert list(swarm.members) == ["triage", "investing"] and swarm.max_handoffs == 6
+        ```
+    """
+
+    __slots__ = ("_fields", "_members")
+
+    def __init__(self) -> None:
+        self._fields: dict[str, Any] = {}
+        self._members: list[LlmAgent[Ctx]] = []
+
+    def name(self, name: str) -> Self:
+        """The swarm's name (required)."""
+        self._fields["name"] = name
+        return self
+
+    def description(self, description: str) -> Self:
+        """What the swarm does."""
+        self._fields["description"] = description
+        return self
+
+    def member(self, agent: LlmAgent[Ctx]) -> Self:
+        """Add a member; the first one added is the entry unless `entry` says otherwise."""
+        self._members.append(agent)
+        return self
+
+    def members(self, agents: Sequence[LlmAgent[Ctx]]) -> Self:
+        """Add several members, in order."""
+        self._members.extend(agents)
+        return self
+
+    def entry(self, name: str) -> Self:
+        """The member that takes the first turn."""
+        self._fields["entry"] = name
+        return self
+
+    def max_handoffs(self, limit: int | None) -> Self:
+        """Fail with `MaxHandoffsExceeded` past this many handoffs."""
+        self._fields["max_handoffs"] = limit
+        return self
+
+    def run_config(self, config: RunConfig) -> Self:
+        """The default `RunConfig` of the swarm's runs."""
+        self._fields["run_config"] = config
+        return self
+
+    def build(self) -> SwarmAgent[Ctx]:
+        """The swarm.
+
+        Raises:
+            SwarmBuildError: no name, no members, two with one name, or an unknown entry.
+        """
+        if "name" not in self._fields:
+            raise SwarmBuildError("SwarmAgent.builder(): call .name(...) before .build()")
+        return SwarmAgent(members=self._members, **self._fields)
+
+
 def _mesh(members: Sequence[LlmAgent[Ctx]]) -> dict[str, LlmAgent[Ctx]]:
     """Copies of the members, each with a handoff to every other copy (its own handoffs kept)."""
     copies = {m.name: m.with_handoffs(m.handoffs) for m in members}
@@ -179,4 +261,4 @@ def _mesh(members: Sequence[LlmAgent[Ctx]]) -> dict[str, LlmAgent[Ctx]]:
     return copies
 
 
-__all__ = ["SwarmAgent", "SwarmBuildError"]
+__all__ = ["SwarmAgent", "SwarmBuildError", "SwarmBuilder"]

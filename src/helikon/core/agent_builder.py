@@ -1,0 +1,143 @@
+"""`LlmAgentBuilder`: the book's `LlmAgent::builder()`, spelled as chained setters.
+
+The keyword constructor `LlmAgent(name=..., model=..., ...)` is the primary form (a type
+checker catches a missing `name` or `model`). The builder is the same constructor one
+keyword at a time, for code written from the book: each setter is named as the keyword
+it sets (`tool`, `handoff`, `input_guardrail`, `output_guardrail` and `hook` add one),
+and `build()` calls `LlmAgent(...)`, so both check the same things and raise the same
+errors.
+
+Example:
+    ```python
+    from helikon import LlmAgent, tool
+    from helikon.testing import MockModel, text_turn
+
+    @tool
+    async def balance() -> float:
+        \"\"\"The account's balance.\"\"\"
+        return 312.4
+
+    agent = (
+        LlmAgent.builder()
+        .name("budget-assistant")
+        .model(MockModel.with_scripts([text_turn("You have $312.40.")]))
+        .instructions("You are a budgeting assistant.")
+        .tool(balance)
+        .build()
+    )
+    assert agent.tools_by_name["balance"] is balance
+    assert agent.run_sync("Balance?").final_output == "You have $312.40."
+    ```
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Self
+
+from .exceptions import UserError
+
+if TYPE_CHECKING:
+    from .agent import Agent, Instructions, LlmAgent
+    from .context import RunConfig
+    from .governance import Guardrail, Hook
+    from .handoff import Handoff
+    from .model import Model, ModelSettings
+    from .tools import Tool
+
+
+class LlmAgentBuilder:
+    """Collects an `LlmAgent`'s keywords; `build()` makes the agent (`LlmAgent.builder()` starts one)."""
+
+    __slots__ = ("_cls", "_fields")
+
+    def __init__(self, cls: type[LlmAgent[Any]]) -> None:
+        self._cls = cls
+        self._fields: dict[str, Any] = {}
+
+    def _set(self, key: str, value: object) -> Self:
+        self._fields[key] = value
+        return self
+
+    def _add(self, key: str, value: object) -> Self:
+        self._fields[key] = (*self._fields.get(key, ()), value)
+        return self
+
+    def name(self, name: str) -> Self:
+        """The agent's name (required)."""
+        return self._set("name", name)
+
+    def model(self, model: Model | str) -> Self:
+        """The model, or a model string such as `"openai:gpt-5-mini"` (required)."""
+        return self._set("model", model)
+
+    def instructions(self, instructions: Instructions) -> Self:
+        """The system prompt: text, or a function of the `RunContext`."""
+        return self._set("instructions", instructions)
+
+    def description(self, description: str) -> Self:
+        """What the agent does, for agents that hand off to it."""
+        return self._set("description", description)
+
+    def tools(self, tools: Sequence[Tool[Any]]) -> Self:
+        """The tools, replacing any set before."""
+        return self._set("tools", tuple(tools))
+
+    def tool(self, tool: Tool[Any]) -> Self:
+        """Add one tool."""
+        return self._add("tools", tool)
+
+    def handoffs(self, handoffs: Sequence[Handoff[Any] | Agent[Any]]) -> Self:
+        """The handoffs, replacing any set before."""
+        return self._set("handoffs", tuple(handoffs))
+
+    def handoff(self, handoff: Handoff[Any] | Agent[Any]) -> Self:
+        """Add one handoff (an agent or a `Handoff`)."""
+        return self._add("handoffs", handoff)
+
+    def output_type(self, output_type: Any) -> Self:
+        """Make the run produce this type."""
+        return self._set("output_type", output_type)
+
+    def model_settings(self, settings: ModelSettings) -> Self:
+        """Provider knobs for every call."""
+        return self._set("model_settings", settings)
+
+    def run_config(self, config: RunConfig) -> Self:
+        """The default `RunConfig` of the agent's runs."""
+        return self._set("run_config", config)
+
+    def hooks(self, hooks: Sequence[Hook[Any]]) -> Self:
+        """Agent-level hooks, replacing any set before."""
+        return self._set("hooks", tuple(hooks))
+
+    def hook(self, hook: Hook[Any]) -> Self:
+        """Add one agent-level hook."""
+        return self._add("hooks", hook)
+
+    def input_guardrails(self, guardrails: Sequence[Guardrail[Any]]) -> Self:
+        """Input guardrails, replacing any set before."""
+        return self._set("input_guardrails", tuple(guardrails))
+
+    def input_guardrail(self, guardrail: Guardrail[Any]) -> Self:
+        """Add one input guardrail."""
+        return self._add("input_guardrails", guardrail)
+
+    def output_guardrails(self, guardrails: Sequence[Guardrail[Any]]) -> Self:
+        """Output guardrails, replacing any set before."""
+        return self._set("output_guardrails", tuple(guardrails))
+
+    def output_guardrail(self, guardrail: Guardrail[Any]) -> Self:
+        """Add one output guardrail."""
+        return self._add("output_guardrails", guardrail)
+
+    def build(self) -> LlmAgent[Any]:
+        """The agent: `LlmAgent(**the keywords set)`, checked as the constructor checks them."""
+        missing = [key for key in ("name", "model") if key not in self._fields]
+        if missing:
+            calls = " and ".join(f".{key}(...)" for key in missing)
+            raise UserError(f"LlmAgent.builder(): call {calls} before .build()")
+        return self._cls(**self._fields)
+
+
+__all__ = ["LlmAgentBuilder"]
