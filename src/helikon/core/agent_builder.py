@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from .governance import Guardrail, Hook
     from .handoff import Handoff
     from .model import Model, ModelSettings
-    from .tools import Tool
+    from .tools import PrepareTools, Tool
 
 
 class LlmAgentBuilder:
@@ -98,6 +98,10 @@ class LlmAgentBuilder:
     def output_type(self, output_type: Any) -> Self:
         """Make the run produce this type."""
         return self._set("output_type", output_type)
+
+    def prepare_tools(self, prepare: PrepareTools) -> Self:
+        """A function of (ctx, tool definitions) choosing the tools each turn offers."""
+        return self._set("prepare_tools", prepare)
 
     def model_settings(self, settings: ModelSettings) -> Self:
         """Provider knobs for every call."""
