@@ -199,7 +199,7 @@ _SAME_KIND = {
 _INSERT_METADATA = """
 INSERT INTO helikon_sessions (session_id, created, updated, event_count, title, metadata, metadata_version)
 VALUES ($1, now(), now(), (SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = $1),
-        $2, COALESCE($4::json, '{}'), 1)
+        CASE WHEN $3::boolean THEN $2::text END, COALESCE($4::json, '{}'), 1)
 """
 _SET_METADATA = (
     _INSERT_METADATA
