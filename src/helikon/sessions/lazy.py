@@ -228,7 +228,14 @@ class LazySession(Branching):
         if self._inner is None:
             self._closed = True
             return
-        run_coroutine(self.aclose())
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            run_coroutine(self.aclose())
+            return
+        raise UserError(
+            f"close() was called inside a running event loop: `await session.aclose()` there ({self!r})"
+        )
 
     async def __aenter__(self) -> Self:
         return self
