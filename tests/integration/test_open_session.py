@@ -44,11 +44,9 @@ def _said(session: Session) -> list[str]:
 def _two_sync_runs(url: str) -> list[str]:
     """The issue's script: two synchronous persisted runs on one handle, then a fresh handle reads them."""
     session = open_session(url, "user-42")
-    runner, agent = AsyncioRunner[None](), _agent("Hello!", "Hello again!")
-    for question in ("Hi", "Again"):
-        context = RunContext.ephemeral(None).with_session(session)
-        result = run_coroutine(runner.run(agent, question, context))
-        assert result.final_output in ("Hello!", "Hello again!")
+    agent = _agent("Hello!", "Hello again!")
+    assert agent.run_sync("Hi", session=session).final_output == "Hello!"
+    assert agent.run_sync("Again", session=session).final_output == "Hello again!"
     session.close()
     again = open_session(url, "user-42")
     said = _said(again)
@@ -120,6 +118,16 @@ async def test_async_with_closes_what_it_opened(postgres_dsn: str, redis_url: st
         with pytest.raises(UserError, match=r"running event loop: `await session.aclose\(\)`"):
             reopened.close()
         await reopened.aclose()
+
+
+async def test_await_agent_run_with_a_handle(postgres_dsn: str) -> None:
+    async with open_session(postgres_dsn, "u-async") as session:
+        agent = _agent("one", "two")
+        await agent.run("a", session=session)
+        await agent.run("b", session=session)
+        assert _texts(await session.snapshot()) == ["a", "one", "b", "two"]
+        kinds = [e.event.type for e in await session.events()]
+        assert kinds.count("turn_opened") == 2  # durable: written as it went, turn by turn
 
 
 async def test_two_handles_on_one_session_take_turns(tmp_path: Path) -> None:
