@@ -1,7 +1,8 @@
 """helikon: the Python SDK for building agentic AI systems.
 
 The names most users need: every name of `helikon.core.__all__` (where they are written,
-each once), plus `__version__`. Runners live in `helikon.runtime`, test doubles in
+each once), `open_session` (from `helikon.sessions`, loaded on first use: core never imports
+a sibling package), plus `__version__`. Runners live in `helikon.runtime`, test doubles in
 `helikon.testing`, the strict-schema normalizer in `helikon.schema`.
 
 Example:
@@ -21,10 +22,14 @@ from .providers._strings import register_builtin_prefixes as _register_builtin_p
 
 if typing.TYPE_CHECKING:
     from .core import *  # noqa: F403  (what type checkers read: core's names, each re-exported)
+    from .sessions import open_session as open_session
 
 __version__ = "0.1.0"
 
-__all__ = sorted([*_core.__all__, "__version__"])  # pyright: ignore[reportUnsupportedDunderAll]
+_SIBLINGS = {"open_session": "helikon.sessions"}
+"""Facade names from outside core, by the module they load from on first access."""
+
+__all__ = sorted([*_core.__all__, *_SIBLINGS, "__version__"])  # pyright: ignore[reportUnsupportedDunderAll]
 
 # Core never imports a provider: the built-in model-string prefixes are registered from here.
 _register_builtin_prefixes()
@@ -44,6 +49,12 @@ globals().update({name: value for name, value in vars(_core).items() if name in 
 
 
 def __getattr__(name: str) -> typing.Any:
+    if name in _SIBLINGS:
+        import importlib
+
+        value = getattr(importlib.import_module(_SIBLINGS[name]), name)
+        globals()[name] = value
+        return value
     if name not in _core.__all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(_core, name)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import asyncpg
 import pytest
@@ -54,10 +55,10 @@ async def test_sqlite_conforms(check: conformance.Check, tmp_path: Path) -> None
     async def open_sqlite(session_id: str) -> Session:
         return await sqlite.open_session(session_id, path=path)
 
-    async def list_sqlite(*, limit: int, offset: int) -> list[SessionInfo]:
+    async def list_sqlite(*, limit: int, offset: int, filter: Any = None) -> list[SessionInfo]:
         async with await sqlite.SqliteDatabase.open(path) as db:
             await sqlite.SqliteSession.migrate(db)
-            return await sqlite.SqliteSession.list_sessions(db, limit=limit, offset=offset)
+            return await sqlite.SqliteSession.list_sessions(db, limit=limit, offset=offset, filter=filter)
 
     async def damage_sqlite(session_id: str, how: str) -> bool:
         async with await sqlite.SqliteDatabase.open(path) as db:
@@ -81,10 +82,12 @@ async def test_postgres_conforms(check: conformance.Check, postgres_dsn: str) ->
     async def open_postgres(session_id: str) -> Session:
         return await postgres.open_session(session_id, dsn=postgres_dsn, max_size=2)
 
-    async def list_postgres(*, limit: int, offset: int) -> list[SessionInfo]:
+    async def list_postgres(*, limit: int, offset: int, filter: Any = None) -> list[SessionInfo]:
         async with asyncpg.create_pool(postgres_dsn, min_size=1, max_size=1) as pool:
             await postgres.PostgresSession.migrate(pool)
-            return await postgres.PostgresSession.list_sessions(pool, limit=limit, offset=offset)
+            return await postgres.PostgresSession.list_sessions(
+                pool, limit=limit, offset=offset, filter=filter
+            )
 
     async def damage_postgres(session_id: str, how: str) -> bool:
         conn = await asyncpg.connect(postgres_dsn)
@@ -111,10 +114,10 @@ async def test_redis_conforms(check: conformance.Check, redis_url: str) -> None:
     async def open_redis(session_id: str) -> Session:
         return await redis.open_session(session_id, url=redis_url)
 
-    async def list_redis(*, limit: int, offset: int) -> list[SessionInfo]:
+    async def list_redis(*, limit: int, offset: int, filter: Any = None) -> list[SessionInfo]:
         client = aioredis.Redis.from_url(redis_url)
         try:
-            return await redis.RedisSession.list_sessions(client, limit=limit, offset=offset)
+            return await redis.RedisSession.list_sessions(client, limit=limit, offset=offset, filter=filter)
         finally:
             await client.aclose()
 

@@ -130,8 +130,8 @@ async def test_the_stored_format(postgres_pool: asyncpg.Pool) -> None:
         assert row["ts"] == event.ts
     assert [row["sequence"] for row in rows] == list(range(len(logged)))
     migrations = await postgres_pool.fetch("SELECT version, applied_at FROM helikon_schema_migrations")
-    assert [row["version"] for row in migrations] == [1, 2, 3, SCHEMA_VERSION]
-    assert SCHEMA_VERSION == 4
+    assert [row["version"] for row in migrations] == [1, 2, 3, 4, SCHEMA_VERSION]
+    assert SCHEMA_VERSION == 5
     assert isinstance(migrations[0]["applied_at"], datetime)
     checkpoint_columns = await postgres_pool.fetch(
         "SELECT column_name, data_type, is_nullable FROM information_schema.columns "

@@ -21,12 +21,14 @@ import pytest
 import redis.asyncio as aioredis
 from session_helpers import stream_entries
 
+from helikon.core.exceptions import MetadataConflict
 from helikon.core.items import TextPart
 from helikon.core.session import (
     AssistantMessageEvent,
     Compacted,
     HandoffOccurred,
     SessionEvent,
+    SessionMetadata,
     SessionRecord,
     ToolCalled,
     ToolReturned,
@@ -105,6 +107,20 @@ async def _check_session(session: Any, version: int) -> None:
     assert (records[-1].id, records[-1].version) == ("after-upgrade", 2)
 
 
+async def _check_metadata(session: Any, version: int) -> None:
+    """An old session's metadata reads at version 0, and compare-and-set works on it from there."""
+    expected = (
+        SessionMetadata(title="Dining budget", metadata={"user": "u1"}) if version == 2 else SessionMetadata()
+    )
+    assert await session.metadata() == expected
+    with pytest.raises(MetadataConflict):
+        await session.set_metadata(title="stale", expected_version=1)
+    await session.set_metadata(title=expected.title, metadata=expected.metadata, expected_version=0)
+    assert await session.metadata() == SessionMetadata(
+        title=expected.title, metadata=expected.metadata, version=1
+    )
+
+
 # --- SQLite ------------------------------------------------------------------------------------
 
 
@@ -124,6 +140,9 @@ async def test_sqlite_reads_every_format(tmp_path: Path, version: int) -> None:
         assert info.created == _t(0) and info.updated == (_t(7) if version == 1 else _t(9))
         if version == 2:
             assert (info.title, info.metadata) == ("Dining budget", {"user": "u1"})
+        await _check_metadata(session, version)
+        listed = await SqliteSession.list_sessions(db, filter={"user": "u1"})
+        assert [i.session_id for i in listed] == (["golden"] if version == 2 else [])
         await _check_session(session, version)
     with closing(sqlite3.connect(path)) as conn:
         after = conn.execute("SELECT * FROM session_events ORDER BY sequence").fetchall()
@@ -133,7 +152,7 @@ async def test_sqlite_reads_every_format(tmp_path: Path, version: int) -> None:
         assert {row[6] for row in after[: len(before)]} == {None}
     else:
         assert after[: len(before)] == before
-    assert migrations == [1, 2, 3]  # 3 only added the (empty) checkpoints table
+    assert migrations == [1, 2, 3, 4]  # 3 only added the (empty) checkpoints table, 4 a column
 
 
 # --- PostgreSQL --------------------------------------------------------------------------------
@@ -153,6 +172,9 @@ async def test_postgres_reads_every_format(postgres_pool: asyncpg.Pool, version:
         assert info.created == _t(0) and info.updated == _t(7) and info.title is None
     else:
         assert (info.title, info.metadata) == ("Dining budget", {"user": "u1"})
+    await _check_metadata(session, version)
+    listed = await PostgresSession.list_sessions(postgres_pool, filter={"user": "u1"})
+    assert [i.session_id for i in listed] == (["golden"] if version == 2 else [])
     await _check_session(session, version)
     after = [tuple(row) for row in await postgres_pool.fetch(select)]
     assert after[: len(before)] == before
@@ -193,6 +215,9 @@ async def test_redis_reads_every_format(redis_client: aioredis.Redis, version: i
         assert info.created == _t(0) and info.updated == _t(7)
     else:
         assert (info.title, info.metadata) == ("Dining budget", {"user": "u1"})
+    await _check_metadata(session, version)
+    listed = await RedisSession.list_sessions(redis_client, filter={"user": "u1"})
+    assert [i.session_id for i in listed] == (["golden"] if version == 2 else [])
     await _check_session(session, version)
     after = await stream_entries(redis_client, stream)
     assert after[: len(before)] == before

@@ -73,7 +73,7 @@ async def test_migrations_are_idempotent_and_create_the_documented_schema(
     await SqliteSession.migrate(db)
     await SqliteSession.open(db, "a")
     with raw(tmp_path / "sessions.db") as conn:
-        assert [v for (v, _) in conn.execute("SELECT * FROM helikon_schema_migrations")] == [1, 2, 3]
+        assert [v for (v, _) in conn.execute("SELECT * FROM helikon_schema_migrations")] == [1, 2, 3, 4]
         (applied_at,) = conn.execute("SELECT applied_at FROM helikon_schema_migrations").fetchone()
         assert datetime.fromisoformat(applied_at).tzinfo is not None
         columns = [(r[1], r[2], r[3], r[5]) for r in conn.execute("PRAGMA table_info(session_events)")]
@@ -92,6 +92,7 @@ async def test_migrations_are_idempotent_and_create_the_documented_schema(
             ("created", "TEXT", 1, 0),
             ("title", "TEXT", 0, 0),
             ("metadata", "TEXT", 1, 0),
+            ("metadata_version", "INTEGER", 1, 0),
         ]
         checkpoints = [
             (r[1], r[2], r[3], r[5]) for r in conn.execute("PRAGMA table_info(session_checkpoints)")
@@ -108,7 +109,7 @@ async def test_migrations_are_idempotent_and_create_the_documented_schema(
         assert "WITHOUT ROWID" in sql
         (mode,) = conn.execute("PRAGMA journal_mode").fetchone()
         assert mode == "wal"
-    assert SCHEMA_VERSION == 3
+    assert SCHEMA_VERSION == 4
 
 
 async def test_concurrent_migrations_from_two_databases(tmp_path: Path) -> None:
@@ -125,13 +126,14 @@ async def test_concurrent_migrations_from_two_databases(tmp_path: Path) -> None:
                 (1,),
                 (2,),
                 (3,),
+                (4,),
             ]
 
 
 async def test_a_newer_schema_version_is_left_alone(db: SqliteDatabase, tmp_path: Path) -> None:
     await SqliteSession.migrate(db)
     with raw(tmp_path / "sessions.db") as conn:
-        conn.execute("INSERT INTO helikon_schema_migrations VALUES (4, '2099-01-01T00:00:00Z')")
+        conn.execute("INSERT INTO helikon_schema_migrations VALUES (5, '2099-01-01T00:00:00Z')")
     session = await SqliteSession.open(db, "s")
     await session.append([say("still works")])
     assert texts(await session.events()) == ["still works"]

@@ -95,7 +95,15 @@ from helikon.core.loop import (
     TransitionInput,
 )
 from helikon.core.model import MODEL_EVENT_ADAPTER, FinishReason, ModelEvent
-from helikon.core.session import Forked, RequestHeader, Rewound, ToolsStarted, TurnClosed, TurnOpened
+from helikon.core.session import (
+    CustomEvent,
+    Forked,
+    RequestHeader,
+    Rewound,
+    ToolsStarted,
+    TurnClosed,
+    TurnOpened,
+)
 from helikon.core.session import KnownSessionEvent as SessionEvent
 
 ROUND_TRIP = settings(deadline=None, max_examples=60, suppress_health_check=[HealthCheck.too_slow])
@@ -252,6 +260,7 @@ SESSION_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
         ts=utc_ts,
     ),
     ToolsStarted: st.builds(ToolsStarted, call_ids=st.lists(text, max_size=3).map(tuple), ts=utc_ts),
+    CustomEvent: st.builds(CustomEvent, kind=st.text(min_size=1, max_size=12), data=json_values, ts=utc_ts),
     RequestHeader: st.builds(
         RequestHeader,
         provider=text,
@@ -533,6 +542,7 @@ TAGS: dict[type, str] = {
     TurnOpened: "turn_opened",
     TurnClosed: "turn_closed",
     ToolsStarted: "tools_started",
+    CustomEvent: "custom",
     # loop states and inputs
     CallingModel: "calling_model",
     ExecutingTools: "executing_tools",

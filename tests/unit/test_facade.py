@@ -43,8 +43,19 @@ def test_all_is_sorted_and_has_each_name_once() -> None:
         assert module.__all__ == sorted(set(module.__all__)), module.__name__
 
 
-def test_helikon_exports_exactly_core_and_its_version() -> None:
-    assert set(helikon.__all__) == {*helikon.core.__all__, "__version__"}
+def test_helikon_exports_exactly_core_open_session_and_its_version() -> None:
+    assert set(helikon.__all__) == {*helikon.core.__all__, "open_session", "__version__"}
+
+
+def test_open_session_is_the_sessions_one_and_loads_on_first_use() -> None:
+    import helikon.sessions
+
+    assert helikon.open_session is helikon.sessions.open_session
+    code = "import sys, helikon; print('helikon.sessions' in sys.modules)"
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.strip() == "False"
 
 
 def test_every_listed_name_resolves_to_the_object_of_its_home_module() -> None:

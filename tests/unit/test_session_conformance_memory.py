@@ -24,7 +24,11 @@ async def test_memory_session_conforms(check: conformance.Check) -> None:
 
 
 def test_process_checks_need_an_opener() -> None:
-    assert conformance.checks_for(MEMORY) == [*conformance.IN_PROCESS, conformance.check_sessions_are_listed]
+    assert conformance.checks_for(MEMORY) == [
+        *conformance.IN_PROCESS,
+        conformance.check_sessions_are_listed,
+        *conformance.METADATA_CHECKS,
+    ]
     plain = conformance.ConformanceBackend(name="plain", open=_open, branching=False)
     assert conformance.check_fork_is_isolated not in conformance.checks_for(plain)
     durable = conformance.ConformanceBackend(name="x", open=_open, opener="m:f", crash_safe=True)

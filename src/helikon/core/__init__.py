@@ -38,9 +38,10 @@ _EAGER = {
         RunFailed RunStarted StructuredOutputFailed TokenUsage ToolCallItem ToolOutputItem TurnStarted
     """,
     ".session": """
-        AssistantMessageEvent Compacted ConversationSnapshot Forked HandoffOccurred KnownSessionEvent
-        RequestHeader Rewound SESSION_EVENT_ADAPTER SequenceId Session SessionEntry SessionEvent
-        SessionInfo SessionRecord ToolCalled ToolReturned UnknownEvent UserMessageEvent project
+        AssistantMessageEvent Compacted ConversationSnapshot CustomEvent Forked HandoffOccurred
+        KnownSessionEvent RequestHeader Rewound SESSION_EVENT_ADAPTER SequenceId Session SessionEntry
+        SessionEvent SessionInfo SessionMetadata SessionRecord ToolCalled ToolReturned UnknownEvent
+        UserMessageEvent project
     """,
     ".session.branches": "Branch Lineage",
     ".session.compaction": "CompactingSession CompactingSessionBuilder HeuristicTokenCounter TokenCounter",
@@ -58,9 +59,9 @@ _EAGER = {
     ".governance.settings": "Governance",
     ".exceptions": """
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
-        MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded ModelError
-        ModelRetry OtherModelError RateLimited Refused RunCancelled RunError RunTimeout SessionBackendError
-        SessionConflict SessionError SessionUnavailable ToolError Transport Unavailable
+        MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
+        ModelError ModelRetry OtherModelError RateLimited Refused RunCancelled RunError RunTimeout
+        SessionBackendError SessionConflict SessionError SessionUnavailable ToolError Transport Unavailable
         UnreadableSessionEvent UsageLimitExceeded UserError
     """,
     "._json": "JsonObject JsonValue",
@@ -214,6 +215,7 @@ if typing.TYPE_CHECKING:
         AssistantMessageEvent as AssistantMessageEvent,
         Compacted as Compacted,
         ConversationSnapshot as ConversationSnapshot,
+        CustomEvent as CustomEvent,
         Forked as Forked,
         HandoffOccurred as HandoffOccurred,
         KnownSessionEvent as KnownSessionEvent,
@@ -225,6 +227,7 @@ if typing.TYPE_CHECKING:
         SessionEntry as SessionEntry,
         SessionEvent as SessionEvent,
         SessionInfo as SessionInfo,
+        SessionMetadata as SessionMetadata,
         SessionRecord as SessionRecord,
         ToolCalled as ToolCalled,
         ToolReturned as ToolReturned,
@@ -275,6 +278,7 @@ if typing.TYPE_CHECKING:
         MaxHandoffsExceeded as MaxHandoffsExceeded,
         MaxIterationsExceeded as MaxIterationsExceeded,
         MaxTurnsExceeded as MaxTurnsExceeded,
+        MetadataConflict as MetadataConflict,
         ModelError as ModelError,
         ModelRetry as ModelRetry,
         OtherModelError as OtherModelError,

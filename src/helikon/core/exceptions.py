@@ -252,6 +252,31 @@ class SessionConflict(SessionError):
         self.actual_seq = actual_seq
 
 
+class MetadataConflict(SessionError):
+    """`set_metadata(..., expected_version=n)` found the metadata at another version: nothing was written.
+
+    Another writer changed the title or metadata since you read them. Read them again
+    (`await session.metadata()`), apply your change to what you read, and retry with its
+    `version`.
+
+    Attributes:
+        session_id: The session.
+        expected_version: The version the writer had read.
+        actual_version: The version stored now.
+    """
+
+    def __init__(self, *, expected_version: int, actual_version: int, session_id: str | None = None) -> None:
+        where = f"session {session_id!r}" if session_id is not None else "the session"
+        super().__init__(
+            f"{where} has metadata version {actual_version}, not expected_version={expected_version}: "
+            "another writer changed its title or metadata and nothing was written; read "
+            f"`await session.metadata()` again and retry with expected_version={actual_version}"
+        )
+        self.session_id = session_id
+        self.expected_version = expected_version
+        self.actual_version = actual_version
+
+
 class UnreadableSessionEvent(SessionError):
     """A stored event this version of helikon must not skip and cannot read.
 
@@ -392,6 +417,7 @@ __all__ = [
     "MaxHandoffsExceeded",
     "MaxIterationsExceeded",
     "MaxTurnsExceeded",
+    "MetadataConflict",
     "ModelError",
     "ModelErrorKind",
     "ModelRetry",

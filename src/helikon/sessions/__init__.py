@@ -4,5 +4,10 @@
 - `helikon.sessions.postgres.PostgresSession` (`pip install 'paigasus-helikon[sessions-postgres]'`)
 - `helikon.sessions.redis.RedisSession` (`pip install 'paigasus-helikon[sessions-redis]'`)
 
-`MemorySession` lives in core; `CompactingSession` wraps any of them.
+`MemorySession` lives in core; `CompactingSession` wraps any of them. `open_session(url,
+session_id)` opens any of them from a URL or a path, lazily (see `helikon.sessions.lazy`).
 """
+
+from .lazy import LazySession, open_session
+
+__all__ = ["LazySession", "open_session"]

@@ -22,10 +22,12 @@ from helikon.core.session import (
     SequenceId,
     SessionEntry,
     SessionEvent,
+    SessionMetadata,
     SessionRecord,
 )
 from helikon.core.session._envelope import (
     check_expected_seq,
+    check_expected_version,
     check_ids,
     legacy_event_id,
     metadata_json,
@@ -77,8 +79,15 @@ class StoredSession(Branching):
         """The stored rows after seq `after`, in order, undecoded."""
 
     @abstractmethod
-    async def _store_metadata(self, title: str | None, metadata: str | None) -> None:
-        """Store a checked title and metadata JSON (None: leave it as it is)."""
+    async def _store_metadata(self, title: str | None, metadata: str | None, expected: int | None) -> None:
+        """Store a checked title and metadata JSON (None: leave it as it is), bumping their version.
+
+        With `expected`, only if the stored version is that (else `MetadataConflict`), atomically.
+        """
+
+    @abstractmethod
+    async def _read_metadata(self) -> SessionMetadata:
+        """The stored title, metadata and version (an unknown session: the defaults)."""
 
     @abstractmethod
     async def _start_from_checkpoint(self) -> None:
@@ -156,16 +165,37 @@ class StoredSession(Branching):
         ]
 
     async def set_metadata(
-        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
+        self,
+        *,
+        title: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        expected_version: int | None = None,
     ) -> None:
         """Set the title and/or metadata `list_sessions` shows (None: leave it as it is).
 
+        `metadata` replaces the whole object. With `expected_version` (the `version` that
+        `metadata()` read) the write happens only if no one else set them since:
+        compare-and-set, checked in the store's transaction (or script).
+
         Example: `await session.set_metadata(title="Trip to Lisbon", metadata={"user": "u1"})`.
+
+        Raises:
+            MetadataConflict: The stored version is not `expected_version`; nothing was written.
         """
         self._check_open()
         if title is not None and not isinstance(title, str):
             raise UserError(f"title must be a string or None, not {title!r}")
-        await self._store_metadata(title, metadata_json(metadata))
+        text = metadata_json(metadata)
+        await self._store_metadata(title, text, check_expected_version(expected_version))
+
+    async def metadata(self) -> SessionMetadata:
+        """The session's title, metadata and their version, read from the store (one round trip).
+
+        A session no one set metadata for (or that does not exist) reads as
+        `SessionMetadata()`: no title, `{}`, version 0.
+        """
+        self._check_open()
+        return await self._read_metadata()
 
     async def events(self, since: SequenceId | None = None) -> list[SessionEntry]:
         """The log after `since` (exclusive), in order, each event with its sequence number.

@@ -73,6 +73,14 @@ MIGRATIONS: tuple[tuple[int, str], ...] = (
         ALTER TABLE helikon_sessions ALTER COLUMN metadata TYPE JSON USING metadata::json;
         """,
     ),
+    # A version per session's metadata, counting the `set_metadata` calls: what compare-and-set
+    # (`expected_version`) checks. Existing sessions start at 0; a constant default rewrites no row.
+    (
+        5,
+        """
+        ALTER TABLE helikon_sessions ADD COLUMN IF NOT EXISTS metadata_version BIGINT NOT NULL DEFAULT 0;
+        """,
+    ),
 )
 """Each schema version and the statement that brings the tables to it from the one before."""
 

@@ -102,16 +102,61 @@ return first
 """The Lua script `append` runs (by `EVALSHA`): check ids and expected seq, then one `XADD` per new event."""
 
 # KEYS: the summary hash, the sessions index. ARGV: the time (ms), the session id, whether to
-# set the title ('1'), the title, the metadata JSON ('' to leave it). A session new to the
-# index enters it with this time; one already there keeps its last append's.
+# set the title ('1'), the title, the metadata JSON ('' to leave it), the expected version ('':
+# none). A session new to the index enters it with this time; one already there keeps its last
+# append's. Each call bumps the hash's `version` (absent: 0), which compare-and-set checks.
 METADATA_SCRIPT = """
+if ARGV[6] ~= '' then
+  local actual = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
+  if actual ~= tonumber(ARGV[6]) then
+    return redis.error_reply('HELIKON_METADATA_CONFLICT ' .. actual)
+  end
+end
 redis.call('HSETNX', KEYS[1], 'created', ARGV[1])
 if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'title', ARGV[4]) end
 if ARGV[5] ~= '' then redis.call('HSET', KEYS[1], 'metadata', ARGV[5]) end
+redis.call('HINCRBY', KEYS[1], 'version', 1)
 redis.call('ZADD', KEYS[2], 'NX', ARGV[1], ARGV[2])
 return 1
 """
 """The Lua script `set_metadata` runs: update the summary hash and the sessions index together."""
+
+# KEYS[1] the sessions index. ARGV: the key prefix, the offset, the limit, the filter (a JSON
+# object of scalars). Walks the index newest first, on the server, and returns the id and score
+# of each session whose metadata holds every filter key with an equal value (cjson's decoding:
+# numbers as numbers, `null` as cjson.null), after skipping `offset` of them, up to `limit`.
+FILTER_SCRIPT = """
+local want = cjson.decode(ARGV[4])
+local offset, limit = tonumber(ARGV[2]), tonumber(ARGV[3])
+local out, skipped, start = {}, 0, 0
+while true do
+  local page = redis.call('ZREVRANGE', KEYS[1], start, start + 499, 'WITHSCORES')
+  if #page == 0 then return out end
+  for i = 1, #page, 2 do
+    local text = redis.call('HGET', ARGV[1] .. page[i] .. ':meta', 'metadata')
+    local ok, meta = false, nil
+    if text then ok, meta = pcall(cjson.decode, text) end
+    if ok and type(meta) == 'table' then
+      for key, value in pairs(want) do
+        if meta[key] == nil or meta[key] ~= value then ok = false break end
+      end
+    else
+      ok = false
+    end
+    if ok then
+      if skipped < offset then
+        skipped = skipped + 1
+      else
+        out[#out + 1] = page[i]
+        out[#out + 1] = page[i + 1]
+        if #out >= 2 * limit then return out end
+      end
+    end
+  end
+  start = start + 500
+end
+"""
+"""The Lua script `list_sessions(filter=...)` runs: the matching sessions, read in the server."""
 
 # KEYS[1] the stream; ARGV: the first entry ID, the page size, the byte budget. Returns whether
 # more may follow, the last entry ID read, the entries' seqs, payload lengths and format versions
@@ -220,6 +265,7 @@ __all__ = [
     "APPEND_SCRIPT",
     "CHECKPOINT_READ_SCRIPT",
     "CHECKPOINT_WRITE_SCRIPT",
+    "FILTER_SCRIPT",
     "METADATA_SCRIPT",
     "PAYLOAD_AT",
     "READ_SCRIPT",

@@ -14,13 +14,13 @@ import weakref
 from datetime import UTC, datetime
 from typing import Final
 
-from helikon.core.exceptions import SessionConflict, UserError
+from helikon.core.exceptions import MetadataConflict, SessionConflict, UserError
 from helikon.core.session import SequenceId, SessionEvent, SessionInfo, UnknownEvent
-from helikon.core.session._envelope import retry_plan
+from helikon.core.session._envelope import MetadataFilter, retry_plan, scalar_kind
 from helikon.core.session.checkpoint import PROJECTOR_VERSION, Checkpoint, fingerprint
 from helikon.core.session.codec import FORMAT_VERSION, encode_event, stored_version
 
-SCHEMA_VERSION: Final = 3
+SCHEMA_VERSION: Final = 4
 """The newest schema migration this version of helikon knows and applies."""
 
 MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
@@ -49,6 +49,9 @@ MIGRATIONS: Final[tuple[tuple[int, tuple[str, ...]], ...]] = (
             session_id TEXT NOT NULL PRIMARY KEY, as_of_seq INTEGER NOT NULL, projector TEXT NOT NULL,
             fingerprint TEXT NOT NULL, state TEXT NOT NULL, written TEXT NOT NULL
         )""",)),
+    # A version per session's metadata, counting the `set_metadata` calls: what compare-and-set
+    # (`expected_version`) checks. Existing sessions start at 0; no row is rewritten.
+    (4, ("ALTER TABLE helikon_sessions ADD COLUMN metadata_version INTEGER NOT NULL DEFAULT 0",)),
 )  # fmt: skip
 CREATE_MIGRATIONS = (
     "CREATE TABLE IF NOT EXISTS helikon_schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT)"
@@ -96,19 +99,33 @@ SELECT_RECORDS_BYTES = (
 )
 # A session's event count and last update come from its last event: one primary-key seek
 # each (the log itself is not read).
-LIST = """
+LIST_HEAD = """
 SELECT s.session_id, s.created,
     COALESCE((SELECT NULLIF(e.ts, '') FROM session_events e WHERE e.session_id = s.session_id
               ORDER BY e.sequence DESC LIMIT 1), s.created) AS updated,
     (SELECT COALESCE(MAX(e.sequence), -1) + 1 FROM session_events e WHERE e.session_id = s.session_id),
     s.title, s.metadata
-FROM helikon_sessions s ORDER BY updated DESC, s.session_id LIMIT ? OFFSET ?
-"""
+FROM helikon_sessions s"""
+LIST_TAIL = " ORDER BY updated DESC, s.session_id LIMIT ? OFFSET ?"
+LIST = LIST_HEAD + LIST_TAIL
+# One condition per filter key, in the query: the session's metadata has the key, with a JSON
+# value of the same kind and an equal atom (numbers compare as numbers: 1 matches 1.0).
+_HAS_KEY = "EXISTS (SELECT 1 FROM json_each(s.metadata) j WHERE j.key = ? AND {})"
+_SAME_KIND = {
+    "null": "j.type = 'null'",
+    "true": "j.type = 'true'",
+    "false": "j.type = 'false'",
+    "text": "j.type = 'text' AND j.atom = ?",
+    "number": "j.type IN ('integer', 'real') AND j.atom = ?",
+}
+SELECT_METADATA = "SELECT title, metadata, metadata_version FROM helikon_sessions WHERE session_id = ?"
+SELECT_METADATA_VERSION = "SELECT metadata_version FROM helikon_sessions WHERE session_id = ?"
 SET_METADATA = (
-    "INSERT INTO helikon_sessions (session_id, created, title, metadata) "
-    "VALUES (?1, ?2, ?3, COALESCE(?4, '{}')) "
+    "INSERT INTO helikon_sessions (session_id, created, title, metadata, metadata_version) "
+    "VALUES (?1, ?2, ?3, COALESCE(?4, '{}'), 1) "
     "ON CONFLICT (session_id) DO UPDATE SET "
-    "title = CASE WHEN ?5 THEN excluded.title ELSE title END, metadata = COALESCE(?4, metadata)"
+    "title = CASE WHEN ?5 THEN excluded.title ELSE title END, metadata = COALESCE(?4, metadata), "
+    "metadata_version = metadata_version + 1"
 )
 SELECT_CHECKPOINT = (
     "SELECT as_of_seq, projector, fingerprint, state FROM session_checkpoints WHERE session_id = ?"
@@ -356,18 +373,66 @@ def read_records(
 
 
 def list_rows(
-    cur: sqlite3.Cursor, limit: int, offset: int
+    cur: sqlite3.Cursor, limit: int, offset: int, pairs: MetadataFilter = ()
 ) -> list[tuple[str, str, str, int, str | None, str]]:
-    return cur.execute(LIST, (limit, offset)).fetchall()
+    if not pairs:
+        return cur.execute(LIST, (limit, offset)).fetchall()
+    conditions: list[str] = []
+    args: list[object] = []
+    for key, value in pairs:
+        kind = scalar_kind(value)
+        conditions.append(_HAS_KEY.format(_SAME_KIND[kind]))
+        args += (key, value) if kind in ("text", "number") else (key,)
+    query = f"{LIST_HEAD} WHERE {' AND '.join(conditions)}{LIST_TAIL}"
+    return cur.execute(query, (*args, limit, offset)).fetchall()
+
+
+def _no_version_column(exc: sqlite3.OperationalError) -> UserError | None:
+    # A schema from before migration 4 (opened without `migrate`).
+    if "metadata_version" not in str(exc):
+        return None
+    return UserError(
+        "this database's schema predates metadata versions: run `await SqliteSession.migrate(db)` "
+        "once (SqliteSession.open does), then read or set metadata"
+    )
+
+
+def metadata_row(cur: sqlite3.Cursor, session_id: str) -> tuple[str | None, str, int] | None:
+    try:
+        return cur.execute(SELECT_METADATA, (session_id,)).fetchone()
+    except sqlite3.OperationalError as exc:
+        error = _no_version_column(exc)
+        if error is None:
+            raise
+        raise error from None
 
 
 def set_metadata_row(
-    cur: sqlite3.Cursor, session_id: str, now: str, title: str | None, set_title: bool, metadata: str | None
+    cur: sqlite3.Cursor,
+    session_id: str,
+    now: str,
+    title: str | None,
+    set_title: bool,
+    metadata: str | None,
+    expected: int | None = None,
 ) -> None:
-    cur.execute("BEGIN IMMEDIATE")
+    cur.execute("BEGIN IMMEDIATE")  # the version check and the write under one lock
     try:
+        if expected is not None:
+            row = cur.execute(SELECT_METADATA_VERSION, (session_id,)).fetchone()
+            actual = 0 if row is None else int(row[0])
+            if actual != expected:
+                raise MetadataConflict(
+                    expected_version=expected, actual_version=actual, session_id=session_id
+                )
         cur.execute(SET_METADATA, (session_id, now, title, metadata, set_title))
         cur.execute("COMMIT")
+    except sqlite3.OperationalError as exc:
+        rollback(cur)
+        error = _no_version_column(exc)
+        if error is None:
+            raise
+        raise error from None
     except BaseException:
         rollback(cur)
         raise

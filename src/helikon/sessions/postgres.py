@@ -25,7 +25,8 @@ CREATE TABLE helikon_sessions (          -- one summary row per session, for lis
     updated     TIMESTAMPTZ NOT NULL,    -- last append (created, if none)
     event_count BIGINT NOT NULL,
     title       TEXT,
-    metadata    JSON NOT NULL DEFAULT '{}'
+    metadata    JSON NOT NULL DEFAULT '{}',
+    metadata_version BIGINT NOT NULL DEFAULT 0  -- set_metadata calls (compare-and-set)
 );
 CREATE TABLE session_checkpoints (       -- one projection checkpoint per session (optional)
     session_id  TEXT PRIMARY KEY,
@@ -48,7 +49,7 @@ Requires the `sessions-postgres` extra: `pip install 'paigasus-helikon[sessions-
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, Self, cast
@@ -60,16 +61,26 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.postgres needs asyncpg: pip install 'paigasus-helikon[sessions-postgres]'"
     ) from exc
 
-from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
+from helikon.core._json import JsonValue
+from helikon.core.exceptions import (
+    MetadataConflict,
+    SessionConflict,
+    SessionError,
+    SessionUnavailable,
+    UserError,
+)
 from helikon.core.session import (
     SessionEntry,
     SessionEvent,
     SessionInfo,
+    SessionMetadata,
     UnknownEvent,
 )
 from helikon.core.session._envelope import (
+    check_filter,
     check_page,
     retry_plan,
+    scalar_kind,
 )
 from helikon.core.session.checkpoint import (
     PROJECTOR_VERSION,
@@ -115,7 +126,7 @@ class _Pool(Protocol):
     async def close(self) -> None: ...
 
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 """The newest version of the tables this module creates (a row of `helikon_schema_migrations`)."""
 
 MIGRATION_LOCK_KEY = 0x68656C696B6F6E01
@@ -170,18 +181,46 @@ _SELECT_RECORDS = """
 SELECT sequence, event_id, ts, format, payload::text FROM session_events
 WHERE session_id = $1 AND sequence > $2 ORDER BY sequence
 """
-_LIST = """
-SELECT session_id, created, updated, event_count, title, metadata::text FROM helikon_sessions
-ORDER BY updated DESC, session_id LIMIT $1 OFFSET $2
-"""
-_SET_METADATA = """
-INSERT INTO helikon_sessions (session_id, created, updated, event_count, title, metadata)
+_LIST_HEAD = "SELECT session_id, created, updated, event_count, title, metadata::text FROM helikon_sessions"
+_LIST_TAIL = " ORDER BY updated DESC, session_id LIMIT $1 OFFSET $2"
+_LIST = _LIST_HEAD + _LIST_TAIL
+# A filter key's condition, on the `json` column (no cast to `jsonb`, which refuses some stored
+# text, e.g. `\u0000`): the key's value is of the same JSON kind and equal. {k}: the key's
+# parameter, {v}: the value's (as text; numbers compare as numerics: 1 matches 1.0).
+_SAME_KIND = {
+    "null": "json_typeof(metadata -> {k}::text) = 'null'",
+    "true": "json_typeof(metadata -> {k}::text) = 'boolean' AND metadata ->> {k}::text = 'true'",
+    "false": "json_typeof(metadata -> {k}::text) = 'boolean' AND metadata ->> {k}::text = 'false'",
+    "text": "json_typeof(metadata -> {k}::text) = 'string' AND metadata ->> {k}::text = {v}::text",
+    "number": (
+        "json_typeof(metadata -> {k}::text) = 'number' AND (metadata ->> {k}::text)::numeric = {v}::numeric"
+    ),
+}
+_INSERT_METADATA = """
+INSERT INTO helikon_sessions (session_id, created, updated, event_count, title, metadata, metadata_version)
 VALUES ($1, now(), now(), (SELECT COALESCE(MAX(sequence), -1) + 1 FROM session_events WHERE session_id = $1),
-        $2, COALESCE($4::json, '{}'))
-ON CONFLICT (session_id) DO UPDATE SET
-    title = CASE WHEN $3 THEN excluded.title ELSE helikon_sessions.title END,
-    metadata = COALESCE($4::json, helikon_sessions.metadata)
+        CASE WHEN $3::boolean THEN $2::text END, COALESCE($4::json, '{}'), 1)
 """
+_SET_METADATA = (
+    _INSERT_METADATA
+    + """ON CONFLICT (session_id) DO UPDATE SET
+    title = CASE WHEN $3 THEN excluded.title ELSE helikon_sessions.title END,
+    metadata = COALESCE($4::json, helikon_sessions.metadata),
+    metadata_version = helikon_sessions.metadata_version + 1
+"""
+)
+# Compare-and-set: an existing row changes only at the expected version ($5); a missing one
+# (version 0) is inserted only if $5 is 0 and no one inserted it first. Under READ COMMITTED a
+# concurrent update of the row makes this one re-check its WHERE against the new version.
+_UPDATE_METADATA_AT = """
+UPDATE helikon_sessions SET
+    title = CASE WHEN $3 THEN $2 ELSE title END,
+    metadata = COALESCE($4::json, metadata),
+    metadata_version = metadata_version + 1
+WHERE session_id = $1 AND metadata_version = $5 RETURNING metadata_version
+"""
+_INSERT_METADATA_AT = _INSERT_METADATA + "ON CONFLICT (session_id) DO NOTHING RETURNING metadata_version"
+_METADATA = "SELECT title, metadata::text, metadata_version FROM helikon_sessions WHERE session_id = $1"
 
 # The stored checkpoint and the payload now at its as_of_seq (NULL: no event there), whose
 # `helikon.core.session.checkpoint.fingerprint` the client computes: PostgreSQL's sha1() is not in
@@ -249,6 +288,13 @@ def _translate(exc: BaseException, action: str) -> SessionError:
             f"PostgreSQL is unavailable, {action} did not complete{hint}: {type(exc).__name__}: {exc}"
         )
     return SessionError.backend(exc)
+
+
+def _unmigrated() -> UserError:
+    return UserError(
+        "this database's tables predate metadata versions: run `await PostgresSession.migrate(pool)` "
+        "once (PostgresSession.open and open_session do), then read or set metadata"
+    )
 
 
 def _check_session_id(session_id: object) -> str:
@@ -430,24 +476,65 @@ class PostgresSession(StoredSession):
             raise _translate(exc, "records") from exc
         return [(int(row[0]), row[1], row[2], row[3], row[4]) for row in rows]
 
-    async def _store_metadata(self, title: str | None, metadata: str | None) -> None:
+    async def _store_metadata(self, title: str | None, metadata: str | None, expected: int | None) -> None:
+        sid = self._session_id
+        args = (sid, title, title is not None, metadata)
         try:
-            await self._db.fetch(_SET_METADATA, self._session_id, title, title is not None, metadata)
+            if expected is None:
+                await self._db.fetch(_SET_METADATA, *args)
+                return
+            if await self._db.fetch(_UPDATE_METADATA_AT, *args, expected):
+                return
+            if expected == 0 and await self._db.fetch(_INSERT_METADATA_AT, *args):
+                return
+            actual = await self._db.fetchval(
+                "SELECT metadata_version FROM helikon_sessions WHERE session_id = $1", sid
+            )
+        except asyncpg.UndefinedColumnError as exc:
+            raise _unmigrated() from exc
         except _ERRORS as exc:
             raise _translate(exc, "set_metadata") from exc
+        raise MetadataConflict(expected_version=expected, actual_version=int(actual or 0), session_id=sid)
+
+    async def _read_metadata(self) -> SessionMetadata:
+        try:
+            row = cast("Sequence[Any] | None", await self._db.fetchrow(_METADATA, self._session_id))
+        except asyncpg.UndefinedColumnError as exc:
+            raise _unmigrated() from exc
+        except _ERRORS as exc:
+            raise _translate(exc, "metadata") from exc
+        if row is None:
+            return SessionMetadata()
+        return SessionMetadata(title=row[0], metadata=json.loads(row[1]), version=int(row[2]))
 
     @staticmethod
-    async def list_sessions(pool: Pool, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+    async def list_sessions(
+        pool: Pool, *, limit: int = 100, offset: int = 0, filter: Mapping[str, JsonValue] | None = None
+    ) -> list[SessionInfo]:
         """The sessions in the database, most recently updated first, from their summary rows.
 
         No log is read. `offset` skips that many first (the next page: `offset + limit`).
+        `filter`: only the sessions whose metadata has each of its top-level keys with an
+        equal JSON scalar (see `SqliteSession.list_sessions`), compared in the query.
 
         Example:
-            `[info.session_id for info in await PostgresSession.list_sessions(pool, limit=20)]`
+            `[info.session_id for info in await PostgresSession.list_sessions(pool, filter={"user": "u1"})]`
         """
         limit, offset = check_page(limit, offset)
+        query, args = _LIST, list[object]([limit, offset])
+        pairs = check_filter(filter)
+        if pairs:
+            conditions: list[str] = []
+            for key, value in pairs:
+                kind = scalar_kind(value)
+                args.append(key)
+                k = f"${len(args)}"
+                if kind in ("text", "number"):
+                    args.append(value if isinstance(value, str) else json.dumps(value))
+                conditions.append(_SAME_KIND[kind].format(k=k, v=f"${len(args)}"))
+            query = f"{_LIST_HEAD} WHERE {' AND '.join(conditions)}{_LIST_TAIL}"
         try:
-            rows = await cast(_Pool, pool).fetch(_LIST, limit, offset)
+            rows = await cast(_Pool, pool).fetch(query, *args)
         except _ERRORS as exc:
             raise _translate(exc, "list_sessions") from exc
         return [

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self, cast
 
@@ -47,13 +47,22 @@ except ImportError as exc:  # pragma: no cover - the extra is installed for the 
         "helikon.sessions.redis needs redis-py: pip install 'paigasus-helikon[sessions-redis]'"
     ) from exc
 
-from helikon.core.exceptions import SessionConflict, SessionError, SessionUnavailable, UserError
+from helikon.core._json import JsonValue
+from helikon.core.exceptions import (
+    MetadataConflict,
+    SessionConflict,
+    SessionError,
+    SessionUnavailable,
+    UserError,
+)
 from helikon.core.session import (
     SessionEntry,
     SessionEvent,
     SessionInfo,
+    SessionMetadata,
 )
 from helikon.core.session._envelope import (
+    check_filter,
     check_page,
     retry_plan,
 )
@@ -67,6 +76,7 @@ from ._redis_scripts import (
     APPEND_SCRIPT,
     CHECKPOINT_READ_SCRIPT,
     CHECKPOINT_WRITE_SCRIPT,
+    FILTER_SCRIPT,
     METADATA_SCRIPT,
     READ_SCRIPT,
 )
@@ -372,22 +382,48 @@ class RedisSession(StoredSession):
             raise _translate(exc, "records") from exc
         return found
 
-    async def _store_metadata(self, title: str | None, metadata: str | None) -> None:
+    async def _store_metadata(self, title: str | None, metadata: str | None, expected: int | None) -> None:
         args: list[str | int] = [
             _millis(),
             self._session_id,
             "0" if title is None else "1",
             title or "",
             metadata or "",
+            "" if expected is None else expected,
         ]
         try:
             await self._metadata(keys=[self._meta, SESSIONS_KEY], args=args)
+        except ResponseError as exc:
+            reason, _, value = str(exc).partition(" ")
+            if reason == "HELIKON_METADATA_CONFLICT" and expected is not None:
+                raise MetadataConflict(
+                    expected_version=expected, actual_version=int(value), session_id=self._session_id
+                ) from None
+            raise _translate(exc, "set_metadata") from exc
         except _ERRORS as exc:
             raise _translate(exc, "set_metadata") from exc
 
+    async def _read_metadata(self) -> SessionMetadata:
+        try:
+            title, metadata, version = cast(
+                "list[bytes | None]",
+                await self._client.hmget(self._meta, ["title", "metadata", "version"]),  # pyright: ignore[reportUnknownMemberType]
+            )
+        except _ERRORS as exc:
+            raise _translate(exc, "metadata") from exc
+        return SessionMetadata(
+            title=None if title is None else _text(title),
+            metadata=json.loads(metadata) if metadata else {},
+            version=int(version or 0),
+        )
+
     @staticmethod
     async def list_sessions(
-        client: aioredis.Redis, *, limit: int = 100, offset: int = 0
+        client: aioredis.Redis,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        filter: Mapping[str, JsonValue] | None = None,
     ) -> list[SessionInfo]:
         """The sessions on `client`'s server, most recently updated first, from their summary hashes.
 
@@ -395,13 +431,28 @@ class RedisSession(StoredSession):
         pipelined. `offset` skips that many first (the next page: `offset + limit`). Sessions
         written before format 2 are listed once `RedisSession.migrate(client)` ran.
 
+        `filter`: only the sessions whose metadata has each of its top-level keys with an
+        equal JSON scalar (see `SqliteSession.list_sessions`). Redis has no query over hash
+        contents, so one Lua script (`FILTER_SCRIPT`) walks the index in the server, newest
+        first, and stops once it has the page: one round trip, no metadata sent to the client.
+
         Example:
-            `[info.session_id for info in await RedisSession.list_sessions(client, limit=20)]`
+            `[info.session_id for info in await RedisSession.list_sessions(client, filter={"user": "u1"})]`
         """
         limit, offset = check_page(limit, offset)
+        pairs = check_filter(filter)
         try:
-            top = client.zrevrange(SESSIONS_KEY, offset, offset + limit - 1, withscores=True)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-            scored = cast("list[tuple[bytes | str, float]]", await top)
+            if pairs:
+                found = cast(
+                    "list[bytes | str]",
+                    await client.register_script(FILTER_SCRIPT)(  # pyright: ignore[reportUnknownMemberType]
+                        keys=[SESSIONS_KEY], args=[KEY_PREFIX, offset, limit, json.dumps(dict(pairs))]
+                    ),
+                )
+                scored = [(found[i], float(found[i + 1])) for i in range(0, len(found), 2)]
+            else:
+                top = client.zrevrange(SESSIONS_KEY, offset, offset + limit - 1, withscores=True)  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+                scored = cast("list[tuple[bytes | str, float]]", await top)
             async with client.pipeline(transaction=False) as pipe:
                 for name, _ in scored:
                     pipe.hgetall(meta_key(_text(name)))  # pyright: ignore[reportUnknownMemberType]

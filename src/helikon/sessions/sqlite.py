@@ -11,11 +11,12 @@ session_id, sequence, kind, payload, ts, format, event_id)`, one row per event (
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import os
 import threading
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from queue import SimpleQueue
 from types import TracebackType
@@ -29,16 +30,16 @@ except ImportError as exc:  # pragma: no cover - a Python built without SQLite
         "library's sqlite3 module, which this Python was built without"
     ) from exc
 
+from helikon.core._json import JsonValue
 from helikon.core.exceptions import SessionBackendError, SessionError, UserError
 from helikon.core.session import (
     SequenceId,
     SessionEntry,
     SessionEvent,
     SessionInfo,
+    SessionMetadata,
 )
-from helikon.core.session._envelope import (
-    check_page,
-)
+from helikon.core.session._envelope import check_filter, check_page
 from helikon.core.session.checkpoint import (
     Checkpoint,
     load,
@@ -59,6 +60,7 @@ from ._sqlite_jobs import (
     check_session_id,
     event_row,
     list_rows,
+    metadata_row,
     migrate_schema,
     parse_ts,
     read_checkpoint,
@@ -403,26 +405,45 @@ class SqliteSession(StoredSession):
             (seq, event_id, parse_ts(ts), version, payload) for seq, event_id, ts, version, payload in rows
         ]
 
-    async def _store_metadata(self, title: str | None, metadata: str | None) -> None:
+    async def _store_metadata(self, title: str | None, metadata: str | None, expected: int | None) -> None:
         now = rfc3339(datetime.now(UTC))
-        await self._db._run(
-            set_metadata_row, self._session_id, now, title, title is not None, metadata, key=self._session_id
+        args = (self._session_id, now, title, title is not None, metadata, expected)
+        await self._db._run(set_metadata_row, *args, key=self._session_id)
+
+    async def _read_metadata(self) -> SessionMetadata:
+        row = await self._db._run(metadata_row, self._session_id, key=self._session_id)
+        if row is None:
+            return SessionMetadata()
+        title, metadata, version = row
+        return SessionMetadata(
+            title=title, metadata=json.loads(metadata) if metadata else {}, version=version
         )
 
     @staticmethod
-    async def list_sessions(db: SqliteDatabase, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+    async def list_sessions(
+        db: SqliteDatabase,
+        *,
+        limit: int = 100,
+        offset: int = 0,
+        filter: Mapping[str, JsonValue] | None = None,
+    ) -> list[SessionInfo]:
         """The sessions in `db`, most recently updated first, from their summary rows (no log is read).
 
         Args:
             db: The database.
             limit: At most this many.
             offset: Skip this many first (the next page: `offset + limit`).
+            filter: Only the sessions whose metadata has each of these top-level keys with an
+                equal value: JSON scalars (str, int, float, bool, None); numbers compare as
+                numbers (1 matches 1.0), `None` matches a stored `null`, not a missing key.
+                Compared in the query (SQLite's `json_each`), not by reading every session.
 
         Example:
-            `[info.session_id for info in await SqliteSession.list_sessions(db, limit=20)]`
+            `[info.session_id for info in await SqliteSession.list_sessions(db, filter={"user": "u1"})]`
         """
         limit, offset = check_page(limit, offset)
-        return [session_info(row) for row in await db._run(list_rows, limit, offset)]
+        pairs = check_filter(filter)
+        return [session_info(row) for row in await db._run(list_rows, limit, offset, pairs)]
 
     async def _start_from_checkpoint(self) -> None:
         db = self._db

@@ -18,8 +18,9 @@ async def test_my_backend_conforms(check: conformance.Check) -> None:
 ```
 
 `open(session_id)` opens (creating if needed) a session in the store under test, in this
-process. `list_sessions(limit=..., offset=...)`, when the store can list its sessions,
-enables the listing check (a session there is expected to have `set_metadata`). `opener`
+process. `list_sessions(limit=..., offset=..., filter=...)`, when the store can list its
+sessions, enables the listing and metadata checks (a session there is expected to have
+`set_metadata(..., expected_version=...)` and `metadata()`). `opener`
 names an async function `module:function` that another process calls as
 `await function(session_id, **opener_kwargs)` to open the same store: with it the suite
 also checks writers in separate processes, resuming a run from another process, and
@@ -80,6 +81,13 @@ from ._conformance_util import (
 )
 from ._crash_checks import check_a_killed_run_is_repaired, check_a_killed_writer_leaves_whole_appends
 from ._json_checks import check_exotic_json_round_trips
+from ._metadata_checks import (
+    METADATA_CHECKS,
+    check_concurrent_metadata_updates_lose_nothing,
+    check_custom_events_round_trip,
+    check_metadata_is_read_and_compared,
+    check_sessions_are_filtered_by_metadata,
+)
 from ._mock_model import MockModel
 from ._request_checks import check_requests_are_rebuilt_from_the_stored_log
 from ._scripts import text_turn
@@ -663,6 +671,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_compaction_keeps_tool_turns_whole,
     check_checkpoint_plus_tail_is_the_projection,
     check_requests_are_rebuilt_from_the_stored_log,
+    check_custom_events_round_trip,
     *BRANCH_CHECKS,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
@@ -677,14 +686,15 @@ CRASH: tuple[Check, ...] = (check_a_killed_writer_leaves_whole_appends, check_a_
 def checks_for(backend: ConformanceBackend) -> list[Check]:
     """The checks that apply to `backend`.
 
-    Process checks need `opener`, the crash check `crash_safe`, the listing check `list_sessions`,
+    Process checks need `opener`, the crash check `crash_safe`, the listing and metadata checks
+    `list_sessions`,
     the damaged-checkpoint check `damage_checkpoint`; `branching=False` leaves out the branch checks.
     """
     checks = [c for c in IN_PROCESS if backend.branching or c not in BRANCH_CHECKS]
     if backend.damage_checkpoint is not None:
         checks.append(check_a_damaged_checkpoint_is_rebuilt)
     if backend.list_sessions is not None:
-        checks.append(check_sessions_are_listed)
+        checks += (check_sessions_are_listed, *METADATA_CHECKS)
     if backend.opener is not None:
         checks += MULTI_PROCESS
         if backend.crash_safe:
@@ -700,7 +710,12 @@ async def run_all(backend: ConformanceBackend) -> None:
 
 __all__ = [
     "IN_PROCESS",
+    "METADATA_CHECKS",
     "MULTI_PROCESS",
+    "check_concurrent_metadata_updates_lose_nothing",
+    "check_custom_events_round_trip",
+    "check_metadata_is_read_and_compared",
+    "check_sessions_are_filtered_by_metadata",
     "Check",
     "ConformanceBackend",
     "DamageCheckpoint",

@@ -14,6 +14,7 @@ Example:
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Sequence
 from dataclasses import field
 from datetime import UTC, datetime
@@ -206,6 +207,44 @@ class ToolsStarted:
 
 
 @carrier
+class CustomEvent:
+    """A fact of the application's own (an order placed, a UI note), kept in the session's log.
+
+    `kind` names it (your vocabulary: `"order_placed"`), `data` is any JSON value. Stamped
+    like every event; stored as `{"type": "custom", "ignorable": true, "kind": ..., "data":
+    ..., "ts": ...}` (see docs/session-format.md). It projects to nothing: the model never
+    sees it, and compaction, branches and crash repair pass over it. Append it yourself
+    (`await session.append([CustomEvent(...)])`) and read it back from `events()`.
+
+    Raises:
+        UserError: `kind` is not a non-empty string, or `data` is not JSON.
+
+    Example:
+        ```python
+        from helikon.core.session import CustomEvent, project
+
+        fact = CustomEvent(kind="order_placed", data={"order": 17, "total": 9.5})
+        assert fact.type == "custom" and project([fact]).messages == ()
+        ```
+    """
+
+    type: Literal["custom"] = "custom"
+    kind: str
+    data: JsonValue = None
+    ts: datetime = field(default_factory=_now)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.kind, str) or not self.kind:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise UserError(f"CustomEvent kind must be a non-empty string naming the fact, not {self.kind!r}")
+        try:
+            json.dumps(self.data, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise UserError(
+                f"CustomEvent data must be a JSON value (dict, list, str, int, float, bool or None): {exc}"
+            ) from None
+
+
+@carrier
 class UnknownEvent:
     """An event whose `type` this version of helikon does not know (written by a newer one).
 
@@ -261,9 +300,10 @@ KnownSessionEvent: TypeAlias = (
     | TurnOpened
     | TurnClosed
     | ToolsStarted
+    | CustomEvent
 )
-"""The book's six event variants and helikon's markers: `RequestHeader`, `Rewound`, `Forked`,
-`TurnOpened`, `TurnClosed`, `ToolsStarted`."""
+"""The book's six event variants, helikon's markers (`RequestHeader`, `Rewound`, `Forked`,
+`TurnOpened`, `TurnClosed`, `ToolsStarted`) and an application's own facts (`CustomEvent`)."""
 
 SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent
 """One entry of a session's log. Every known variant carries `ts` (UTC), stamped at construction."""
@@ -318,6 +358,20 @@ class SessionInfo:
     event_count: int
     title: str | None = None
     metadata: dict[str, JsonValue] = field(default_factory=lambda: {})
+
+
+@carrier
+class SessionMetadata:
+    """One session's title and metadata, as `await session.metadata()` reads them.
+
+    `version` counts the `set_metadata` calls that changed them (0: never set): pass it
+    back as `set_metadata(..., expected_version=...)` to write only if no one else wrote
+    since you read (compare-and-set; see `MetadataConflict`).
+    """
+
+    title: str | None = None
+    metadata: dict[str, JsonValue] = field(default_factory=lambda: {})
+    version: int = 0
 
 
 @carrier(kw_only=False)
@@ -501,7 +555,7 @@ def event_step(event: SessionEvent) -> Item | Compacted | Rewound | None:
     if isinstance(event, Compacted | Rewound):
         return event
     # HandoffOccurred is audit only, a RequestHeader describes requests (not conversation),
-    # an UnknownEvent means nothing to this version.
+    # a CustomEvent is the application's, an UnknownEvent means nothing to this version.
     return None
 
 
@@ -638,6 +692,7 @@ __all__ = [
     "AssistantMessageEvent",
     "Compacted",
     "ConversationSnapshot",
+    "CustomEvent",
     "Forked",
     "Rewound",
     "Step",
@@ -650,6 +705,7 @@ __all__ = [
     "SessionEntry",
     "SessionEvent",
     "SessionInfo",
+    "SessionMetadata",
     "SessionRecord",
     "ToolCalled",
     "ToolReturned",

@@ -6,6 +6,7 @@ Shared so that the four backends agree on every argument rule and message.
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -146,3 +147,70 @@ def check_page(limit: object, offset: object) -> tuple[int, int]:
     if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
         raise UserError(f"offset must be an int >= 0, not {offset!r}")
     return limit, offset
+
+
+MetadataFilter = tuple[tuple[str, JsonValue], ...]
+"""A checked `list_sessions(filter=...)`: each top-level key and the JSON scalar it must equal."""
+
+
+def check_filter(filter: Mapping[str, JsonValue] | None) -> MetadataFilter:
+    """`list_sessions`'s `filter`, checked: top-level metadata keys to JSON scalars (str, number, bool, None).
+
+    Every backend compares by JSON value (1 equals 1.0; True is not 1), so a value that is
+    a list or an object is refused rather than compared one way here and another there.
+    """
+    if filter is None:
+        return ()
+    if not isinstance(filter, Mapping):
+        raise UserError(f"filter must be a mapping of metadata keys to values, not {filter!r}")
+    pairs: list[tuple[str, JsonValue]] = []
+    for key, value in cast("Mapping[object, object]", filter).items():
+        if not isinstance(key, str):
+            raise UserError(f"filter keys must be strings (top-level metadata keys), not {key!r}")
+        if value is not None and not isinstance(value, str | int | float | bool):
+            raise UserError(
+                f"filter[{key!r}] must be a JSON scalar (str, int, float, bool or None) to compare the "
+                f"metadata value with, not {type(value).__name__}: lists and objects are not compared"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise UserError(f"filter[{key!r}] must be a finite number, not {value!r}")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def scalar_kind(value: JsonValue) -> str:
+    """A filter value's kind, as the stores' queries tell them apart: null, true, false, text or number."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "text" if isinstance(value, str) else "number"
+
+
+def matches(metadata: Mapping[str, JsonValue], pairs: MetadataFilter) -> bool:
+    """Whether `metadata` holds every key of `pairs` with an equal JSON value (what the stores compute)."""
+    for key, want in pairs:
+        if key not in metadata:
+            return False
+        have = metadata[key]
+        if isinstance(want, bool) or isinstance(have, bool) or want is None or have is None:
+            if have is not want:
+                return False
+        elif type(want) is str or type(have) is str:
+            if have != want:
+                return False
+        elif not isinstance(have, int | float) or have != want:
+            return False
+    return True
+
+
+def check_expected_version(expected_version: object) -> int | None:
+    """`set_metadata`'s `expected_version`, checked: None or an int >= 0."""
+    if expected_version is None:
+        return None
+    if isinstance(expected_version, bool) or not isinstance(expected_version, int) or expected_version < 0:
+        raise UserError(
+            "expected_version must be None or the int >= 0 `(await session.metadata()).version` "
+            f"gave, not {expected_version!r}"
+        )
+    return expected_version

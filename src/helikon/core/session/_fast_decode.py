@@ -34,6 +34,7 @@ from ..model import ToolDef
 from . import (
     AssistantMessageEvent,
     Compacted,
+    CustomEvent,
     Forked,
     HandoffOccurred,
     KnownSessionEvent,
@@ -283,6 +284,11 @@ def _forked(o: dict[str, Any]) -> KnownSessionEvent:
     return Forked(from_session=_str(o, "from_session"), at_seq=_int(o, "at_seq"), ts=_ts(o))
 
 
+def _custom(o: dict[str, Any]) -> KnownSessionEvent:
+    # Its __post_init__ checks `kind` and `data` (a UserError is a ValueError: the careful path).
+    return CustomEvent(kind=_str(o, "kind"), data=o.get("data"), ts=_ts(o))
+
+
 _BUILDERS: dict[str, Callable[[dict[str, Any]], KnownSessionEvent]] = {
     "user_message": _user,
     "assistant_message": _assistant,
@@ -295,6 +301,7 @@ _BUILDERS: dict[str, Callable[[dict[str, Any]], KnownSessionEvent]] = {
     "turn_closed": _turn_closed,
     "tools_started": _tools_started,
     "forked": _forked,
+    "custom": _custom,
 }
 
 
@@ -400,6 +407,7 @@ _STEPS: dict[str, Callable[[dict[str, Any]], Item | Compacted | None]] = {
     "turn_closed": _marker_step,
     "tools_started": _marker_step,
     "forked": _marker_step,
+    "custom": _marker_step,
 }
 
 

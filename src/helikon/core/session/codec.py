@@ -55,6 +55,7 @@ from . import (
     SESSION_EVENT_ADAPTER,
     AssistantMessageEvent,
     ConversationSnapshot,
+    CustomEvent,
     Forked,
     RequestHeader,
     SessionEntry,
@@ -141,8 +142,9 @@ def encode_event(event: SessionEvent) -> str:
 
     An assistant message's `usage` and a request header's `injected` are left out while
     they are empty: they read back as the same defaults, and most events never set them.
-    A request header, a fork's lineage marker and a durable run's turn and tool-start
-    markers say `"ignorable": true`, for readers that do not know them.
+    A request header, a fork's lineage marker, a durable run's turn and tool-start
+    markers and an application's `CustomEvent` say `"ignorable": true`, for readers that
+    do not know them.
 
     Every event has a stored form (a tool's output or a model's arguments must never make
     a run's log unwritable):
@@ -168,7 +170,7 @@ def _encode(event: SessionEvent) -> str:
         return text if text.isascii() else _escape_surrogates(text)
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
         return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
-    if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted):
+    if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted | CustomEvent):
         # Marked ignorable: a reader from before these events skips one (each projects to
         # nothing) instead of refusing the whole session.
         exclude = _NO_INJECTED if isinstance(event, RequestHeader) and not event.injected else None
@@ -204,7 +206,7 @@ def _json_of(event: SessionEvent) -> str:
     data = cast(
         "dict[str, Any]", _jsonable(SESSION_EVENT_ADAPTER.adapter.dump_python(event, exclude=exclude))
     )
-    if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted):
+    if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted | CustomEvent):
         data = {"type": data.pop("type"), "ignorable": True, **data}
     return _escape_surrogates(json.dumps(data, separators=(",", ":"), ensure_ascii=False))
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
 from .._json import JsonValue
-from ..exceptions import SessionConflict, UnreadableSessionEvent, UserError
+from ..exceptions import MetadataConflict, SessionConflict, UnreadableSessionEvent, UserError
 from . import (
     ConversationSnapshot,
     Projection,
@@ -16,11 +16,22 @@ from . import (
     SessionEntry,
     SessionEvent,
     SessionInfo,
+    SessionMetadata,
     SessionRecord,
     UnknownEvent,
     event_step,
 )
-from ._envelope import check_expected_seq, check_ids, check_page, metadata_json, retry_plan
+from ._envelope import (
+    MetadataFilter,
+    check_expected_seq,
+    check_expected_version,
+    check_filter,
+    check_ids,
+    check_page,
+    matches,
+    metadata_json,
+    retry_plan,
+)
 from .branches import Branching
 from .codec import encode_event, stored_version, upgrade
 
@@ -65,6 +76,7 @@ class MemorySession(Branching):
         "_title",
         "_unreadable",
         "_updated",
+        "_version",
     )
 
     def __init__(
@@ -78,6 +90,7 @@ class MemorySession(Branching):
         self._store = store
         self._title: str | None = None
         self._metadata: dict[str, JsonValue] = {}
+        self._version = 0
         self._created: datetime | None = None
         self._updated: datetime | None = None
         self._log: list[SessionEvent] = []
@@ -106,17 +119,37 @@ class MemorySession(Branching):
         return MemorySession(session_id=session_id)
 
     async def set_metadata(
-        self, *, title: str | None = None, metadata: Mapping[str, JsonValue] | None = None
+        self,
+        *,
+        title: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        expected_version: int | None = None,
     ) -> None:
-        """Set the title and/or metadata `MemoryStore.list_sessions` shows (None: leave it as it is)."""
+        """Set the title and/or metadata `MemoryStore.list_sessions` shows (None: leave it as it is).
+
+        With `expected_version` (what `metadata()` read), write only if no one wrote since.
+
+        Raises:
+            MetadataConflict: The metadata is at another version than `expected_version`.
+        """
         if title is not None and not isinstance(title, str):
             raise UserError(f"title must be a string or None, not {title!r}")
         text = metadata_json(metadata)  # the same checks as the durable stores
+        expected = check_expected_version(expected_version)
+        if expected is not None and expected != self._version:
+            raise MetadataConflict(
+                expected_version=expected, actual_version=self._version, session_id=self._session_id
+            )
         if title is not None:
             self._title = title
         if text is not None:
             self._metadata = json.loads(text)
+        self._version += 1
         self._created = self._created or datetime.now(UTC)
+
+    async def metadata(self) -> SessionMetadata:
+        """The session's title, metadata and their version (see `SessionMetadata`)."""
+        return SessionMetadata(title=self._title, metadata=dict(self._metadata), version=self._version)
 
     def info(self) -> SessionInfo | None:
         """How a store lists this session (None until it has events or metadata)."""
@@ -261,10 +294,21 @@ class MemoryStore:
             session = self._sessions[session_id] = MemorySession(session_id=session_id, store=self)
         return session
 
-    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
-        """The sessions with events or metadata, most recently updated first (see `SessionInfo`)."""
+    async def list_sessions(
+        self, *, limit: int = 100, offset: int = 0, filter: Mapping[str, JsonValue] | None = None
+    ) -> list[SessionInfo]:
+        """The sessions with events or metadata, most recently updated first (see `SessionInfo`).
+
+        `filter`: only the sessions whose metadata has each of its keys with an equal value
+        (JSON scalars; see `SqliteSession.list_sessions`).
+        """
         limit, offset = check_page(limit, offset)
-        infos = [info for session in self._sessions.values() if (info := session.info()) is not None]
+        pairs: MetadataFilter = check_filter(filter)
+        infos = [
+            info
+            for session in self._sessions.values()
+            if (info := session.info()) is not None and (not pairs or matches(info.metadata, pairs))
+        ]
         infos.sort(key=lambda info: (info.updated, info.session_id), reverse=True)
         return infos[offset : offset + limit]
 
