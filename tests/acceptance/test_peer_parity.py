@@ -8,6 +8,7 @@ here); sessions are real SQLite files; a local server is a real HTTP server on 1
 
 from __future__ import annotations
 
+import asyncio
 import io
 from pathlib import Path
 
@@ -24,12 +25,12 @@ from helikon import (
     UsageLimitExceeded,
     UsageLimits,
     keep_last_user_message,
+    open_session,
     print_stream,
     tool,
 )
 from helikon.core.items import ToolResult
-from helikon.core.session import UserMessageEvent
-from helikon.sessions.sqlite import open_session as open_sqlite
+from helikon.core.session import SessionEvent, TurnClosed, UserMessageEvent
 from helikon.testing import MockModel, TestModel, capture_requests, text_turn, tool_call_turn
 from local_chat_server import ChatServer
 
@@ -60,14 +61,35 @@ def test_row_quickstart_with_one_tool() -> None:
 # --- the features ------------------------------------------------------------------------------
 
 
+def test_row_agent_tool_and_a_persisted_two_turn_chat(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    agent = LlmAgent(name="Assistant", model=weather_model("Sunny.", "Still sunny."), tools=[get_weather])
+    session = open_session("sqlite:///chat.db", "user-42")
+    agent.run_sync("What's the weather in Tokyo?", session=session)
+    result = agent.run_sync("And now?", session=session)
+    assert result.final_output == "Still sunny."
+    session.close()
+
+    # A new process would see both turns: read the file again through a new handle.
+    async def read() -> list[SessionEvent]:
+        async with open_session("sqlite:///chat.db", "user-42") as again:
+            return [e.event for e in await again.events()]
+
+    stored = asyncio.run(read())
+    assert sum(isinstance(e, UserMessageEvent) for e in stored) == 2
+
+
 async def test_feature_1_a_session_in_one_call(tmp_path: Path) -> None:
     agent = LlmAgent(name="Assistant", model=weather_model("Sunny.", "Still sunny."), tools=[get_weather])
-    async with await open_sqlite("user-42", path=tmp_path / "chat.db") as session:
+    async with open_session(f"sqlite:///{tmp_path / 'chat.db'}", "user-42") as session:
         await agent.run("Weather in Tokyo?", session=session)
         result = await agent.run("And now?", session=session)
         stored = [e.event for e in await session.events()]
     assert result.final_output == "Still sunny."
     assert sum(isinstance(e, UserMessageEvent) for e in stored) == 2
+    assert any(isinstance(e, TurnClosed) for e in stored)  # written durably, turn by turn
 
 
 def test_feature_3_stateless_continuation() -> None:
