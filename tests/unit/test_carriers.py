@@ -74,6 +74,7 @@ from helikon.core.loop import (
     ApplyingHandoff,
     CallingModel,
     Cancelled,
+    CheckingOutput,
     Compacting,
     Done,
     ExecutingTools,
@@ -88,6 +89,8 @@ from helikon.core.loop import (
     ModelFailed,
     ModelResponse,
     NeedsApproval,
+    OutputChecked,
+    OutputRetry,
     RepairingOutput,
     Start,
     ToolCallOutcome,
@@ -211,7 +214,9 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ),
     ApprovalRequested: st.builds(ApprovalRequested, call_id=text, tool=text, args=json_values),
     PermissionDenied: st.builds(PermissionDenied, tool=text, reason=text, call_id=opt_text),
-    RepairStarted: st.builds(RepairStarted, attempt=small_ints),
+    RepairStarted: st.builds(
+        RepairStarted, attempt=small_ints, reason=text, item=st.none() | st.builds(UserMessage, content=parts)
+    ),
     StructuredOutputFailed: st.builds(
         StructuredOutputFailed, schema_errors=st.lists(text, max_size=3).map(tuple), final_text=text
     ),
@@ -234,7 +239,7 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     PersistFailed: st.builds(
         PersistFailed, unsaved=st.lists(text, max_size=3).map(tuple), error=text, held=st.booleans()
     ),
-    RunCompleted: st.builds(RunCompleted, usage=token_usage),
+    RunCompleted: st.builds(RunCompleted, usage=token_usage, output=opt_text),
     RunFailed: st.builds(RunFailed, error=agent_error, usage=token_usage),
 }
 
@@ -285,7 +290,9 @@ SESSION_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
 tool_names = st.lists(text, max_size=3).map(tuple)
 tool_calls = st.lists(tool_call, max_size=3).map(tuple)
 LOOP_STATE_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
-    CallingModel: st.builds(CallingModel, turn=small_ints, usage=token_usage, args_retried=tool_names),
+    CallingModel: st.builds(
+        CallingModel, turn=small_ints, usage=token_usage, args_retried=tool_names, output_retried=small_ints
+    ),
     ExecutingTools: st.builds(
         ExecutingTools, calls=tool_calls, turn=small_ints, usage=token_usage, args_retried=tool_names
     ),
@@ -303,8 +310,18 @@ LOOP_STATE_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     HandedOff: st.builds(
         HandedOff, target=text, transcript=items, usage=token_usage, tool_name=text, turn_start=small_ints
     ),
-    Finalizing: st.builds(Finalizing, turn=small_ints, usage=token_usage),
-    RepairingOutput: st.builds(RepairingOutput, turn=small_ints, usage=token_usage),
+    Finalizing: st.builds(Finalizing, turn=small_ints, usage=token_usage, output_retried=small_ints),
+    RepairingOutput: st.builds(
+        RepairingOutput, turn=small_ints, usage=token_usage, output_retried=small_ints
+    ),
+    CheckingOutput: st.builds(
+        CheckingOutput,
+        output=st.builds(FinalOutput, content=parts, usage=token_usage, validated=opt_text),
+        turn=small_ints,
+        usage=token_usage,
+        output_retried=small_ints,
+        args_retried=tool_names,
+    ),
     Compacting: st.builds(Compacting, turn=small_ints, usage=token_usage),
     NeedsApproval: st.builds(NeedsApproval, pending=tool_calls, turn=small_ints, usage=token_usage),
     Done: st.builds(Done, output=st.builds(FinalOutput, content=parts, usage=token_usage)),
@@ -329,6 +346,8 @@ TRANSITION_INPUT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     HandoffAccepted: st.just(HandoffAccepted()),
     HandoffRefused: st.builds(HandoffRefused, reason=text),
     HandoffInvalidArgs: st.builds(HandoffInvalidArgs, errors=tool_names),
+    OutputChecked: st.builds(OutputChecked, output=opt_text),
+    OutputRetry: st.builds(OutputRetry, reason=text, validator=text),
 }
 
 
@@ -550,6 +569,7 @@ TAGS: dict[type, str] = {
     HandedOff: "handed_off",
     Finalizing: "finalizing",
     RepairingOutput: "repairing_output",
+    CheckingOutput: "checking_output",
     Compacting: "compacting",
     NeedsApproval: "needs_approval",
     Done: "done",
@@ -562,6 +582,8 @@ TAGS: dict[type, str] = {
     HandoffAccepted: "handoff_accepted",
     HandoffRefused: "handoff_refused",
     HandoffInvalidArgs: "handoff_invalid_args",
+    OutputChecked: "output_checked",
+    OutputRetry: "output_retry",
     # others
     NamedToolChoice: "tool",
 }

@@ -361,15 +361,16 @@ def test_an_invalid_structured_answer_gets_exactly_one_repair_turn() -> None:
     c = ctx(output=json_output())
     out = transition(Finalizing(turn=1), ModelResponse(items=(bad,)), c)
     assert out.next_state == RepairingOutput(turn=2)
-    assert out.events == (
-        MessageOutput(item=bad),
-        StructuredOutputFailed(schema_errors=("ok: field required",), final_text="nope"),
-        RepairStarted(attempt=1),
-        TurnStarted(turn=2),
-    )
     repair = out.conversation_appends[-1]
     assert isinstance(repair, UserMessage)
     assert "ok: field required" in repair.text
+    # The repair message travels on the event too, so a session records it.
+    assert out.events == (
+        MessageOutput(item=bad),
+        StructuredOutputFailed(schema_errors=("ok: field required",), final_text="nope"),
+        RepairStarted(attempt=1, reason="ok: field required", item=repair),
+        TurnStarted(turn=2),
+    )
     assert isinstance(out.next_action, CallModel)
     assert out.next_action.request.model_settings.response_format is not None
 

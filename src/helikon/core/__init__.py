@@ -18,6 +18,7 @@ _EAGER = {
     ".result": "RunResult RunStream print_stream",
     ".runner": "Runner",
     ".output": "OutputType",
+    ".output_validators": "OutputValidatorFunc",
     ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
     ".usage": "UsageLimits",
     ".cancel": "CancellationToken",
@@ -60,9 +61,9 @@ _EAGER = {
     ".exceptions": """
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
-        ModelError ModelRetry OtherModelError RateLimited Refused RunCancelled RunError RunTimeout
-        SessionBackendError SessionConflict SessionError SessionUnavailable ToolError Transport Unavailable
-        UnreadableSessionEvent UsageLimitExceeded UserError
+        ModelError ModelRetry OtherModelError OutputRetriesExceeded RateLimited Refused RunCancelled
+        RunError RunTimeout SessionBackendError SessionConflict SessionError SessionUnavailable ToolError
+        Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
     """,
     "._json": "JsonObject JsonValue",
 }
@@ -129,6 +130,7 @@ if typing.TYPE_CHECKING:
     from .result import RunResult as RunResult, RunStream as RunStream, print_stream as print_stream
     from .runner import Runner as Runner
     from .output import OutputType as OutputType
+    from .output_validators import OutputValidatorFunc as OutputValidatorFunc
     from .context import (
         ActionsHandle as ActionsHandle,
         RunConfig as RunConfig,
@@ -282,6 +284,7 @@ if typing.TYPE_CHECKING:
         ModelError as ModelError,
         ModelRetry as ModelRetry,
         OtherModelError as OtherModelError,
+        OutputRetriesExceeded as OutputRetriesExceeded,
         RateLimited as RateLimited,
         Refused as Refused,
         RunCancelled as RunCancelled,

@@ -30,7 +30,7 @@ CAPTURING: ContextVar[tuple[list[CapturedRequest], ...]] = ContextVar("helikon.c
 """The lists of the open `capture_requests` blocks of this context, outermost first."""
 
 
-def capture(agent: LlmAgent[Any], model: Any, request: ModelRequest) -> None:
+def capture(agent: LlmAgent[Any, Any], model: Any, request: ModelRequest) -> None:
     """Add `request`, as `agent` sends it to `model`, to every open capture (if any)."""
     sinks = CAPTURING.get()
     if not sinks:

@@ -47,6 +47,8 @@ from .loop import (
     ApplyingHandoff,
     CallModel,
     Cancelled,
+    CheckingOutput,
+    CheckOutput,
     Done,
     ExecuteTools,
     Failed,
@@ -66,6 +68,7 @@ from .loop import (
     transition,
 )
 from .model import ModelRequest
+from .output_validators import check_output
 from .usage import metered
 
 if TYPE_CHECKING:
@@ -143,7 +146,7 @@ class _Run:
         "waiting",
     )
 
-    def __init__(self, agent: LlmAgent[Any], ctx: RunContext[Any], config: RunConfig) -> None:
+    def __init__(self, agent: LlmAgent[Any, Any], ctx: RunContext[Any], config: RunConfig) -> None:
         # With usage limits, the runs this one starts count into its meter (carried by `ctx`).
         self.meter: UsageMeter | None = None
         if config.usage_limits is not None or ctx._meter is not None:  # pyright: ignore[reportPrivateUsage]
@@ -331,6 +334,8 @@ class _Run:
             agent_depth=self.ctx.agent_depth,
             max_agent_depth=config.max_agent_depth,
             fail_on_tool_denied=config.fail_on_tool_denied,
+            check_output=bool(agent.output_checks),
+            output_retries=agent.output_retries,
         )
 
     def perform(
@@ -343,6 +348,8 @@ class _Run:
             return self.tool_turn(action.calls)
         if isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
             return self.apply_handoff(state)
+        if isinstance(action, CheckOutput) and isinstance(state, CheckingOutput):
+            return self.settle(check_output(self, state))
         if self.hooks or isinstance(state, HandedOff):
             return self.finish(state)
         return _NOTHING
@@ -383,6 +390,10 @@ class _Run:
             yield _Settled(Cancelled(reason=token.reason))
         else:
             yield _Settled(await self.hold(decide_handoff(self, state)))
+
+    async def settle(self, step: Awaitable[TransitionInput]) -> AsyncIterator[AgentEvent | _Settled]:
+        """A step of user code (the output validators) that a cancel interrupts, as its settled input."""
+        yield _Settled(await self.hold(step))
 
     async def finish(self, state: LoopState) -> AsyncIterator[AgentEvent | _Settled]:
         """The run is over: a handed-off one goes on in its target; then the `on_run_complete` hooks."""
@@ -776,7 +787,7 @@ def _tripwire_error(stage: str, verdict: GuardrailVerdict) -> AgentError:
 
 
 def drive(
-    agent: LlmAgent[Any], ctx: RunContext[Any], input: AgentInput, config: RunConfig
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], input: AgentInput, config: RunConfig
 ) -> AsyncIterator[AgentEvent]:
     """Run `agent` on `input` to a terminal event, streaming every event."""
     run = _Run(agent, ctx, config)

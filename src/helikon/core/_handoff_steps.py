@@ -80,10 +80,7 @@ async def hand_off(run: _Run, state: HandedOff) -> AsyncIterator[AgentEvent]:
         async for event in stream:
             if isinstance(event, RunStarted):
                 continue
-            if isinstance(event, RunCompleted):
-                ended = True
-                yield RunCompleted(usage=before + event.usage)
-            elif isinstance(event, RunFailed):
+            if isinstance(event, RunCompleted | RunFailed):
                 ended = True
                 yield replace(event, usage=before + event.usage)
             else:

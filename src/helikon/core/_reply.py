@@ -60,7 +60,7 @@ class Reply:
             self.finish = event.reason
         return False
 
-    def items(self, agent: LlmAgent[Any]) -> tuple[Item, ...]:
+    def items(self, agent: LlmAgent[Any, Any]) -> tuple[Item, ...]:
         """The answer's items: one assistant message (reasoning, then text), then the tool calls."""
         items: list[Item] = []
         if self.text or self.reasoning:

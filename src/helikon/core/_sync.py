@@ -87,10 +87,10 @@ def _cancel_leftovers(loop: asyncio.AbstractEventLoop, tasks: set[asyncio.Task[A
     loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
 
 
-def run_sync(start: Callable[[], RunStream]) -> RunResult[str]:
+def run_sync(start: Callable[[], RunStream[T]]) -> RunResult[T]:
     """Start the run `start` returns on this thread's loop and collect it."""
 
-    async def collect() -> RunResult[str]:
+    async def collect() -> RunResult[T]:
         return await start().collect()
 
     return run_coroutine(collect())

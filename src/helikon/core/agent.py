@@ -29,11 +29,12 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import sys
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
-from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, overload, runtime_checkable
 
 from ._sync import run_sync
 from .agent_builder import LlmAgentBuilder
@@ -45,7 +46,8 @@ from .input import History, RunInput, continue_from, to_agent_input
 from .items import SystemMessage
 from .model import Model, ModelSettings, ToolDef
 from .model_strings import checked_model
-from .output import OutputSpec, OutputType
+from .output import OutputSpec
+from .output_validators import OutputCheck, OutputValidatorFunc, output_checks
 from .result import RunResult, RunStream
 from .runner import default_runner, needs_runner
 from .tools import PrepareTools, Tool
@@ -54,7 +56,18 @@ from .toolsets import Toolset
 if TYPE_CHECKING:
     from .session import Session
 
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:  # for the PEP 696 defaults below (`LlmAgent[None]` is `LlmAgent[None, str]`)
+    from typing_extensions import TypeVar
+
 Ctx = TypeVar("Ctx")
+OutT = TypeVar("OutT", default=str)
+"""What an `LlmAgent`'s runs produce: its `output_type`, `str` without one."""
+AgentOutT = TypeVar("AgentOutT", covariant=True, default=Any)
+"""What an `Agent`'s runs produce (`Agent[Ctx]` is any agent)."""
+C = TypeVar("C")
+V = TypeVar("V")
 
 Instructions: TypeAlias = "str | Callable[[RunContext[Any]], str | Awaitable[str]]"
 """An agent's system prompt: static text, or a function of the run's context (sync or async)."""
@@ -73,7 +86,7 @@ def _driver() -> ModuleType:
 
 
 @runtime_checkable
-class Agent(Protocol[Ctx]):
+class Agent(Protocol[Ctx, AgentOutT]):
     """Anything that runs: an `LlmAgent` or a workflow agent. `run` streams `AgentEvent`s."""
 
     @property
@@ -88,13 +101,16 @@ class Agent(Protocol[Ctx]):
 
     def run(
         self, input: RunInput, *, context: RunContext[Ctx] | None = None, config: RunConfig | None = None
-    ) -> RunStream:
+    ) -> RunStream[AgentOutT]:
         """Start a run; the returned stream yields events and can be awaited for the result."""
         ...
 
 
-class LlmAgent(Generic[Ctx]):
+class LlmAgent(Generic[Ctx, OutT]):
     """An agent driven by a model: it calls tools until the model answers.
+
+    `LlmAgent[Ctx, OutT]`: `Ctx` is the user context its tools read, `OutT` what its runs
+    produce (`result.final_output`): the `output_type`, or `str` without one.
 
     Args:
         name: The agent's name (non-empty).
@@ -104,7 +120,15 @@ class LlmAgent(Generic[Ctx]):
         instructions: The system prompt: text, or a (sync or async) function of the `RunContext`.
         description: What the agent does, for agents that hand off to it.
         tools: The tools the model may call (unique names), and `Toolset`s whose tools join them.
-        output_type: Make the run produce this type (a pydantic model or any `TypeAdapter` type).
+        output_type: Make the run produce this type (a pydantic model or any `TypeAdapter` type;
+            a union such as `Weather | Refusal`, or a list of types, gives the member that
+            validates). `await agent.run(...)` and `run_sync` give it as `final_output`.
+        output_validators: Functions of `(output)` or `(ctx, output)`, sync or async, that
+            check the final output and return it (possibly changed); one raising
+            `ModelRetry("why")` sends the model back (see `output_retries`). Also
+            `@agent.output_validator`.
+        output_retries: How often the final output may be sent back to the model: for
+            schema errors and for a validator's `ModelRetry` (default 1).
         model_settings: Provider knobs for every call.
         run_config: The default `RunConfig` of this agent's runs.
         hooks: Agent-level hooks (they fire before the run context's hooks).
@@ -130,7 +154,9 @@ class LlmAgent(Generic[Ctx]):
         "input_guardrails",
         "model_settings",
         "name",
+        "output_checks",
         "output_guardrails",
+        "output_retries",
         "output_spec",
         "output_type",
         "prepare_tools",
@@ -139,6 +165,71 @@ class LlmAgent(Generic[Ctx]):
         "tools",
         "tools_by_name",
     )
+
+    # One overload per form of `output_type`, so that a type checker infers `OutT`: the
+    # type, the union of the listed types, or `str` without one.
+    @overload
+    def __init__(
+        self: LlmAgent[C, V],
+        *,
+        name: str,
+        model: Model | str,
+        instructions: Instructions | None = None,
+        description: str = "",
+        tools: Sequence[Tool[C] | Toolset[C]] = (),
+        output_type: type[V],
+        output_validators: Sequence[OutputValidatorFunc[C, V]] = (),
+        output_retries: int = 1,
+        model_settings: ModelSettings | None = None,
+        run_config: RunConfig | None = None,
+        hooks: Sequence[Hook[C]] = (),
+        input_guardrails: Sequence[Guardrail[C]] = (),
+        output_guardrails: Sequence[Guardrail[C]] = (),
+        handoffs: Sequence[Handoff[C] | Agent[C]] = (),
+        prepare_tools: PrepareTools | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: LlmAgent[C, V],
+        *,
+        name: str,
+        model: Model | str,
+        instructions: Instructions | None = None,
+        description: str = "",
+        tools: Sequence[Tool[C] | Toolset[C]] = (),
+        output_type: Sequence[type[V]],
+        output_validators: Sequence[OutputValidatorFunc[C, V]] = (),
+        output_retries: int = 1,
+        model_settings: ModelSettings | None = None,
+        run_config: RunConfig | None = None,
+        hooks: Sequence[Hook[C]] = (),
+        input_guardrails: Sequence[Guardrail[C]] = (),
+        output_guardrails: Sequence[Guardrail[C]] = (),
+        handoffs: Sequence[Handoff[C] | Agent[C]] = (),
+        prepare_tools: PrepareTools | None = None,
+    ) -> None: ...
+
+    @overload
+    def __init__(
+        self: LlmAgent[C, str],
+        *,
+        name: str,
+        model: Model | str,
+        instructions: Instructions | None = None,
+        description: str = "",
+        tools: Sequence[Tool[C] | Toolset[C]] = (),
+        output_type: None = None,
+        output_validators: Sequence[OutputValidatorFunc[C, str]] = (),
+        output_retries: int = 1,
+        model_settings: ModelSettings | None = None,
+        run_config: RunConfig | None = None,
+        hooks: Sequence[Hook[C]] = (),
+        input_guardrails: Sequence[Guardrail[C]] = (),
+        output_guardrails: Sequence[Guardrail[C]] = (),
+        handoffs: Sequence[Handoff[C] | Agent[C]] = (),
+        prepare_tools: PrepareTools | None = None,
+    ) -> None: ...
 
     def __init__(
         self,
@@ -149,6 +240,8 @@ class LlmAgent(Generic[Ctx]):
         description: str = "",
         tools: Sequence[Tool[Ctx] | Toolset[Ctx]] = (),
         output_type: Any = None,
+        output_validators: Sequence[OutputValidatorFunc[Ctx, Any]] = (),
+        output_retries: int = 1,
         model_settings: ModelSettings | None = None,
         run_config: RunConfig | None = None,
         hooks: Sequence[Hook[Ctx]] = (),
@@ -220,14 +313,14 @@ class LlmAgent(Generic[Ctx]):
         self._install_handoffs(handoffs)
 
         self.output_type = output_type
-        self.output_spec: OutputSpec | None = None
-        if output_type is not None:
-            output = OutputType(output_type)
-            self.output_spec = OutputSpec(
-                name=output.name,
-                response_format=output.response_format(),
-                validate=lambda text: output.validate_text(text)[1],
-            )
+        self.output_spec: OutputSpec | None = None if output_type is None else OutputSpec.of(output_type)
+        retries: object = output_retries
+        if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
+            raise UserError(f"LlmAgent(output_retries={retries!r}): give a whole number >= 0")
+        self.output_retries = output_retries
+        self.output_checks: tuple[OutputCheck, ...] = output_checks(
+            output_validators, "LlmAgent(output_validators=...)"
+        )
 
     builder = classmethod(LlmAgentBuilder)  # the book's LlmAgent::builder(): see agent_builder.py
 
@@ -255,7 +348,15 @@ class LlmAgent(Generic[Ctx]):
         self.handoffs_by_tool = by_tool
         self.handoff_defs = tuple(h.tool_def() for h in wrapped)
 
-    def with_handoffs(self, handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]]) -> LlmAgent[Ctx]:
+    def output_validator(self, fn: OutputValidatorFunc[Ctx, OutT]) -> OutputValidatorFunc[Ctx, OutT]:
+        """Decorator: add `fn` to the agent's output validators (after those given to the constructor).
+
+        See `LlmAgent(output_validators=...)` and `helikon.core.output_validators`.
+        """
+        self.output_checks = (*self.output_checks, OutputCheck.of(fn, "@LlmAgent.output_validator"))
+        return fn
+
+    def with_handoffs(self, handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]]) -> LlmAgent[Ctx, OutT]:
         """A copy of this agent whose handoffs are `handoffs` (everything else shared)."""
         new = copy.copy(self)
         new._install_handoffs(handoffs)
@@ -353,7 +454,7 @@ class LlmAgent(Generic[Ctx]):
         session: Session | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
-    ) -> RunStream:
+    ) -> RunStream[OutT]:
         """Start a run: iterate the stream for events, or await it for a `RunResult`.
 
         Without `context` the run gets `RunContext.ephemeral(None)`.
@@ -411,7 +512,7 @@ class LlmAgent(Generic[Ctx]):
         session: Session | None = None,
         model: Model | str | None = None,
         model_settings: ModelSettings | None = None,
-    ) -> RunResult[str]:
+    ) -> RunResult[OutT]:
         """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
         return run_sync(
             lambda: self.run(

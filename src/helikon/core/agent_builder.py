@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from .governance import Guardrail, Hook
     from .handoff import Handoff
     from .model import Model, ModelSettings
+    from .output_validators import OutputValidatorFunc
     from .tools import PrepareTools, Tool
 
 
@@ -51,7 +52,7 @@ class LlmAgentBuilder:
 
     __slots__ = ("_cls", "_fields")
 
-    def __init__(self, cls: type[LlmAgent[Any]]) -> None:
+    def __init__(self, cls: type[LlmAgent[Any, Any]]) -> None:
         self._cls = cls
         self._fields: dict[str, Any] = {}
 
@@ -99,6 +100,18 @@ class LlmAgentBuilder:
         """Make the run produce this type."""
         return self._set("output_type", output_type)
 
+    def output_validators(self, validators: Sequence[OutputValidatorFunc[Any, Any]]) -> Self:
+        """Output validators, replacing any set before."""
+        return self._set("output_validators", tuple(validators))
+
+    def output_validator(self, validator: OutputValidatorFunc[Any, Any]) -> Self:
+        """Add one output validator, a function of (output) or (ctx, output)."""
+        return self._add("output_validators", validator)
+
+    def output_retries(self, retries: int) -> Self:
+        """How often the final output may be sent back to the model."""
+        return self._set("output_retries", retries)
+
     def prepare_tools(self, prepare: PrepareTools) -> Self:
         """A function of (ctx, tool definitions) choosing the tools each turn offers."""
         return self._set("prepare_tools", prepare)
@@ -135,7 +148,7 @@ class LlmAgentBuilder:
         """Add one output guardrail."""
         return self._add("output_guardrails", guardrail)
 
-    def build(self) -> LlmAgent[Any]:
+    def build(self) -> LlmAgent[Any, Any]:
         """The agent: `LlmAgent(**the keywords set)`, checked as the constructor checks them."""
         missing = [key for key in ("name", "model") if key not in self._fields]
         if missing:

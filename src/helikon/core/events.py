@@ -20,7 +20,7 @@ from typing import Literal, TypeAlias
 from ._adapter import LazyAdapter
 from ._carrier import carrier
 from ._json import JsonValue
-from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult
+from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from .model import ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
 
 # --- carriers used by events -----------------------------------------------------------------
@@ -67,6 +67,7 @@ AgentErrorKind: TypeAlias = Literal[
     "max_iterations_exceeded",
     "max_handoffs_exceeded",
     "invalid_structured_output",
+    "output_retries_exceeded",
     "cancelled",
     "timeout",
     "model_error",
@@ -91,9 +92,10 @@ class AgentError:
     """A finer reason: the `ModelError.kind`, the tool's name, the guardrail kind, the
     `UsageLimits` field."""
     schema_errors: tuple[str, ...] = ()
-    """For `invalid_structured_output`: what the validator reported."""
+    """For `invalid_structured_output`: what the validator reported; for
+    `output_retries_exceeded`: the output validator's last reason."""
     final_text: str | None = None
-    """For `invalid_structured_output`: the offending text."""
+    """For `invalid_structured_output` and `output_retries_exceeded`: the offending text."""
     used: int | None = None
     """For `usage_limit_exceeded`: the figure that went over `limit`."""
 
@@ -199,10 +201,17 @@ class PermissionDenied:
 
 @carrier
 class RepairStarted:
-    """The structured output did not validate; repair turn `attempt` begins."""
+    """The final output was sent back to the model; retry `attempt` begins.
+
+    Sent back for schema errors (after `StructuredOutputFailed`) or by an output
+    validator's `ModelRetry`. `item` is the message the model is sent, a part of the
+    conversation (a session records it); `reason` is why.
+    """
 
     type: Literal["repair_started"] = "repair_started"
     attempt: int
+    reason: str = ""
+    item: UserMessage | None = None
 
 
 @carrier
@@ -277,6 +286,9 @@ class RunCompleted:
 
     type: Literal["run_completed"] = "run_completed"
     usage: TokenUsage
+    output: str | None = None
+    """The final output's text when an output validator changed it (JSON for an `output_type`);
+    None: the last `MessageOutput`'s text is the output."""
 
 
 @carrier

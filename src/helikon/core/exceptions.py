@@ -29,6 +29,7 @@ HelikonError
 │   ├── MaxIterationsExceeded     kind `max_iterations_exceeded` (`LoopAgent`)
 │   ├── MaxHandoffsExceeded       kind `max_handoffs_exceeded` (`SwarmAgent`)
 │   ├── InvalidStructuredOutput   kind `invalid_structured_output`; `.schema_errors`, `.final_text`
+│   ├── OutputRetriesExceeded     kind `output_retries_exceeded`; `.reason`, `.validator`, `.final_text`
 │   ├── UsageLimitExceeded        kind `usage_limit_exceeded` (`RunConfig.usage_limits`); `.limit_name`,
 │   │                             `.limit`, `.used`
 │   ├── RunCancelled              kind `cancelled`
@@ -365,6 +366,25 @@ class InvalidStructuredOutput(RunError):
         return self.error.final_text or ""
 
 
+class OutputRetriesExceeded(RunError):
+    """An output validator still rejected the output (`ModelRetry`) after the agent's `output_retries`."""
+
+    @property
+    def reason(self) -> str:
+        """The validator's last reason."""
+        return self.error.schema_errors[-1] if self.error.schema_errors else ""
+
+    @property
+    def validator(self) -> str:
+        """The validator's name."""
+        return self.error.cause or ""
+
+    @property
+    def final_text(self) -> str:
+        """The rejected output's text."""
+        return self.error.final_text or ""
+
+
 class UsageLimitExceeded(RunError):
     """The run passed a cap of `RunConfig.usage_limits` (see `helikon.core.usage`).
 
@@ -402,6 +422,7 @@ _RUN_ERRORS: dict[str, type[RunError]] = {
     "max_iterations_exceeded": MaxIterationsExceeded,
     "max_handoffs_exceeded": MaxHandoffsExceeded,
     "invalid_structured_output": InvalidStructuredOutput,
+    "output_retries_exceeded": OutputRetriesExceeded,
     "usage_limit_exceeded": UsageLimitExceeded,
     "cancelled": RunCancelled,
     "timeout": RunTimeout,
@@ -422,6 +443,7 @@ __all__ = [
     "ModelErrorKind",
     "ModelRetry",
     "OtherModelError",
+    "OutputRetriesExceeded",
     "RateLimited",
     "Refused",
     "RunCancelled",

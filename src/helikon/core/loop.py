@@ -9,18 +9,43 @@ Every carrier here is a frozen dataclass that `LOOP_STATE_ADAPTER` and
 transition boundary and resume it.
 
 A run walks `CallingModel -> ExecutingTools -> CallingModel -> ... -> Done`; with an
-output type it ends `... -> Finalizing [-> RepairingOutput] -> Done`.
+output type it ends `... -> Finalizing [-> RepairingOutput ...] -> Done`; output
+validators check the answer in `CheckingOutput` first (a retry goes back to the model).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import field
+from dataclasses import field, replace
 from typing import Literal, TypeAlias
 
 from ._adapter import LazyAdapter
 from ._carrier import carrier
+from ._loop_actions import (
+    ApplyHandoff,
+    CallModel,
+    CheckOutput,
+    ExecuteTools,
+    NextAction,
+    Terminate,
+    TransitionOutcome,
+)
+from ._loop_output import (
+    FINALIZE_PROMPT,
+    REPAIR_PROMPT,
+    RETRY_PROMPT,
+    STRUCTURED_RETRY_PROMPT,
+    CheckingOutput,
+    Done,
+    Failed,
+    Finalizing,
+    FinalOutput,
+    OutputChecked,
+    OutputRetry,
+    RepairingOutput,
+    retries_exceeded,
+)
 from .events import (
     AgentError,
     AgentEvent,
@@ -50,12 +75,6 @@ from .items import (
 from .model import FinishReason, ModelRequest, ModelSettings, ToolDef
 from .output import OutputSpec, validator_raised
 
-FINALIZE_PROMPT = "Now give your final answer as a JSON object that matches the `{name}` schema."
-REPAIR_PROMPT = (
-    "Your last answer did not match the `{name}` schema. Errors:\n{errors}\n"
-    "Reply again with only a JSON object that matches the schema."
-)
-
 # --- states ----------------------------------------------------------------------------------
 
 
@@ -68,6 +87,8 @@ class CallingModel:
     usage: TokenUsage = TokenUsage()
     args_retried: tuple[str, ...] = ()
     """Tools the model was sent back to correct (invalid arguments, `ModelRetry`): a name per correction."""
+    output_retried: int = 0
+    """How often the final output was sent back so far (see `TransitionCtx.output_retries`)."""
 
 
 @carrier
@@ -79,6 +100,7 @@ class ExecutingTools:
     turn: int
     usage: TokenUsage = TokenUsage()
     args_retried: tuple[str, ...] = ()
+    output_retried: int = 0
 
 
 @carrier
@@ -96,6 +118,7 @@ class ApplyingHandoff:
     args_retried: tuple[str, ...] = ()
     turn_start: int = 0
     """Where the turn that hands off starts in `transcript` (what came before is history)."""
+    output_retried: int = 0
 
 
 @carrier
@@ -110,24 +133,6 @@ class HandedOff:
     """The transfer tool the model called (which of the agent's handoffs this is)."""
     turn_start: int = 0
     """Where the turn that handed off starts in `transcript`."""
-
-
-@carrier
-class Finalizing:
-    """A constrained turn asking the model for the output type."""
-
-    type: Literal["finalizing"] = "finalizing"
-    turn: int
-    usage: TokenUsage = TokenUsage()
-
-
-@carrier
-class RepairingOutput:
-    """The one repair turn after the structured output failed validation."""
-
-    type: Literal["repairing_output"] = "repairing_output"
-    turn: int
-    usage: TokenUsage = TokenUsage()
 
 
 @carrier
@@ -149,42 +154,13 @@ class NeedsApproval:
     usage: TokenUsage = TokenUsage()
 
 
-@carrier
-class FinalOutput:
-    """The terminal assistant content and the run's usage."""
-
-    content: tuple[ContentPart, ...] = ()
-    usage: TokenUsage = TokenUsage()
-
-    @property
-    def text(self) -> str:
-        """The concatenated text parts: `RunResult.final_output` for a text run."""
-        return "".join(p.text for p in self.content if isinstance(p, TextPart))
-
-
-@carrier
-class Done:
-    """Terminal success."""
-
-    type: Literal["done"] = "done"
-    output: FinalOutput
-
-
-@carrier
-class Failed:
-    """Terminal failure."""
-
-    type: Literal["failed"] = "failed"
-    error: AgentError
-    usage: TokenUsage = TokenUsage()
-
-
 LoopState: TypeAlias = (
     CallingModel
     | ExecutingTools
     | ApplyingHandoff
     | Finalizing
     | RepairingOutput
+    | CheckingOutput
     | Compacting
     | NeedsApproval
     | HandedOff
@@ -290,6 +266,7 @@ class HandoffInvalidArgs:
 HandoffDecision: TypeAlias = HandoffAccepted | HandoffRefused | HandoffInvalidArgs
 """How the driver answers `ApplyHandoff`."""
 
+
 TransitionInput: TypeAlias = (
     Start
     | ModelResponse
@@ -299,52 +276,17 @@ TransitionInput: TypeAlias = (
     | HandoffAccepted
     | HandoffRefused
     | HandoffInvalidArgs
+    | OutputChecked
+    | OutputRetry
 )
 """What the driver feeds into `transition`."""
 
 TIMEOUT_REASON = "helikon:timeout"
 """The cancellation reason a runner gives when `RunConfig.timeout` expires."""
 
-# --- actions and outcome ---------------------------------------------------------------------
-
-
-@carrier
-class CallModel:
-    """Call the model with `request`; feed back `ModelResponse` or `ModelFailed`."""
-
-    type: Literal["call_model"] = "call_model"
-    request: ModelRequest
-
-
-@carrier
-class ExecuteTools:
-    """Run `calls` concurrently; feed back `ToolResults`."""
-
-    type: Literal["execute_tools"] = "execute_tools"
-    calls: tuple[ToolCall, ...]
-
-
-@carrier
-class ApplyHandoff:
-    """Decide the handoff `ApplyingHandoff` names; feed back a `HandoffDecision`.
-
-    Once accepted, the state is `HandedOff` and the driver runs the target.
-    """
-
-    type: Literal["apply_handoff"] = "apply_handoff"
-
-
-@carrier
-class Terminate:
-    """The state is terminal: stop driving."""
-
-    type: Literal["terminate"] = "terminate"
-
-
-NextAction: TypeAlias = CallModel | ExecuteTools | ApplyHandoff | Terminate
-
 _TERMINATE = Terminate()
 _APPLY_HANDOFF = ApplyHandoff()
+_CHECK_OUTPUT = CheckOutput()
 
 
 @carrier
@@ -365,16 +307,10 @@ class TransitionCtx:
     max_agent_depth: int = 8
     fail_on_tool_denied: bool = False
     """Whether a tool's `Denied` fails the run (`tool_denied`) instead of going back to the model."""
-
-
-@carrier(kw_only=False)
-class TransitionOutcome:
-    """One step's result."""
-
-    next_state: LoopState
-    events: tuple[AgentEvent, ...]
-    next_action: NextAction
-    conversation_appends: tuple[Item, ...] = ()
+    check_output: bool = False
+    """Whether the agent has output validators (a final answer goes to `CheckingOutput`)."""
+    output_retries: int = 1
+    """How often the final output may be sent back (schema errors, a validator's `ModelRetry`)."""
 
 
 # --- the machine -----------------------------------------------------------------------------
@@ -415,6 +351,8 @@ def transition(
         input, HandoffAccepted | HandoffRefused | HandoffInvalidArgs
     ):
         return _after_handoff(state, input, ctx, conversation)
+    if isinstance(state, CheckingOutput) and isinstance(input, OutputChecked | OutputRetry):
+        return _after_check(state, input, ctx, conversation)
     return _fail(
         AgentError(kind="other", message=f"invalid transition: {state.type} cannot take {input.type}"), usage
     )
@@ -507,16 +445,19 @@ def _after_model(
                     turn=state.turn,
                     args_retried=state.args_retried,
                     turn_start=len(conversation),
+                    output_retried=state.output_retried,
                 )
                 return TransitionOutcome(applying, tuple(events), _APPLY_HANDOFF, appends)
         if state.turn + 1 >= ctx.max_turns:
             return _max_turns(events, ctx, usage, appends)
-        return TransitionOutcome(
-            ExecutingTools(calls=tuple(calls), turn=state.turn, usage=usage, args_retried=state.args_retried),
-            tuple(events),
-            ExecuteTools(calls=tuple(calls)),
-            appends,
+        executing = ExecutingTools(
+            calls=tuple(calls),
+            turn=state.turn,
+            usage=usage,
+            args_retried=state.args_retried,
+            output_retried=state.output_retried,
         )
+        return TransitionOutcome(executing, tuple(events), ExecuteTools(calls=tuple(calls)), appends)
     if ctx.output is not None:
         # The model has finished with its tools; ask it for the output type.
         if state.turn + 1 >= ctx.max_turns:
@@ -526,12 +467,21 @@ def _after_model(
         next_turn = state.turn + 1
         events.append(TurnStarted(turn=next_turn))
         return TransitionOutcome(
-            Finalizing(turn=next_turn, usage=usage),
+            Finalizing(turn=next_turn, usage=usage, output_retried=state.output_retried),
             tuple(events),
             CallModel(request=_request(ctx, conversation, appends, structured=True)),
             appends,
         )
     content = message.content if message is not None else ()
+    if ctx.check_output:
+        checking = CheckingOutput(
+            output=FinalOutput(content=content, usage=usage),
+            turn=state.turn,
+            usage=usage,
+            output_retried=state.output_retried,
+            args_retried=state.args_retried,
+        )
+        return TransitionOutcome(checking, tuple(events), _CHECK_OUTPUT, appends)
     events.append(RunCompleted(usage=usage))
     return TransitionOutcome(
         Done(output=FinalOutput(content=content, usage=usage)), tuple(events), _TERMINATE, appends
@@ -598,7 +548,9 @@ def _after_handoff(
         return _max_turns(events, ctx, state.usage, appends)
     events.append(TurnStarted(turn=next_turn))
     return TransitionOutcome(
-        CallingModel(turn=next_turn, usage=state.usage, args_retried=retried),
+        CallingModel(
+            turn=next_turn, usage=state.usage, args_retried=retried, output_retried=state.output_retried
+        ),
         tuple(events),
         CallModel(request=_request(ctx, conversation, appends)),
         appends,
@@ -656,7 +608,7 @@ def _after_tools(
     next_turn = state.turn + 1
     events.append(TurnStarted(turn=next_turn))
     return TransitionOutcome(
-        CallingModel(turn=next_turn, usage=usage, args_retried=retried),
+        CallingModel(turn=next_turn, usage=usage, args_retried=retried, output_retried=state.output_retried),
         tuple(events),
         CallModel(request=_request(ctx, conversation, appends)),
         appends,
@@ -694,13 +646,17 @@ def _after_structured(
         events.append(RunFailed(error=error, usage=usage))
         return TransitionOutcome(Failed(error=error, usage=usage), tuple(events), _TERMINATE, appends)
     if not errors:
-        events.append(RunCompleted(usage=usage))
         content = message.content if message is not None else ()
-        return TransitionOutcome(
-            Done(output=FinalOutput(content=content, usage=usage)), tuple(events), _TERMINATE, appends
-        )
+        output = FinalOutput(content=content, usage=usage)
+        if ctx.check_output:
+            checking = CheckingOutput(
+                output=output, turn=state.turn, usage=usage, output_retried=state.output_retried
+            )
+            return TransitionOutcome(checking, tuple(events), _CHECK_OUTPUT, appends)
+        events.append(RunCompleted(usage=usage))
+        return TransitionOutcome(Done(output=output), tuple(events), _TERMINATE, appends)
     events.append(StructuredOutputFailed(schema_errors=errors, final_text=text))
-    if isinstance(state, RepairingOutput) or state.turn + 1 >= ctx.max_turns:
+    if state.output_retried >= ctx.output_retries or state.turn + 1 >= ctx.max_turns:
         error = AgentError(
             kind="invalid_structured_output",
             message=f"the model's output does not match {ctx.output.name}: " + "; ".join(errors),
@@ -712,15 +668,62 @@ def _after_structured(
     repair = UserMessage.from_text(
         REPAIR_PROMPT.format(name=ctx.output.name, errors="\n".join(f"- {e}" for e in errors))
     )
-    appends = (*appends, repair)
+    return _retry(state, usage, "; ".join(errors), repair, ctx, conversation, events, appends)
+
+
+def _retry(
+    state: Finalizing | RepairingOutput | CheckingOutput,
+    usage: TokenUsage,
+    reason: str,
+    message: UserMessage,
+    ctx: TransitionCtx,
+    conversation: Sequence[Item],
+    events: list[AgentEvent],
+    appends: tuple[Item, ...],
+) -> TransitionOutcome:
+    """Send the output back: `message` joins the conversation (and the session, by `RepairStarted`)."""
+    appends = (*appends, message)
     next_turn = state.turn + 1
-    events += [RepairStarted(attempt=1), TurnStarted(turn=next_turn)]
+    retried = state.output_retried + 1
+    events += [RepairStarted(attempt=retried, reason=reason, item=message), TurnStarted(turn=next_turn)]
+    if ctx.output is not None:
+        return TransitionOutcome(
+            RepairingOutput(turn=next_turn, usage=usage, output_retried=retried),
+            tuple(events),
+            CallModel(request=_request(ctx, conversation, appends, structured=True)),
+            appends,
+        )
+    args_retried = state.args_retried if isinstance(state, CheckingOutput) else ()
     return TransitionOutcome(
-        RepairingOutput(turn=next_turn, usage=usage),
+        CallingModel(turn=next_turn, usage=usage, args_retried=args_retried, output_retried=retried),
         tuple(events),
-        CallModel(request=_request(ctx, conversation, appends, structured=True)),
+        CallModel(request=_request(ctx, conversation, appends)),
         appends,
     )
+
+
+def _after_check(
+    state: CheckingOutput,
+    input: OutputChecked | OutputRetry,
+    ctx: TransitionCtx,
+    conversation: Sequence[Item],
+) -> TransitionOutcome:
+    """The output validators' verdict: the run completes, or the model is sent back (within bounds)."""
+    usage = state.usage
+    if isinstance(input, OutputChecked):
+        done = Done(output=replace(state.output, validated=input.output))
+        return TransitionOutcome(done, (RunCompleted(usage=usage, output=input.output),), _TERMINATE)
+    if state.output_retried >= ctx.output_retries:
+        return _fail(
+            retries_exceeded(ctx.output_retries, input.reason, input.validator, state.output.text), usage
+        )
+    if state.turn + 1 >= ctx.max_turns:
+        return _max_turns([], ctx, usage, ())
+    if ctx.output is not None:
+        text = STRUCTURED_RETRY_PROMPT.format(reason=input.reason, name=ctx.output.name)
+    else:
+        text = RETRY_PROMPT.format(reason=input.reason)
+    return _retry(state, usage, input.reason, UserMessage.from_text(text), ctx, conversation, [], ())
 
 
 def _state_type() -> object:
@@ -749,6 +752,8 @@ __all__ = [
     "FINALIZE_PROMPT",
     "LOOP_STATE_ADAPTER",
     "REPAIR_PROMPT",
+    "RETRY_PROMPT",
+    "STRUCTURED_RETRY_PROMPT",
     "TIMEOUT_REASON",
     "TRANSITION_INPUT_ADAPTER",
     "ApplyHandoff",
@@ -756,6 +761,8 @@ __all__ = [
     "CallModel",
     "CallingModel",
     "Cancelled",
+    "CheckOutput",
+    "CheckingOutput",
     "Compacting",
     "Done",
     "ExecuteTools",
@@ -773,6 +780,8 @@ __all__ = [
     "ModelResponse",
     "NeedsApproval",
     "NextAction",
+    "OutputChecked",
+    "OutputRetry",
     "RepairingOutput",
     "Start",
     "Terminate",

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, cast
+from collections.abc import Callable, Sequence
+from types import UnionType
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, Union, cast, get_args, get_origin
 
 from ._callbacks import raised
 from ._carrier import carrier
@@ -22,7 +23,7 @@ _FENCE = re.compile(r"^\s*```(?:json)?\s*\n(.*?)\n?\s*```\s*$", re.DOTALL)
 _OPEN_FENCE = re.compile(r"^\s*```(?:json)?\s*\n")  # a fenced answer still streaming
 
 
-OutputValidator: TypeAlias = Callable[[str], tuple[str, ...]]
+TextCheck: TypeAlias = Callable[[str], tuple[str, ...]]
 """Validates final text; returns the schema errors (empty when it validates).
 
 What else it raises is a bug in a validator of the output type (see `validator_raised`).
@@ -45,7 +46,20 @@ class OutputSpec:
 
     name: str
     response_format: ResponseFormat
-    validate: OutputValidator
+    validate: TextCheck
+    output: OutputType[Any] | None = None
+    """The output type itself: what a run's result parses its final text with."""
+
+    @staticmethod
+    def of(output_type: Any) -> OutputSpec:
+        """The spec of `output_type` (a type, or a list of types: their union)."""
+        output = OutputType(output_type)
+        return OutputSpec(
+            name=output.name,
+            response_format=output.response_format(),
+            validate=lambda text: output.validate_text(text)[1],
+            output=output,
+        )
 
 
 class OutputType(Generic[T]):
@@ -53,7 +67,9 @@ class OutputType(Generic[T]):
 
     A type whose schema is not an object (a list, a scalar, a union) is wrapped as
     `{"response": ...}` on the wire and unwrapped on validation, since providers'
-    structured-output modes want an object at the top.
+    structured-output modes want an object at the top. A list of types (`[Weather,
+    Refusal]`) is their union, the same as `Weather | Refusal`: the value is the member
+    that validates.
 
     Example:
         ```python
@@ -76,6 +92,9 @@ class OutputType(Generic[T]):
         from pydantic import TypeAdapter
         from pydantic.errors import PydanticSchemaGenerationError, PydanticUserError
 
+        members = _members(output_type)
+        if isinstance(output_type, list | tuple):
+            output_type = Union[tuple(members)]  # noqa: UP007  (a runtime union of the listed types)
         self.type = output_type
         try:
             self._adapter: TypeAdapter[T] = TypeAdapter(output_type)
@@ -92,7 +111,8 @@ class OutputType(Generic[T]):
             if "$defs" in inner:
                 schema["$defs"] = inner.pop("$defs")
         title = schema.get("title") if isinstance(schema.get("title"), str) else None
-        raw_name = name or title or getattr(output_type, "__name__", None) or "StructuredOutput"
+        joined = "_or_".join(getattr(m, "__name__", "") for m in members) if len(members) > 1 else None
+        raw_name = name or title or joined or getattr(output_type, "__name__", None) or "StructuredOutput"
         self.name = re.sub(r"[^A-Za-z0-9_-]", "_", str(raw_name))[:64] or "StructuredOutput"
         self.schema: JsonObject = schema
         self._partial: Any = None  # the `PartialValue` reader, built on the first `validate_partial`
@@ -163,12 +183,31 @@ class OutputType(Generic[T]):
         value = reader.value(data)
         return None if value is MISSING else value
 
+    def dump_text(self, value: T) -> str:
+        """`value` as the JSON text the model would have written (wrapped if the schema is)."""
+        data = self._adapter.dump_python(value, mode="json")
+        from pydantic_core import to_json
+
+        return to_json({_WRAP_KEY: data} if self._wrapped else data).decode()
+
     def parse(self, text: str) -> T:
         """Validate `text`, raising `UserError` with the errors on a miss."""
         value, errors = self.validate_text(text)
         if errors:
             raise UserError(f"the text does not match {self.name}: " + "; ".join(errors))
         return cast(T, value)
+
+
+def _members(output_type: Any) -> tuple[Any, ...]:
+    """The member types of a union (`A | B`, `Union[A, B]`, `[A, B]`); a lone type is its own."""
+    if isinstance(output_type, list | tuple):
+        listed = cast(Sequence[Any], output_type)
+        if not listed:
+            raise UserError("output_type=[]: list at least one type (a list of types is their union)")
+        return tuple(listed)
+    if get_origin(output_type) in (Union, UnionType):
+        return get_args(output_type)
+    return (output_type,)
 
 
 __all__ = ["OutputType"]

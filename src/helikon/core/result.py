@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import AsyncIterator, Generator
-from typing import TYPE_CHECKING, Any, Generic, TextIO, TypeVar, overload
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Generic, TextIO, overload
 
 from ._carrier import carrier
 from .events import (
@@ -28,15 +29,27 @@ from .model import TokenDelta
 if TYPE_CHECKING:
     from .agent import Agent
     from .input import AgentInput
+    from .output import OutputSpec, OutputType
+
+if sys.version_info >= (3, 13):
+    from typing import TypeVar
+else:  # for the PEP 696 default below (`RunResult` is `RunResult[str]`)
+    from typing_extensions import TypeVar
 
 T = TypeVar("T")
+OutT = TypeVar("OutT", covariant=True, default=str)
+"""What a run produces: the agent's `output_type`, or `str`."""
 
 
 @carrier
-class RunResult(Generic[T]):
-    """A finished run: the final output, every event, and the summed token usage."""
+class RunResult(Generic[OutT]):
+    """A finished run: the final output, every event, and the summed token usage.
 
-    final_output: T
+    `final_output` is the agent's `output_type` value (validated), or the final text for an
+    agent without one. A run that ends in a handoff target gives that agent's output.
+    """
+
+    final_output: OutT
     events: list[AgentEvent]
     usage: TokenUsage
     agent: Agent[Any] | None = None
@@ -69,7 +82,8 @@ class RunResult(Generic[T]):
             event.item
             for event in self.events
             if isinstance(event, MessageOutput | ToolCallItem | ToolOutputItem)
-        )
+            or (type(event) is RepairStarted and event.item is not None)  # an output sent back
+        )  # pyright: ignore[reportReturnType]
 
     @property
     def all_items(self) -> tuple[Item, ...]:
@@ -151,12 +165,13 @@ class RunResult(Generic[T]):
         return None
 
 
-class RunStream:
+class RunStream(Generic[OutT]):
     """A run in progress: an async iterator of `AgentEvent` that is also awaitable.
 
     Iterate it to react as the run unfolds, or `await` it (or `collect()`) for a
-    `RunResult`. A failed run ends with a `RunFailed` event when iterated, and raises
-    the matching `RunError` when collected.
+    `RunResult[OutT]` (`OutT`: the agent's `output_type`, or `str`). A failed run ends
+    with a `RunFailed` event when iterated, and raises the matching `RunError` when
+    collected.
 
     A stream is read once: by `async for`, by one of its helpers (`text_stream()`,
     `partial_output()`, `print_stream`), or by `await`. After a helper, `await` still gives
@@ -215,17 +230,22 @@ class RunStream:
         self._claim("iterated", "iterate it")
         return self._events
 
-    def __await__(self) -> Generator[Any, None, RunResult[str]]:
+    def __await__(self) -> Generator[Any, None, RunResult[OutT]]:
         return self.collect().__await__()
 
     @overload
-    async def collect(self) -> RunResult[str]: ...
+    async def collect(self) -> RunResult[OutT]: ...
 
     @overload
     async def collect(self, output_type: type[T]) -> RunResult[T]: ...
 
-    async def collect(self, output_type: type[T] | None = None) -> RunResult[T] | RunResult[str]:
-        """Drain the stream into a `RunResult`; with `output_type`, parse the final text into it.
+    async def collect(self, output_type: Any = None) -> RunResult[Any]:
+        """Drain the stream into a `RunResult`.
+
+        `final_output` is the output of the agent the run ended with: its `output_type`
+        value, or the text without one. `output_type` parses the final text into that type
+        instead (for a run whose agent is not known statically, e.g. one ending in a handoff
+        target with another output type).
 
         After a helper (`text_stream()`, ...) it collects the events the helper read and
         the rest of the run.
@@ -256,17 +276,23 @@ class RunStream:
                 text = event.item.text
             elif isinstance(event, RunCompleted):
                 usage = event.usage
+                if event.output is not None:  # an output validator changed the output
+                    text = event.output
             elif isinstance(event, RunFailed):
                 failure = event
         if failure is not None:
             raise RunError.from_agent_error(failure.error)
-        agent, given = self._agent, self._input
-        if output_type is None:
-            return RunResult(final_output=text, events=events, usage=usage, agent=agent, input=given)
-        from .output import OutputType
+        result = RunResult(
+            final_output=text, events=events, usage=usage, agent=self._agent, input=self._input
+        )
+        if output_type is not None:
+            from .output import OutputType
 
-        value = _parse(OutputType(output_type), text)
-        return RunResult(final_output=value, events=events, usage=usage, agent=agent, input=given)
+            return replace(result, final_output=_parse(OutputType(output_type), text))
+        output = _output_of(result)
+        if output is None:
+            return result
+        return replace(result, final_output=_parse(output, text))
 
     async def _read(self, what: str) -> AsyncIterator[AgentEvent]:
         """The events, for a helper: each is kept for a `collect` after it."""
@@ -321,7 +347,7 @@ class RunStream:
             raise RunError.from_agent_error(failure.error)
 
     @overload
-    def partial_output(self) -> AsyncIterator[Any]: ...
+    def partial_output(self) -> AsyncIterator[OutT]: ...
 
     @overload
     def partial_output(self, output_type: type[T]) -> AsyncIterator[T]: ...
@@ -408,7 +434,7 @@ _HOW = {
 _NONE: Any = object()
 
 
-async def print_stream(run: RunStream, *, file: TextIO | None = None) -> RunResult[str]:
+async def print_stream(run: RunStream[T], *, file: TextIO | None = None) -> RunResult[T]:
     """Print a run as it streams, for scripts: its text as it comes, each tool call on a line.
 
     Tool calls print as `[tool] name({...args})`, handoffs as `[handoff] a -> b`. Returns
@@ -470,6 +496,15 @@ async def print_stream(run: RunStream, *, file: TextIO | None = None) -> RunResu
 
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _output_of(result: RunResult[Any]) -> OutputType[Any] | None:
+    """The output type of the agent `result`'s run ended with (None: it gives text)."""
+    agent = result.agent
+    if getattr(agent, "handoffs", ()):  # the run may have ended in a handoff target
+        agent = result.last_agent
+    spec: OutputSpec | None = getattr(agent, "output_spec", None)
+    return spec.output if spec is not None else None
 
 
 def _parse(output: Any, text: str) -> Any:

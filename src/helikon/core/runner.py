@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from .result import RunResult, RunStream
 
 Ctx = TypeVar("Ctx")
+T = TypeVar("T")
 
 
 @runtime_checkable
@@ -33,15 +34,15 @@ class Runner(Protocol[Ctx]):
     """
 
     def run_streamed(
-        self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
-    ) -> RunStream:
+        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+    ) -> RunStream[T]:
         """Start a run and stream its events."""
         ...
 
     async def run(
-        self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
-    ) -> RunResult[str]:
-        """Run to completion (raises `RunError` if the run fails)."""
+        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+    ) -> RunResult[T]:
+        """Run to completion (raises `RunError` if the run fails); `final_output` as `agent.run` gives it."""
         ...
 
 

@@ -44,6 +44,7 @@ from ._run_ids import new_run_id, writer_gone
 from ._writer import RunWriter, TurnOutcome
 
 Ctx = TypeVar("Ctx")
+T = TypeVar("T")
 
 logger = logging.getLogger("helikon.runtime")
 
@@ -159,8 +160,8 @@ class AsyncioRunner(Generic[Ctx]):
         self._running: set[str] = set()  # the run ids of this runner's runs in flight
 
     def run_streamed(
-        self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
-    ) -> RunStream:
+        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+    ) -> RunStream[T]:
         """Start a run and stream its events."""
         # Converted now, so the book's runner.run(agent, ctx, input) fails at the call, saying how.
         new_input = to_agent_input(input, call=RUNNER_CALL)
@@ -168,9 +169,9 @@ class AsyncioRunner(Generic[Ctx]):
         return RunStream(self._events(agent, new_input, context, config), agent=agent)
 
     async def run(
-        self, agent: Agent[Ctx], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
-    ) -> RunResult[str]:
-        """Run to completion (raises `RunError` if the run fails)."""
+        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+    ) -> RunResult[T]:
+        """Run to completion (raises `RunError` if the run fails); `final_output` as `agent.run` gives it."""
         return await self.run_streamed(agent, input, context, config).collect()
 
     async def _events(

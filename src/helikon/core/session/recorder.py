@@ -9,6 +9,7 @@ from ..events import (
     GuardrailTriggered,
     HandoffItem,
     MessageOutput,
+    RepairStarted,
     RequestSent,
     TokenUsage,
     ToolCallItem,
@@ -90,8 +91,9 @@ class SessionRecorder:
 
     def observe(self, event: AgentEvent) -> None:
         """Record what `event` adds to the conversation (deltas and control events add nothing)."""
-        if isinstance(event, MessageOutput | ToolCallItem | ToolOutputItem):
-            self._record_item(event.item)
+        if isinstance(event, MessageOutput | ToolCallItem | ToolOutputItem | RepairStarted):
+            if event.item is not None:  # a RepairStarted's: the message an output is sent back with
+                self._record_item(event.item)
         elif isinstance(event, HandoffItem):
             self._events.append(HandoffOccurred(from_agent=event.from_agent, to_agent=event.to_agent))
         elif isinstance(event, GuardrailTriggered):
