@@ -28,9 +28,9 @@ ANSWER = (
 )
 
 
-def categorizer(*scripts: str) -> tuple[LlmAgent[None], MockModel]:
+def categorizer(*scripts: str) -> tuple[LlmAgent[None, TransactionCategory], MockModel]:
     model = MockModel.with_scripts([text_turn(s, chunk_size=16) for s in scripts])
-    agent = LlmAgent[None](
+    agent = LlmAgent[None, TransactionCategory](
         name="transaction-categorizer",
         model=model,
         instructions=INSTRUCTIONS,

@@ -18,6 +18,7 @@ from helikon import (
     MemorySession,
     Model,
     ModelRequest,
+    ModelRetry,
     RunConfig,
     RunContext,
     RunResult,
@@ -36,6 +37,10 @@ from helikon.testing import FunctionModel, MockModel, Script, text_turn
 
 class Answer(BaseModel):
     text: str
+
+
+class Refusal(BaseModel):
+    why: str
 
 
 @tool
@@ -101,3 +106,45 @@ def handoff_control(target: LlmAgent[int], dynamic: type[Any] | None) -> None:
     assert_type(Handoff[int].to(target, on_handoff=handed, input_filter=remove_tool_calls), Handoff[int])
     assert_type(Handoff[int].to(target, input_type=dynamic), Handoff[int])
     Handoff[int].to(target, input_type=Escalation, on_handoff=lambda ctx, args: print(args.reason))
+
+
+async def typed_runs(ctx: RunContext[int]) -> None:
+    # The output type is inferred from `output_type`: `final_output` is an `Answer`, a `str` without one.
+    # (An agent whose context type nothing names has an unknown `Ctx`, which strict mode reports.)
+    model = MockModel.with_scripts([text_turn('{"text": "hi"}')])
+    unnamed = LlmAgent(name="t", model=model, output_type=Answer)  # pyright: ignore[reportUnknownVariableType]
+    assert_type(unnamed.run_sync("q"), RunResult[Answer])  # pyright: ignore[reportUnknownMemberType]
+    assert_type(LlmAgent(name="t", model=model).run_sync("q"), RunResult[str])  # pyright: ignore[reportUnknownMemberType]
+    typed = LlmAgent[int, Answer](name="t", model=model, output_type=Answer)
+    assert_type(typed.run("q", context=ctx), RunStream[Answer])
+    assert_type(await typed.run("q", context=ctx), RunResult[Answer])
+    assert_type((await typed.run("q", context=ctx)).final_output, Answer)
+    assert_type(await typed.run("q", context=ctx).collect(output_type=Refusal), RunResult[Refusal])
+    assert_type(await AsyncioRunner[int]().run(typed, "q", ctx), RunResult[Answer])
+    plain: LlmAgent[None] = LlmAgent[None](name="p", model=model)
+    assert_type(plain.run_sync("q").final_output, str)
+
+    # Unions: a list of types, or `A | B`.
+    listed = LlmAgent[None, Answer | Refusal](name="u", model=model, output_type=[Answer, Refusal])
+    assert_type(listed.run_sync("q"), RunResult[Answer | Refusal])
+    piped = LlmAgent(name="u", model=model, tools=[lookup], output_type=Answer | Refusal)
+    assert_type(piped.run_sync("q").final_output, Answer | Refusal)
+
+    # Output validators are checked against the output type and the context type.
+    def shout(text: str) -> str:
+        return text.upper()
+
+    async def checked(ctx: RunContext[int], answer: Answer) -> Answer:
+        if not answer.text:
+            raise ModelRetry("say something")
+        return answer
+
+    validated = LlmAgent(name="v", model=model, output_type=Answer, output_validators=[checked])
+    assert_type(validated, LlmAgent[int, Answer])
+    assert_type(
+        LlmAgent[None](name="v", model=model, output_validators=[shout]).run_sync("q"), RunResult[str]
+    )
+
+    @typed.output_validator
+    def trimmed(answer: Answer) -> Answer:
+        return answer.model_copy(update={"text": answer.text.strip()})

@@ -45,7 +45,7 @@ def texts(items: Sequence[Item]) -> list[str]:
     return [item.text for item in items if not isinstance(item, ToolCall)]
 
 
-def agent_of(*turns: Any, **kwargs: Any) -> LlmAgent[Any]:
+def agent_of(*turns: Any, **kwargs: Any) -> LlmAgent[Any, Any]:
     return LlmAgent(name=kwargs.pop("name", "a"), model=MockModel.with_scripts(list(turns)), **kwargs)
 
 

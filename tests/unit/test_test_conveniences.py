@@ -191,7 +191,7 @@ def test_a_named_tool_the_request_lacks_fails_the_run_saying_so() -> None:
 def test_structured_output_is_generated_or_custom_and_streams_in_pieces() -> None:
     typed = LlmAgent(name="t", model=TestModel(), tools=[forecast], output_type=Order)
     result = typed.run_sync("Order?")
-    Order.model_validate_json(result.final_output)
+    assert isinstance(result.final_output, Order)
 
     class Verdict(BaseModel):
         ok: bool

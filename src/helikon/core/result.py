@@ -78,12 +78,13 @@ class RunResult(Generic[OutT]):
             assert [item.type for item in result.new_items] == ["tool_call", "tool_result", "assistant"]
             ```
         """
-        return tuple(
-            event.item
-            for event in self.events
-            if isinstance(event, MessageOutput | ToolCallItem | ToolOutputItem)
-            or (type(event) is RepairStarted and event.item is not None)  # an output sent back
-        )  # pyright: ignore[reportReturnType]
+        # A RepairStarted's item is the message the final output was sent back with.
+        items = (
+            e.item
+            for e in self.events
+            if isinstance(e, MessageOutput | ToolCallItem | ToolOutputItem | RepairStarted)
+        )
+        return tuple(item for item in items if item is not None)
 
     @property
     def all_items(self) -> tuple[Item, ...]:
