@@ -219,8 +219,10 @@ def test_name_comes_from_the_schema_title() -> None:
 def test_name_falls_back_to_the_type_name_then_a_default() -> None:
     assert OutputType(list[int]).name == "list"
     assert OutputType(int).name == "int"
-    assert OutputType(int | str).name == "StructuredOutput"
-    assert OutputType(Inner | None).name == "StructuredOutput"
+    # A union is named after its members.
+    assert OutputType(int | str).name == "int_or_str"
+    assert OutputType(Inner | None).name == "Inner_or_None"
+    assert OutputType([Inner, int]).name == "Inner_or_int"
 
 
 def test_an_explicit_name_wins_and_is_sanitized() -> None:

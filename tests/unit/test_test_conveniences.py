@@ -197,7 +197,7 @@ def test_structured_output_is_generated_or_custom_and_streams_in_pieces() -> Non
         ok: bool
 
     custom = LlmAgent(name="c", model=TestModel(custom_output_args=Verdict(ok=True)), output_type=Verdict)
-    assert custom.run_sync("?").final_output == '{"ok": true}'
+    assert custom.run_sync("?").final_output == Verdict(ok=True)
     listed = LlmAgent(name="l", model=TestModel(custom_output_args=[1, 2]), output_type=list[int])
     assert asyncio.run(listed.run("?").collect(output_type=list[int])).final_output == [1, 2]
 

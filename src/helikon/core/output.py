@@ -111,7 +111,7 @@ class OutputType(Generic[T]):
             if "$defs" in inner:
                 schema["$defs"] = inner.pop("$defs")
         title = schema.get("title") if isinstance(schema.get("title"), str) else None
-        joined = "_or_".join(getattr(m, "__name__", "") for m in members) if len(members) > 1 else None
+        joined = "_or_".join(_name_of(m) for m in members) if len(members) > 1 else None
         raw_name = name or title or joined or getattr(output_type, "__name__", None) or "StructuredOutput"
         self.name = re.sub(r"[^A-Za-z0-9_-]", "_", str(raw_name))[:64] or "StructuredOutput"
         self.schema: JsonObject = schema
@@ -196,6 +196,10 @@ class OutputType(Generic[T]):
         if errors:
             raise UserError(f"the text does not match {self.name}: " + "; ".join(errors))
         return cast(T, value)
+
+
+def _name_of(member: Any) -> str:
+    return "None" if member is type(None) else getattr(member, "__name__", "")
 
 
 def _members(output_type: Any) -> tuple[Any, ...]:

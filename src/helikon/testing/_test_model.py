@@ -73,7 +73,7 @@ class TestModel(Model):
 
         typed = LlmAgent(name="typed", model=TestModel(seed=1), tools=[forecast], output_type=Report)
         result = typed.run_sync("Report?")
-        assert Report.model_validate_json(result.final_output) == Report(city="b", sunny=True)
+        assert result.final_output == Report(city="b", sunny=True)
         ```
     """
 
