@@ -24,7 +24,7 @@ from helikon import (
     UserMessage,
     tool,
 )
-from helikon.core.items import AssistantMessage, SystemMessage
+from helikon.core.items import AssistantMessage, Item, SystemMessage
 from helikon.core.loop import (
     RETRY_PROMPT,
     CallingModel,
@@ -66,7 +66,13 @@ def plausible(weather: Weather) -> Weather:
 
 
 def texts(model: MockModel, call: int) -> list[str]:
-    return [m.text for m in model.requests[call].messages if not isinstance(m, SystemMessage)]
+    return [text_of(m) for m in model.requests[call].messages if not isinstance(m, SystemMessage)]
+
+
+def text_of(item: Item) -> str:
+    """A message's text (the test fails on a tool call or result)."""
+    assert isinstance(item, UserMessage | AssistantMessage | SystemMessage), item
+    return item.text
 
 
 # --- text output -------------------------------------------------------------------------------
@@ -81,7 +87,7 @@ def test_a_text_validator_may_rewrite_the_output() -> None:
     completed = result.events[-1]
     assert isinstance(completed, RunCompleted) and completed.output == "HELLO"
     # The conversation keeps what the model said; the output is what the validator made of it.
-    assert [item.text for item in result.new_items] == ["hello"]
+    assert [text_of(item) for item in result.new_items] == ["hello"]
 
 
 def test_model_retry_sends_the_model_back_with_the_reason() -> None:
@@ -96,7 +102,7 @@ def test_model_retry_sends_the_model_back_with_the_reason() -> None:
     assert [(e.attempt, e.reason) for e in started] == [(1, "do not say bad")]
     assert started[0].item == UserMessage.from_text(retry)
     # The retry message is part of the conversation: continuing without a session sends it again.
-    assert [item.text for item in result.all_items] == ["hi", "a bad answer", retry, "a good answer"]
+    assert [text_of(item) for item in result.all_items] == ["hi", "a bad answer", retry, "a good answer"]
 
 
 def test_past_output_retries_the_run_fails_naming_the_validator_and_its_reason() -> None:
@@ -226,7 +232,9 @@ def test_a_structured_retry_is_a_constrained_turn_with_the_reason() -> None:
     assert agent.run_sync("Oslo?").final_output == Weather(city="Oslo", celsius=21.5)
     retry = model.requests[1]
     assert retry.model_settings.response_format is not None and retry.tools == ()
-    assert "check the units" in retry.messages[-1].text and "`Weather` schema" in retry.messages[-1].text
+    assert "check the units" in text_of(retry.messages[-1]) and "`Weather` schema" in text_of(
+        retry.messages[-1]
+    )
 
 
 def test_a_schema_miss_is_retried_up_to_output_retries() -> None:
@@ -256,11 +264,14 @@ def test_schema_misses_and_validator_retries_share_the_bound() -> None:
 
 
 def test_a_validator_returning_another_type_fails_naming_the_output_type() -> None:
+    def sunny(weather: Any) -> Any:
+        return "sunny"  # not a Weather
+
     agent = LlmAgent(
         name="w",
         model=MockModel.with_scripts([text_turn(OSLO)]),
         output_type=Weather,
-        output_validators=[lambda weather: "sunny"],
+        output_validators=[sunny],
     )
     with pytest.raises(RunError, match="returned 'sunny', not a Weather"):
         agent.run_sync("Oslo?")
@@ -279,9 +290,9 @@ async def test_the_session_holds_the_retry_and_projects_to_what_the_model_was_se
     assert result.final_output == "a good answer"
     snapshot = await session.snapshot()
     retry = RETRY_PROMPT.format(reason="do not say bad")
-    assert [m.text for m in snapshot.messages] == ["hi", "a bad answer", retry, "a good answer"]
+    assert [text_of(m) for m in snapshot.messages] == ["hi", "a bad answer", retry, "a good answer"]
     # The conversation the retried turn was sent is what the session projects to, up to that turn.
-    assert texts(model, 1) == [m.text for m in snapshot.messages][:3]
+    assert texts(model, 1) == [text_of(m) for m in snapshot.messages][:3]
     await runner.run(agent, "thanks", ctx)
     assert texts(model, 2) == ["hi", "a bad answer", retry, "a good answer", "thanks"]
 
