@@ -58,6 +58,18 @@ def test_row_quickstart_with_one_tool() -> None:
     assert result.final_output == "Sunny in Tokyo."
 
 
+class Weather(BaseModel):
+    city: str
+    sunny: bool
+
+
+def test_row_structured_output() -> None:
+    model = MockModel.with_scripts([text_turn('{"city": "Tokyo", "sunny": true}')])
+    agent = LlmAgent(name="Assistant", model=model, output_type=Weather)
+    result = agent.run_sync("Weather in Tokyo?")
+    assert result.final_output == Weather(city="Tokyo", sunny=True)  # typed: no collect(T)
+
+
 # --- the features ------------------------------------------------------------------------------
 
 
@@ -90,6 +102,13 @@ async def test_feature_1_a_session_in_one_call(tmp_path: Path) -> None:
     assert result.final_output == "Still sunny."
     assert sum(isinstance(e, UserMessageEvent) for e in stored) == 2
     assert any(isinstance(e, TurnClosed) for e in stored)  # written durably, turn by turn
+
+
+async def test_feature_2_typed_by_default() -> None:
+    model = MockModel.with_scripts([text_turn('{"city": "Tokyo", "sunny": false}')])
+    agent = LlmAgent(name="Assistant", model=model, output_type=Weather)
+    result = await agent.run("Weather in Tokyo?")
+    assert result.final_output.city == "Tokyo" and not result.final_output.sunny
 
 
 def test_feature_3_stateless_continuation() -> None:
@@ -154,6 +173,28 @@ def test_feature_7_tools_users_expect() -> None:
     assert [t.name for t in model.requests[0].tools] == ["wx_forecast"]
     retried, answered = (m for m in model.requests[2].messages if isinstance(m, ToolResult))
     assert (retried.text, answered.text) == ("Error: capitalize the city", "Sunny in Tokyo.")
+
+
+class Refusal(BaseModel):
+    reason: str
+
+
+def test_feature_8_output_validators_and_unions() -> None:
+    def known_city(answer: Weather | Refusal) -> Weather | Refusal:
+        if isinstance(answer, Weather) and answer.city != "Tokyo":
+            raise ModelRetry("the user asked about Tokyo")
+        return answer
+
+    model = MockModel.with_scripts(
+        [
+            text_turn('{"response": {"city": "Kyoto", "sunny": true}}'),
+            text_turn('{"response": {"city": "Tokyo", "sunny": true}}'),
+        ]
+    )
+    agent = LlmAgent(
+        name="Assistant", model=model, output_type=Weather | Refusal, output_validators=[known_city]
+    )
+    assert agent.run_sync("Weather in Tokyo?").final_output == Weather(city="Tokyo", sunny=True)
 
 
 async def test_feature_9_streaming_helpers() -> None:
