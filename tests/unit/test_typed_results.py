@@ -53,6 +53,12 @@ async def test_a_runner_gives_the_typed_value_too() -> None:
     assert [getattr(m, "text", None) for m in (await session.snapshot()).messages] == ["Oslo?", OSLO]
 
 
+def test_a_run_with_a_session_gives_the_typed_value_too() -> None:
+    session = MemorySession()
+    result = weather_agent(OSLO).run_sync("Oslo?", session=session)  # through the default runner
+    assert result.final_output == Weather(city="Oslo", celsius=21.5)
+
+
 async def test_collect_with_an_output_type_parses_into_that_type_instead() -> None:
     agent = LlmAgent(name="a", model=MockModel.with_scripts([text_turn(OSLO)]))
     result = await agent.run("x").collect(output_type=Weather)
