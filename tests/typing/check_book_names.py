@@ -24,7 +24,7 @@ def checks() -> None:
     model = MockModel.with_scripts([])
     assert_type(LlmAgent.builder(), LlmAgentBuilder)
     agent = LlmAgent.builder().name("a").model(model).instructions("Be brief.").build()
-    assert_type(agent, LlmAgent[Any])
+    assert_type(agent, LlmAgent[Any, Any])  # a builder does not track the output type
     member = LlmAgent[int](name="m", model=model)
     assert_type(SwarmAgent.builder(), SwarmBuilder[Any])
     assert_type(SwarmAgent.builder().name("s").member(member).build(), SwarmAgent[Any])

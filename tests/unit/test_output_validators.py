@@ -373,3 +373,18 @@ def replace_turn(state: CheckingOutput, retried: int) -> CheckingOutput:
     from dataclasses import replace
 
     return replace(state, output_retried=retried)
+
+
+def test_the_builder_sets_validators_and_retries() -> None:
+    model = MockModel.with_scripts([text_turn("bad"), text_turn("bad"), text_turn("fine")])
+    agent = (
+        LlmAgent.builder()
+        .name("a")
+        .model(model)
+        .output_validator(no_bad_words)
+        .output_validator(str.upper)
+        .output_retries(2)
+        .build()
+    )
+    assert agent.run_sync("hi").final_output == "FINE"
+    assert len(model.requests) == 3
