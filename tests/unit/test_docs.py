@@ -136,12 +136,16 @@ def check_block_runs(block: Block, filename: str, line: int) -> None:
 
 
 @pytest.mark.parametrize(("path", "block"), _doc_params())
-def test_docs_example_runs(path: str, block: Block) -> None:
+def test_docs_example_runs(path: str, block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # an example that writes a file (`sqlite:///chat.db`) writes it here
     check_block_runs(block, str(ROOT / path), block.line)
 
 
 @pytest.mark.parametrize(("qualname", "block"), _docstring_params())
-def test_docstring_example_runs(qualname: str, block: Block) -> None:
+def test_docstring_example_runs(
+    qualname: str, block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
     check_block_runs(block, f"<docstring of {qualname}>", 1)
 
 
