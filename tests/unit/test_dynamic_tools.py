@@ -219,3 +219,44 @@ async def test_handoffs_stay_offered_beside_the_prepared_tools() -> None:
     agent = LlmAgent(name="a", model=model, tools=[search], handoffs=[other], prepare_tools=lambda c, d: [])
     await agent.run("Go")
     assert offered(model) == [["transfer_to_other"]]
+
+
+# --- RunConfig.prepare_tools ----------------------------------------------------------------------
+
+
+async def test_the_runs_prepare_tools_reaches_an_agent_without_one_and_runs_after_the_agents() -> None:
+    seen: list[list[str]] = []
+
+    def only_weather(ctx: RunContext[Any], defs: Sequence[ToolDef]) -> list[ToolDef]:
+        seen.append([d.name for d in defs])
+        return [d for d in defs if d.name == "weather"]
+
+    def shout(ctx: RunContext[Any], defs: Sequence[ToolDef]) -> dict[str, ToolDef]:
+        return {d.name: dataclasses.replace(d, name=d.name.upper()) for d in defs}
+
+    model = MockModel.with_scripts([tool_call_turn("WEATHER", {"city": "Oslo"}), text_turn("Sunny.")])
+    plain = LlmAgent[None](name="plain", model=model, tools=[search, weather])
+    assert not plain.dynamic_tools
+    await plain.run("Weather?", config=RunConfig(prepare_tools=shout))
+    assert offered(model)[0] == ["SEARCH", "WEATHER"]
+    assert answers(model) == ["sunny in Oslo"]  # the renamed call ran the right tool
+
+    model = MockModel.with_scripts([text_turn("ok")])
+    both = LlmAgent[None](name="both", model=model, tools=[search, weather], prepare_tools=only_weather)
+    await both.run("Weather?", config=RunConfig(prepare_tools=shout))
+    assert seen == [["search", "weather"]]  # the agent's own first
+    assert offered(model)[0] == ["WEATHER"]  # then the run's
+
+
+def test_a_runs_prepare_tools_must_be_a_function() -> None:
+    with pytest.raises(UserError, match=r"RunConfig\(prepare_tools=3\): give a function"):
+        RunConfig(prepare_tools=3)  # type: ignore[arg-type]
+
+
+async def test_a_runs_prepare_tools_that_raises_fails_the_run_naming_it() -> None:
+    def broken(ctx: RunContext[Any], defs: Sequence[ToolDef]) -> list[ToolDef]:
+        raise ValueError("no tools today")
+
+    agent = LlmAgent[None](name="a", model=MockModel.with_scripts([text_turn("x")]), tools=[search])
+    with pytest.raises(RunError, match=r"RunConfig\.prepare_tools"):
+        await agent.run("q", config=RunConfig(prepare_tools=broken))

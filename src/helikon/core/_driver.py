@@ -566,8 +566,9 @@ class _Run:
             self.trace.start_turn(turn)
         if self.hooks:
             await self.hold(self.fire(HookEvent("on_turn_start", agent=self.agent.name, turn=turn)))
-        if self.agent.dynamic_tools and request.tools:  # `enabled` tools, `prepare_tools`
-            request, self.offered = await self.hold(offer(self.agent, self.ctx, request))
+        run_prepare = self.config.prepare_tools
+        if (self.agent.dynamic_tools or run_prepare is not None) and request.tools:  # they vary by turn
+            request, self.offered = await self.hold(offer(self.agent, self.ctx, request, run_prepare))
         if self.token.is_cancelled():
             return None
         injected = tuple(self.injected) if self.injected else ()

@@ -1,8 +1,8 @@
-"""The tools a turn offers: each tool's `enabled` asked, then the agent's `prepare_tools`.
+"""The tools a turn offers: each tool's `enabled` asked, then the agent's `prepare_tools`, the run's.
 
-Only agents that use either come here (`LlmAgent.dynamic_tools`); the others send the
-definitions they built once. What the model is offered is what it may call: the driver
-keeps this turn's name -> tool map for the tool calls that follow.
+Only runs that use one of them come here (`LlmAgent.dynamic_tools`, `RunConfig.prepare_tools`);
+the others send the definitions the agent built once. What the model is offered is what it
+may call: the driver keeps this turn's name -> tool map for the tool calls that follow.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from .model import ModelRequest, ToolDef
 if TYPE_CHECKING:
     from .agent import LlmAgent
     from .context import RunContext
-    from .tools import Tool
+    from .tools import PrepareTools, Tool
 
 
 async def offer(
-    agent: LlmAgent[Any], ctx: RunContext[Any], request: ModelRequest
+    agent: LlmAgent[Any], ctx: RunContext[Any], request: ModelRequest, run_prepare: PrepareTools | None
 ) -> tuple[ModelRequest, dict[str, Tool[Any]]]:
     """`request` with this turn's tool definitions, and the tool each offered name calls.
 
@@ -37,9 +37,13 @@ async def offer(
         if enabled is None or await _ask(f"the enabled predicate of the tool {tool.name!r}", enabled, ctx):
             defs.append(tool_def)
             by_name[tool_def.name] = tool
-    prepare = agent.prepare_tools
-    if prepare is not None:
-        what = f"the prepare_tools function of {agent.name!r}"
+    preparers = (
+        (f"the prepare_tools function of {agent.name!r}", agent.prepare_tools),
+        ("RunConfig.prepare_tools", run_prepare),
+    )
+    for what, prepare in preparers:
+        if prepare is None:
+            continue
         try:
             prepared: object = prepare(ctx, list(defs))
             if inspect.isawaitable(prepared):

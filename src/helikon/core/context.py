@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from .governance.rules import AllowRule, DenyRule, GuardRule
     from .observer import RunObserver
     from .session import Session
+    from .tools import PrepareTools
     from .usage import UsageMeter
 
 Ctx = TypeVar("Ctx")
@@ -75,6 +76,9 @@ class RunConfig:
             string. `LlmAgent.override` (for tests) still wins. None: each agent's own.
         model_settings: Settings laid over each agent's `model_settings` for this run (the
             fields set here win). None: each agent's own.
+        prepare_tools: A function of (ctx, tool definitions) choosing the tools each model turn
+            of the run offers, as `LlmAgent(prepare_tools=...)` does (and after it, when the
+            agent has one too), for every agent of the run. None: the agents' own choice.
     """
 
     max_turns: int = 16
@@ -89,6 +93,7 @@ class RunConfig:
     model: Model | str | None = None
     """A model string is resolved as the config is made: read back, this is a `Model` or None."""
     model_settings: ModelSettings | None = None
+    prepare_tools: PrepareTools | None = None
 
     def __post_init__(self) -> None:
         _positive_int("RunConfig", "max_turns", self.max_turns)
@@ -109,6 +114,10 @@ class RunConfig:
             object.__setattr__(self, "model", checked_model(self.model, "RunConfig"))
         if self.model_settings is not None and not isinstance(self.model_settings, ModelSettings):
             raise UserError(f"RunConfig(model_settings={self.model_settings!r}): expected a ModelSettings")
+        if self.prepare_tools is not None and not callable(self.prepare_tools):
+            raise UserError(
+                f"RunConfig(prepare_tools={self.prepare_tools!r}): give a function of (ctx, tool definitions)"
+            )
         if self.usage_limits is not None and not isinstance(self.usage_limits, UsageLimits):
             raise UserError(
                 f"RunConfig(usage_limits={self.usage_limits!r}): give a UsageLimits(...), or None"
