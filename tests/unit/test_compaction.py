@@ -16,6 +16,7 @@ from helikon import (
     HeuristicTokenCounter,
     ImagePart,
     MemorySession,
+    MetadataConflict,
     ReasoningPart,
     SystemMessage,
     TextPart,
@@ -423,3 +424,42 @@ async def test_no_compaction_while_a_call_of_the_last_turn_waits_for_its_result(
     await session.append([ToolReturned(call_id="c1", content=(TextPart(text="r" * 80),), name="t")])
     assert session.compactions == 2  # once the pair is whole
     assert is_provider_valid(list((await inner.snapshot()).messages))
+
+
+# --- metadata ------------------------------------------------------------------------------------
+
+
+async def test_metadata_reads_and_compare_and_sets_the_inner_sessions() -> None:
+    inner = MemorySession()
+    session = CompactingSession(inner, MockModel.with_scripts([]), threshold=1000)
+    await session.set_metadata(title="Trip", metadata={"user": "u-42"})
+    read = await session.metadata()
+    assert (read.title, read.metadata) == ("Trip", {"user": "u-42"})
+    assert await inner.metadata() == read
+    with pytest.raises(MetadataConflict):
+        await session.set_metadata(metadata={"user": "u-43"}, expected_version=read.version - 1)
+    assert (await inner.metadata()).metadata == {"user": "u-42"}  # nothing written
+
+
+async def test_metadata_of_a_session_that_keeps_none_says_so() -> None:
+    class Bare:
+        durable = False
+        supports_ids = False
+
+        def __init__(self) -> None:
+            self.inner = MemorySession()
+
+        async def append(self, events: Sequence[Any], **kwargs: Any) -> None:
+            await self.inner.append(events)
+
+        async def events(self, since: Any = None) -> list[Any]:
+            return await self.inner.events(since)
+
+        async def snapshot(self) -> Any:
+            return await self.inner.snapshot()
+
+    session = CompactingSession(Bare(), MockModel.with_scripts([]), threshold=1000)
+    with pytest.raises(UserError, match="Bare keeps no metadata"):
+        await session.metadata()
+    with pytest.raises(UserError, match="Bare keeps no metadata"):
+        await session.set_metadata(title="x")

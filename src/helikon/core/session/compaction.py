@@ -41,10 +41,11 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from .._callbacks import raised
+from .._json import JsonValue
 from ..cancel import CancellationToken
 from ..conversation_check import ensure_provider_valid
 from ..exceptions import SessionConflict, UserError
@@ -69,6 +70,7 @@ from . import (
     Session,
     SessionEntry,
     SessionEvent,
+    SessionMetadata,
     SharedLog,
     ToolCalled,
     ToolReturned,
@@ -285,6 +287,30 @@ class CompactingSession:
     async def snapshot(self) -> ConversationSnapshot:
         """The projection of the inner session's log."""
         return await self.inner.snapshot()
+
+    async def metadata(self) -> SessionMetadata:
+        """The inner session's title, metadata and their version (see `SessionMetadata`)."""
+        read = getattr(self.inner, "metadata", None)
+        if read is None:
+            raise UserError(
+                f"{type(self.inner).__name__} keeps no metadata, so its CompactingSession has none"
+            )
+        return await read()
+
+    async def set_metadata(
+        self,
+        *,
+        title: str | None = None,
+        metadata: Mapping[str, JsonValue] | None = None,
+        expected_version: int | None = None,
+    ) -> None:
+        """Set the inner session's title and/or metadata (see `MemorySession.set_metadata`)."""
+        write = getattr(self.inner, "set_metadata", None)
+        if write is None:
+            raise UserError(
+                f"{type(self.inner).__name__} keeps no metadata, so its CompactingSession has none"
+            )
+        await write(title=title, metadata=metadata, expected_version=expected_version)
 
     async def compact(self) -> Compacted | None:
         """Compact now, whatever the size (a UI's "/compact"); the marker appended, if any."""
