@@ -30,6 +30,7 @@ from helikon import (
 )
 from helikon.core.events import AgentEvent
 from helikon.core.exceptions import UserError
+from helikon.core.items import ToolResult
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
@@ -226,3 +227,17 @@ async def test_a_swarm_member_is_governed_like_any_agent() -> None:
     )
     assert [e.tool for e in result.events if isinstance(e, PermissionDenied)] == ["rebalance"]
     assert result.final_output == "I could not rebalance."
+
+
+async def test_the_caller_gets_the_answer_an_output_validator_rewrote() -> None:
+    def signed(output: str) -> str:
+        return output + " -- the research desk"
+
+    researcher = LlmAgent[None](
+        name="researcher", model=MockModel.with_scripts([text_turn("42")]), output_validators=[signed]
+    )
+    caller_model = MockModel.with_scripts([tool_call_turn("researcher", {"input": "6*7?"}), text_turn("ok")])
+    caller = LlmAgent[None](name="caller", model=caller_model, tools=[AgentAsTool(researcher)])
+    await caller.run("Ask the desk")
+    results = [m for m in caller_model.requests[1].messages if isinstance(m, ToolResult)]
+    assert [r.text for r in results] == ["42 -- the research desk"]

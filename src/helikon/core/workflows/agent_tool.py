@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._json import JsonObject, JsonValue
 from ..context import RunConfig
-from ..events import MessageOutput, RunFailed
+from ..events import MessageOutput, RunCompleted, RunFailed
 from ..exceptions import InvalidArgs, ToolError, UserError
 from ..input import check_run_signature
 from ..tools import ToolEffect, ToolOutput
@@ -138,6 +138,8 @@ class AgentAsTool(Generic[Ctx]):
             async for event in self.agent.run(text, context=ctx.subagent_context(), config=config):
                 if isinstance(event, MessageOutput):
                     answer = event.item.text
+                elif isinstance(event, RunCompleted) and event.output is not None:
+                    answer = event.output  # an output validator rewrote the answer
                 elif isinstance(event, RunFailed):
                     failure = event
         finally:
