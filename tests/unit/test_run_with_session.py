@@ -228,3 +228,23 @@ def test_concurrent_runs_on_one_session_queue_behind_each_other() -> None:
     run_coroutine(both())
     # The second run saw the whole first exchange: the runs did not interleave.
     assert len(model.requests[1].messages) == 3
+
+
+class _Listening:
+    """Another runner's observer, as a context inside that runner's run carries it."""
+
+    def request_sent(self, sent: Any) -> None:
+        pass
+
+    async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
+        pass
+
+
+def test_a_run_given_its_own_session_inside_another_run_is_written_there() -> None:
+    # E.g. a tool of a run on one session runs an agent on a session of its own.
+    notes, _ = agent(text_turn("noted"), name="notes")
+    inside_another_run = RunContext.ephemeral(None).with_observer(_Listening())
+    own = MemorySession()
+    result = notes.run_sync("remember this", context=inside_another_run, session=own)
+    assert result.final_output == "noted"
+    assert texts(run_coroutine(stored(own))) == ["remember this", "noted"]

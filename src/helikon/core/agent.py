@@ -49,7 +49,7 @@ from .model_strings import checked_model
 from .output import OutputSpec
 from .output_validators import OutputCheck, OutputValidatorFunc, output_checks
 from .result import RunResult, RunStream
-from .runner import default_runner, needs_runner
+from .runner import default_runner, needs_runner, on_session
 from .tools import PrepareTools, Tool
 from .toolsets import Toolset
 
@@ -491,7 +491,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         """
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
-            ctx = ctx.with_session(session)
+            ctx = on_session(ctx, session)
         agent_input = to_agent_input(input, *misplaced)
         if history is not None:
             agent_input = continue_from(agent_input, history, ctx.session, "LlmAgent.run")

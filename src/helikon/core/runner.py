@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from .context import RunConfig, RunContext
     from .input import RunInput
     from .result import RunResult, RunStream
+    from .session import Session
 
 Ctx = TypeVar("Ctx")
 T = TypeVar("T")
@@ -84,15 +85,26 @@ def default_runner() -> Runner[Any]:
     return runner
 
 
+def on_session(context: RunContext[Ctx], session: Session) -> RunContext[Ctx]:
+    """`context` for a run the caller gave `session=`: on that session, and a run of its own.
+
+    A runner's observer on the context (the caller is inside another run, e.g. a tool of
+    it) belongs to that run's session: it is dropped, so this run is recorded on `session`.
+    """
+    context = context.with_session(session)
+    return context if context.observer is None else context.with_observer(None)
+
+
 def needs_runner(context: RunContext[Any], session_given: bool) -> bool:
     """Whether a bare run on `context` must go through a runner to keep its session.
 
-    Yes when the caller gave a session, or the context's session is durable (a store that
-    outlives the process must never be silently left unwritten); no when a runner is driving
-    already (the context has its observer: a runner's own run, or a nested one).
+    Yes when the caller gave a session (`on_session` made the context), or the context's
+    session is durable (a store that outlives the process must never be silently left
+    unwritten); no when a runner is driving already (the context has its observer: a
+    runner's own run, or a nested one).
     """
     durable = getattr(context.session, "durable", False) is True  # a session that declares no flags is not
     return (session_given or durable) and context.observer is None
 
 
-__all__ = ["Runner", "default_runner", "install_default_runner", "needs_runner"]
+__all__ = ["Runner", "default_runner", "install_default_runner", "needs_runner", "on_session"]

@@ -13,7 +13,7 @@ from ..events import AgentEvent
 from ..exceptions import UserError
 from ..input import AgentInput, RunInput, to_agent_input
 from ..result import RunResult, RunStream
-from ..runner import default_runner, needs_runner
+from ..runner import default_runner, needs_runner, on_session
 from ..usage import metered
 from ._merge import check_description, check_name
 
@@ -58,7 +58,7 @@ class WorkflowAgent(ABC, Generic[Ctx]):
             raise UserError(f"{type(self).__name__}.run(config={config!r}): expected a RunConfig")
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
-            ctx = ctx.with_session(session)
+            ctx = on_session(ctx, session)
         given = to_agent_input(input, *misplaced)
         if needs_runner(ctx, session is not None):
             return default_runner().run_streamed(self, given, ctx, config)

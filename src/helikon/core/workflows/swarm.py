@@ -38,7 +38,7 @@ from ..exceptions import UserError
 from ..handoff import Handoff
 from ..input import RunInput, to_agent_input
 from ..result import RunResult, RunStream
-from ..runner import default_runner, needs_runner
+from ..runner import default_runner, needs_runner, on_session
 
 if TYPE_CHECKING:
     from ..input import AgentInput
@@ -129,7 +129,7 @@ class SwarmAgent(Generic[Ctx]):
         """
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
-            ctx = ctx.with_session(session)
+            ctx = on_session(ctx, session)
         given = to_agent_input(input, *misplaced)
         if needs_runner(ctx, session is not None):
             return default_runner().run_streamed(self, given, ctx, config or self.run_config)
