@@ -51,7 +51,8 @@ class RunConfig:
         max_turns: Model turns before the run fails with `MaxTurnsExceeded` (default 16).
         parallel_tool_call_limit: Cap on concurrently running tool calls; `None` = unbounded.
         max_agent_depth: Nesting depth across handoffs and agent-as-tool runs (default 8).
-        timeout: Wall-clock seconds for the whole run; enforced by a runner, not a bare `agent.run`.
+        timeout: Wall-clock seconds for the whole run; enforced by a runner (also the one behind
+            `agent.run(q, session=s)`), not by a bare `agent.run`.
         record_requests: Stream a `RequestSent` after each model call (what was sent besides
             the conversation, and the call's usage), for code that records the stream itself
             with a `SessionRecorder`. Off by default. A run whose context has an observer
