@@ -1,0 +1,19 @@
+"""The ready-made tools: confined file tools, shell execution backends, web tools.
+
+Everything a model may touch on the user's machine goes through a `Sandbox`: a directory
+capability the file tools resolve paths beneath, with the kernel's confinement.
+
+Example:
+    ```python
+    import tempfile
+
+    from helikon.tools import Sandbox
+
+    with tempfile.TemporaryDirectory() as tmp, Sandbox.open(tmp) as sandbox:
+        assert not sandbox.closed
+    ```
+"""
+
+from .sandbox import Sandbox
+
+__all__ = ["Sandbox"]
