@@ -96,11 +96,14 @@ class ToolEffect(enum.Enum):
 class ToolOutput:
     """What a tool returned: the JSON value it produced, or explicit content parts.
 
-    A string travels to the model as it is; any other value as compact JSON.
+    A string travels to the model as it is; any other value as compact JSON. `metadata`
+    is what a UI shows of the result (a path, a line range, bytes, a truncated flag); the
+    model never sees it.
     """
 
     value: JsonValue = None
     parts: tuple[ContentPart, ...] | None = None
+    metadata: JsonObject | None = None
 
     def to_parts(self) -> tuple[ContentPart, ...]:
         """The content the model sees."""

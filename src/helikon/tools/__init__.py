@@ -14,6 +14,32 @@ Example:
     ```
 """
 
+from .bash import BashTool
+from .execution import (
+    DEFAULT_ENV_ALLOWLIST,
+    DEFAULT_MAX_OUTPUT,
+    DEFAULT_TIMEOUT,
+    ExecOutput,
+    ExecRequest,
+    ExecutionBackend,
+    ResourceLimits,
+)
+from .guarantees import Isolation, SandboxGuarantees
+from .host import HostBackend, HostBackendBuilder
 from .sandbox import Sandbox
 
-__all__ = ["Sandbox"]
+__all__ = [
+    "DEFAULT_ENV_ALLOWLIST",
+    "DEFAULT_MAX_OUTPUT",
+    "DEFAULT_TIMEOUT",
+    "BashTool",
+    "ExecOutput",
+    "ExecRequest",
+    "ExecutionBackend",
+    "HostBackend",
+    "HostBackendBuilder",
+    "Isolation",
+    "ResourceLimits",
+    "Sandbox",
+    "SandboxGuarantees",
+]

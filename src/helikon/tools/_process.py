@@ -1,0 +1,138 @@
+"""Run one child process under a timeout and an output cap, killing its whole process group.
+
+Every backend that spawns locally goes through `run_process`. The child starts in a new
+session (`start_new_session=True`), so it leads its own process group and everything it
+starts joins that group: a timeout, the output cap, a cancelled token or a cancelled task
+sends `SIGKILL` to the group, and grandchildren die with their parent. When the child
+exits, whatever it left running in the group is killed too, so a backgrounded process
+cannot hold the output pipes open (or outlive the call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import time
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from .execution import ExecOutput
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from helikon.core.cancel import CancellationToken
+
+_CHUNK = 1 << 16
+
+
+class _Capture:
+    """What was read of one stream, up to `cap` bytes; past it, `on_full` kills the group."""
+
+    __slots__ = ("cap", "chunks", "on_full", "size", "truncated")
+
+    def __init__(self, cap: int, on_full: Callable[[], None]) -> None:
+        self.cap = cap
+        self.on_full = on_full
+        self.chunks: list[bytes] = []
+        self.size = 0
+        self.truncated = False
+
+    async def drain(self, stream: asyncio.StreamReader | None) -> None:
+        if stream is None:
+            return
+        while chunk := await stream.read(_CHUNK):
+            room = self.cap - self.size
+            if len(chunk) > room:
+                # Stop reading and stop the writer: a command past the cap is not waited for.
+                self.chunks.append(chunk[:room])
+                self.size = self.cap
+                self.truncated = True
+                self.on_full()
+                return
+            self.chunks.append(chunk)
+            self.size += len(chunk)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", "replace")
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
+        os.killpg(pid, signal.SIGKILL)
+
+
+async def run_process(
+    argv: Sequence[str],
+    *,
+    cwd: str,
+    env: Mapping[str, str],
+    stdin: bytes | None,
+    time_limit: float,
+    max_output_bytes: int,
+    cancel: CancellationToken | None,
+) -> ExecOutput:
+    """Run `argv` to completion (or to its timeout, the cap or `cancel`) and say what it did."""
+    started = time.perf_counter()
+    proc = await asyncio.create_subprocess_exec(
+        *argv,
+        cwd=cwd,
+        env=env,
+        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        start_new_session=True,
+    )
+    pid = proc.pid
+
+    def kill() -> None:
+        _kill_group(pid)
+
+    out, err = _Capture(max_output_bytes, kill), _Capture(max_output_bytes, kill)
+    remove = cancel.add_callback(kill) if cancel is not None else None
+    reads = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr), _feed(proc, stdin))
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(time_limit):
+                await proc.wait()
+                kill()  # what the command left running in its group
+                await reads
+        except TimeoutError:
+            timed_out = True
+            kill()
+            await proc.wait()
+    finally:
+        # Also on a cancelled task: nothing of the command outlives the call.
+        if remove is not None:
+            remove()
+        if proc.returncode is None:
+            kill()
+        reads.cancel()
+    code = proc.returncode
+    died_of = -code if code is not None and code < 0 else None
+    return ExecOutput(
+        exit_code=None if timed_out or died_of is not None else code,
+        stdout=out.text(),
+        stderr=err.text(),
+        stdout_truncated=out.truncated,
+        stderr_truncated=err.truncated,
+        timed_out=timed_out,
+        cancelled=cancel is not None and cancel.is_cancelled(),
+        signal=died_of,
+        duration=time.perf_counter() - started,
+    )
+
+
+async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
+    pipe = proc.stdin
+    if data is None or pipe is None:
+        return
+    try:
+        pipe.write(data)
+        await pipe.drain()
+        pipe.close()
+    except (BrokenPipeError, ConnectionResetError):
+        pass  # the command did not read all of its input: its choice
