@@ -16,7 +16,7 @@ import os
 import signal
 import time
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .execution import ExecOutput
 
@@ -76,7 +76,10 @@ async def run_process(
 ) -> ExecOutput:
     """Run `argv` to completion (or to its timeout, the cap or `cancel`) and say what it did."""
     started = time.perf_counter()
-    proc = await asyncio.create_subprocess_exec(
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+    transport, protocol = await loop.subprocess_exec(
+        lambda: _Protocol(loop, exited),
         *argv,
         cwd=cwd,
         env=env,
@@ -85,6 +88,7 @@ async def run_process(
         stderr=asyncio.subprocess.PIPE,
         start_new_session=True,
     )
+    proc = asyncio.subprocess.Process(transport, protocol, loop)
     pid = proc.pid
 
     def kill() -> None:
@@ -97,13 +101,14 @@ async def run_process(
     try:
         try:
             async with asyncio.timeout(time_limit):
-                await proc.wait()
+                # `wait`, not `await exited`: a timeout must not cancel the exit future.
+                await asyncio.wait((exited,))
                 kill()  # what the command left running in its group
                 await reads
         except TimeoutError:
             timed_out = True
             kill()
-            await proc.wait()
+            await asyncio.wait((exited,))
     finally:
         # Also on a cancelled task: nothing of the command outlives the call.
         if remove is not None:
@@ -111,6 +116,8 @@ async def run_process(
         if proc.returncode is None:
             kill()
         reads.cancel()
+        reads.add_done_callback(_retrieve)
+        transport.close()  # the pipes a grandchild outside the group may still hold
     code = proc.returncode
     died_of = -code if code is not None and code < 0 else None
     return ExecOutput(
@@ -124,6 +131,28 @@ async def run_process(
         signal=died_of,
         duration=time.perf_counter() - started,
     )
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """The stream protocol, plus a future set when the process exits.
+
+    `Process.wait()` (before Python 3.12) also waits for the pipes to close, which a
+    grandchild holding them delays; the exit alone is what tells us to kill the group.
+    """
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, exited: asyncio.Future[None]) -> None:
+        super().__init__(limit=_CHUNK, loop=loop)
+        self._exited = exited
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self._exited.done():
+            self._exited.set_result(None)
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()  # read, so asyncio does not log it as never retrieved
 
 
 async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:

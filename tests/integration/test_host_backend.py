@@ -1,0 +1,253 @@
+"""HostBackend on real processes: cwd, env scrubbing, the group kill, the output cap, rlimits, cancel.
+
+Where a test proves a limit holds, a twin shows the same command escapes without it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from helikon.core.cancel import CancellationToken
+from helikon.core.exceptions import UserError
+from helikon.tools import (
+    ExecRequest,
+    ExecutionBackend,
+    HostBackend,
+    Isolation,
+    ResourceLimits,
+    Sandbox,
+    SandboxGuarantees,
+)
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    (tmp_path / "root").mkdir()
+    with Sandbox.open(tmp_path / "root") as opened:
+        yield opened
+
+
+def sh(command: str, **kwargs: object) -> ExecRequest:
+    return ExecRequest(("bash", "-c", command), **kwargs)  # type: ignore[arg-type]
+
+
+def gone(pid: int, within: float = 3.0) -> bool:
+    """Whether `pid` no longer runs (absent, or a zombie waiting for its reaper)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.02)
+    return False
+
+
+async def test_guarantees_say_no_containment(sandbox: Sandbox) -> None:
+    backend = HostBackend.builder(sandbox).build()
+    assert isinstance(backend, ExecutionBackend)
+    assert backend.guarantees() == SandboxGuarantees(
+        Isolation.NONE, Isolation.NONE, Isolation.NONE, "host (no containment)"
+    )
+
+
+async def test_the_working_directory_is_the_sandbox_root(sandbox: Sandbox) -> None:
+    (sandbox.root / "sub").mkdir()
+    backend = HostBackend.builder(sandbox).build()
+    assert (await backend.run(sh("pwd"))).stdout == f"{sandbox.root}\n"
+    assert (await backend.run(sh("pwd", cwd="sub"))).stdout == f"{sandbox.root / 'sub'}\n"
+
+
+async def test_the_environment_is_scrubbed_to_the_allowlist(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HELIKON_TEST_SECRET", "s3cr3t-token")
+    scrubbed = await HostBackend.builder(sandbox).build().run(sh("env"))
+    assert "s3cr3t-token" not in scrubbed.stdout
+    assert "PATH=" in scrubbed.stdout
+    # The twin: allowlisted, the same secret is visible, so the check above can fail.
+    allowed = HostBackend.builder(sandbox).env_allowlist(["PATH", "HELIKON_TEST_SECRET"]).build()
+    assert "HELIKON_TEST_SECRET=s3cr3t-token" in (await allowed.run(sh("env"))).stdout
+
+
+async def test_env_set_and_the_request_env_reach_the_command(sandbox: Sandbox) -> None:
+    backend = HostBackend.builder(sandbox).env_set({"MODE": "ci", "LEVEL": "1"}).build()
+    out = await backend.run(sh('echo "$MODE $LEVEL"', env={"LEVEL": "2"}))
+    assert out.stdout == "ci 2\n"
+
+
+async def test_stdin_is_fed_and_otherwise_empty(sandbox: Sandbox) -> None:
+    backend = HostBackend.builder(sandbox).build()
+    assert (await backend.run(ExecRequest(("cat",), stdin=b"hello"))).stdout == "hello"
+    assert (await backend.run(ExecRequest(("cat",)))).stdout == ""
+
+
+async def test_exit_codes_and_stderr_come_back(sandbox: Sandbox) -> None:
+    out = await HostBackend.builder(sandbox).build().run(sh("echo out; echo err >&2; exit 3"))
+    assert (out.exit_code, out.stdout, out.stderr, out.signal, out.timed_out) == (
+        3,
+        "out\n",
+        "err\n",
+        None,
+        False,
+    )
+    assert out.duration > 0
+
+
+async def test_a_timeout_kills_the_whole_process_group(sandbox: Sandbox) -> None:
+    backend = HostBackend.builder(sandbox).timeout(0.5).build()
+    out = await backend.run(sh("(sleep 30; touch survived) & echo $! > grandchild; sleep 30"))
+    assert out.timed_out and out.exit_code is None and out.signal == signal.SIGKILL
+    grandchild = int((sandbox.root / "grandchild").read_text())
+    assert gone(grandchild)
+
+
+def test_the_twin_a_plain_kill_of_the_child_leaves_the_grandchild_running(tmp_path: Path) -> None:
+    child = subprocess.Popen(
+        ["bash", "-c", "sleep 30 & echo $! > grandchild; sleep 30"], cwd=tmp_path, start_new_session=True
+    )
+    try:
+        deadline = time.monotonic() + 5
+        while not (tmp_path / "grandchild").exists() or not (tmp_path / "grandchild").read_text():
+            assert time.monotonic() < deadline
+            time.sleep(0.02)
+        grandchild = int((tmp_path / "grandchild").read_text())
+        child.kill()
+        child.wait()
+        assert not gone(grandchild, within=0.3)  # what the group kill above prevents
+    finally:
+        os.killpg(child.pid, signal.SIGKILL)
+
+
+async def test_what_a_command_leaves_running_is_killed_when_it_exits(sandbox: Sandbox) -> None:
+    out = await HostBackend.builder(sandbox).timeout(10).build().run(sh("sleep 30 & echo $!"))
+    assert out.exit_code == 0 and not out.timed_out  # returned without waiting for the sleep
+    assert gone(int(out.stdout))
+
+
+async def test_output_past_the_cap_is_cut_and_the_command_stopped(sandbox: Sandbox) -> None:
+    backend = HostBackend.builder(sandbox).max_output_bytes(1000).build()
+    out = await backend.run(sh("yes"))
+    assert len(out.stdout) == 1000 and out.stdout_truncated and out.truncated
+    assert out.signal == signal.SIGKILL
+    err = await backend.run(sh("yes >&2"))
+    assert len(err.stderr) == 1000 and err.stderr_truncated and not err.stdout_truncated
+    small = await backend.run(sh("echo fine", max_output_bytes=5))
+    assert small.stdout == "fine\n" and not small.truncated
+
+
+_SPIN = "while :; do :; done"
+
+
+async def test_the_cpu_limit_kills_a_busy_loop_with_sigxcpu(sandbox: Sandbox) -> None:
+    backend = HostBackend.builder(sandbox).timeout(20).rlimits(ResourceLimits(cpu_seconds=1)).build()
+    out = await backend.run(sh(_SPIN))
+    assert out.signal == signal.SIGXCPU and not out.timed_out
+    # The twin: without the limit the same loop runs until the wall-clock timeout.
+    free = HostBackend.builder(sandbox).timeout(1.5).rlimits(ResourceLimits()).build()
+    assert (await free.run(sh(_SPIN))).timed_out
+
+
+_BIG_WRITE = (
+    "import signal, errno\n"
+    "signal.signal(signal.SIGXFSZ, signal.SIG_IGN)\n"
+    "try:\n"
+    "    open('big', 'wb').write(b'x' * 200_000)\n"
+    "    print('wrote')\n"
+    "except OSError as exc:\n"
+    "    print(errno.errorcode[exc.errno])\n"
+)
+
+
+async def test_the_file_size_limit_makes_a_big_write_fail_with_efbig(sandbox: Sandbox) -> None:
+    limited = HostBackend.builder(sandbox).rlimits(ResourceLimits(file_size_bytes=64 * 1024)).build()
+    out = await limited.run(ExecRequest(("python3", "-c", _BIG_WRITE)))
+    assert out.stdout.strip() == errno.errorcode[errno.EFBIG]
+    assert (sandbox.root / "big").stat().st_size <= 64 * 1024
+    free = HostBackend.builder(sandbox).rlimits(ResourceLimits()).build()
+    assert (await free.run(ExecRequest(("python3", "-c", _BIG_WRITE)))).stdout.strip() == "wrote"
+
+
+_ALLOCATE = "b = bytearray(512 * 1024 * 1024); print('allocated')"
+
+
+async def test_the_address_space_limit_makes_a_big_allocation_fail(sandbox: Sandbox) -> None:
+    limited = HostBackend.builder(sandbox).rlimits(ResourceLimits(address_space_bytes=256 << 20)).build()
+    out = await limited.run(ExecRequest(("python3", "-c", _ALLOCATE)))
+    assert "MemoryError" in out.stderr and out.exit_code == 1
+    free = HostBackend.builder(sandbox).rlimits(ResourceLimits()).build()
+    assert (await free.run(ExecRequest(("python3", "-c", _ALLOCATE)))).stdout == "allocated\n"
+
+
+async def test_the_default_limits_are_the_books(sandbox: Sandbox) -> None:
+    out = await HostBackend.builder(sandbox).timeout(10).build().run(sh("ulimit -S -t; ulimit -f; ulimit -v"))
+    assert out.stdout.split() == ["15", str((1 << 30) // 1024), "unlimited"]
+
+
+async def test_a_cancelled_token_kills_the_command(sandbox: Sandbox) -> None:
+    token = CancellationToken()
+    backend = HostBackend.builder(sandbox).timeout(30).build()
+    loop = asyncio.get_running_loop()
+    loop.call_later(0.3, token.cancel)
+    out = await backend.run(sh("sleep 30 & echo $! > bg; sleep 30"), cancel=token)
+    assert out.cancelled and not out.timed_out and out.exit_code is None
+    assert gone(int((sandbox.root / "bg").read_text()))
+
+
+async def test_a_cancelled_task_kills_the_command(sandbox: Sandbox) -> None:
+    backend = HostBackend.builder(sandbox).timeout(30).build()
+    task = asyncio.create_task(backend.run(sh("echo $$ > pid; sleep 30")))
+    pid_file = sandbox.root / "pid"
+    for _ in range(250):  # until the command has started (a file, not an event: another process)
+        if pid_file.exists() and pid_file.read_text():
+            break
+        await asyncio.sleep(0.02)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert gone(int(pid_file.read_text()))
+
+
+@pytest.mark.parametrize(
+    ("make", "needle"),
+    [
+        (lambda: ExecRequest(()), "argv"),
+        (lambda: ExecRequest("ls -la"), "argv"),  # type: ignore[arg-type]
+        (lambda: ExecRequest(("ls",), cwd="/etc"), "relative"),
+        (lambda: ExecRequest(("ls",), cwd="a/../.."), "'..'"),
+        (lambda: ExecRequest(("ls",), env={"A=B": "x"}), "variable name"),
+        (lambda: ExecRequest(("ls",), stdin="text"), "bytes"),  # type: ignore[arg-type]
+        (lambda: ExecRequest(("ls",), timeout=0), "positive"),
+        (lambda: ResourceLimits(cpu_seconds=0), "positive int"),
+    ],
+)
+def test_bad_requests_say_what_to_fix(make: object, needle: str) -> None:
+    with pytest.raises(UserError, match=needle):
+        make()  # type: ignore[operator]
+
+
+def test_bad_builder_options_say_what_to_fix(sandbox: Sandbox) -> None:
+    builder = HostBackend.builder(sandbox)
+    with pytest.raises(UserError, match="positive"):
+        builder.timeout(-1)
+    with pytest.raises(UserError, match="list of names"):
+        builder.env_allowlist("PATH")
+    with pytest.raises(UserError, match="positive int"):
+        builder.max_output_bytes(0)
+    with pytest.raises(UserError, match="ResourceLimits"):
+        builder.rlimits({"cpu_seconds": 1})  # type: ignore[arg-type]
+    with pytest.raises(UserError, match=r"Sandbox\.open"):
+        HostBackend.builder("/tmp")  # type: ignore[arg-type]
