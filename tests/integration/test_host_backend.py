@@ -107,6 +107,18 @@ async def test_exit_codes_and_stderr_come_back(sandbox: Sandbox) -> None:
     assert out.duration > 0
 
 
+@pytest.mark.parametrize("limits", [ResourceLimits(), ResourceLimits(cpu_seconds=5)])
+async def test_a_program_that_cannot_start_is_a_result_not_an_exception(
+    sandbox: Sandbox, limits: ResourceLimits
+) -> None:
+    backend = HostBackend.builder(sandbox).rlimits(limits).build()
+    missing = await backend.run(ExecRequest(("no-such-program-here",)))
+    assert missing.exit_code == 127 and "no-such-program-here" in missing.stderr
+    (sandbox.root / "plain.txt").write_text("not a program")
+    refused = await backend.run(ExecRequest(("./plain.txt",)))
+    assert refused.exit_code == 126
+
+
 async def test_a_timeout_kills_the_whole_process_group(sandbox: Sandbox) -> None:
     backend = HostBackend.builder(sandbox).timeout(0.5).build()
     out = await backend.run(sh("(sleep 30; touch survived) & echo $! > grandchild; sleep 30"))

@@ -78,16 +78,22 @@ async def run_process(
     started = time.perf_counter()
     loop = asyncio.get_running_loop()
     exited: asyncio.Future[None] = loop.create_future()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _Protocol(loop, exited),
-        *argv,
-        cwd=cwd,
-        env=env,
-        stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        start_new_session=True,
-    )
+    try:
+        transport, protocol = await loop.subprocess_exec(
+            lambda: _Protocol(loop, exited),
+            *argv,
+            cwd=cwd,
+            env=env,
+            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
+    except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        # What a shell reports for a command it cannot start (127 not found, 126 not runnable),
+        # so the result does not depend on whether a launcher ran first.
+        code = 127 if isinstance(exc, FileNotFoundError) else 126
+        return ExecOutput(exit_code=code, stdout="", stderr=f"cannot start {argv[0]!r}: {exc}\n")
     proc = asyncio.subprocess.Process(transport, protocol, loop)
     pid = proc.pid
 
