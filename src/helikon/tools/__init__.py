@@ -14,6 +14,8 @@ Example:
     ```
 """
 
+from .egress_policy import EgressDecision, EgressPolicy
+from .egress_proxy import EgressProxy
 from .sandbox import Sandbox
 
-__all__ = ["Sandbox"]
+__all__ = ["EgressDecision", "EgressPolicy", "EgressProxy", "Sandbox"]
