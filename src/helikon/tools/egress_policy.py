@@ -193,6 +193,8 @@ def normalize_host(host: str) -> str | None:
 
 def _ip_literal(name: str) -> str | None:
     """The canonical address if `name` is an IP literal in any notation, else None."""
+    if name.startswith("[") and name.endswith("]"):
+        return _ipv6(name[1:-1])
     if ":" in name:
         return _ipv6(name)
     parts = name.split(".")

@@ -54,6 +54,9 @@ Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
 logger = logging.getLogger("helikon.tools.egress")
 
 _CHUNK = 65536
+_CLOSE_GRACE = 2.0
+_LINGER_BYTES = 1 << 20
+_LINGER_SECONDS = 1.0
 _REASONS = {
     400: "Bad Request",
     403: "Forbidden",
@@ -107,7 +110,7 @@ class EgressProxy:
     @property
     def port(self) -> int:
         """The port the proxy listens on (an ephemeral one unless `port=` was given)."""
-        if self._server is None:
+        if not self._port:
             raise UserError("EgressProxy.port: the proxy is not started; await proxy.start() first")
         return self._port
 
@@ -133,11 +136,15 @@ class EgressProxy:
         if server is None:
             return
         server.close()
+        # Closing the sockets ends every handler on its own (its reads see EOF); cancelling is
+        # only for a handler that does not finish promptly.
         for writer in list(self._writers):
             writer.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._tasks:
+            _, stuck = await asyncio.wait(list(self._tasks), timeout=_CLOSE_GRACE)
+            for task in stuck:
+                task.cancel()
+            await asyncio.gather(*stuck, return_exceptions=True)
         await server.wait_closed()
 
     async def __aenter__(self) -> Self:
@@ -152,7 +159,7 @@ class EgressProxy:
         task = asyncio.current_task()
         assert task is not None
         if len(self._tasks) >= self._max_connections:
-            await _answer(writer, 503, "the egress proxy is at its connection limit; retry later")
+            await _answer(reader, writer, 503, "the egress proxy is at its connection limit; retry later")
             writer.close()
             return
         self._tasks.add(task)
@@ -170,22 +177,22 @@ class EgressProxy:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self._idle)
         except asyncio.LimitOverrunError:
-            await _answer(writer, 431, f"the request head is over {self._max_header_bytes} bytes")
+            await _answer(reader, writer, 431, f"the request head is over {self._max_header_bytes} bytes")
             return
         except TimeoutError:
-            await _answer(writer, 408, "no complete request head before the idle timeout")
+            await _answer(reader, writer, 408, "no complete request head before the idle timeout")
             return
         try:
             request = parse_request(head)
         except BadRequest as error:
-            await _answer(writer, error.status, error.reason)
+            await _answer(reader, writer, error.status, error.reason)
             return
         decision = self.policy.decide(request.host, request.port, method=request.method)
         self._record(decision)
         if not decision.allowed:
-            await _answer(writer, 403, f"egress denied: {decision.reason}")
+            await _answer(reader, writer, 403, f"egress denied: {decision.reason}")
             return
-        upstream = await self._connect(decision, writer)
+        upstream = await self._connect(decision, reader, writer)
         if upstream is None:
             return
         up_reader, up_writer = upstream
@@ -197,7 +204,7 @@ class EgressProxy:
             up_writer.close()
 
     async def _connect(
-        self, decision: EgressDecision, writer: asyncio.StreamWriter
+        self, decision: EgressDecision, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter] | None:
         """Resolve the allowed name and connect to its first reachable address (never one the client gave)."""
         target = f"{decision.host}:{decision.port}"
@@ -206,7 +213,7 @@ class EgressProxy:
                 self._resolver(decision.host, decision.port), self._connect_timeout
             )
         except (OSError, TimeoutError):
-            await _answer(writer, 502, f"could not resolve {decision.host}")
+            await _answer(reader, writer, 502, f"could not resolve {decision.host}")
             return None
         for address in addresses:
             try:
@@ -215,7 +222,7 @@ class EgressProxy:
                 )
             except (OSError, TimeoutError):
                 continue
-        await _answer(writer, 502, f"could not connect to {target}")
+        await _answer(reader, writer, 502, f"could not connect to {target}")
         return None
 
     async def _relay(
@@ -289,7 +296,10 @@ async def _resolve(host: str, port: int) -> list[str]:
     return [str(info[4][0]) for info in infos]
 
 
-async def _answer(writer: asyncio.StreamWriter, status: int, reason: str) -> None:
+async def _answer(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, status: int, reason: str
+) -> None:
+    """Send a short error response, then close gently so the client reads it before the socket goes."""
     body = (reason + "\n").encode("ascii", "replace")
     head = (
         f"HTTP/1.1 {status} {_REASONS[status]}\r\nContent-Type: text/plain; charset=utf-8\r\n"
@@ -298,5 +308,13 @@ async def _answer(writer: asyncio.StreamWriter, status: int, reason: str) -> Non
     try:
         writer.write(head.encode("ascii") + body)
         await writer.drain()
-    except (ConnectionError, OSError):
+        # Closing with unread request bytes makes the kernel reset the connection, and a reset
+        # can discard the response before the client reads it: half-close, and drain a little.
+        if writer.can_write_eof():
+            writer.write_eof()
+        drained = 0
+        async with asyncio.timeout(_LINGER_SECONDS):
+            while drained < _LINGER_BYTES and (chunk := await reader.read(_CHUNK)):
+                drained += len(chunk)
+    except (ConnectionError, OSError, TimeoutError):
         pass
