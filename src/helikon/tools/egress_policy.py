@@ -41,7 +41,7 @@ import ipaddress
 import string
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import Literal, Self
+from typing import Self
 
 from helikon.core.exceptions import UserError
 
@@ -100,7 +100,6 @@ class _Rules:
 class EgressPolicy:
     """A domain allow/deny policy for outbound connections; start from `EgressPolicy.deny_all()`."""
 
-    default: Literal["deny"] = "deny"
     allowed: _Rules = field(default_factory=_Rules)
     denied: _Rules = field(default_factory=_Rules)
     ports: frozenset[int] = DEFAULT_PORTS

@@ -185,6 +185,7 @@ class EgressProxy:
         try:
             request = parse_request(head)
         except BadRequest as error:
+            logger.info("egress refused a request: %s", error.reason)
             await _answer(reader, writer, error.status, error.reason)
             return
         decision = self.policy.decide(request.host, request.port, method=request.method)
