@@ -372,3 +372,29 @@ async def test_bad_arguments_are_user_errors() -> None:
     async with proxy:
         with pytest.raises(UserError, match="already started"):
             await proxy.start()
+
+
+async def test_hop_by_hop_headers_are_not_forwarded(rig: Rig) -> None:
+    head = (
+        f"GET http://allowed.test:{rig.upstream.port}/ HTTP/1.1\r\nHost: allowed.test:{rig.upstream.port}\r\n"
+        "Proxy-Authorization: Basic c2VjcmV0\r\nProxy-Connection: keep-alive\r\n"
+        "Connection: keep-alive, X-Private\r\n"
+        "X-Private: for the proxy only\r\nX-Kept: yes\r\n\r\n"
+    )
+    answer = await raw(rig.proxy.port, head.encode())
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    (sent,) = rig.upstream.heads
+    assert "X-Kept: yes\r\n" in sent
+    for dropped in ("Proxy-Authorization", "Proxy-Connection", "X-Private", "keep-alive"):
+        assert dropped not in sent
+
+
+async def test_an_idle_tunnel_is_closed(rig: Rig) -> None:
+    async with EgressProxy(rig.proxy.policy, resolver=resolve_test_hosts, idle_timeout=0.2) as proxy:
+        reader, writer = await asyncio.open_connection("127.0.0.1", proxy.port)
+        writer.write(f"CONNECT echo.test:{rig.echo_port} HTTP/1.1\r\n\r\n".encode())
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"ping")
+        assert await reader.readexactly(4) == b"ping"
+        assert await asyncio.wait_for(reader.read(), 10) == b""  # then silence, and the proxy hangs up
+        writer.close()
