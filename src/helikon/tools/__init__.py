@@ -15,6 +15,8 @@ Example:
 """
 
 from .bash import BashTool
+from .egress_policy import EgressDecision, EgressPolicy
+from .egress_proxy import EgressProxy
 from .execution import (
     DEFAULT_ENV_ALLOWLIST,
     DEFAULT_MAX_OUTPUT,
@@ -33,6 +35,9 @@ __all__ = [
     "DEFAULT_MAX_OUTPUT",
     "DEFAULT_TIMEOUT",
     "BashTool",
+    "EgressDecision",
+    "EgressPolicy",
+    "EgressProxy",
     "ExecOutput",
     "ExecRequest",
     "ExecutionBackend",
