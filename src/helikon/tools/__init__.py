@@ -15,6 +15,7 @@ Example:
 """
 
 from .bash import BashTool
+from .edit import EditTool
 from .egress_policy import EgressDecision, EgressPolicy
 from .egress_proxy import EgressProxy
 from .execution import (
@@ -28,23 +29,31 @@ from .execution import (
 )
 from .guarantees import Isolation, SandboxGuarantees
 from .host import HostBackend, HostBackendBuilder
+from .read import ReadTool
 from .sandbox import Sandbox
+from .search import GlobTool, GrepTool
+from .write import WriteTool
 
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
     "DEFAULT_MAX_OUTPUT",
     "DEFAULT_TIMEOUT",
     "BashTool",
+    "EditTool",
     "EgressDecision",
     "EgressPolicy",
     "EgressProxy",
     "ExecOutput",
     "ExecRequest",
     "ExecutionBackend",
+    "GlobTool",
+    "GrepTool",
     "HostBackend",
     "HostBackendBuilder",
     "Isolation",
+    "ReadTool",
     "ResourceLimits",
     "Sandbox",
     "SandboxGuarantees",
+    "WriteTool",
 ]

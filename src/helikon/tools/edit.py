@@ -1,0 +1,128 @@
+r"""`EditTool` ("Edit"): replace an exact string in a file beneath the sandbox root.
+
+`old_string` must occur exactly once (or pass `replace_all`): no match and an ambiguous match
+are refused with what to do, the count included, so the model never edits the wrong place.
+The new content is written as `WriteTool` writes (temp file + rename in the same directory),
+and like a write, an edit follows no symlink.
+
+Example:
+    ```python
+    import asyncio
+    import tempfile
+    from pathlib import Path
+
+    from helikon import RunContext, ToolContext
+    from helikon.tools import EditTool, Sandbox
+
+    with tempfile.TemporaryDirectory() as tmp, Sandbox.open(tmp) as sandbox:
+        Path(tmp, "app.py").write_text("x = 1\ny = 2\n")
+        ctx = ToolContext(RunContext.ephemeral(None), call_id="c1", tool_name="Edit", max_agent_depth=1)
+        args = {"file_path": "app.py", "old_string": "y = 2", "new_string": "y = 3"}
+        out = asyncio.run(EditTool(sandbox).invoke(ctx, args))
+        assert Path(tmp, "app.py").read_text() == "x = 1\ny = 3\n"
+        assert out.value is not None and out.value["start_line"] == 2
+    ```
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, TypeVar
+
+from pydantic import Field
+
+from helikon.core._json import JsonObject
+from helikon.core.exceptions import ToolError
+from helikon.core.tools import ToolEffect, ToolOutput
+
+from . import _confine
+from ._base import SandboxTool, output
+from .write import replace_file
+
+Ctx = TypeVar("Ctx")
+
+MAX_EDIT_BYTES = 16 * 1024 * 1024
+
+
+class EditTool(SandboxTool[Ctx]):
+    """Exact-string replacement in a file beneath the sandbox root: `EditTool(sandbox)`."""
+
+    __slots__ = ()
+
+    NAME = "Edit"
+    EFFECT = ToolEffect.WRITE
+    ABOUT = (
+        "Edit a text file by exact string replacement: old_string (copied exactly from the file, "
+        "whitespace included) becomes new_string. old_string must occur exactly once; add "
+        "surrounding lines to make it unique, or pass replace_all to replace every occurrence. "
+        "Symlinks are never followed."
+    )
+
+    def run(
+        self,
+        file_path: Annotated[str, Field(description="The file, relative to the sandbox root.")],
+        old_string: Annotated[str, Field(description="The exact text to replace.")],
+        new_string: Annotated[str, Field(description="The text to put in its place.")],
+        replace_all: Annotated[bool, Field(description="Replace every occurrence.")] = False,
+    ) -> ToolOutput:
+        """Replace `old_string` with `new_string` in `file_path`."""
+        if not old_string:
+            raise ToolError("old_string is empty; to create a file or replace it whole, use Write")
+        if old_string == new_string:
+            raise ToolError("old_string and new_string are the same; there is nothing to change")
+        parent, name = _confine.walk(self.sandbox.fd, file_path, create=False)
+        try:
+            text = _read_text(parent, name, file_path)
+            count = text.count(old_string)
+            if count == 0:
+                raise ToolError(
+                    f"old_string was not found in {file_path!r}; Read the file and copy the text exactly"
+                )
+            if count > 1 and not replace_all:
+                raise ToolError(
+                    f"old_string occurs {count} times in {file_path!r}; add surrounding lines to make "
+                    "it unique, or pass replace_all=true to replace all of them"
+                )
+            first = text.index(old_string)
+            new_text = (
+                text.replace(old_string, new_string)
+                if replace_all
+                else text.replace(old_string, new_string, 1)
+            )
+            data = new_text.encode("utf-8")
+            replace_file(parent, name, file_path, data)
+        finally:
+            os.close(parent)
+        start = text.count("\n", 0, first) + 1
+        end = start + new_string.count("\n")
+        replaced = count if replace_all else 1
+        meta: JsonObject = {
+            "path": file_path,
+            "start_line": start,
+            "end_line": end,
+            "replacements": replaced,
+            "bytes": len(data),
+            "truncated": False,
+        }
+        where = f"line {start}" if replaced == 1 else f"{replaced} places, the first at line {start}"
+        return output(f"Edited {file_path}: replaced {where}", meta)
+
+
+def _read_text(dir_fd: int, name: str, path: str) -> str:
+    fd = _confine.open_at(dir_fd, name, path, os.O_RDONLY)
+    st = _confine.regular(fd, path, "Edit")
+    with os.fdopen(fd, "rb") as f:
+        if st.st_size > MAX_EDIT_BYTES:
+            raise ToolError(
+                f"{path!r} is {st.st_size} bytes; Edit works on files up to {MAX_EDIT_BYTES} bytes"
+            )
+        data = f.read()
+    if b"\0" in data[:8192]:
+        raise ToolError(f"{path!r} is a binary file; Edit changes text files only")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ToolError(f"{path!r} is not UTF-8 text; Edit would corrupt it, so it refuses") from None
+
+
+__all__ = ["EditTool"]

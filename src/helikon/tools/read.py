@@ -1,0 +1,128 @@
+r"""`ReadTool` ("Read"): a text file beneath the sandbox root, as numbered lines.
+
+Lines come back as `cat -n` shows them (the line number, a tab, the line), `limit` lines from
+line `offset`. The file is read in chunks and reading stops once the range is complete, so
+the first lines of a 10 MB file cost a few chunks, not the file. A file with a NUL byte in its
+first 8 KiB is taken for binary and refused.
+
+Example:
+    ```python
+    import asyncio
+    import tempfile
+    from pathlib import Path
+
+    from helikon import RunContext, ToolContext
+    from helikon.tools import ReadTool, Sandbox
+
+    with tempfile.TemporaryDirectory() as tmp, Sandbox.open(tmp) as sandbox:
+        Path(tmp, "notes.txt").write_text("one\ntwo\nthree\n")
+        ctx = ToolContext(RunContext.ephemeral(None), call_id="c1", tool_name="Read", max_agent_depth=1)
+        out = asyncio.run(ReadTool(sandbox).invoke(ctx, {"file_path": "notes.txt", "offset": 2}))
+        assert out.to_parts()[0].text == "     2\ttwo\n     3\tthree"
+        assert out.value == {
+            "path": "notes.txt", "start_line": 2, "end_line": 3, "total_lines": 3,
+            "bytes": 14, "truncated": False,
+        }
+    ```
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field
+
+from helikon.core.exceptions import ToolError
+from helikon.core.tools import ToolEffect, ToolOutput
+
+from . import _confine
+from ._base import SandboxTool, output
+
+Ctx = TypeVar("Ctx")
+
+DEFAULT_LIMIT = 2000
+MAX_LINE_CHARS = 2000
+CHUNK = 64 * 1024
+BINARY_SNIFF = 8 * 1024
+
+
+class ReadTool(SandboxTool[Ctx]):
+    """Read a text file beneath the sandbox root as numbered lines: `ReadTool(sandbox)`."""
+
+    __slots__ = ()
+
+    NAME = "Read"
+    EFFECT = ToolEffect.READ_ONLY
+    ABOUT = (
+        "Read a text file. Returns numbered lines ('cat -n' style: line number, tab, line). "
+        f"By default the first {DEFAULT_LIMIT} lines; for longer files pass offset (the first line "
+        f"to show, 1-based) and limit. Lines longer than {MAX_LINE_CHARS} characters are cut. "
+        "Binary files are refused."
+    )
+
+    def run(
+        self,
+        file_path: Annotated[str, Field(description="The file, relative to the sandbox root.")],
+        offset: Annotated[int, Field(ge=1, description="The first line to show (1-based).")] = 1,
+        limit: Annotated[int, Field(ge=1, description="How many lines to show at most.")] = DEFAULT_LIMIT,
+    ) -> ToolOutput:
+        """Numbered lines `offset` .. `offset + limit - 1` of `file_path`."""
+        fd = _confine.open_read(self.sandbox.fd, file_path, os.O_RDONLY)
+        st = _confine.regular(fd, file_path, "Read")
+        with os.fdopen(fd, "rb") as f:
+            return _numbered(f, file_path, st.st_size, offset, limit)
+
+
+def _numbered(f: Any, path: str, size: int, offset: int, limit: int) -> ToolOutput:
+    head: bytes = f.read(min(CHUNK, max(size, 1)))
+    if b"\0" in head[:BINARY_SNIFF]:
+        raise ToolError(f"{path!r} is a binary file ({size} bytes); Read shows text files only")
+    meta: dict[str, Any] = {"path": path, "bytes": size}
+    if not head:
+        meta |= {"start_line": 0, "end_line": 0, "total_lines": 0, "truncated": False}
+        return output(f"({path} is empty)", meta)
+    shown: list[str] = []
+    number = 0  # lines seen so far
+    pending = b""
+    last = offset + limit - 1
+    chunk = head
+    more = False
+    while chunk:
+        lines = (pending + chunk).split(b"\n")
+        pending = lines.pop()
+        for line in lines:
+            number += 1
+            if number > last:
+                more = True
+                break
+            if number >= offset:
+                shown.append(_line(number, line))
+        if more:
+            break
+        chunk = f.read(CHUNK)
+    if not more and pending:
+        number += 1
+        if offset <= number <= last:
+            shown.append(_line(number, pending))
+        elif number > last:
+            more = True
+    if not shown:
+        raise ToolError(f"{path!r} has {number} lines; offset={offset} is past the end")
+    end = offset + len(shown) - 1
+    meta |= {"start_line": offset, "end_line": end, "total_lines": None if more else number}
+    meta["truncated"] = more
+    text = "\n".join(shown)
+    if more:
+        text += f"\n\n(showing lines {offset}-{end}; more follow: call Read with offset={end + 1})"
+    return output(text, meta)
+
+
+def _line(number: int, raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace").removesuffix("\r")
+    if len(text) > MAX_LINE_CHARS:
+        text = text[:MAX_LINE_CHARS] + " [line cut]"
+    return f"{number:>6}\t{text}"
+
+
+__all__ = ["ReadTool"]

@@ -1,0 +1,264 @@
+r"""`GlobTool` ("Glob") and `GrepTool` ("Grep"): find files and lines beneath the sandbox root.
+
+Both walk the tree through directory descriptors and never enter a symlink; `.git` is
+skipped. Grep skips binary files, files with more than one hard link (their other names may be
+outside the root) and files over 32 MiB, and says how many it skipped.
+
+Example:
+    ```python
+    import asyncio
+    import tempfile
+    from pathlib import Path
+
+    from helikon import RunContext, ToolContext
+    from helikon.tools import GlobTool, GrepTool, Sandbox
+
+    with tempfile.TemporaryDirectory() as tmp, Sandbox.open(tmp) as sandbox:
+        Path(tmp, "src").mkdir()
+        Path(tmp, "src", "app.py").write_text("import os\nTODO = 1\n")
+        Path(tmp, "README.md").write_text("TODO: docs\n")
+        ctx = ToolContext(RunContext.ephemeral(None), call_id="c1", tool_name="Glob", max_agent_depth=1)
+        found = asyncio.run(GlobTool(sandbox).invoke(ctx, {"pattern": "**/*.py"}))
+        assert found.to_parts()[0].text == "src/app.py"
+        hits = asyncio.run(GrepTool(sandbox).invoke(ctx, {"pattern": "TODO", "include": "*.py"}))
+        assert hits.to_parts()[0].text == "src/app.py:2:TODO = 1"
+    ```
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Iterator
+from typing import Annotated, Any, TypeVar
+
+from pydantic import Field
+
+from helikon.core._json import JsonObject
+from helikon.core.exceptions import ToolError
+from helikon.core.tools import ToolEffect, ToolOutput
+
+from . import _confine, _walk
+from ._base import SandboxTool, output
+
+Ctx = TypeVar("Ctx")
+
+MAX_GLOB_RESULTS = 1000
+MAX_GREP_FILE_BYTES = 32 * 1024 * 1024
+MAX_LINE_CHARS = 500
+
+
+class GlobTool(SandboxTool[Ctx]):
+    """Find files by glob beneath the sandbox root: `GlobTool(sandbox)`."""
+
+    __slots__ = ()
+
+    NAME = "Glob"
+    EFFECT = ToolEffect.READ_ONLY
+    ABOUT = (
+        "Find files by name pattern. '*' and '?' match within one name, '**/' any number of "
+        "directories, '[abc]' one of the characters: '**/*.py' is every Python file, 'src/*.md' the "
+        f"Markdown files directly in src. Returns matching paths, one a line, sorted, at most "
+        f"{MAX_GLOB_RESULTS}. Symlinks and .git are not walked."
+    )
+
+    def run(
+        self,
+        pattern: Annotated[str, Field(description="The glob, relative to path, e.g. '**/*.py'.")],
+        path: Annotated[str, Field(description="The directory to search, relative to the root.")] = ".",
+    ) -> ToolOutput:
+        """Files beneath `path` whose path (relative to `path`) matches `pattern`."""
+        pattern = pattern.removeprefix("./")
+        rx = _walk.glob_regex(pattern)
+        # Without '**' a pattern cannot match deeper than its own number of '/'.
+        depth = None if "**" in pattern else pattern.count("/")
+        found: list[str] = []
+        truncated = False
+        with _Tree(self.sandbox.fd, path) as tree:
+            if tree.file_fd is not None:
+                raise ToolError(f"{path!r} is a file; Glob searches a directory (use Read for a file)")
+            for entry in tree.files(depth):
+                if rx.match(entry.rel):
+                    if len(found) == MAX_GLOB_RESULTS:
+                        truncated = True
+                        break
+                    found.append(entry.shown)
+        text = "\n".join(found) if found else f"(no files match {pattern!r} under {path!r})"
+        if truncated:
+            text += f"\n\n(the first {MAX_GLOB_RESULTS} matches; narrow the pattern or the path for the rest)"
+        meta: JsonObject = {
+            "path": path,
+            "pattern": pattern,
+            "count": len(found),
+            "bytes": len(text),
+            "truncated": truncated,
+        }
+        return output(text, meta)
+
+
+class GrepTool(SandboxTool[Ctx]):
+    """Search file contents with a regex beneath the sandbox root: `GrepTool(sandbox)`."""
+
+    __slots__ = ()
+
+    NAME = "Grep"
+    EFFECT = ToolEffect.READ_ONLY
+    ABOUT = (
+        "Search file contents with a regular expression (Python 're' syntax), line by line. "
+        "Returns 'path:line:text' for each matching line (context lines as 'path-line-text', "
+        "groups separated by '--'), up to max_results matching lines. include limits the files "
+        "searched by glob ('*.py' matches by name anywhere, 'src/**/*.py' by path). path may be "
+        "a directory or a file. Binary files, symlinks and .git are skipped."
+    )
+
+    def run(
+        self,
+        pattern: Annotated[str, Field(description="The regular expression to search for.")],
+        path: Annotated[
+            str, Field(description="The directory or file to search, relative to the root.")
+        ] = ".",
+        include: Annotated[
+            str | None, Field(description="Only files matching this glob, e.g. '*.py'.")
+        ] = None,
+        context: Annotated[
+            int, Field(ge=0, le=20, description="Lines shown before and after each match.")
+        ] = 0,
+        ignore_case: Annotated[bool, Field(description="Match letters in either case.")] = False,
+        max_results: Annotated[
+            int, Field(ge=1, le=2000, description="The most matching lines returned.")
+        ] = 100,
+    ) -> ToolOutput:
+        """Lines matching `pattern` in the files beneath `path`."""
+        try:
+            rx = re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
+        except re.error as exc:
+            raise ToolError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        include_rx = _walk.glob_regex(include) if include else None
+        by_name = include is not None and "/" not in include
+        out: list[str] = []
+        matches = files = 0
+        skipped: dict[str, int] = {}
+        truncated = False
+        with _Tree(self.sandbox.fd, path) as tree:
+            for entry in tree.files(None):
+                if include_rx is not None and not include_rx.match(entry.name if by_name else entry.rel):
+                    continue
+                text = _text(entry, skipped)
+                # One search over the whole text passes over the many files without a match.
+                if text is None or not rx.search(text):
+                    continue
+                found, more, lines = _grep_lines(rx, text, entry.shown, context, max_results - matches)
+                if not found:
+                    continue
+                files += 1
+                if out:
+                    out.append("--")
+                out.extend(lines)
+                matches += found
+                if more or matches == max_results:
+                    truncated = True  # stopped at the cap: there may be more
+                    break
+        text = "\n".join(out) if out else f"(no lines match {pattern!r} under {path!r})"
+        notes = [f"{n} {why}" for why, n in sorted(skipped.items())]
+        if truncated:
+            notes.insert(0, f"stopped at max_results={max_results} matching lines")
+        if notes:
+            text += "\n\n(" + "; ".join(notes) + ")"
+        meta: dict[str, Any] = {
+            "path": path,
+            "pattern": pattern,
+            "matches": matches,
+            "files": files,
+            "bytes": len(text),
+            "truncated": truncated,
+        }
+        return output(text, meta)
+
+
+def _grep_lines(
+    rx: re.Pattern[str], text: str, shown: str, context: int, cap: int
+) -> tuple[int, bool, list[str]]:
+    """How many lines matched (at most `cap`), whether more did, and those lines as grep -n prints them.
+
+    `context` lines around each match are printed too.
+    """
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    hits = [i for i, line in enumerate(lines) if rx.search(line)]
+    more = len(hits) > cap
+    hits = hits[:cap]
+    is_hit = set(hits)
+    out: list[str] = []
+    last = -1  # the last line printed
+    for i in hits:
+        lo, hi = max(0, i - context, last + 1), min(len(lines) - 1, i + context)
+        if out and lo > last + 1:
+            out.append("--")
+        for j in range(lo, hi + 1):
+            sep = ":" if j in is_hit else "-"
+            out.append(f"{shown}{sep}{j + 1}{sep}{_cut(lines[j])}")
+        last = max(last, hi)
+    return len(hits), more, out
+
+
+def _cut(line: str) -> str:
+    line = line.removesuffix("\r")
+    return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " [line cut]"
+
+
+def _text(entry: _walk.Entry, skipped: dict[str, int]) -> str | None:
+    """The file's text, or None (counted in `skipped`) when Grep does not search it."""
+    try:
+        fd = entry.open()
+    except OSError:
+        return None  # gone, or swapped for a symlink since the listing
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        why = None
+        if not stat.S_ISREG(st.st_mode):
+            why = "non-regular files skipped"
+        elif st.st_nlink > 1:
+            why = "hard-linked files skipped"
+        elif st.st_size > MAX_GREP_FILE_BYTES:
+            why = f"files over {MAX_GREP_FILE_BYTES // (1024 * 1024)} MiB skipped"
+        if why is None:
+            data = f.read()
+            if b"\0" not in data[:8192]:
+                return data.decode("utf-8", errors="replace")
+            why = "binary files skipped"
+    skipped[why] = skipped.get(why, 0) + 1
+    return None
+
+
+class _Tree:
+    """What a tool searches beneath `path`: a directory (walked) or a single file."""
+
+    def __init__(self, root_fd: int, path: str) -> None:
+        self._prefix = "/".join(p for p in path.split("/") if p not in ("", "."))
+        self._fd = (
+            _confine.open_dir(root_fd, ".")
+            if not self._prefix
+            else _confine.open_read(root_fd, path, os.O_RDONLY)
+        )
+        self.file_fd = None if stat.S_ISDIR(os.fstat(self._fd).st_mode) else self._fd
+        """The descriptor when `path` is a file, not a directory."""
+
+    def files(self, depth: int | None) -> Iterator[_walk.Entry]:
+        """The regular files to search, sorted by path."""
+        if self.file_fd is None:
+            yield from _walk.files(self._fd, self._prefix, max_depth=depth)
+        else:
+            name = self._prefix.rsplit("/", 1)[-1]
+            fd = self.file_fd
+            yield _walk.Entry(name, name, self._prefix, lambda: os.dup(fd))
+
+    def __enter__(self) -> _Tree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        os.close(self._fd)
+
+
+__all__ = ["GlobTool", "GrepTool"]
