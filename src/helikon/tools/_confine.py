@@ -186,6 +186,10 @@ def refusal(path: str, exc: OSError, *, dir_fd: int | None = None, name: str | N
             f"{path!r} goes through a symbolic link that may not be followed here "
             "(writes follow no symlinks, reads only ones that stay inside the root, never /proc magic links)"
         )
+    if code in (errno.ENXIO, errno.ENODEV):  # a socket, or a device without a driver
+        return Denied(
+            f"{path!r} is not a regular file (a device, FIFO or socket); only regular files are used"
+        )
     if code == errno.ENAMETOOLONG:
         return Denied(f"{path!r}: a name in the path is too long (at most 255 bytes each)")
     if code == errno.ENOENT:

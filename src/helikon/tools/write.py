@@ -2,8 +2,9 @@ r"""`WriteTool` ("Write"): create or overwrite a file beneath the sandbox root, 
 
 Missing parent directories are made beneath the root. The content goes to a temporary file
 in the target's directory, is flushed to disk, and is renamed over the target through the
-same directory descriptor: a reader sees the old file or the new one, never half of it, and
-a symlink at the target's name is replaced, not followed.
+same directory descriptor: a reader sees the old file or the new one, never half of it. A
+symlink at the target's name is refused (one swapped in meanwhile is replaced by the rename,
+never followed).
 
 Example:
     ```python
