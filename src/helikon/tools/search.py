@@ -106,8 +106,9 @@ class GrepTool(SandboxTool[Ctx]):
     EFFECT = ToolEffect.READ_ONLY
     ABOUT = (
         "Search file contents with a regular expression (Python 're' syntax), line by line. "
-        "Returns 'path:line:text' for each matching line (context lines as 'path-line-text', "
-        "groups separated by '--'), up to max_results matching lines. include limits the files "
+        "Returns 'path:line:text' for each matching line (with context, context lines as "
+        "'path-line-text' and groups separated by '--'), up to max_results matching lines. "
+        "include limits the files "
         "searched by glob ('*.py' matches by name anywhere, 'src/**/*.py' by path). path may be "
         "a directory or a file. Binary files, symlinks and .git are skipped."
     )
@@ -152,8 +153,8 @@ class GrepTool(SandboxTool[Ctx]):
                 if not found:
                     continue
                 files += 1
-                if out:
-                    out.append("--")
+                if out and context:
+                    out.append("--")  # as grep: groups of context are set apart
                 out.extend(lines)
                 matches += found
                 if more or matches == max_results:
@@ -194,7 +195,7 @@ def _grep_lines(
     last = -1  # the last line printed
     for i in hits:
         lo, hi = max(0, i - context, last + 1), min(len(lines) - 1, i + context)
-        if out and lo > last + 1:
+        if out and context and lo > last + 1:
             out.append("--")
         for j in range(lo, hi + 1):
             sep = ":" if j in is_hit else "-"
