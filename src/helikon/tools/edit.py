@@ -35,8 +35,8 @@ from helikon.core._json import JsonObject
 from helikon.core.exceptions import ToolError
 from helikon.core.tools import ToolEffect, ToolOutput
 
-from . import _confine
 from ._base import SandboxTool, output
+from ._confine import open_at, regular, walk
 from .write import replace_file
 
 Ctx = TypeVar("Ctx")
@@ -70,7 +70,7 @@ class EditTool(SandboxTool[Ctx]):
             raise ToolError("old_string is empty; to create a file or replace it whole, use Write")
         if old_string == new_string:
             raise ToolError("old_string and new_string are the same; there is nothing to change")
-        parent, name = _confine.walk(self.sandbox.fd, file_path, create=False)
+        parent, name = walk(self.sandbox.fd, file_path, create=False)
         try:
             text = _read_text(parent, name, file_path)
             count = text.count(old_string)
@@ -109,8 +109,8 @@ class EditTool(SandboxTool[Ctx]):
 
 
 def _read_text(dir_fd: int, name: str, path: str) -> str:
-    fd = _confine.open_at(dir_fd, name, path, os.O_RDONLY)
-    st = _confine.regular(fd, path, "Edit")
+    fd = open_at(dir_fd, name, path, os.O_RDONLY)
+    st = regular(fd, path, "Edit")
     with os.fdopen(fd, "rb") as f:
         if st.st_size > MAX_EDIT_BYTES:
             raise ToolError(

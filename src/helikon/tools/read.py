@@ -36,8 +36,8 @@ from pydantic import Field
 from helikon.core.exceptions import ToolError
 from helikon.core.tools import ToolEffect, ToolOutput
 
-from . import _confine
 from ._base import SandboxTool, output
+from ._confine import open_read, regular
 
 Ctx = TypeVar("Ctx")
 
@@ -68,8 +68,8 @@ class ReadTool(SandboxTool[Ctx]):
         limit: Annotated[int, Field(ge=1, description="How many lines to show at most.")] = DEFAULT_LIMIT,
     ) -> ToolOutput:
         """Numbered lines `offset` .. `offset + limit - 1` of `file_path`."""
-        fd = _confine.open_read(self.sandbox.fd, file_path, os.O_RDONLY)
-        st = _confine.regular(fd, file_path, "Read")
+        fd = open_read(self.sandbox.fd, file_path, os.O_RDONLY)
+        st = regular(fd, file_path, "Read")
         with os.fdopen(fd, "rb") as f:
             return _numbered(f, file_path, st.st_size, offset, limit)
 

@@ -15,13 +15,13 @@ Example:
 
     with tempfile.TemporaryDirectory() as tmp, Sandbox.open(tmp) as sandbox:
         Path(tmp, "src").mkdir()
-        Path(tmp, "src", "app.py").write_text("import os\nTODO = 1\n")
-        Path(tmp, "README.md").write_text("TODO: docs\n")
+        Path(tmp, "src", "app.py").write_text("import os\nneedle = 1\n")
+        Path(tmp, "README.md").write_text("needle in the docs\n")
         ctx = ToolContext(RunContext.ephemeral(None), call_id="c1", tool_name="Glob", max_agent_depth=1)
         found = asyncio.run(GlobTool(sandbox).invoke(ctx, {"pattern": "**/*.py"}))
         assert found.to_parts()[0].text == "src/app.py"
-        hits = asyncio.run(GrepTool(sandbox).invoke(ctx, {"pattern": "TODO", "include": "*.py"}))
-        assert hits.to_parts()[0].text == "src/app.py:2:TODO = 1"
+        hits = asyncio.run(GrepTool(sandbox).invoke(ctx, {"pattern": "needle", "include": "*.py"}))
+        assert hits.to_parts()[0].text == "src/app.py:2:needle = 1"
     ```
 """
 
@@ -39,8 +39,10 @@ from helikon.core._json import JsonObject
 from helikon.core.exceptions import ToolError
 from helikon.core.tools import ToolEffect, ToolOutput
 
-from . import _confine, _walk
 from ._base import SandboxTool, output
+from ._confine import open_dir, open_read
+from ._walk import Entry, glob_regex
+from ._walk import files as walk_files
 
 Ctx = TypeVar("Ctx")
 
@@ -70,7 +72,7 @@ class GlobTool(SandboxTool[Ctx]):
     ) -> ToolOutput:
         """Files beneath `path` whose path (relative to `path`) matches `pattern`."""
         pattern = pattern.removeprefix("./")
-        rx = _walk.glob_regex(pattern)
+        rx = glob_regex(pattern)
         # Without '**' a pattern cannot match deeper than its own number of '/'.
         depth = None if "**" in pattern else pattern.count("/")
         found: list[str] = []
@@ -135,7 +137,7 @@ class GrepTool(SandboxTool[Ctx]):
             rx = re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
         except re.error as exc:
             raise ToolError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
-        include_rx = _walk.glob_regex(include) if include else None
+        include_rx = glob_regex(include) if include else None
         by_name = include is not None and "/" not in include
         out: list[str] = []
         matches = files = 0
@@ -209,7 +211,7 @@ def _cut(line: str) -> str:
     return line if len(line) <= MAX_LINE_CHARS else line[:MAX_LINE_CHARS] + " [line cut]"
 
 
-def _text(entry: _walk.Entry, skipped: dict[str, int]) -> str | None:
+def _text(entry: Entry, skipped: dict[str, int]) -> str | None:
     """The file's text, or None (counted in `skipped`) when Grep does not search it."""
     try:
         fd = entry.open()
@@ -238,22 +240,18 @@ class _Tree:
 
     def __init__(self, root_fd: int, path: str) -> None:
         self._prefix = "/".join(p for p in path.split("/") if p not in ("", "."))
-        self._fd = (
-            _confine.open_dir(root_fd, ".")
-            if not self._prefix
-            else _confine.open_read(root_fd, path, os.O_RDONLY)
-        )
+        self._fd = open_dir(root_fd, ".") if not self._prefix else open_read(root_fd, path, os.O_RDONLY)
         self.file_fd = None if stat.S_ISDIR(os.fstat(self._fd).st_mode) else self._fd
         """The descriptor when `path` is a file, not a directory."""
 
-    def files(self, depth: int | None) -> Iterator[_walk.Entry]:
+    def files(self, depth: int | None) -> Iterator[Entry]:
         """The regular files to search, sorted by path."""
         if self.file_fd is None:
-            yield from _walk.files(self._fd, self._prefix, max_depth=depth)
+            yield from walk_files(self._fd, self._prefix, max_depth=depth)
         else:
             name = self._prefix.rsplit("/", 1)[-1]
             fd = self.file_fd
-            yield _walk.Entry(name, name, self._prefix, lambda: os.dup(fd))
+            yield Entry(name, name, self._prefix, lambda: os.dup(fd))
 
     def __enter__(self) -> _Tree:
         return self

@@ -37,8 +37,8 @@ from pydantic import Field
 from helikon.core._json import JsonObject
 from helikon.core.tools import ToolEffect, ToolOutput
 
-from . import _confine
 from ._base import SandboxTool, output
+from ._confine import open_at, refusal, regular, walk
 
 Ctx = TypeVar("Ctx")
 
@@ -62,7 +62,7 @@ class WriteTool(SandboxTool[Ctx]):
     ) -> ToolOutput:
         """Write `content` to `file_path`."""
         data = content.encode("utf-8")
-        parent, name = _confine.walk(self.sandbox.fd, file_path, create=True)
+        parent, name = walk(self.sandbox.fd, file_path, create=True)
         try:
             created = replace_file(parent, name, file_path, data)
         finally:
@@ -84,13 +84,13 @@ def replace_file(dir_fd: int, name: str, path: str, data: bytes) -> bool:
     except FileNotFoundError:
         pass
     except OSError as exc:
-        raise _confine.refusal(path, exc, dir_fd=dir_fd, name=name) from None
+        raise refusal(path, exc, dir_fd=dir_fd, name=name) from None
     else:
-        st = _confine.regular(old, path, "Write")
+        st = regular(old, path, "Write")
         os.close(old)
         mode = stat.S_IMODE(st.st_mode)
     temp = f".{name[:200]}.{secrets.token_hex(6)}.helikon-tmp"
-    fd = _confine.open_at(dir_fd, temp, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    fd = open_at(dir_fd, temp, path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
