@@ -151,6 +151,14 @@ def test_read_of_the_first_lines_of_a_large_file_reads_a_range_only(root: Path, 
     }
 
 
+def test_read_of_one_huge_line_keeps_only_what_it_shows(root: Path, sandbox: Sandbox) -> None:
+    (root / "min.js").write_bytes(b"x" * 5_000_000 + b"\nnext\n")
+    out = ReadTool(sandbox).run(file_path="min.js")
+    first, second = text(out).splitlines()
+    assert first == "     1\t" + "x" * 2000 + " [line cut]"
+    assert second == "     2\tnext"
+
+
 def test_read_refuses_binary_files_empty_files_and_offsets_past_the_end(root: Path, sandbox: Sandbox) -> None:
     (root / "img.png").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR")
     with pytest.raises(ToolError, match=r"'img.png' is a binary file .*Read shows text files only"):

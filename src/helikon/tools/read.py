@@ -29,7 +29,7 @@ Example:
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, BinaryIO, TypeVar
 
 from pydantic import Field
 
@@ -45,6 +45,7 @@ DEFAULT_LIMIT = 2000
 MAX_LINE_CHARS = 2000
 CHUNK = 64 * 1024
 BINARY_SNIFF = 8 * 1024
+LINE_BYTES = 4 * MAX_LINE_CHARS + 4  # enough bytes for MAX_LINE_CHARS characters and the cut mark
 
 
 class ReadTool(SandboxTool[Ctx]):
@@ -74,7 +75,7 @@ class ReadTool(SandboxTool[Ctx]):
             return _numbered(f, file_path, st.st_size, offset, limit)
 
 
-def _numbered(f: Any, path: str, size: int, offset: int, limit: int) -> ToolOutput:
+def _numbered(f: BinaryIO, path: str, size: int, offset: int, limit: int) -> ToolOutput:
     head: bytes = f.read(min(CHUNK, max(size, 1)))
     if b"\0" in head[:BINARY_SNIFF]:
         raise ToolError(f"{path!r} is a binary file ({size} bytes); Read shows text files only")
@@ -90,7 +91,8 @@ def _numbered(f: Any, path: str, size: int, offset: int, limit: int) -> ToolOutp
     more = False
     while chunk:
         lines = (pending + chunk).split(b"\n")
-        pending = lines.pop()
+        # Only a line's first bytes are shown: keeping the rest would copy a long line over and over.
+        pending = lines.pop()[:LINE_BYTES]
         for line in lines:
             number += 1
             if number > last:

@@ -227,7 +227,7 @@ def _text(entry: Entry, skipped: dict[str, int]) -> str | None:
         elif st.st_size > MAX_GREP_FILE_BYTES:
             why = f"files over {MAX_GREP_FILE_BYTES // (1024 * 1024)} MiB skipped"
         if why is None:
-            data = f.read()
+            data = f.read(MAX_GREP_FILE_BYTES + 1)  # bounded, should it grow meanwhile
             if b"\0" not in data[:8192]:
                 return data.decode("utf-8", errors="replace")
             why = "binary files skipped"
