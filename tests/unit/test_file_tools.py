@@ -45,8 +45,8 @@ def text(out: ToolOutput) -> str:
 
 
 def meta(out: ToolOutput) -> dict[str, Any]:
-    assert isinstance(out.value, dict)
-    return out.value
+    assert out.metadata is not None
+    return out.metadata
 
 
 # --- the tools as Tools ---------------------------------------------------------------------

@@ -8,7 +8,6 @@ from typing import Generic, TypeVar
 from helikon.core._json import JsonObject, JsonValue
 from helikon.core.context import ToolContext
 from helikon.core.exceptions import UserError
-from helikon.core.items import TextPart
 from helikon.core.tools import FunctionTool, ToolEffect, ToolOutput
 
 from .sandbox import Sandbox
@@ -22,8 +21,8 @@ RULES = (
 
 
 def output(text: str, metadata: JsonObject) -> ToolOutput:
-    """What the model reads (`text`) and what a UI reads (`metadata`, as `ToolOutput.value`)."""
-    return ToolOutput(metadata, (TextPart(text=text),))
+    """What the model reads (`text`) and what a UI shows (`metadata`)."""
+    return ToolOutput(text, metadata=metadata)
 
 
 class SandboxTool(Generic[Ctx]):

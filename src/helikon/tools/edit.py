@@ -20,7 +20,7 @@ Example:
         args = {"file_path": "app.py", "old_string": "y = 2", "new_string": "y = 3"}
         out = asyncio.run(EditTool(sandbox).invoke(ctx, args))
         assert Path(tmp, "app.py").read_text() == "x = 1\ny = 3\n"
-        assert out.value is not None and out.value["start_line"] == 2
+        assert out.metadata is not None and out.metadata["start_line"] == 2
     ```
 """
 

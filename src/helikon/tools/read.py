@@ -19,7 +19,7 @@ Example:
         ctx = ToolContext(RunContext.ephemeral(None), call_id="c1", tool_name="Read", max_agent_depth=1)
         out = asyncio.run(ReadTool(sandbox).invoke(ctx, {"file_path": "notes.txt", "offset": 2}))
         assert out.to_parts()[0].text == "     2\ttwo\n     3\tthree"
-        assert out.value == {
+        assert out.metadata == {
             "path": "notes.txt", "start_line": 2, "end_line": 3, "total_lines": 3,
             "bytes": 14, "truncated": False,
         }

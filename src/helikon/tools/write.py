@@ -20,7 +20,7 @@ Example:
         args = {"file_path": "src/hello.py", "content": "print('hi')\n"}
         out = asyncio.run(WriteTool(sandbox).invoke(ctx, args))
         assert Path(tmp, "src", "hello.py").read_text() == "print('hi')\n"
-        assert out.value == {"path": "src/hello.py", "bytes": 12, "created": True, "truncated": False}
+        assert out.metadata == {"path": "src/hello.py", "bytes": 12, "created": True, "truncated": False}
     ```
 """
 
