@@ -18,7 +18,7 @@ Route = Callable[["Handler"], None]
 
 
 class Handler(BaseHTTPRequestHandler):
-    server: Server
+    server: Server  # pyright: ignore[reportIncompatibleVariableOverride]
 
     def log_message(self, format: str, *args: Any) -> None:  # keep pytest's output clean
         pass
@@ -63,7 +63,7 @@ class Server(ThreadingHTTPServer):
 @contextmanager
 def serve(route: Route, host: str = "127.0.0.1", port: int = 0) -> Iterator[Server]:
     server = Server(host, route, port)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     try:
         yield server
@@ -87,7 +87,9 @@ def site(h: Handler) -> None:
     elif path == "/text":
         h.send(200, "plain text, not HTML: caf\u00e9".encode(), "text/plain; charset=utf-8")
     elif path == "/gzip":
-        h.send(200, gzip.compress(b"<html><body><p>compressed body</p></body></html>"), Content_Encoding="gzip")
+        h.send(
+            200, gzip.compress(b"<html><body><p>compressed body</p></body></html>"), Content_Encoding="gzip"
+        )
     elif path == "/big":
         h.send(200, b"x" * 100_000, "text/plain")
     elif path == "/binary":

@@ -13,7 +13,7 @@ import asyncio
 import ipaddress
 import socket
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 try:
     import httpcore2
@@ -50,13 +50,13 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
     def __init__(self, guard: SsrfGuard, resolver: Resolver) -> None:
         self._guard = guard
         self._resolver = resolver
-        self._inner = httpcore2.AnyIOBackend()
+        self._inner = cast("httpcore2.AsyncNetworkBackend", httpcore2.AnyIOBackend())
 
     async def connect_tcp(
         self,
         host: str,
         port: int,
-        timeout: float | None = None,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore2's interface
         local_address: str | None = None,
         socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
@@ -71,7 +71,9 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
                 last = exc
         raise last if last is not None else httpcore2.ConnectError(f"{host} resolved to no address")
 
-    async def checked_addresses(self, host: str, port: int) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
+    async def checked_addresses(
+        self, host: str, port: int
+    ) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
         """Resolve `host` once; every answer checked; IPv4-mapped answers as the IPv4 they are."""
         try:
             answers = await self._resolver(host, port)
@@ -88,7 +90,10 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         return checked
 
     async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+        self,
+        path: str,
+        timeout: float | None = None,  # noqa: ASYNC109 - httpcore2's interface
+        socket_options: Iterable[Any] | None = None,
     ) -> httpcore2.AsyncNetworkStream:
         raise SsrfBlocked(path, "unix sockets are not fetched")
 
@@ -134,12 +139,13 @@ class GuardedTransport(httpx2.AsyncBaseTransport):
             extensions=request.extensions,
         )
         response = await self._pool.handle_async_request(core_request)
+        extensions: dict[str, Any] = dict(response.extensions)  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
         assert isinstance(response.stream, AsyncIterable)
         return httpx2.Response(
             status_code=response.status,
             headers=response.headers,
             stream=_ResponseStream(response.stream),
-            extensions=response.extensions,
+            extensions=extensions,
         )
 
     async def aclose(self) -> None:

@@ -38,7 +38,9 @@ try:
     import httpx2
     import trafilatura
 except ImportError as exc:  # pragma: no cover - the extra is installed in the suite
-    raise ImportError("WebFetch needs httpx2 and trafilatura: pip install 'paigasus-helikon[tools-web]'") from exc
+    raise ImportError(
+        "WebFetch needs httpx2 and trafilatura: pip install 'paigasus-helikon[tools-web]'"
+    ) from exc
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HTML_TYPES = ("text/html", "application/xhtml+xml")
@@ -180,7 +182,9 @@ class WebFetchTool:
         except (httpx2.InvalidURL, ValueError) as exc:
             raise InvalidArgs([f"'url' {raw!r} is not a valid URL: {exc}"]) from None
         if url.scheme not in ("http", "https"):
-            raise Denied(f"WebFetch fetches http and https URLs only, not {url.scheme or 'a relative'}: {raw}")
+            raise Denied(
+                f"WebFetch fetches http and https URLs only, not {url.scheme or 'a relative'}: {raw}"
+            )
         host = url.host.rstrip(".").lower()
         if not host:
             raise InvalidArgs([f"'url' {raw!r} has no host"])
@@ -192,7 +196,7 @@ class WebFetchTool:
 
 
 def _canonical_numeric_host(raw: str) -> str:
-    """`raw` with a numeric IPv4 host (`2130706433`, `0177.0.0.1`, `0x7f.1`) as dotted-quad, as browsers do."""
+    """`raw` with a numeric IPv4 host (`2130706433`, `0177.0.0.1`, `0x7f.1`) dotted, as browsers read it."""
     parts = urllib.parse.urlsplit(raw)
     host = parts.hostname
     ipv4 = canonical_ipv4(host) if host else None
@@ -207,11 +211,11 @@ def _canonical_numeric_host(raw: str) -> str:
 def _to_markdown(body: bytes, content_type: str, encoding: str, url: str) -> str:
     """The page as Markdown: trafilatura's main article for HTML, the text itself for text."""
     if content_type in _HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
-        title = None
-        meta = trafilatura.extract_metadata(body)
-        if meta is not None:
-            title = meta.title
-        article = trafilatura.extract(body, output_format="markdown", url=url, include_links=True)
+        tree = trafilatura.load_html(body)
+        if tree is None:  # not parseable as HTML: give the text as it is
+            return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}"
+        title = trafilatura.extract_metadata(tree).title  # read first: extraction prunes the tree
+        article = trafilatura.extract(tree, output_format="markdown", url=url, include_links=True)
         text = article if article else trafilatura.html2txt(body)
         head = f"# {title}\n\n" if title else ""
         return f"{head}URL: {url}\n\n{text.strip()}\n"

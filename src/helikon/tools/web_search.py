@@ -64,7 +64,9 @@ async def _request(backend: str, method: str, url: str, **kwargs: Any) -> JsonVa
     except httpx2.HTTPError as exc:
         raise ToolError(f"{backend}: the search request failed: {exc or type(exc).__name__}") from None
     if response.status_code >= 400:
-        raise ToolError(f"{backend}: the search API answered HTTP {response.status_code}: {response.text[:300]}")
+        raise ToolError(
+            f"{backend}: the search API answered HTTP {response.status_code}: {response.text[:300]}"
+        )
     try:
         return response.json()
     except ValueError:
@@ -82,7 +84,11 @@ class BraveBackend:
     """
 
     def __init__(
-        self, *, api_key: str | None = None, base_url: str = "https://api.search.brave.com", timeout: float = 20.0
+        self,
+        *,
+        api_key: str | None = None,
+        base_url: str = "https://api.search.brave.com",
+        timeout: float = 20.0,
     ) -> None:
         self._api_key = _api_key("BraveBackend", api_key, "BRAVE_API_KEY")
         self.base_url = base_url.rstrip("/")
@@ -106,7 +112,9 @@ class BraveBackend:
         if not isinstance(hits, list):
             return []
         return [
-            SearchResult(title=_str(h.get("title")), url=_str(h.get("url")), snippet=_str(h.get("description")))
+            SearchResult(
+                title=_str(h.get("title")), url=_str(h.get("url")), snippet=_str(h.get("description"))
+            )
             for h in hits[:max_results]
             if isinstance(h, dict) and h.get("url")
         ]
@@ -160,7 +168,12 @@ _SCHEMA: JsonObject = {
     "type": "object",
     "properties": {
         "query": {"type": "string", "description": "What to search the web for."},
-        "max_results": {"type": "integer", "minimum": 1, "maximum": 20, "description": "How many hits (default 5)."},
+        "max_results": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": 20,
+            "description": "How many hits (default 5).",
+        },
     },
     "required": ["query"],
     "additionalProperties": False,
@@ -215,7 +228,10 @@ class WebSearchTool:
         """Search (no model needed): a Markdown list as the value, the results as metadata."""
         results = await self.backend.search(query, max_results or self.max_results)
         if results:
-            lines = [f"{i}. [{r.title or r.url}]({r.url})\n   {r.snippet}".rstrip() for i, r in enumerate(results, 1)]
+            lines = [
+                f"{i}. [{r.title or r.url}]({r.url})\n   {r.snippet}".rstrip()
+                for i, r in enumerate(results, 1)
+            ]
             text = f"Results for {query!r}:\n\n" + "\n".join(lines)
         else:
             text = f"No results for {query!r}."
