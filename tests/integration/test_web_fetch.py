@@ -14,8 +14,11 @@ from typing import Any
 import pytest
 from web_servers import WEB_FIXTURES, Handler, Server, serve, site
 
+from helikon import LlmAgent, RunContext
+from helikon.core.events import ToolOutputItem
 from helikon.core.exceptions import Denied, InvalidArgs, ToolError, UserError
 from helikon.core.tools import ToolEffect
+from helikon.testing import MockModel, text_turn, tool_call_turn
 from helikon.tools import WebFetchTool
 
 pytestmark = pytest.mark.integration
@@ -202,3 +205,20 @@ def test_importing_helikon_tools_loads_no_http_client() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=Path.cwd()
     )
     assert out.stdout.strip() == "[]"
+
+
+async def test_an_agent_reads_the_article_and_the_refusal(server: Server) -> None:
+    page = f"http://127.0.0.1:{server.port}/page/theverge.com.ios13.html"
+    model = MockModel.with_scripts(
+        [
+            tool_call_turn("WebFetch", {"url": page}),
+            tool_call_turn("WebFetch", {"url": "http://169.254.169.254/latest/meta-data/"}),
+            text_turn("done"),
+        ]
+    )
+    agent = LlmAgent(name="reader", model=model, tools=[fetcher()])
+    events = [e async for e in agent.run("read it", context=RunContext.ephemeral(None))]
+    results = [e.item for e in events if isinstance(e, ToolOutputItem)]
+    assert [r.is_error for r in results] == [False, True]
+    assert "FaceTime calls" in results[0].text
+    assert "169.254.169.254 is a link-local address" in results[1].text

@@ -136,7 +136,14 @@ class WebFetchTool:
                 raise Denied(
                     f"WebFetch refused {url}: {exc.reason}; only public internet addresses are fetched"
                 ) from None
-            except (httpx2.HTTPError, httpcore2.NetworkError, httpcore2.ProtocolError) as exc:
+            except httpcore2.TimeoutException:
+                raise ToolError(f"WebFetch: {url} took longer than {self.timeout:g}s") from None
+            except (
+                httpx2.HTTPError,
+                httpcore2.NetworkError,
+                httpcore2.ProtocolError,
+                httpcore2.UnsupportedProtocol,
+            ) as exc:
                 raise ToolError(f"WebFetch: fetching {url} failed: {exc or type(exc).__name__}") from None
 
     async def _follow(self, client: httpx2.AsyncClient, url: str, target: httpx2.URL) -> ToolOutput:
