@@ -222,3 +222,14 @@ async def test_an_agent_reads_the_article_and_the_refusal(server: Server) -> Non
     assert [r.is_error for r in results] == [False, True]
     assert "FaceTime calls" in results[0].text
     assert "169.254.169.254 is a link-local address" in results[1].text
+
+
+@pytest.mark.parametrize("missing", ["httpx2", "trafilatura"])
+def test_without_the_extra_the_error_names_it(missing: str) -> None:
+    code = (
+        f"import sys; sys.modules[{missing!r}] = None\n"
+        "try:\n    from helikon.tools import WebFetchTool\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "pip install 'paigasus-helikon[tools-web]'" in out.stdout
