@@ -1,7 +1,9 @@
 """The ready-made tools: confined file tools, shell execution backends, web tools.
 
 Everything a model may touch on the user's machine goes through a `Sandbox`: a directory
-capability the file tools resolve paths beneath, with the kernel's confinement.
+capability the file tools resolve paths beneath, with the kernel's confinement. The web
+tools (`WebFetchTool`, `WebSearchTool`, `tools-web` extra) load httpx2 and trafilatura only
+when first used.
 
 Example:
     ```python
@@ -13,6 +15,8 @@ Example:
         assert not sandbox.closed
     ```
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .bash import BashTool
 from .edit import EditTool
@@ -34,11 +38,36 @@ from .sandbox import Sandbox
 from .search import GlobTool, GrepTool
 from .write import WriteTool
 
+if TYPE_CHECKING:
+    from .web_fetch import WebFetchTool
+    from .web_search import BraveBackend, SearchBackend, SearchResult, TavilyBackend, WebSearchTool
+
+# The web tools' names -> their module, imported on first access (they need the tools-web extra).
+_WEB = {
+    "BraveBackend": "web_search",
+    "SearchBackend": "web_search",
+    "SearchResult": "web_search",
+    "TavilyBackend": "web_search",
+    "WebFetchTool": "web_fetch",
+    "WebSearchTool": "web_search",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WEB.get(name)
+    if module is None:
+        raise AttributeError(f"module 'helikon.tools' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
+
 __all__ = [
     "DEFAULT_ENV_ALLOWLIST",
     "DEFAULT_MAX_OUTPUT",
     "DEFAULT_TIMEOUT",
     "BashTool",
+    "BraveBackend",
     "EditTool",
     "EgressDecision",
     "EgressPolicy",
@@ -55,5 +84,10 @@ __all__ = [
     "ResourceLimits",
     "Sandbox",
     "SandboxGuarantees",
+    "SearchBackend",
+    "SearchResult",
+    "TavilyBackend",
+    "WebFetchTool",
+    "WebSearchTool",
     "WriteTool",
 ]
