@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from file_tool_helpers import call, text
 
-from helikon import LlmAgent, RunContext, ToolContext, ToolEffect, ToolError, UserError
+from helikon import LlmAgent, RunContext, ToolEffect, ToolError, UserError
 from helikon.core.exceptions import Denied
-from helikon.core.items import TextPart, ToolResult
+from helikon.core.items import ToolResult
 from helikon.core.tools import Tool, ToolOutput
 from helikon.testing import MockModel, text_turn, tool_call_turn
 from helikon.tools import EditTool, GlobTool, GrepTool, ReadTool, Sandbox, WriteTool, _confine, search
@@ -31,17 +32,6 @@ def root(tmp_path: Path) -> Path:
 def sandbox(root: Path) -> Iterator[Sandbox]:
     with Sandbox.open(root) as s:
         yield s
-
-
-def call(tool: Any, args: dict[str, Any]) -> ToolOutput:
-    ctx = ToolContext(RunContext.ephemeral(None), call_id="c1", tool_name=tool.name, max_agent_depth=1)
-    return asyncio.run(tool.invoke(ctx, args))
-
-
-def text(out: ToolOutput) -> str:
-    (part,) = out.to_parts()
-    assert isinstance(part, TextPart)
-    return part.text
 
 
 def meta(out: ToolOutput) -> dict[str, Any]:

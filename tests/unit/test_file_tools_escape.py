@@ -10,7 +10,6 @@ same paths does reach the sentinel, so the corpus tests something.
 
 from __future__ import annotations
 
-import asyncio
 import ctypes
 import errno
 import os
@@ -21,11 +20,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from file_tool_helpers import call, text
 
-from helikon import RunContext, ToolContext, ToolError
+from helikon import ToolError
 from helikon.core.exceptions import Denied
-from helikon.core.items import TextPart
-from helikon.core.tools import ToolOutput
 from helikon.tools import EditTool, GlobTool, GrepTool, ReadTool, Sandbox, WriteTool, _confine
 
 SENTINEL = "SENTINEL-OUTSIDE-THE-ROOT"
@@ -64,17 +62,6 @@ def root(tmp_path: Path, outside: Path) -> Path:
 def sandbox(root: Path) -> Iterator[Sandbox]:
     with Sandbox.open(root) as s:
         yield s
-
-
-def call(tool: Any, args: dict[str, Any]) -> ToolOutput:
-    ctx = ToolContext(RunContext.ephemeral(None), call_id="c1", tool_name=tool.name, max_agent_depth=1)
-    return asyncio.run(tool.invoke(ctx, args))
-
-
-def text(out: ToolOutput) -> str:
-    (part,) = out.to_parts()
-    assert isinstance(part, TextPart)
-    return part.text
 
 
 def outcome(tool: Any, args: dict[str, Any]) -> tuple[str, str]:
