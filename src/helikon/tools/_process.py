@@ -59,6 +59,10 @@ class _Capture:
         return b"".join(self.chunks).decode("utf-8", "replace")
 
 
+_REAP_TIMEOUT = 5.0
+"""Seconds to wait for a killed command's exit to be reported (SIGKILL takes effect at once)."""
+
+
 def _kill_group(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):  # the group is already gone
         os.killpg(pid, signal.SIGKILL)
@@ -121,6 +125,9 @@ async def run_process(
             remove()
         if proc.returncode is None:
             kill()
+            # Reap it before the call returns: left to the child watcher, its exit could be
+            # reported after the loop is gone, and the process never reaped.
+            await asyncio.wait((exited,), timeout=_REAP_TIMEOUT)
         reads.cancel()
         reads.add_done_callback(_retrieve)
         transport.close()  # the pipes a grandchild outside the group may still hold
