@@ -7,12 +7,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest
+from tool_audit import ToolAudit
 
 from helikon import (
     DenyRule,
     Governance,
-    HookDecision,
-    HookEvent,
     LlmAgent,
     RequestHeader,
     RunConfig,
@@ -162,16 +161,7 @@ async def test_a_renamed_definition_dispatches_to_its_tool_and_is_what_the_sessi
 
 
 async def test_hooks_see_the_offered_name_and_rules_the_tools_own() -> None:
-    class Audit:
-        def __init__(self) -> None:
-            self.tools: list[str | None] = []
-
-        async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
-            if event.type == "pre_tool_use":
-                self.tools.append(event.tool)
-            return HookDecision.allow()
-
-    audit = Audit()
+    audit = ToolAudit()
 
     def prepare(ctx: RunContext[Any], defs: list[ToolDef]) -> Mapping[str, ToolDef]:
         return {d.name: dataclasses.replace(d, name="lookup") for d in defs}

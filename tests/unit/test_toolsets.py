@@ -5,12 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from tool_audit import ToolAudit
 
 from helikon import (
     DenyRule,
     Governance,
-    HookDecision,
-    HookEvent,
     LlmAgent,
     ModelRetry,
     RunContext,
@@ -71,16 +70,7 @@ async def test_an_agent_takes_toolsets_beside_tools_and_a_renamed_tool_runs_the_
 
 
 async def test_hooks_see_the_offered_name_and_deny_rules_still_match_the_tools_own() -> None:
-    class Audit:
-        def __init__(self) -> None:
-            self.tools: list[str | None] = []
-
-        async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
-            if event.type == "pre_tool_use":
-                self.tools.append(event.tool)
-            return HookDecision.allow()
-
-    audit = Audit()
+    audit = ToolAudit()
     model = MockModel.with_scripts([tool_call_turn("nuke", {"repo": "x"}), text_turn("Refused.")])
     agent = LlmAgent(name="a", model=model, tools=[github.renamed({"delete_repo": "nuke"})], hooks=[audit])
     ctx = RunContext.ephemeral(None).with_governance(Governance(deny_rules=[DenyRule.tool("delete_repo")]))
