@@ -33,6 +33,7 @@ from .execution import (
 )
 from .guarantees import Isolation, SandboxGuarantees
 from .host import HostBackend, HostBackendBuilder
+from .os_sandbox import OsSandboxBackend, OsSandboxBackendBuilder, OsSandboxError, OsSandboxUnsupported
 from .read import ReadTool
 from .sandbox import Sandbox
 from .search import GlobTool, GrepTool
@@ -80,6 +81,10 @@ __all__ = [
     "HostBackend",
     "HostBackendBuilder",
     "Isolation",
+    "OsSandboxBackend",
+    "OsSandboxBackendBuilder",
+    "OsSandboxError",
+    "OsSandboxUnsupported",
     "ReadTool",
     "ResourceLimits",
     "Sandbox",

@@ -1,11 +1,12 @@
 """Run one child process under a timeout and an output cap, killing its whole process group.
 
-Every backend that spawns locally goes through `run_process`. The child starts in a new
-session (`start_new_session=True`), so it leads its own process group and everything it
-starts joins that group: a timeout, the output cap, a cancelled token or a cancelled task
-sends `SIGKILL` to the group, and grandchildren die with their parent. When the child
-exits, whatever it left running in the group is killed too, so a backgrounded process
-cannot hold the output pipes open (or outlive the call).
+Every backend that spawns locally goes through `supervise`: `run_process` spawns with
+asyncio's subprocess support, the OS sandbox through its launcher (`_launcher_client`).
+The child leads its own process group, and everything it starts joins that group: a
+timeout, the output cap, a cancelled token or a cancelled task sends `SIGKILL` to the
+group, and grandchildren die with their parent. When the child exits, whatever it left
+running in the group is killed too, so a backgrounded process cannot hold the output pipes
+open (or outlive the call).
 """
 
 from __future__ import annotations
@@ -15,14 +16,13 @@ import contextlib
 import os
 import signal
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .execution import ExecOutput
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
     from helikon.core.cancel import CancellationToken
 
 _CHUNK = 1 << 16
@@ -99,14 +99,50 @@ async def run_process(
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         return ExecOutput(exit_code=code, stdout="", stderr=f"cannot start {argv[0]!r}: {exc}\n")
     proc = asyncio.subprocess.Process(transport, protocol, loop)
-    pid = proc.pid
+    return await supervise(
+        Child(proc.pid, exited, lambda: proc.returncode, proc.stdout, proc.stderr, _feed(proc, stdin)),
+        time_limit=time_limit,
+        max_output_bytes=max_output_bytes,
+        cancel=cancel,
+        started=started,
+        release=transport.close,  # the pipes a grandchild outside the group may still hold
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Child:
+    """A started command as `supervise` sees it, however it was spawned.
+
+    `pid` leads the command's process group; `exited` is set when it exits, and `returncode`
+    then says how (`-n` for signal `n`, as `asyncio` reports it; `None` while running).
+    """
+
+    pid: int
+    exited: asyncio.Future[None]
+    returncode: Callable[[], int | None]
+    stdout: asyncio.StreamReader | None
+    stderr: asyncio.StreamReader | None
+    feed: Coroutine[Any, Any, None]
+
+
+async def supervise(
+    child: Child,
+    *,
+    time_limit: float,
+    max_output_bytes: int,
+    cancel: CancellationToken | None,
+    started: float,
+    release: Callable[[], None],
+) -> ExecOutput:
+    """Read `child`'s output to its exit, its timeout, the cap or `cancel`; kill its group; report."""
+    pid, exited = child.pid, child.exited
 
     def kill() -> None:
         _kill_group(pid)
 
     out, err = _Capture(max_output_bytes, kill), _Capture(max_output_bytes, kill)
     remove = cancel.add_callback(kill) if cancel is not None else None
-    reads = asyncio.gather(out.drain(proc.stdout), err.drain(proc.stderr), _feed(proc, stdin))
+    reads = asyncio.gather(out.drain(child.stdout), err.drain(child.stderr), child.feed)
     timed_out = False
     try:
         try:
@@ -123,15 +159,15 @@ async def run_process(
         # Also on a cancelled task: nothing of the command outlives the call.
         if remove is not None:
             remove()
-        if proc.returncode is None:
+        if child.returncode() is None:
             kill()
             # Reap it before the call returns: left to the child watcher, its exit could be
             # reported after the loop is gone, and the process never reaped.
             await asyncio.wait((exited,), timeout=_REAP_TIMEOUT)
         reads.cancel()
         reads.add_done_callback(_retrieve)
-        transport.close()  # the pipes a grandchild outside the group may still hold
-    code = proc.returncode
+        release()
+    code = child.returncode()
     died_of = -code if code is not None and code < 0 else None
     return ExecOutput(
         exit_code=None if timed_out or died_of is not None else code,

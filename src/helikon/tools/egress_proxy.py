@@ -68,7 +68,11 @@ _REASONS = {
 
 
 class EgressProxy:
-    """A policy-enforcing forward proxy; `await start()` (or `async with`), then point clients at `url`."""
+    """A policy-enforcing forward proxy; `await start()` (or `async with`), then point clients at `url`.
+
+    `sock`: serve on this listening socket instead of binding `host:port` (the OS sandbox
+    passes one it made in the sandbox's network namespace).
+    """
 
     def __init__(
         self,
@@ -82,6 +86,7 @@ class EgressProxy:
         max_connections: int = 256,
         idle_timeout: float = 60.0,
         connect_timeout: float = 10.0,
+        sock: socket.socket | None = None,
     ) -> None:
         if not isinstance(policy, EgressPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
@@ -106,6 +111,7 @@ class EgressProxy:
         self._tasks: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
         self._port = 0
+        self._sock = sock
 
     @property
     def port(self) -> int:
@@ -124,9 +130,14 @@ class EgressProxy:
         if self._server is not None:
             raise UserError("EgressProxy.start(): already started")
         # The reader's limit bounds the head: readuntil raises instead of buffering more.
-        self._server = await asyncio.start_server(
-            self._accept, self._host, self._bind_port, limit=self._max_header_bytes
-        )
+        if self._sock is not None:
+            self._server = await asyncio.start_server(
+                self._accept, sock=self._sock, limit=self._max_header_bytes
+            )
+        else:
+            self._server = await asyncio.start_server(
+                self._accept, self._host, self._bind_port, limit=self._max_header_bytes
+            )
         self._port = self._server.sockets[0].getsockname()[1]
         return self
 

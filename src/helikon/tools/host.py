@@ -38,23 +38,13 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import Iterable, Mapping
-from datetime import timedelta
 from typing import TYPE_CHECKING
 
 from helikon.core.exceptions import UserError
 
+from ._local_options import LocalOptions
 from ._process import run_process
-from .execution import (
-    DEFAULT_ENV_ALLOWLIST,
-    DEFAULT_MAX_OUTPUT,
-    DEFAULT_TIMEOUT,
-    ExecOutput,
-    ExecRequest,
-    ResourceLimits,
-    check_env,
-    check_positive,
-)
+from .execution import ExecOutput, ExecRequest, ResourceLimits
 from .guarantees import Isolation, SandboxGuarantees
 
 if TYPE_CHECKING:
@@ -62,85 +52,35 @@ if TYPE_CHECKING:
 
     from .sandbox import Sandbox
 
-_CPU_MARGIN = 5  # CPU seconds granted over the wall timeout by the default RLIMIT_CPU backstop
-_DEFAULT_FILE_SIZE = 1 << 30
 _HOST = SandboxGuarantees(Isolation.NONE, Isolation.NONE, Isolation.NONE, "host (no containment)")
 
 
-class HostBackendBuilder:
-    """Options of a `HostBackend`; start with `HostBackend.builder(sandbox)`."""
+class HostBackendBuilder(LocalOptions):
+    """Options of a `HostBackend`; start with `HostBackend.builder(sandbox)`.
 
-    __slots__ = ("_allow", "_limits", "_max_output", "_sandbox", "_set", "_timeout")
+    `timeout`, `env_allowlist`, `env_set`, `max_output_bytes` and `rlimits` as every local
+    backend takes them (`ResourceLimits()` sets none and skips the launcher).
+    """
+
+    __slots__ = ("_sandbox",)
+    _name = "HostBackend"
 
     def __init__(self, sandbox: Sandbox) -> None:
         from .sandbox import Sandbox
 
         if not isinstance(sandbox, Sandbox):
             raise UserError(f"HostBackend.builder(sandbox): give a Sandbox.open(root), not {sandbox!r}")
+        super().__init__()
         self._sandbox = sandbox
-        self._timeout = DEFAULT_TIMEOUT
-        self._allow: tuple[str, ...] = DEFAULT_ENV_ALLOWLIST
-        self._set: dict[str, str] = {}
-        self._max_output = DEFAULT_MAX_OUTPUT
-        self._limits: ResourceLimits | None = None
-
-    def timeout(self, seconds: float | timedelta) -> HostBackendBuilder:
-        """Wall-clock seconds before the command's whole process group is killed (default 30)."""
-        if isinstance(seconds, timedelta):
-            seconds = seconds.total_seconds()
-        check_positive(seconds, "HostBackend.builder(...).timeout()")
-        self._timeout = float(seconds)
-        return self
-
-    def env_allowlist(self, names: Iterable[str]) -> HostBackendBuilder:
-        """The parent's variables the child receives; replaces `DEFAULT_ENV_ALLOWLIST`.
-
-        A name absent from this process's environment is left out.
-        """
-        if isinstance(names, str):
-            raise UserError(f"env_allowlist({names!r}): give a list of names, e.g. ['PATH', 'HOME']")
-        listed = tuple(names)
-        check_env(dict.fromkeys(listed, ""), "HostBackend.builder(...).env_allowlist()")
-        self._allow = listed
-        return self
-
-    def env_set(self, values: Mapping[str, str]) -> HostBackendBuilder:
-        """Variables set for every command (over the allowlisted ones)."""
-        check_env(values, "HostBackend.builder(...).env_set()")
-        self._set.update(values)
-        return self
-
-    def max_output_bytes(self, limit: int) -> HostBackendBuilder:
-        """Bytes kept of each of stdout and stderr (default 1 MiB); past it the command is killed."""
-        check_positive(limit, "HostBackend.builder(...).max_output_bytes()", integer=True)
-        self._max_output = limit
-        return self
-
-    def rlimits(self, limits: ResourceLimits) -> HostBackendBuilder:
-        """Replace the default caps (CPU = timeout + 5 s, file size 1 GiB, address space unset).
-
-        `ResourceLimits()` sets none (and skips the launcher).
-        """
-        if not isinstance(limits, ResourceLimits):
-            raise UserError(f"rlimits({limits!r}): give a ResourceLimits(cpu_seconds=..., ...)")
-        self._limits = limits
-        return self
 
     def build(self) -> HostBackend:
         """The backend. The allowlisted variables are read from this process's environment now."""
-        limits = self._limits
-        if limits is None:
-            cpu = int(self._timeout) + _CPU_MARGIN
-            limits = ResourceLimits(cpu_seconds=cpu, file_size_bytes=_DEFAULT_FILE_SIZE)
-        env = {name: os.environ[name] for name in self._allow if name in os.environ}
-        env.update(self._set)
-        env.setdefault("PATH", os.defpath)
         return HostBackend(
             root=str(self._sandbox.root),
-            env=env,
+            env=self._environment({}),
             timeout=self._timeout,
             max_output_bytes=self._max_output,
-            launcher=_launcher(limits),
+            launcher=_launcher(self._resource_limits()),
         )
 
 

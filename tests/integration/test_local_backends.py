@@ -1,6 +1,8 @@
-"""HostBackend on real processes: cwd, env scrubbing, the group kill, the output cap, rlimits, cancel.
+"""The local backends on real processes: cwd, env scrubbing, the group kill, the output cap, rlimits, cancel.
 
-Where a test proves a limit holds, a twin shows the same command escapes without it.
+`HostBackend` and `OsSandboxBackend` share these behaviours (the `local` fixture runs each
+test on both). Where a test proves a limit holds, a twin shows the same command escapes
+without it. Containment itself is tested in test_os_sandbox.py.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +24,27 @@ from helikon.tools import (
     ExecRequest,
     ExecutionBackend,
     HostBackend,
+    HostBackendBuilder,
     Isolation,
+    OsSandboxBackend,
+    OsSandboxBackendBuilder,
     ResourceLimits,
     Sandbox,
     SandboxGuarantees,
 )
 
 pytestmark = pytest.mark.integration
+
+
+Local = Callable[[Sandbox], HostBackendBuilder | OsSandboxBackendBuilder]
+
+
+@pytest.fixture(params=["host", "os-sandbox"])
+def local(request: pytest.FixtureRequest) -> Local:
+    """A builder for each local backend; both take the same options."""
+    if request.param == "host":
+        return HostBackend.builder
+    return OsSandboxBackend.builder
 
 
 @pytest.fixture
@@ -64,39 +80,39 @@ async def test_guarantees_say_no_containment(sandbox: Sandbox) -> None:
     )
 
 
-async def test_the_working_directory_is_the_sandbox_root(sandbox: Sandbox) -> None:
+async def test_the_working_directory_is_the_sandbox_root(local: Local, sandbox: Sandbox) -> None:
     (sandbox.root / "sub").mkdir()
-    backend = HostBackend.builder(sandbox).build()
+    backend = local(sandbox).build()
     assert (await backend.run(sh("pwd"))).stdout == f"{sandbox.root}\n"
     assert (await backend.run(sh("pwd", cwd="sub"))).stdout == f"{sandbox.root / 'sub'}\n"
 
 
 async def test_the_environment_is_scrubbed_to_the_allowlist(
-    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+    local: Local, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HELIKON_TEST_SECRET", "s3cr3t-token")
-    scrubbed = await HostBackend.builder(sandbox).build().run(sh("env"))
+    scrubbed = await local(sandbox).build().run(sh("env"))
     assert "s3cr3t-token" not in scrubbed.stdout
     assert "PATH=" in scrubbed.stdout
     # The twin: allowlisted, the same secret is visible, so the check above can fail.
-    allowed = HostBackend.builder(sandbox).env_allowlist(["PATH", "HELIKON_TEST_SECRET"]).build()
+    allowed = local(sandbox).env_allowlist(["PATH", "HELIKON_TEST_SECRET"]).build()
     assert "HELIKON_TEST_SECRET=s3cr3t-token" in (await allowed.run(sh("env"))).stdout
 
 
-async def test_env_set_and_the_request_env_reach_the_command(sandbox: Sandbox) -> None:
-    backend = HostBackend.builder(sandbox).env_set({"MODE": "ci", "LEVEL": "1"}).build()
+async def test_env_set_and_the_request_env_reach_the_command(local: Local, sandbox: Sandbox) -> None:
+    backend = local(sandbox).env_set({"MODE": "ci", "LEVEL": "1"}).build()
     out = await backend.run(sh('echo "$MODE $LEVEL"', env={"LEVEL": "2"}))
     assert out.stdout == "ci 2\n"
 
 
-async def test_stdin_is_fed_and_otherwise_empty(sandbox: Sandbox) -> None:
-    backend = HostBackend.builder(sandbox).build()
+async def test_stdin_is_fed_and_otherwise_empty(local: Local, sandbox: Sandbox) -> None:
+    backend = local(sandbox).build()
     assert (await backend.run(ExecRequest(("cat",), stdin=b"hello"))).stdout == "hello"
     assert (await backend.run(ExecRequest(("cat",)))).stdout == ""
 
 
-async def test_exit_codes_and_stderr_come_back(sandbox: Sandbox) -> None:
-    out = await HostBackend.builder(sandbox).build().run(sh("echo out; echo err >&2; exit 3"))
+async def test_exit_codes_and_stderr_come_back(local: Local, sandbox: Sandbox) -> None:
+    out = await local(sandbox).build().run(sh("echo out; echo err >&2; exit 3"))
     assert (out.exit_code, out.stdout, out.stderr, out.signal, out.timed_out) == (
         3,
         "out\n",
@@ -109,9 +125,9 @@ async def test_exit_codes_and_stderr_come_back(sandbox: Sandbox) -> None:
 
 @pytest.mark.parametrize("limits", [ResourceLimits(), ResourceLimits(cpu_seconds=5)])
 async def test_a_program_that_cannot_start_is_a_result_not_an_exception(
-    sandbox: Sandbox, limits: ResourceLimits
+    local: Local, sandbox: Sandbox, limits: ResourceLimits
 ) -> None:
-    backend = HostBackend.builder(sandbox).rlimits(limits).build()
+    backend = local(sandbox).rlimits(limits).build()
     missing = await backend.run(ExecRequest(("no-such-program-here",)))
     assert missing.exit_code == 127 and "no-such-program-here" in missing.stderr
     (sandbox.root / "plain.txt").write_text("not a program")
@@ -119,8 +135,8 @@ async def test_a_program_that_cannot_start_is_a_result_not_an_exception(
     assert refused.exit_code == 126
 
 
-async def test_a_timeout_kills_the_whole_process_group(sandbox: Sandbox) -> None:
-    backend = HostBackend.builder(sandbox).timeout(0.5).build()
+async def test_a_timeout_kills_the_whole_process_group(local: Local, sandbox: Sandbox) -> None:
+    backend = local(sandbox).timeout(0.5).build()
     out = await backend.run(sh("(sleep 30; touch survived) & echo $! > grandchild; sleep 30"))
     assert out.timed_out and out.exit_code is None and out.signal == signal.SIGKILL
     grandchild = int((sandbox.root / "grandchild").read_text())
@@ -144,14 +160,14 @@ def test_the_twin_a_plain_kill_of_the_child_leaves_the_grandchild_running(tmp_pa
         os.killpg(child.pid, signal.SIGKILL)
 
 
-async def test_what_a_command_leaves_running_is_killed_when_it_exits(sandbox: Sandbox) -> None:
-    out = await HostBackend.builder(sandbox).timeout(10).build().run(sh("sleep 30 & echo $!"))
+async def test_what_a_command_leaves_running_is_killed_when_it_exits(local: Local, sandbox: Sandbox) -> None:
+    out = await local(sandbox).timeout(10).build().run(sh("sleep 30 & echo $!"))
     assert out.exit_code == 0 and not out.timed_out  # returned without waiting for the sleep
     assert gone(int(out.stdout))
 
 
-async def test_output_past_the_cap_is_cut_and_the_command_stopped(sandbox: Sandbox) -> None:
-    backend = HostBackend.builder(sandbox).max_output_bytes(1000).build()
+async def test_output_past_the_cap_is_cut_and_the_command_stopped(local: Local, sandbox: Sandbox) -> None:
+    backend = local(sandbox).max_output_bytes(1000).build()
     out = await backend.run(sh("yes"))
     assert len(out.stdout) == 1000 and out.stdout_truncated and out.truncated
     assert out.signal == signal.SIGKILL
@@ -164,12 +180,12 @@ async def test_output_past_the_cap_is_cut_and_the_command_stopped(sandbox: Sandb
 _SPIN = "while :; do :; done"
 
 
-async def test_the_cpu_limit_kills_a_busy_loop_with_sigxcpu(sandbox: Sandbox) -> None:
-    backend = HostBackend.builder(sandbox).timeout(20).rlimits(ResourceLimits(cpu_seconds=1)).build()
+async def test_the_cpu_limit_kills_a_busy_loop_with_sigxcpu(local: Local, sandbox: Sandbox) -> None:
+    backend = local(sandbox).timeout(20).rlimits(ResourceLimits(cpu_seconds=1)).build()
     out = await backend.run(sh(_SPIN))
     assert out.signal == signal.SIGXCPU and not out.timed_out
     # The twin: without the limit the same loop runs until the wall-clock timeout.
-    free = HostBackend.builder(sandbox).timeout(1.5).rlimits(ResourceLimits()).build()
+    free = local(sandbox).timeout(1.5).rlimits(ResourceLimits()).build()
     assert (await free.run(sh(_SPIN))).timed_out
 
 
@@ -184,34 +200,34 @@ _BIG_WRITE = (
 )
 
 
-async def test_the_file_size_limit_makes_a_big_write_fail_with_efbig(sandbox: Sandbox) -> None:
-    limited = HostBackend.builder(sandbox).rlimits(ResourceLimits(file_size_bytes=64 * 1024)).build()
+async def test_the_file_size_limit_makes_a_big_write_fail_with_efbig(local: Local, sandbox: Sandbox) -> None:
+    limited = local(sandbox).rlimits(ResourceLimits(file_size_bytes=64 * 1024)).build()
     out = await limited.run(ExecRequest(("python3", "-c", _BIG_WRITE)))
     assert out.stdout.strip() == errno.errorcode[errno.EFBIG]
     assert (sandbox.root / "big").stat().st_size <= 64 * 1024
-    free = HostBackend.builder(sandbox).rlimits(ResourceLimits()).build()
+    free = local(sandbox).rlimits(ResourceLimits()).build()
     assert (await free.run(ExecRequest(("python3", "-c", _BIG_WRITE)))).stdout.strip() == "wrote"
 
 
 _ALLOCATE = "b = bytearray(512 * 1024 * 1024); print('allocated')"
 
 
-async def test_the_address_space_limit_makes_a_big_allocation_fail(sandbox: Sandbox) -> None:
-    limited = HostBackend.builder(sandbox).rlimits(ResourceLimits(address_space_bytes=256 << 20)).build()
+async def test_the_address_space_limit_makes_a_big_allocation_fail(local: Local, sandbox: Sandbox) -> None:
+    limited = local(sandbox).rlimits(ResourceLimits(address_space_bytes=256 << 20)).build()
     out = await limited.run(ExecRequest(("python3", "-c", _ALLOCATE)))
     assert "MemoryError" in out.stderr and out.exit_code == 1
-    free = HostBackend.builder(sandbox).rlimits(ResourceLimits()).build()
+    free = local(sandbox).rlimits(ResourceLimits()).build()
     assert (await free.run(ExecRequest(("python3", "-c", _ALLOCATE)))).stdout == "allocated\n"
 
 
-async def test_the_default_limits_are_the_books(sandbox: Sandbox) -> None:
-    out = await HostBackend.builder(sandbox).timeout(10).build().run(sh("ulimit -S -t; ulimit -f; ulimit -v"))
+async def test_the_default_limits_are_the_books(local: Local, sandbox: Sandbox) -> None:
+    out = await local(sandbox).timeout(10).build().run(sh("ulimit -S -t; ulimit -f; ulimit -v"))
     assert out.stdout.split() == ["15", str((1 << 30) // 1024), "unlimited"]
 
 
-async def test_a_cancelled_token_kills_the_command(sandbox: Sandbox) -> None:
+async def test_a_cancelled_token_kills_the_command(local: Local, sandbox: Sandbox) -> None:
     token = CancellationToken()
-    backend = HostBackend.builder(sandbox).timeout(30).build()
+    backend = local(sandbox).timeout(30).build()
     loop = asyncio.get_running_loop()
     loop.call_later(0.3, token.cancel)
     out = await backend.run(sh("sleep 30 & echo $! > bg; sleep 30"), cancel=token)
@@ -219,8 +235,8 @@ async def test_a_cancelled_token_kills_the_command(sandbox: Sandbox) -> None:
     assert gone(int((sandbox.root / "bg").read_text()))
 
 
-async def test_a_cancelled_task_kills_the_command(sandbox: Sandbox) -> None:
-    backend = HostBackend.builder(sandbox).timeout(30).build()
+async def test_a_cancelled_task_kills_the_command(local: Local, sandbox: Sandbox) -> None:
+    backend = local(sandbox).timeout(30).build()
     task = asyncio.create_task(backend.run(sh("echo $$ > pid; sleep 30")))
     pid_file = sandbox.root / "pid"
     for _ in range(250):  # until the command has started (a file, not an event: another process)

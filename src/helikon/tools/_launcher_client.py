@@ -1,0 +1,219 @@
+"""The parent's side of the OS-sandbox launcher (`_os_launcher.py`): start it, send it commands.
+
+`Launcher.start` runs the launcher with the ruleset descriptor and the seccomp program and
+waits until it reports that a probe child was really confined. `Launcher.run` then makes the
+command's pipes and a reply socket, sends them with the request, and supervises the command
+like any other child (`_process.supervise`): the launcher tells its pid, then its exit status.
+
+Each command has a reply socket of its own, and sending a request is one `sendmsg` under a
+lock, so a backend can be used from several threads and event loops at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ._process import Child, supervise
+from .execution import ExecOutput
+
+if TYPE_CHECKING:
+    from helikon.core.cancel import CancellationToken
+
+_SCRIPT = str(Path(__file__).with_name("_os_launcher.py"))
+_START_TIMEOUT = 30.0
+_CHUNK = 1 << 16
+
+
+class LauncherError(Exception):
+    """The launcher could not start, could not confine its probe, or is gone."""
+
+
+class Launcher:
+    """A running launcher process; `close()` kills what it still runs and stops it."""
+
+    __slots__ = ("_control", "_lock", "_proc")
+
+    def __init__(self, proc: subprocess.Popen[bytes], control: socket.socket) -> None:
+        self._proc = proc
+        self._control = control
+        self._lock = threading.Lock()
+
+    @classmethod
+    def start(
+        cls,
+        *,
+        ruleset_fd: int,
+        seccomp: bytes,
+        network: str,
+        rlimits: Mapping[str, tuple[int, int]],
+        probe_dir: str,
+        proxy_port: int | None,
+    ) -> tuple[Launcher, socket.socket | None]:
+        """Start a launcher; with `proxy_port`, also the listening socket it made in its network namespace."""
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        config = {
+            "control_fd": theirs.fileno(),
+            "ruleset_fd": ruleset_fd,
+            "seccomp": seccomp.hex(),
+            "network": network,
+            "rlimits": {name: list(pair) for name, pair in rlimits.items()},
+            "probe_dir": probe_dir,
+            "proxy_port": proxy_port,
+        }
+        with theirs:
+            proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", _SCRIPT, json.dumps(config)],
+                pass_fds=(theirs.fileno(), ruleset_fd),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                start_new_session=True,  # no controlling terminal for anything it starts
+            )
+        launcher = cls(proc, ours)
+        try:
+            ours.settimeout(_START_TIMEOUT)
+            data, fds, _, _ = socket.recv_fds(ours, 1 << 16, 1)
+            ours.settimeout(None)
+        except OSError as error:
+            launcher.close()
+            raise LauncherError(f"the launcher did not start: {error}{launcher._stderr()}") from None
+        message = json.loads(data) if data else {"error": f"the launcher exited{launcher._stderr()}"}
+        if "error" in message:
+            for fd in fds:
+                os.close(fd)
+            launcher.close()
+            raise LauncherError(str(message["error"]))
+        listener = socket.socket(fileno=fds[0]) if fds else None
+        return launcher, listener
+
+    def _stderr(self) -> str:
+        if self._proc.poll() is None or self._proc.stderr is None:
+            return ""
+        text = self._proc.stderr.read().decode("utf-8", "replace").strip()
+        return f": {text.splitlines()[-1]}" if text else ""
+
+    async def run(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str,
+        env: Mapping[str, str],
+        stdin: bytes | None,
+        time_limit: float,
+        max_output_bytes: int,
+        cancel: CancellationToken | None,
+    ) -> ExecOutput:
+        """Run `argv` confined, as `_process.run_process` runs it unconfined."""
+        started = time.perf_counter()
+        loop = asyncio.get_running_loop()
+        out_read, out_write = os.pipe()
+        err_read, err_write = os.pipe()
+        in_read, in_write = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+        reply, reply_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        request = json.dumps({"argv": list(argv), "cwd": cwd, "env": dict(env)}).encode()
+        try:
+            with self._lock:
+                socket.send_fds(
+                    self._control, [request], [in_read, out_write, err_write, reply_theirs.fileno()]
+                )
+        except OSError as error:
+            for fd in (out_read, err_read, in_write):
+                if fd >= 0:
+                    os.close(fd)
+            reply.close()
+            raise LauncherError(f"the os-sandbox launcher is gone ({error}); build a new backend") from None
+        finally:
+            for fd in (in_read, out_write, err_write):
+                os.close(fd)
+            reply_theirs.close()
+        reply.setblocking(False)
+        first = await loop.sock_recv(reply, 4096)
+        if not first:
+            for fd in (out_read, err_read, in_write):
+                if fd >= 0:
+                    os.close(fd)
+            reply.close()
+            raise LauncherError(
+                "the os-sandbox launcher exited before starting the command; build a new backend"
+            )
+        pid = int(json.loads(first)["pid"])
+        stdout, out_transport = await _reader(loop, out_read)
+        stderr, err_transport = await _reader(loop, err_read)
+        in_transport = await _writer(loop, in_write, stdin) if stdin is not None else None
+        exited: asyncio.Future[None] = loop.create_future()
+        status: list[int] = []
+        waiter = loop.create_task(_wait_exit(loop, reply, exited, status))
+
+        def release() -> None:
+            waiter.cancel()
+            reply.close()
+            for transport in (out_transport, err_transport, in_transport):
+                if transport is not None:
+                    transport.close()
+
+        return await supervise(
+            Child(pid, exited, lambda: status[0] if status else None, stdout, stderr, _nothing()),
+            time_limit=time_limit,
+            max_output_bytes=max_output_bytes,
+            cancel=cancel,
+            started=started,
+            release=release,
+        )
+
+    def close(self) -> None:
+        """Stop the launcher; it kills every command it still runs (idempotent)."""
+        self._control.close()
+        proc = self._proc
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        if proc.stderr is not None:
+            proc.stderr.close()
+
+
+async def _wait_exit(
+    loop: asyncio.AbstractEventLoop, reply: socket.socket, exited: asyncio.Future[None], status: list[int]
+) -> None:
+    with contextlib.suppress(OSError):
+        data = await loop.sock_recv(reply, 4096)
+        if data:
+            status.append(os.waitstatus_to_exitcode(int(json.loads(data)["status"])))
+    # EOF without a status: the launcher died; `returncode` stays None and the group is killed.
+    if not exited.done():
+        exited.set_result(None)
+
+
+async def _reader(
+    loop: asyncio.AbstractEventLoop, fd: int
+) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
+    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
+    transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", buffering=0)
+    )
+    return reader, transport
+
+
+async def _writer(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> asyncio.BaseTransport:
+    """Write `data` to the command's stdin, then close it (the transport buffers what the pipe can't take)."""
+    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(fd, "wb", buffering=0))
+    assert isinstance(transport, asyncio.WriteTransport)
+    transport.write(data)
+    transport.close()  # after the buffer drains; a command that stops reading gets EPIPE, its choice
+    return transport
+
+
+async def _nothing() -> None:
+    return None

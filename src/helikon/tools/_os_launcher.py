@@ -1,0 +1,259 @@
+"""The OS sandbox's launcher: a small single-threaded process that forks each command and confines it.
+
+Run as a script (`python -I -S _os_launcher.py <config>`), standard library only: it never
+imports helikon. The parent (`OsSandboxBackend`) built the Landlock ruleset and the seccomp
+program; this process holds them and, for every command, forks a child that
+
+1. joins a process group of its own (so the parent can kill everything it starts),
+2. takes the stdio descriptors it was sent and closes all others,
+3. resets the signals Python ignores (`SIGPIPE`, `SIGXFSZ`) and sets its rlimits,
+4. sets `no_new_privs`, restricts itself with the Landlock ruleset, loads the seccomp
+   filter — in that order, each failure fatal (exit 126), never a command run unconfined —
+5. and `exec`s the command.
+
+Why a launcher process and not `preexec_fn`: forking the parent, a threaded asyncio program,
+and running Python before `exec` can deadlock on a lock another thread held. This process
+has one thread, so forking it is safe, and it stays up so a command costs a `fork`, not an
+interpreter start.
+
+Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the parent sends one JSON request
+(`argv`, `env`, `cwd`) with four descriptors (stdin, stdout, stderr, a reply socket). The
+launcher answers on the reply socket `{"pid": n}` once the child is in its own group, then
+`{"status": s}` (a `waitpid` status) when it exits, and closes it. When the parent goes away
+(EOF on the control socket), every command still running is killed and the launcher exits.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import fcntl
+import json
+import os
+import resource
+import select
+import signal
+import socket
+import struct
+import sys
+
+# `os.execvpe` imports `warnings` on first use; once a child is confined it cannot read the
+# standard library any more, so everything the child runs after confining is loaded here.
+import warnings  # noqa: F401  # pyright: ignore[reportUnusedImport]
+from typing import Any, NoReturn
+
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+SECCOMP_MODE_FILTER = 2
+SYS_LANDLOCK_RESTRICT_SELF = 446
+CLONE_NEWNET = 0x40000000
+CLONE_NEWUSER = 0x10000000
+SIOCGIFFLAGS = 0x8913
+SIOCSIFFLAGS = 0x8914
+IFF_UP = 0x1
+DENIED = 126
+_MAX_FD = max(os.sysconf("SC_OPEN_MAX"), 1024)
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+def _confine(ruleset_fd: int, program: ctypes.Array[ctypes.c_char]) -> None:
+    """no_new_privs, then Landlock, then seccomp; raises OSError if the kernel refuses any."""
+    if _libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_NO_NEW_PRIVS)")
+    if _libc.syscall(ctypes.c_long(SYS_LANDLOCK_RESTRICT_SELF), ctypes.c_long(ruleset_fd), 0) != 0:
+        raise OSError(ctypes.get_errno(), "landlock_restrict_self")
+    fprog = _SockFprog(len(program) // 8, ctypes.cast(program, ctypes.c_void_p))
+    if _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(fprog), 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_SECCOMP)")
+
+
+class _Config:
+    """The launcher's configuration, read once from its command line."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.control_fd = int(raw["control_fd"])
+        self.ruleset_fd = int(raw["ruleset_fd"])
+        self.program = ctypes.create_string_buffer(bytes.fromhex(str(raw["seccomp"])))
+        self.network_open = raw["network"] == "open"
+        self.rlimits = [
+            (getattr(resource, str(name)), int(soft), int(hard))
+            for name, (soft, hard) in raw["rlimits"].items()
+        ]
+        self.probe_dir = str(raw["probe_dir"])
+        self.proxy_port = int(raw["proxy_port"]) if raw.get("proxy_port") else None
+
+
+def _child(config: _Config, argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -> NoReturn:
+    """In the forked child: confine, then exec `argv`; never returns."""
+    try:
+        os.setpgid(0, 0)
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        signal.set_wakeup_fd(-1)
+        for kind, soft, hard in config.rlimits:
+            resource.setrlimit(kind, (soft, hard))
+        os.chdir(cwd)
+        _confine(config.ruleset_fd, config.program)
+        os.closerange(3, _MAX_FD)
+    except BaseException as error:
+        with contextlib.suppress(OSError):
+            os.write(2, f"helikon os-sandbox: cannot confine the command: {error}\n".encode())
+        os._exit(DENIED)
+    try:
+        os.execvpe(argv[0], argv, env)
+    except OSError as error:
+        code = 127 if isinstance(error, FileNotFoundError) else DENIED
+        with contextlib.suppress(OSError):
+            os.write(2, f"cannot start {argv[0]!r}: {error}\n".encode())
+        os._exit(code)
+
+
+def _probe(config: _Config) -> str | None:
+    """Confine a forked child and check the kernel enforces it; `None` if it does, else what failed.
+
+    A kernel can accept a ruleset and a filter and still not apply them (an LSM disabled at
+    boot, a filter mode it ignores): the sandbox is only reported ready once a confined child
+    was refused a file in `probe_dir` (a directory outside the sandbox the parent made), and
+    refused a socket where the network is closed.
+    """
+    pid = os.fork()
+    if pid == 0:
+        code = 3
+        try:
+            _confine(config.ruleset_fd, config.program)
+            code = 4
+            try:
+                os.close(os.open(os.path.join(config.probe_dir, "x"), os.O_CREAT | os.O_WRONLY, 0o600))
+            except PermissionError:
+                code = 0 if config.network_open else 5
+            if code == 5:
+                try:
+                    socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()
+                except PermissionError:
+                    code = 0
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    return {
+        0: None,
+        3: "the kernel refused to confine a process (prctl, landlock_restrict_self or seccomp failed)",
+        4: "a confined process could still write outside the root: Landlock is not enforced",
+        5: "a confined process could still open a socket: the seccomp filter is not enforced",
+    }.get(os.waitstatus_to_exitcode(status), f"the probe process ended with status {status}")
+
+
+def _enter_network_namespace(port: int) -> socket.socket:
+    """Move this process into a new network namespace with only loopback up; listen on 127.0.0.1:`port`.
+
+    Every command forked from here shares the namespace: it can reach nothing but this
+    listener, which the parent's egress proxy serves (a socket keeps the namespace it was
+    made in, so the proxy reaches the outside from its own).
+    """
+    flags = CLONE_NEWNET
+    uid, gid = os.getuid(), os.getgid()
+    if uid != 0:
+        flags |= CLONE_NEWUSER  # an unprivileged process may make a network namespace in a user namespace
+    if _libc.unshare(flags) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
+    if uid != 0:
+        for name, text in (
+            ("setgroups", "deny"),
+            ("uid_map", f"{uid} {uid} 1"),
+            ("gid_map", f"{gid} {gid} 1"),
+        ):
+            with open(f"/proc/self/{name}", "w") as file:
+                file.write(text)
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        request = struct.pack("16sh22x", b"lo", 0)
+        flags_now = struct.unpack("16sh22x", fcntl.ioctl(probe, SIOCGIFFLAGS, request))[1]
+        fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags_now | IFF_UP))
+    return socket.create_server(("127.0.0.1", port), backlog=128)
+
+
+def _send(sock: socket.socket, message: dict[str, object]) -> None:
+    with contextlib.suppress(OSError):  # the parent stopped listening: nothing to tell
+        sock.send(json.dumps(message).encode())
+
+
+def _ignore(signum: int, frame: object) -> None:
+    """A SIGCHLD handler that does nothing: the wakeup fd is what the loop watches."""
+
+
+def main() -> None:
+    config = _Config(json.loads(sys.argv[1]))
+    control = socket.socket(fileno=config.control_fd)
+    wake_read, wake_write = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    signal.signal(signal.SIGCHLD, _ignore)
+    signal.set_wakeup_fd(wake_write)
+    running: dict[int, socket.socket] = {}
+    try:
+        listener = None if config.proxy_port is None else _enter_network_namespace(config.proxy_port)
+    except OSError as error:
+        _send(control, {"error": f"cannot make a network namespace for the egress proxy: {error}"})
+        return
+    failure = _probe(config)
+    if failure is not None:
+        _send(control, {"error": failure})
+        return
+    ready = json.dumps({"ready": True}).encode()
+    if listener is None:
+        control.send(ready)
+    else:
+        socket.send_fds(control, [ready], [listener.fileno()])
+        listener.close()
+    while True:
+        readable, _, _ = select.select([control, wake_read], [], [])
+        if control in readable:
+            try:
+                data, fds, _, _ = socket.recv_fds(control, 1 << 20, 4)
+            except OSError:
+                data, fds = b"", []
+            if not data:
+                break
+            reply = socket.socket(fileno=fds[3])
+            request = json.loads(data)
+            argv = [str(arg) for arg in request["argv"]]
+            env = {str(name): str(value) for name, value in request["env"].items()}
+            pid = os.fork()
+            if pid == 0:
+                _child(config, argv, env, str(request["cwd"]), fds)
+            with contextlib.suppress(OSError):  # set here too: the parent may kill before the child runs
+                os.setpgid(pid, pid)
+            for fd in fds[:3]:
+                os.close(fd)
+            running[pid] = reply
+            _send(reply, {"pid": pid})
+        if wake_read in readable:
+            with contextlib.suppress(BlockingIOError):
+                while os.read(wake_read, 512):
+                    pass
+        _reap(running)
+    for pid in running:
+        with contextlib.suppress(OSError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _reap(running: dict[int, socket.socket]) -> None:
+    while running:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            return
+        reply = running.pop(pid, None)
+        if reply is not None:
+            _send(reply, {"status": status})
+            reply.close()
+
+
+if __name__ == "__main__":
+    main()

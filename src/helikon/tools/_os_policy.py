@@ -1,0 +1,132 @@
+"""What the OS sandbox lets a command touch: the Landlock rules and the seccomp network mode.
+
+The rules, in full:
+
+- **The sandbox root and the backend's private temp directory** (also `HOME` and `TMPDIR`):
+  read, write, create, delete, rename, execute (`_landlock.READ_WRITE`: everything but
+  making device nodes and device ioctls). Plus any `writable_paths` the builder was given.
+- **The system a shell needs**, read and execute only: `/usr` (and `/bin`, `/sbin`, `/lib*`,
+  which point into it on merged-`/usr` systems), and the `/etc` entries programs read to
+  start (the loader cache, users and groups, name service, locale, time zone, CA
+  certificates, `alternatives`). Not `/etc` as a whole: it holds `shadow`, keys and
+  credentials. Plus any `read_only_paths` the builder was given.
+- **A few devices**: `/dev/null`, `/dev/zero`, `/dev/full`, `/dev/random`, `/dev/urandom`.
+- **Nothing else**: not `/proc` (other processes' environments and memory maps), not `/sys`,
+  not `/home`, `/root`, `/tmp` or `/var`.
+- **Network** (`NetworkMode`): closed by default (no sockets at all, no TCP by Landlock
+  either); open with `allow_network(True)`; with an egress policy, TCP to the proxy port
+  only, in a network namespace of the sandbox's own where the proxy listens.
+"""
+
+from __future__ import annotations
+
+import glob
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from . import _landlock as landlock
+from . import _seccomp as seccomp
+from .guarantees import Isolation
+
+MIN_ABI = 3
+"""Landlock ABI 3 (Linux 6.2) is the least the sandbox accepts: before it, `truncate` was not
+confined, and a command could empty any file the user may write."""
+MIN_ABI_EGRESS = 4
+"""ABI 4 (Linux 6.7) added TCP rules, which the egress mode uses on top of its namespace."""
+PROXY_PORT = 3128
+"""Where the egress proxy listens inside the sandbox's network namespace (the namespace is
+new and empty, so the port is always free there)."""
+
+SYSTEM_PATHS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+ETC_PATHS = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/locale.alias",
+    "/etc/alternatives",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/mime.types",
+    "/etc/magic",
+    "/etc/inputrc",
+    "/etc/bash.bashrc",
+    "/etc/profile",
+    "/etc/terminfo",
+    "/etc/os-release",
+    "/etc/debian_version",
+    "/etc/gitconfig",
+)
+ETC_GLOBS = ("/etc/python3*",)  # Debian's Python reads its sitecustomize through here
+DEVICE_PATHS = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+@dataclass(frozen=True, slots=True)
+class NetworkMode:
+    """How the network axis is enforced: the seccomp socket rule and the Landlock TCP rule."""
+
+    seccomp: str
+    tcp_connect_ports: tuple[int, ...] | None
+    """Ports TCP may connect to (`None`: TCP not handled by Landlock)."""
+    isolation: Isolation
+    """What the backend reports on its network axis."""
+
+    @staticmethod
+    def closed() -> NetworkMode:
+        return NetworkMode(seccomp.NETWORK_NONE, (), Isolation.OS_KERNEL)
+
+    @staticmethod
+    def open() -> NetworkMode:
+        return NetworkMode(seccomp.NETWORK_OPEN, None, Isolation.NONE)
+
+    @staticmethod
+    def proxied() -> NetworkMode:
+        return NetworkMode(seccomp.NETWORK_TCP_ONLY, (PROXY_PORT,), Isolation.PROXIED)
+
+
+def build_ruleset(
+    *,
+    abi: int,
+    writable: Sequence[str],
+    read_only: Sequence[str],
+    network: NetworkMode,
+) -> landlock.Ruleset:
+    """The ruleset for `writable` (the root, the temp dir, extras) and extra `read_only` paths."""
+    handled_net = 0
+    if network.tcp_connect_ports is not None and abi >= MIN_ABI_EGRESS:
+        handled_net = landlock.NET_CONNECT_TCP | landlock.NET_BIND_TCP
+        if network.tcp_connect_ports:
+            handled_net = landlock.NET_CONNECT_TCP  # a command may still serve inside its namespace
+    scoped = 0
+    if abi >= 6:
+        scoped = landlock.SCOPE_SIGNAL
+        if network.seccomp != seccomp.NETWORK_OPEN:
+            scoped |= landlock.SCOPE_ABSTRACT_UNIX_SOCKET
+    ruleset = landlock.Ruleset(abi=abi, handled_fs=landlock.FS_ALL, handled_net=handled_net, scoped=scoped)
+    try:
+        system = [
+            *SYSTEM_PATHS,
+            *ETC_PATHS,
+            *(p for pattern in ETC_GLOBS for p in sorted(glob.glob(pattern))),
+        ]
+        for path in (*system, *read_only):
+            ruleset.allow_path(path, landlock.READ_ONLY)
+        for path in DEVICE_PATHS:
+            ruleset.allow_path(path, landlock.DEVICES)
+        for path in writable:
+            ruleset.allow_path(path, landlock.READ_WRITE)
+        if handled_net & landlock.NET_CONNECT_TCP:
+            for port in network.tcp_connect_ports or ():
+                ruleset.allow_tcp_connect(port)
+    except BaseException:
+        ruleset.close()
+        raise
+    return ruleset

@@ -1,0 +1,204 @@
+"""The seccomp-bpf filter the OS sandbox loads in each child: which system calls fail with `EPERM`.
+
+The filter is a classic-BPF program over `struct seccomp_data` (syscall number, audit arch,
+arguments), built here as bytes and loaded by the launcher with
+`prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ...)` just before `exec`. It is an allow-list of
+nothing and a deny-list of what a contained command never needs, in four rules:
+
+1. A call made through another ABI (i386 `int 0x80`, x32) kills the process: the numbers
+   below mean other calls there.
+2. The dangerous calls fail with `EPERM`: tracing and reading other processes, mounting and
+   namespaces, kernel modules and kexec, eBPF and perf, keyrings, io_uring (its requests are
+   not seen by seccomp), file handles (`open_by_handle_at` escapes a directory confinement),
+   and `clone`/`clone3` making new namespaces.
+3. Network: `NETWORK_NONE` fails every `socket()` (even UNIX ones, which reach host daemons
+   through socket files) and every `socketpair()` that is not `AF_UNIX`;
+   `NETWORK_TCP_ONLY` lets `socket()` make TCP sockets only (IPv4/IPv6, stream, protocol
+   TCP) and nothing else — no UDP (DNS, QUIC), no raw or packet sockets, no UNIX sockets;
+   `NETWORK_OPEN` leaves sockets alone.
+4. Everything else is allowed.
+
+Only x86-64 has a table here; `build_filter` raises `UnsupportedArch` elsewhere, and the
+sandbox fails closed.
+"""
+
+from __future__ import annotations
+
+import errno
+import platform
+import socket
+import struct
+from types import MappingProxyType
+
+NETWORK_NONE = "none"
+NETWORK_TCP_ONLY = "tcp-only"
+NETWORK_OPEN = "open"
+
+AUDIT_ARCH_X86_64 = 0xC000003E
+X32_SYSCALL_BIT = 0x40000000
+
+# x86-64 numbers (arch/x86/entry/syscalls/syscall_64.tbl).
+SYS_IOCTL = 16
+SYS_SOCKET = 41
+SYS_SOCKETPAIR = 53
+SYS_CLONE = 56
+SYS_CLONE3 = 435
+
+DENIED_X86_64 = MappingProxyType(
+    {
+        "ptrace": 101,
+        "syslog": 103,
+        "personality": 135,
+        "pivot_root": 155,
+        "chroot": 161,
+        "acct": 163,
+        "mount": 165,
+        "umount2": 166,
+        "swapon": 167,
+        "swapoff": 168,
+        "reboot": 169,
+        "sethostname": 170,
+        "setdomainname": 171,
+        "iopl": 172,
+        "ioperm": 173,
+        "init_module": 175,
+        "delete_module": 176,
+        "quotactl": 179,
+        "lookup_dcookie": 212,
+        "kexec_load": 246,
+        "add_key": 248,
+        "request_key": 249,
+        "keyctl": 250,
+        "unshare": 272,
+        "perf_event_open": 298,
+        "name_to_handle_at": 303,
+        "open_by_handle_at": 304,
+        "setns": 308,
+        "process_vm_readv": 310,
+        "process_vm_writev": 311,
+        "finit_module": 313,
+        "kexec_file_load": 320,
+        "bpf": 321,
+        "userfaultfd": 323,
+        "io_uring_setup": 425,
+        "io_uring_enter": 426,
+        "io_uring_register": 427,
+        "open_tree": 428,
+        "move_mount": 429,
+        "fsopen": 430,
+        "fsconfig": 431,
+        "fsmount": 432,
+        "fspick": 433,
+        "mount_setattr": 442,
+    }
+)
+"""System calls that fail with `EPERM` inside the sandbox, by name."""
+
+# clone(2) flags that make a namespace (a fresh user namespace grants every capability in it).
+CLONE_NAMESPACE_FLAGS = (
+    0x00020000  # CLONE_NEWNS
+    | 0x02000000  # CLONE_NEWCGROUP
+    | 0x04000000  # CLONE_NEWUTS
+    | 0x08000000  # CLONE_NEWIPC
+    | 0x10000000  # CLONE_NEWUSER
+    | 0x20000000  # CLONE_NEWPID
+    | 0x40000000  # CLONE_NEWNET
+)
+# Terminal ioctls that push input into a terminal another process reads.
+TIOCSTI = 0x5412
+TIOCLINUX = 0x541C
+
+IPPROTO_TCP = 6
+SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
+
+# seccomp return actions.
+RET_ALLOW = 0x7FFF0000
+RET_KILL_PROCESS = 0x80000000
+RET_EPERM = 0x00050000 | errno.EPERM
+RET_ENOSYS = 0x00050000 | errno.ENOSYS
+
+# Offsets into struct seccomp_data; an argument's low 32 bits (little-endian).
+_NR = 0
+_ARCH = 4
+
+
+def _arg(index: int) -> int:
+    return 16 + 8 * index
+
+
+# Classic BPF opcodes.
+_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
+_JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
+_JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
+_JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
+_AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
+_RET = 0x06  # BPF_RET | BPF_K
+
+
+class UnsupportedArch(Exception):
+    """No syscall table for this machine's architecture."""
+
+
+def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
+    return struct.pack("=HBBI", code, jt, jf, k)
+
+
+def build_filter(network: str) -> bytes:
+    """The filter program as packed `struct sock_filter`s, for `network` (a `NETWORK_*` mode)."""
+    if platform.machine() != "x86_64":
+        raise UnsupportedArch(
+            f"the seccomp filter has a syscall table for x86_64 only, not {platform.machine()}"
+        )
+    if network not in (NETWORK_NONE, NETWORK_TCP_ONLY, NETWORK_OPEN):
+        raise ValueError(f"network mode {network!r}")
+    program: list[bytes] = [
+        _insn(_LD_ABS, _ARCH),
+        _insn(_JEQ, AUDIT_ARCH_X86_64, jt=1),
+        _insn(_RET, RET_KILL_PROCESS),
+        _insn(_LD_ABS, _NR),
+        _insn(_JGE, X32_SYSCALL_BIT, jf=1),
+        _insn(_RET, RET_KILL_PROCESS),
+    ]
+    for number in sorted(DENIED_X86_64.values()):
+        program += [_insn(_JEQ, number, jf=1), _insn(_RET, RET_EPERM)]
+    # clone3 passes its flags in memory seccomp cannot read: say it does not exist, and
+    # libc falls back to clone, whose flags are checked.
+    program += [_insn(_JEQ, SYS_CLONE3, jf=1), _insn(_RET, RET_ENOSYS)]
+    program += _check_arg(SYS_CLONE, 0, [_insn(_JSET, CLONE_NAMESPACE_FLAGS, jt=1), _insn(_RET, RET_ALLOW)])
+    program += _check_arg(SYS_IOCTL, 1, [_insn(_JEQ, TIOCSTI, jt=1), _insn(_JEQ, TIOCLINUX, jf=1)])
+    if network != NETWORK_OPEN:
+        program += _check_arg(SYS_SOCKETPAIR, 0, [_insn(_JEQ, socket.AF_UNIX, jf=1), _insn(_RET, RET_ALLOW)])
+        program += _socket_rule(network)
+    program.append(_insn(_RET, RET_ALLOW))
+    return b"".join(program)
+
+
+def _check_arg(number: int, index: int, test: list[bytes]) -> list[bytes]:
+    """`if nr == number: load arg[index]; <test>; EPERM`, where `test` jumps over the EPERM to allow.
+
+    `test` ends by falling through to `RET_EPERM` when the call must fail, or returning
+    `RET_ALLOW` / jumping one past the EPERM (to the final `RET_ALLOW` of this block).
+    """
+    body = [_insn(_LD_ABS, _arg(index)), *test, _insn(_RET, RET_EPERM), _insn(_RET, RET_ALLOW)]
+    return [_insn(_LD_ABS, _NR), _insn(_JEQ, number, jf=len(body)), *body, _insn(_LD_ABS, _NR)]
+
+
+def _socket_rule(network: str) -> list[bytes]:
+    """`socket()`: always EPERM (`NETWORK_NONE`), or TCP over IPv4/IPv6 only (`NETWORK_TCP_ONLY`)."""
+    if network == NETWORK_NONE:
+        return [_insn(_JEQ, SYS_SOCKET, jf=1), _insn(_RET, RET_EPERM)]
+    deny = [_insn(_RET, RET_EPERM)]
+    # Each check jumps to the EPERM at the end (relative offsets count the instructions between).
+    checks = [
+        _insn(_LD_ABS, _arg(0)),
+        _insn(_JEQ, socket.AF_INET, jt=1),
+        _insn(_JEQ, socket.AF_INET6, jf=7),
+        _insn(_LD_ABS, _arg(1)),
+        _insn(_AND, SOCK_TYPE_MASK),
+        _insn(_JEQ, socket.SOCK_STREAM, jf=4),
+        _insn(_LD_ABS, _arg(2)),
+        _insn(_JEQ, 0, jt=1),
+        _insn(_JEQ, IPPROTO_TCP, jf=1),
+        _insn(_RET, RET_ALLOW),
+    ]
+    return [_insn(_JEQ, SYS_SOCKET, jf=len(checks) + len(deny)), *checks, *deny]
