@@ -78,6 +78,7 @@ class Launcher:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.PIPE,
+                env={},  # it holds none of this process's secrets; each command gets its own env
                 start_new_session=True,  # no controlling terminal for anything it starts
             )
         launcher = cls(proc, ours)

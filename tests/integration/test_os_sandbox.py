@@ -1,0 +1,333 @@
+"""OsSandboxBackend against commands that try to break out, on this kernel.
+
+Every escape in `ESCAPES` is run twice: on `HostBackend`, where it must succeed (so the
+test can fail: the command really reaches what it aims at), and in the OS sandbox, where it
+must not. Success is judged outside the command, from what it reached: a secret in its
+output, a file changed outside the root, a connection a local server saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from helikon.tools import (
+    BashTool,
+    ExecOutput,
+    ExecRequest,
+    HostBackend,
+    Isolation,
+    OsSandboxBackend,
+    OsSandboxError,
+    Sandbox,
+    SandboxGuarantees,
+)
+
+pytestmark = pytest.mark.integration
+
+SECRET = "TOP-SECRET-7f3a"
+
+
+class Listener:
+    """A local server that only records who connected (TCP, UDP or a UNIX socket file)."""
+
+    def __init__(self, family: int, kind: int, address: tuple[str, int] | str) -> None:
+        self.sock = socket.socket(family, kind)
+        self.sock.bind(address)
+        self.hits = 0
+        if kind == socket.SOCK_STREAM:
+            self.sock.listen(16)
+        self.sock.settimeout(0.2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._serve, args=(kind,), daemon=True)
+        self._thread.start()
+
+    def _serve(self, kind: int) -> None:
+        while not self._stop.is_set():
+            try:
+                if kind == socket.SOCK_STREAM:
+                    conn, _ = self.sock.accept()
+                    conn.close()
+                else:
+                    self.sock.recv(64)
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.hits += 1
+
+    @property
+    def port(self) -> int:
+        return int(self.sock.getsockname()[1])
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self.sock.close()
+
+
+@dataclass
+class World:
+    """A sandbox root beside an `outside` directory, and servers a command should not reach."""
+
+    root: Path
+    outside: Path
+    tcp: Listener
+    udp: Listener
+    unix: Listener
+    sandbox: Sandbox
+    backends: list[OsSandboxBackend] = field(default_factory=lambda: list[OsSandboxBackend]())
+
+    def fill(self, template: str) -> str:
+        return template.format(
+            outside=self.outside, tcp=self.tcp.port, udp=self.udp.port, sock=self.outside / "sock"
+        )
+
+    def confined(self) -> OsSandboxBackend:
+        backend = OsSandboxBackend.builder(self.sandbox).timeout(20).build()
+        self.backends.append(backend)
+        return backend
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_text(SECRET)
+    (outside / "keep.txt").write_text("keep me")
+    (outside / "movable.txt").write_text(SECRET)
+    (outside / "run.sh").write_text(f"#!/bin/sh\necho {SECRET}\n")
+    (outside / "run.sh").chmod(0o755)
+    tcp = Listener(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0))
+    udp = Listener(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))
+    unix = Listener(socket.AF_UNIX, socket.SOCK_STREAM, str(outside / "sock"))
+    with Sandbox.open(root) as sandbox:
+        made = World(root, outside, tcp, udp, unix, sandbox)
+        yield made
+        for backend in made.backends:
+            backend.close()
+    for server in (tcp, udp, unix):
+        server.close()
+
+
+def py(source: str) -> str:
+    return f"python3 -c {source!r}"
+
+
+@dataclass(frozen=True)
+class Escape:
+    """A command that tries to reach outside the sandbox, and how to tell that it did."""
+
+    name: str
+    command: str
+    escaped: Callable[[World, ExecOutput], bool]
+
+
+def _leaked(world: World, out: ExecOutput) -> bool:
+    return SECRET in out.stdout
+
+
+ESCAPES = [
+    Escape("read a file outside by absolute path", "cat {outside}/secret.txt", _leaked),
+    Escape("read a file outside through ..", "cat ../outside/secret.txt", _leaked),
+    Escape("read through a symlink made inside", "ln -s {outside}/secret.txt link && cat link", _leaked),
+    Escape("read through a hard link made inside", "ln {outside}/secret.txt hard && cat hard", _leaked),
+    Escape(
+        "read with python's open()",
+        py("print(open('{outside}/secret.txt').read())"),
+        _leaked,
+    ),
+    Escape("run a program outside", "{outside}/run.sh", _leaked),
+    Escape(
+        "write a file outside",
+        "echo pwned > {outside}/written",
+        lambda world, out: (world.outside / "written").exists(),
+    ),
+    Escape(
+        "write through a symlinked directory",
+        "ln -s {outside} out && echo pwned > out/via-link",
+        lambda world, out: (world.outside / "via-link").exists(),
+    ),
+    Escape(
+        "move a file from outside in",
+        "mv {outside}/movable.txt ./moved",
+        lambda world, out: not (world.outside / "movable.txt").exists(),
+    ),
+    Escape(
+        "truncate a file outside",
+        "truncate -s 0 {outside}/keep.txt",
+        lambda world, out: (world.outside / "keep.txt").read_text() == "",
+    ),
+    Escape(
+        "delete a file outside",
+        "rm -f {outside}/keep.txt",
+        lambda world, out: not (world.outside / "keep.txt").exists(),
+    ),
+    Escape(
+        "list another user's home", "ls -a /root && echo listed", lambda world, out: "listed" in out.stdout
+    ),
+    Escape(
+        "read another process's environment in /proc",
+        "set -o pipefail; cat /proc/$PPID/environ | tr '\\0' '\\n'",
+        lambda world, out: "PATH=" in out.stdout,
+    ),
+    Escape(
+        "make a block device node inside the root",
+        "mknod blockdev b 7 0 && echo made",
+        lambda world, out: "made" in out.stdout,
+    ),
+    Escape(
+        "connect over TCP to a local server",
+        py("import socket; socket.create_connection(('127.0.0.1', {tcp}), timeout=5).close()"),
+        lambda world, out: world.tcp.hits > 0,
+    ),
+    Escape(
+        "send a UDP datagram",
+        py("import socket as s; s.socket(s.AF_INET, s.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp}))"),
+        lambda world, out: _eventually(lambda: world.udp.hits > 0),
+    ),
+    Escape(
+        "connect to a UNIX socket outside (a host daemon's)",
+        py("import socket; s = socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.close()"),
+        lambda world, out: _eventually(lambda: world.unix.hits > 0),
+    ),
+    Escape(
+        "make a network namespace (unshare)",
+        "unshare --net true && echo made",
+        lambda world, out: "made" in out.stdout,
+    ),
+    Escape(
+        "signal the process that started it",
+        "kill -0 $PPID && echo signalled",
+        lambda world, out: "signalled" in out.stdout,
+    ),
+]
+
+
+def _eventually(check: Callable[[], bool]) -> bool:
+    """A server thread records a hit a moment after the client's call returns."""
+    for _ in range(50):
+        if check():
+            return True
+        threading.Event().wait(0.02)
+    return False
+
+
+def sh(command: str) -> ExecRequest:
+    return ExecRequest(("bash", "-c", command))
+
+
+@pytest.mark.parametrize("escape", ESCAPES, ids=lambda escape: escape.name)
+async def test_the_escape_works_on_the_host(world: World, escape: Escape) -> None:
+    out = await HostBackend.builder(world.sandbox).timeout(20).build().run(sh(world.fill(escape.command)))
+    assert escape.escaped(world, out), (out.exit_code, out.stdout, out.stderr)
+
+
+@pytest.mark.parametrize("escape", ESCAPES, ids=lambda escape: escape.name)
+async def test_the_escape_fails_in_the_os_sandbox(world: World, escape: Escape) -> None:
+    out = await world.confined().run(sh(world.fill(escape.command)))
+    assert not escape.escaped(world, out), (out.exit_code, out.stdout, out.stderr)
+    assert out.exit_code != 0
+    assert (world.outside / "secret.txt").read_text() == SECRET
+
+
+async def test_ordinary_tools_work_inside(world: World) -> None:
+    backend = world.confined()
+    script = (
+        "set -e; mkdir -p src/pkg; printf 'alpha\\nbeta\\n' > src/pkg/a.txt; "
+        "ls src/pkg; grep -rn beta src; sed -n 1p src/pkg/a.txt; awk 'END {print NR}' src/pkg/a.txt; "
+        'find . -name \'*.txt\' | sort; echo tmp > "$TMPDIR/t" && cat "$TMPDIR/t"; '
+        "git init -q repo && git -C repo status --short && echo git-ok; "
+        "python3 -c 'import json, sqlite3; print(json.dumps(sqlite3.sqlite_version > \"3\"))'; "
+        "echo piped | tr a-z A-Z | cat"
+    )
+    out = await backend.run(sh(script))
+    assert out.exit_code == 0, out.stderr
+    assert out.stdout.splitlines() == [
+        "a.txt",
+        "src/pkg/a.txt:2:beta",
+        "alpha",
+        "2",
+        "./src/pkg/a.txt",
+        "tmp",
+        "git-ok",
+        "true",
+        "PIPED",
+    ]
+    assert (world.root / "src" / "pkg" / "a.txt").read_text() == "alpha\nbeta\n"
+
+
+async def test_no_descriptor_of_the_parent_reaches_the_command(world: World) -> None:
+    probe = (
+        "import os\n"
+        "found = []\n"
+        "for fd in range(3, 4096):\n"
+        "    try:\n"
+        "        os.fstat(fd)\n"
+        "        found.append(fd)\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "print(found)\n"
+    )
+    leak = os.open(os.devnull, os.O_RDONLY)  # inheritable or not, it must not be there
+    os.set_inheritable(leak, True)
+    try:
+        out = await world.confined().run(ExecRequest(("python3", "-c", probe)))
+    finally:
+        os.close(leak)
+    assert out.stdout.strip() == "[]", out.stderr
+
+
+async def test_guarantees_and_the_bash_description_name_the_tier(world: World) -> None:
+    backend = world.confined()
+    assert backend.guarantees() == SandboxGuarantees(
+        Isolation.OS_KERNEL, Isolation.OS_KERNEL, Isolation.OS_KERNEL, "os-sandbox (landlock+seccomp)"
+    )
+    assert "os-sandbox (landlock+seccomp)" in BashTool(backend).description
+    opened = OsSandboxBackend.builder(world.sandbox).allow_network(True).build()
+    world.backends.append(opened)
+    assert opened.guarantees().network is Isolation.NONE
+
+
+async def test_allow_network_opens_sockets(world: World) -> None:
+    opened = OsSandboxBackend.builder(world.sandbox).allow_network(True).build()
+    world.backends.append(opened)
+    connect = py("import socket; socket.create_connection(('127.0.0.1', {tcp}), timeout=5).close()")
+    out = await opened.run(sh(world.fill(connect)))
+    assert out.exit_code == 0 and world.tcp.hits == 1, out.stderr
+
+
+async def test_extra_read_only_and_writable_paths(world: World, tmp_path: Path) -> None:
+    tools, cache = tmp_path / "tools", tmp_path / "cache"
+    tools.mkdir()
+    cache.mkdir()
+    (tools / "tool.txt").write_text("a tool")
+    backend = (
+        OsSandboxBackend.builder(world.sandbox)
+        .read_only_paths([str(tools)])
+        .writable_paths([str(cache)])
+        .build()
+    )
+    world.backends.append(backend)
+    out = await backend.run(sh(f"cat {tools}/tool.txt; echo c > {cache}/c; echo t > {tools}/t"))
+    assert out.stdout == "a tool" and (cache / "c").read_text() == "c\n"
+    assert not (tools / "t").exists() and "Permission denied" in out.stderr
+
+
+def test_a_closed_backend_refuses_to_run_and_cleans_up(world: World) -> None:
+    backend = world.confined()
+    home = Path(asyncio.run(backend.run(sh("echo $HOME"))).stdout.strip())
+    assert home.name.startswith("helikon-os-sandbox-") and os.path.isdir(home)
+    backend.close()
+    backend.close()  # idempotent
+    assert not os.path.exists(home)
+    with pytest.raises(OsSandboxError, match="closed"):
+        asyncio.run(backend.run(sh("true")))
