@@ -1,0 +1,146 @@
+"""OsSandboxBackend.build() fails closed: on a kernel that cannot (or only pretends to) confine, it refuses.
+
+This kernel supports everything the sandbox needs, so the tests make kernels that do not:
+each runs `build()` in a fresh Python process under a seccomp filter that makes one system
+call fail (`ENOSYS`: "not built in"), or *pretend to succeed* without doing anything
+(errno 0) — the case a probe is for. The filter is inherited by the launcher and its
+children, as a real kernel's refusal would be.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from helikon.core.exceptions import UserError
+from helikon.tools import EgressPolicy, OsSandboxBackend, OsSandboxUnsupported, Sandbox
+
+pytestmark = pytest.mark.integration
+
+LANDLOCK_CREATE_RULESET = 444
+LANDLOCK_RESTRICT_SELF = 446
+PRCTL = 157
+UNSHARE = 272
+PR_SET_SECCOMP = 22
+
+_BUILD = textwrap.dedent(
+    """
+    import ctypes, struct, sys
+    from helikon.tools import EgressPolicy, OsSandboxBackend, OsSandboxUnsupported, Sandbox
+    from helikon.tools import _seccomp as bpf
+
+    number, errno, arg0 = (int(value) for value in sys.argv[1:4])
+    egress, root = sys.argv[4:6]
+    insn = bpf._insn
+    match = [insn(bpf._JEQ, number, jf=3)]
+    if arg0 >= 0:  # only when the first argument is arg0 (prctl's option)
+        match = [insn(bpf._JEQ, number, jf=4), insn(bpf._LD_ABS, 16), insn(bpf._JEQ, arg0, jf=2)]
+    program = b"".join([
+        insn(bpf._LD_ABS, 0), *match, insn(bpf._RET, 0x00050000 | errno), insn(bpf._RET, bpf.RET_ALLOW),
+        insn(bpf._RET, bpf.RET_ALLOW), insn(bpf._RET, bpf.RET_ALLOW),
+    ])
+
+    class Prog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    buffer = ctypes.create_string_buffer(program)
+    assert libc.prctl(38, 1, 0, 0, 0) == 0
+    fprog = Prog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    assert libc.syscall(317, 1, 0, ctypes.byref(fprog)) == 0  # seccomp(SECCOMP_SET_MODE_FILTER)
+    builder = OsSandboxBackend.builder(Sandbox.open(root))
+    if egress == "egress":
+        builder = builder.egress_policy(EgressPolicy.deny_all().allow_domains(["example.com"]))
+    try:
+        builder.build().close()
+    except OsSandboxUnsupported as error:
+        print("unsupported:", error)
+    else:
+        print("built")
+    """
+)
+
+
+def build_under(tmp_path: Path, syscall: int, errno: int, *, arg0: int = -1, egress: bool = False) -> str:
+    """`build()`'s outcome in a process where `syscall` (with `arg0`, if given) returns `-errno`."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _BUILD,
+            str(syscall),
+            str(errno),
+            str(arg0),
+            "egress" if egress else "-",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_twin_an_unrelated_refusal_still_builds(tmp_path: Path) -> None:
+    # The harness itself must not break the sandbox: refusing a call the sandbox never makes.
+    assert build_under(tmp_path, 182, 38) == "built"  # 182: nfsservctl
+
+
+def test_no_landlock_in_the_kernel(tmp_path: Path) -> None:
+    outcome = build_under(tmp_path, LANDLOCK_CREATE_RULESET, 38)  # ENOSYS
+    assert outcome.startswith("unsupported:") and "Landlock is not enabled" in outcome
+
+
+def test_a_kernel_that_pretends_to_apply_landlock(tmp_path: Path) -> None:
+    outcome = build_under(tmp_path, LANDLOCK_RESTRICT_SELF, 0)  # "success", nothing done
+    assert outcome.startswith("unsupported:") and "Landlock is not enforced" in outcome
+
+
+def test_a_kernel_that_pretends_to_load_the_seccomp_filter(tmp_path: Path) -> None:
+    outcome = build_under(tmp_path, PRCTL, 0, arg0=PR_SET_SECCOMP)
+    assert outcome.startswith("unsupported:") and "seccomp filter is not enforced" in outcome
+
+
+def test_a_kernel_that_refuses_seccomp(tmp_path: Path) -> None:
+    outcome = build_under(tmp_path, PRCTL, 22, arg0=PR_SET_SECCOMP)  # EINVAL: no CONFIG_SECCOMP_FILTER
+    assert outcome.startswith("unsupported:") and "refused to confine" in outcome
+
+
+def test_egress_without_network_namespaces(tmp_path: Path) -> None:
+    outcome = build_under(tmp_path, UNSHARE, 1, egress=True)  # EPERM
+    assert outcome.startswith("unsupported:") and "network namespace" in outcome
+    assert build_under(tmp_path, UNSHARE, 1) == "built"  # without egress, no namespace is needed
+
+
+def test_other_platforms_fail_closed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with Sandbox.open(tmp_path) as sandbox, pytest.raises(OsSandboxUnsupported, match="needs Linux"):
+        OsSandboxBackend.builder(sandbox).build()
+
+
+def test_bad_builder_options_say_what_to_fix(tmp_path: Path) -> None:
+    with Sandbox.open(tmp_path) as sandbox:
+        builder = OsSandboxBackend.builder(sandbox)
+        with pytest.raises(UserError, match=r"Sandbox\.open"):
+            OsSandboxBackend.builder(str(tmp_path))  # type: ignore[arg-type]
+        with pytest.raises(UserError, match="True or False"):
+            builder.allow_network("yes")  # type: ignore[arg-type]
+        with pytest.raises(UserError, match="EgressPolicy"):
+            builder.egress_policy(["example.com"])  # type: ignore[arg-type]
+        with pytest.raises(UserError, match="list of paths"):
+            builder.read_only_paths("/opt")
+        with pytest.raises(UserError, match="not an absolute path"):
+            builder.writable_paths(["cache"])
+        with pytest.raises(UserError, match="does not exist"):
+            builder.read_only_paths([str(tmp_path / "missing")])
+        with pytest.raises(UserError, match="positive"):
+            builder.timeout(0)
+        both = OsSandboxBackend.builder(sandbox).allow_network(True).egress_policy(EgressPolicy.deny_all())
+        with pytest.raises(UserError, match="choose one"):
+            both.build()
