@@ -9,6 +9,7 @@ output, a file changed outside the root, a connection a local server saw.
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import socket
 import threading
@@ -331,3 +332,37 @@ def test_a_closed_backend_refuses_to_run_and_cleans_up(world: World) -> None:
     assert not os.path.exists(home)
     with pytest.raises(OsSandboxError, match="closed"):
         asyncio.run(backend.run(sh("true")))
+
+
+# Calls the filter refuses, with arguments that are harmless on the host (where they fail
+# for another reason, or do nothing): in the sandbox each must fail with EPERM.
+_DENIED_CALLS = {
+    "unshare(0)": (272, 0, 0, 0),
+    "bpf(0, NULL, 0)": (321, 0, 0, 0),
+    "clock_settime(CLOCK_REALTIME, NULL)": (227, 0, 0, 0),
+    "io_uring_setup(0, NULL)": (425, 0, 0, 0),
+    "pidfd_getfd(-1, -1, 0)": (438, -1, -1, 0),
+    "open_by_handle_at(-1, NULL, 0)": (304, -1, 0, 0),
+    "perf_event_open(NULL, 0, -1)": (298, 0, 0, -1),
+    "ioctl(0, TIOCSTI, NULL)": (16, 0, 0x5412, 0),
+    "clone3(NULL, 0)": (435, 0, 0, 0),
+}
+_CALL = (
+    "import ctypes, os, sys\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "nr, a, b, c = (int(x) for x in sys.argv[1:5])\n"
+    "result = libc.syscall(ctypes.c_long(nr), ctypes.c_long(a), ctypes.c_long(b), ctypes.c_long(c))\n"
+    "print(result, ctypes.get_errno())\n"
+)
+
+
+@pytest.mark.parametrize("call", list(_DENIED_CALLS), ids=list(_DENIED_CALLS))
+async def test_a_denied_system_call_fails_with_eperm_inside_and_not_on_the_host(
+    world: World, call: str
+) -> None:
+    argv = ("python3", "-c", _CALL, *(str(arg) for arg in _DENIED_CALLS[call]))
+    inside = (await world.confined().run(ExecRequest(argv))).stdout.split()
+    expected = errno.ENOSYS if call.startswith("clone3") else errno.EPERM
+    assert inside == ["-1", str(expected)]
+    host = (await HostBackend.builder(world.sandbox).build().run(ExecRequest(argv))).stdout.split()
+    assert host and host != inside

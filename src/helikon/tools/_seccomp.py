@@ -7,10 +7,12 @@ nothing and a deny-list of what a contained command never needs, in four rules:
 
 1. A call made through another ABI (i386 `int 0x80`, x32) kills the process: the numbers
    below mean other calls there.
-2. The dangerous calls fail with `EPERM`: tracing and reading other processes, mounting and
-   namespaces, kernel modules and kexec, eBPF and perf, keyrings, io_uring (its requests are
-   not seen by seccomp), file handles (`open_by_handle_at` escapes a directory confinement),
-   and `clone`/`clone3` making new namespaces.
+2. The dangerous calls fail with `EPERM`: tracing, reading or taking from other processes
+   (`ptrace`, `process_vm_*`, `pidfd_getfd`, `kcmp`), mounting and namespaces, kernel modules
+   and kexec, eBPF and perf, keyrings, io_uring (its requests are not seen by seccomp), file
+   handles (`open_by_handle_at` escapes a directory confinement), `fanotify` (it hands out
+   descriptors of files others open), the system clock, and `clone`/`clone3` making new
+   namespaces. These matter most where commands run as root, which Landlock confines too.
 3. Network: `NETWORK_NONE` fails every `socket()` (even UNIX ones, which reach host daemons
    through socket files) and every `socketpair()` that is not `AF_UNIX`;
    `NETWORK_TCP_ONLY` lets `socket()` make TCP sockets only (IPv4/IPv6, stream, protocol
@@ -48,10 +50,13 @@ DENIED_X86_64 = MappingProxyType(
     {
         "ptrace": 101,
         "syslog": 103,
-        "personality": 135,
-        "pivot_root": 155,
+            "vhangup": 153,
+    "modify_ldt": 154,
+    "pivot_root": 155,
+    "adjtimex": 159,
         "chroot": 161,
         "acct": 163,
+    "settimeofday": 164,
         "mount": 165,
         "umount2": 166,
         "swapon": 167,
@@ -65,17 +70,21 @@ DENIED_X86_64 = MappingProxyType(
         "delete_module": 176,
         "quotactl": 179,
         "lookup_dcookie": 212,
+    "clock_settime": 227,
         "kexec_load": 246,
         "add_key": 248,
         "request_key": 249,
         "keyctl": 250,
         "unshare": 272,
         "perf_event_open": 298,
+    "fanotify_init": 300,
         "name_to_handle_at": 303,
         "open_by_handle_at": 304,
+    "clock_adjtime": 305,
         "setns": 308,
         "process_vm_readv": 310,
         "process_vm_writev": 311,
+    "kcmp": 312,
         "finit_module": 313,
         "kexec_file_load": 320,
         "bpf": 321,
@@ -89,7 +98,10 @@ DENIED_X86_64 = MappingProxyType(
         "fsconfig": 431,
         "fsmount": 432,
         "fspick": 433,
-        "mount_setattr": 442,
+        "pidfd_getfd": 438,
+    "process_madvise": 440,
+    "mount_setattr": 442,
+    "quotactl_fd": 443,
     }
 )
 """System calls that fail with `EPERM` inside the sandbox, by name."""
