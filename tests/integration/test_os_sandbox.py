@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import signal
 import socket
 import threading
 from collections.abc import Callable, Iterator
@@ -366,3 +367,21 @@ async def test_a_denied_system_call_fails_with_eperm_inside_and_not_on_the_host(
     assert inside == ["-1", str(expected)]
     host = (await HostBackend.builder(world.sandbox).build().run(ExecRequest(argv))).stdout.split()
     assert host and host != inside
+
+
+def _children_of_this_process() -> set[int]:
+    found: set[int] = set()
+    for task in Path("/proc/self/task").iterdir():
+        found.update(int(pid) for pid in (task / "children").read_text().split())
+    return found
+
+
+def test_a_dead_launcher_is_an_error_that_says_so(world: World) -> None:
+    before = _children_of_this_process()
+    backend = world.confined()
+    (launcher,) = _children_of_this_process() - before
+    assert "_os_launcher.py" in Path(f"/proc/{launcher}/cmdline").read_text()
+    os.kill(launcher, signal.SIGKILL)
+    os.waitpid(launcher, 0)
+    with pytest.raises(OsSandboxError, match="launcher"):
+        asyncio.run(backend.run(sh("true")))
