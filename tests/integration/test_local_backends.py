@@ -12,6 +12,7 @@ import errno
 import os
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -279,3 +280,35 @@ def test_bad_builder_options_say_what_to_fix(sandbox: Sandbox) -> None:
         builder.rlimits({"cpu_seconds": 1})  # type: ignore[arg-type]
     with pytest.raises(UserError, match=r"Sandbox\.open"):
         HostBackend.builder("/tmp")  # type: ignore[arg-type]
+
+
+_OVER_THE_HARD_LIMIT = """
+import asyncio, resource, sys
+from helikon.tools import ExecRequest, HostBackend, OsSandboxBackend, ResourceLimits, Sandbox
+resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))  # this process may not raise it again
+kind, root, argv = sys.argv[1], sys.argv[2], tuple(sys.argv[3:])
+builder = (HostBackend if kind == "host" else OsSandboxBackend).builder(Sandbox.open(root))
+backend = builder.rlimits(ResourceLimits(file_size_bytes=1 << 30)).build()
+out = asyncio.run(backend.run(ExecRequest(argv)))
+print(out.exit_code, out.stderr.strip())
+"""
+
+
+@pytest.mark.parametrize("kind", ["host", "os-sandbox"])
+@pytest.mark.parametrize(
+    "argv", [("bash", "-c", "touch ran"), ("touch", "ran")], ids=["bash line", "program"]
+)
+def test_a_limit_that_cannot_be_set_fails_the_command_before_it_runs(
+    tmp_path: Path, kind: str, argv: tuple[str, ...]
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _OVER_THE_HARD_LIMIT, kind, str(tmp_path), *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    code, _, message = done.stdout.partition(" ")
+    assert code == "126", done.stdout + done.stderr
+    assert "limit" in message or "cannot confine" in message
+    assert not (tmp_path / "ran").exists()

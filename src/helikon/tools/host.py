@@ -10,7 +10,8 @@ this process can, and reach the network. Gate it with a permission policy, or us
 The rlimits are applied by a launcher, not by `preexec_fn` (which is unsafe in a process
 with threads): the child is `bash -c 'ulimit ... && exec "$@"' <argv>`, so the limits are
 set by `setrlimit` in a fresh single-threaded process and inherited across `exec` by the
-command and everything it starts. Bash is already what `BashTool` runs, and starting it
+command and everything it starts. A bash command line (`bash -c <line>`, what `BashTool`
+runs) gets the `ulimit` line in front of it instead, in the same bash. Starting bash
 costs a fraction of a millisecond, where a Python launcher costs an interpreter start
 (~12 ms); `prlimit(2)` on the child's pid after the spawn would race the child, which
 may run (and fork) before its limits land. A limit the launcher cannot set (above a hard
@@ -80,14 +81,14 @@ class HostBackendBuilder(LocalOptions):
             env=self._environment({}),
             timeout=self._timeout,
             max_output_bytes=self._max_output,
-            launcher=_launcher(self._resource_limits()),
+            limits=_Limits.of(self._resource_limits()),
         )
 
 
 class HostBackend:
     """The unconfined, cwd-pinned backend; build it with `HostBackend.builder(sandbox)`."""
 
-    __slots__ = ("_env", "_launcher", "_max_output", "_root", "_timeout")
+    __slots__ = ("_env", "_limits", "_max_output", "_root", "_timeout")
 
     def __init__(
         self,
@@ -96,13 +97,13 @@ class HostBackend:
         env: dict[str, str],
         timeout: float,
         max_output_bytes: int,
-        launcher: tuple[str, ...],
+        limits: _Limits | None,
     ) -> None:
         self._root = root
         self._env = env
         self._timeout = timeout
         self._max_output = max_output_bytes
-        self._launcher = launcher
+        self._limits = limits
 
     @staticmethod
     def builder(sandbox: Sandbox) -> HostBackendBuilder:
@@ -125,7 +126,7 @@ class HostBackend:
             env = {**env, **request.env}
         cwd = self._root if request.cwd is None else os.path.join(self._root, request.cwd)
         return await run_process(
-            (*self._launcher, *request.argv),
+            request.argv if self._limits is None else self._limits.wrap(request.argv),
             cwd=cwd,
             env=env,
             stdin=request.stdin,
@@ -138,28 +139,43 @@ class HostBackend:
         return f"HostBackend({self._root!r}, timeout={self._timeout:g})"
 
 
-def _launcher(limits: ResourceLimits) -> tuple[str, ...]:
-    """The argv prefix that sets `limits` with `setrlimit` and then execs the command (empty: none)."""
-    steps: list[str] = []
-    if limits.cpu_seconds is not None:
-        # Hard one second above soft: SIGXCPU at the soft limit, SIGKILL if it is ignored.
-        steps += [f"ulimit -S -t {limits.cpu_seconds}", f"ulimit -H -t {limits.cpu_seconds + 1}"]
-    if limits.file_size_bytes is not None:
-        steps.append(f"ulimit -f {-(-limits.file_size_bytes // 1024)}")  # bash counts 1024-byte blocks
-    if limits.address_space_bytes is not None:
-        steps.append(f"ulimit -v {-(-limits.address_space_bytes // 1024)}")  # KiB
-    if not steps:
-        return ()
-    bash = shutil.which("bash")
-    if bash is None:
-        raise UserError(
-            "HostBackend applies its ResourceLimits with bash, which is not on PATH; install bash"
-        )
-    script = (
-        " && ".join(steps)
-        + ' || { echo "helikon: cannot apply the resource limits" >&2; exit 126; }; exec "$@"'
-    )
-    return (bash, "-c", script, "helikon-limits")
+class _Limits:
+    """The bash that sets a backend's rlimits with `ulimit` before its commands run."""
+
+    __slots__ = ("bash", "steps")
+
+    def __init__(self, bash: str, steps: str) -> None:
+        self.bash = bash
+        self.steps = steps
+
+    @staticmethod
+    def of(limits: ResourceLimits) -> _Limits | None:
+        """The launcher for `limits`, or `None` when they set nothing."""
+        steps: list[str] = []
+        if limits.cpu_seconds is not None:
+            # Hard one second above soft: SIGXCPU at the soft limit, SIGKILL if it is ignored.
+            steps += [f"ulimit -S -t {limits.cpu_seconds}", f"ulimit -H -t {limits.cpu_seconds + 1}"]
+        if limits.file_size_bytes is not None:
+            steps.append(f"ulimit -f {-(-limits.file_size_bytes // 1024)}")  # bash counts 1024-byte blocks
+        if limits.address_space_bytes is not None:
+            steps.append(f"ulimit -v {-(-limits.address_space_bytes // 1024)}")  # KiB
+        if not steps:
+            return None
+        bash = shutil.which("bash")
+        if bash is None:
+            raise UserError(
+                "HostBackend applies its ResourceLimits with bash, which is not on PATH; install bash"
+            )
+        failed = '{ echo "helikon: cannot apply the resource limits" >&2; exit 126; }'
+        return _Limits(bash, f"{' && '.join(steps)} || {failed}")
+
+    def wrap(self, argv: tuple[str, ...]) -> tuple[str, ...]:
+        """`argv` run under the limits: `exec`ed by the launcher bash, or in it for a bash command line."""
+        if len(argv) >= 3 and argv[0] == "bash" and argv[1] == "-c":
+            # A bash command line (what BashTool runs): the bash that sets the limits runs it
+            # too, on the next line, which saves a second bash start.
+            return (argv[0], "-c", f"{self.steps}\n{argv[2]}", *argv[3:])
+        return (self.bash, "-c", f'{self.steps}; exec "$@"', "helikon-limits", *argv)
 
 
 __all__ = ["HostBackend", "HostBackendBuilder"]
