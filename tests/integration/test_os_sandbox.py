@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -385,3 +386,37 @@ def test_a_dead_launcher_is_an_error_that_says_so(world: World) -> None:
     os.waitpid(launcher, 0)
     with pytest.raises(OsSandboxError, match="launcher"):
         asyncio.run(backend.run(sh("true")))
+
+
+def _running(pid: int, within: float) -> bool:
+    """Whether `pid` still runs after `within` seconds (a zombie counts as gone)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except FileNotFoundError:
+            return False
+        if state == "Z":
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def test_a_process_that_leaves_its_group_is_killed_once_the_command_is_done(world: World) -> None:
+    backend = world.confined()
+    out = asyncio.run(backend.run(sh("setsid sleep 60 & echo $!; sleep 0.3")))
+    assert out.exit_code == 0
+    assert not _running(int(out.stdout), within=3.0)
+
+
+def test_the_twin_on_the_host_a_process_that_leaves_its_group_outlives_the_command(world: World) -> None:
+    out = asyncio.run(
+        HostBackend.builder(world.sandbox).build().run(sh("setsid sleep 60 & echo $!; sleep 0.3"))
+    )
+    stray = int(out.stdout)
+    try:
+        assert _running(stray, within=0.5)
+        # It holds the output pipes, but the call returns once the command is done.
+        assert out.exit_code == 0 and not out.timed_out
+    finally:
+        os.kill(stray, signal.SIGKILL)

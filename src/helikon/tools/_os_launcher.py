@@ -43,6 +43,7 @@ import warnings  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from typing import Any, NoReturn
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_SET_CHILD_SUBREAPER = 36
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 SYS_LANDLOCK_RESTRICT_SELF = 446
@@ -194,6 +195,7 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, _ignore)
     signal.set_wakeup_fd(wake_write)
     running: dict[int, socket.socket] = {}
+    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of commands become ours (_kill_strays)
     try:
         listener = None if config.proxy_port is None else _enter_network_namespace(config.proxy_port)
     except OSError as error:
@@ -239,20 +241,41 @@ def main() -> None:
     for pid in running:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
+    _kill_strays()
 
 
 def _reap(running: dict[int, socket.socket]) -> None:
-    while running:
+    """Reap every exited child; tell each command's reply socket how its command ended."""
+    while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return
+            break
         if pid == 0:
-            return
+            break
         reply = running.pop(pid, None)
         if reply is not None:
             _send(reply, {"status": status})
             reply.close()
+    if not running:
+        _kill_strays()
+
+
+def _kill_strays() -> None:
+    """Kill what commands left behind outside their process groups, once none is running.
+
+    A process that calls `setsid` leaves its command's group, so the group kill misses it.
+    This launcher is their subreaper: orphaned, they become its children, and with no
+    command running, every child it has is such a stray.
+    """
+    try:
+        with open(f"/proc/self/task/{os.getpid()}/children") as listed:
+            strays = [int(pid) for pid in listed.read().split()]
+    except OSError:
+        return  # no CONFIG_PROC_CHILDREN: strays live until they exit
+    for pid in strays:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -59,6 +59,8 @@ class _Capture:
         return b"".join(self.chunks).decode("utf-8", "replace")
 
 
+_DRAIN_GRACE = 0.5
+"""Seconds to keep reading after the command exited and its group was killed."""
 _REAP_TIMEOUT = 5.0
 """Seconds to wait for a killed command's exit to be reported (SIGKILL takes effect at once)."""
 
@@ -150,7 +152,9 @@ async def supervise(
                 # `wait`, not `await exited`: a timeout must not cancel the exit future.
                 await asyncio.wait((exited,))
                 kill()  # what the command left running in its group
-                await reads
+                # A process that left the group (setsid) may still hold the pipes: it gets a
+                # moment to let go, not the rest of the timeout.
+                await asyncio.wait((reads,), timeout=_DRAIN_GRACE)
         except TimeoutError:
             timed_out = True
             kill()
