@@ -61,7 +61,7 @@ class Listed:
 
 
 class ForkdClient:
-    """One controller, one token, one connection pool (closed with `aclose`)."""
+    """One controller and token; `async with` it, so its connections are closed."""
 
     __slots__ = ("_client", "_control_timeout")
 

@@ -19,7 +19,7 @@ snapshot's that are older than `reap_age`.
 
 Example:
     ```python
-    from helikon.tools import EgressPolicy, ForkdBackend, Isolation
+    from helikon.tools import ForkdBackend, Isolation
 
     backend = (
         ForkdBackend.builder("https://controller.internal:8889")
@@ -317,14 +317,13 @@ class ForkdBackend:
                     ),
                     cancel,
                 )
+                duration = time.perf_counter() - started  # the command's, not the destroy's
             finally:
                 # Shielded: a cancelled task still destroys its VM before the cancellation goes on.
                 await asyncio.shield(self._destroy(sandbox_id))
         if answer is None:
-            return ExecOutput(
-                exit_code=None, stdout="", stderr="", cancelled=True, duration=time.perf_counter() - started
-            )
-        return exec_output(answer, cap, time.perf_counter() - started)
+            return ExecOutput(exit_code=None, stdout="", stderr="", cancelled=True, duration=duration)
+        return exec_output(answer, cap, duration)
 
     async def reconcile(self) -> ReconcileReport:
         """Destroy this snapshot's sandboxes older than `reap_age`; age-only and stateless.
