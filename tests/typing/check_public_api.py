@@ -148,3 +148,14 @@ async def typed_runs(ctx: RunContext[int]) -> None:
     @typed.output_validator
     def trimmed(answer: Answer) -> Answer:
         return answer.model_copy(update={"text": answer.text.strip()})
+
+
+async def forkd_backend_types() -> None:
+    from helikon.tools import ExecutionBackend, ForkdBackend, ReconcileReport
+
+    builder = ForkdBackend.builder("https://controller:8889").bearer_token("t").snapshot("helikon")
+    assert_type(builder.build(), ExecutionBackend)  # what BashTool takes; no reconcile() on it
+    concrete = builder.build_backend()
+    assert_type(concrete, ForkdBackend)
+    assert_type(await concrete.reconcile(), ReconcileReport)
+    assert_type(concrete.reconcile_sync(), ReconcileReport)

@@ -3,7 +3,8 @@
 Everything a model may touch on the user's machine goes through a `Sandbox`: a directory
 capability the file tools resolve paths beneath, with the kernel's confinement. The web
 tools (`WebFetchTool`, `WebSearchTool`, `tools-web` extra) load httpx2 and trafilatura only
-when first used.
+when first used, and so does the experimental microVM backend (`ForkdBackend`,
+`tools-microvm` extra).
 
 Example:
     ```python
@@ -40,12 +41,18 @@ from .search import GlobTool, GrepTool
 from .write import WriteTool
 
 if TYPE_CHECKING:
+    from .forkd import ForkdBackend, ForkdBackendBuilder, ForkdError, ReconcileReport
     from .web_fetch import WebFetchTool
     from .web_search import BraveBackend, SearchBackend, SearchResult, TavilyBackend, WebSearchTool
 
-# The web tools' names -> their module, imported on first access (they need the tools-web extra).
-_WEB = {
+# Names -> their module, imported on first access: they need httpx2 (the tools-web or
+# tools-microvm extra), which `import helikon.tools` must not load.
+_LAZY = {
     "BraveBackend": "web_search",
+    "ForkdBackend": "forkd",
+    "ForkdBackendBuilder": "forkd",
+    "ForkdError": "forkd",
+    "ReconcileReport": "forkd",
     "SearchBackend": "web_search",
     "SearchResult": "web_search",
     "TavilyBackend": "web_search",
@@ -55,7 +62,7 @@ _WEB = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _WEB.get(name)
+    module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'helikon.tools' has no attribute {name!r}")
     import importlib
@@ -76,6 +83,9 @@ __all__ = [
     "ExecOutput",
     "ExecRequest",
     "ExecutionBackend",
+    "ForkdBackend",
+    "ForkdBackendBuilder",
+    "ForkdError",
     "GlobTool",
     "GrepTool",
     "HostBackend",
@@ -86,6 +96,7 @@ __all__ = [
     "OsSandboxError",
     "OsSandboxUnsupported",
     "ReadTool",
+    "ReconcileReport",
     "ResourceLimits",
     "Sandbox",
     "SandboxGuarantees",
