@@ -23,6 +23,7 @@ _EAGER = {
     ".usage": "UsageLimits",
     ".cancel": "CancellationToken",
     ".tools": "FunctionTool PrepareTools Tool ToolEffect ToolOutput tool",
+    ".tool_sources": "ToolSource",
     ".toolsets": "Toolset",
     ".items": """
         AssistantMessage AudioPart Base64Source ContentPart ITEM_ADAPTER ImagePart Item ReasoningPart
@@ -63,7 +64,7 @@ _EAGER = {
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
         ModelError ModelRetry OtherModelError OutputRetriesExceeded RateLimited Refused RunCancelled
         RunError RunTimeout SessionBackendError SessionConflict SessionError SessionUnavailable ToolError
-        Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
+        ToolSourceError Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
     """,
     "._json": "JsonObject JsonValue",
 }
@@ -149,6 +150,7 @@ if typing.TYPE_CHECKING:
         ToolOutput as ToolOutput,
         tool as tool,
     )
+    from .tool_sources import ToolSource as ToolSource
     from .toolsets import Toolset as Toolset
     from .items import (
         AssistantMessage as AssistantMessage,
@@ -295,6 +297,7 @@ if typing.TYPE_CHECKING:
         SessionError as SessionError,
         SessionUnavailable as SessionUnavailable,
         ToolError as ToolError,
+        ToolSourceError as ToolSourceError,
         Transport as Transport,
         Unavailable as Unavailable,
         UnreadableSessionEvent as UnreadableSessionEvent,

@@ -567,7 +567,9 @@ class _Run:
         if self.hooks:
             await self.hold(self.fire(HookEvent("on_turn_start", agent=self.agent.name, turn=turn)))
         run_prepare = self.config.prepare_tools
-        if (self.agent.dynamic_tools or run_prepare is not None) and request.tools:  # they vary by turn
+        if (self.agent.dynamic_tools or run_prepare is not None) and (  # they vary by turn
+            request.tools or self.agent.tool_sources
+        ):
             request, self.offered = await self.hold(offer(self.agent, self.ctx, request, run_prepare))
         if self.token.is_cancelled():
             return None

@@ -1,4 +1,4 @@
-"""The tools a turn offers: each tool's `enabled` asked, then the agent's `prepare_tools`, the run's.
+"""The tools a turn offers: the sources' tools, each tool's `enabled`, then the `prepare_tools` functions.
 
 Only runs that use one of them come here (`LlmAgent.dynamic_tools`, `RunConfig.prepare_tools`);
 the others send the definitions the agent built once. What the model is offered is what it
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._callbacks import CallbackRaised, CallbackReturned
 from .model import ModelRequest, ToolDef
+from .tool_sources import source_tools
 
 if TYPE_CHECKING:
     from .agent import LlmAgent
@@ -32,7 +33,13 @@ async def offer(
     """
     defs: list[ToolDef] = []
     by_name: dict[str, Tool[Any]] = {}
-    for tool, tool_def in zip(agent.tools, agent.tool_defs, strict=True):
+    offered: list[tuple[Tool[Any], ToolDef]] = list(zip(agent.tools, agent.tool_defs, strict=True))
+    if agent.tool_sources:
+        try:
+            offered += await source_tools(agent, ctx)
+        except Exception as exc:
+            raise CallbackRaised("a tool source", "tool_source", exc) from exc
+    for tool, tool_def in offered:
         enabled = getattr(tool, "enabled", None)
         if enabled is None or await _ask(f"the enabled predicate of the tool {tool.name!r}", enabled, ctx):
             defs.append(tool_def)

@@ -50,6 +50,7 @@ from .output import OutputSpec
 from .output_validators import OutputCheck, OutputValidatorFunc, output_checks
 from .result import RunResult, RunStream
 from .runner import default_runner, needs_runner, on_session
+from .tool_sources import ToolSource, checked_sources
 from .tools import PrepareTools, Tool
 from .toolsets import Toolset
 
@@ -139,6 +140,9 @@ class LlmAgent(Generic[Ctx, OutT]):
         prepare_tools: A (sync or async) function of the `RunContext` and the tool
             definitions on offer, called before each model turn, that returns the ones to
             offer: filtered, rewritten, or renamed (see `PrepareTools`).
+        tool_sources: Where more tools come from at run time (an MCP server handle, any
+            `ToolSource`): each is asked for its tools before every model turn, and they are
+            offered beside `tools` (see `helikon.core.tool_sources`).
     """
 
     __slots__ = (
@@ -162,6 +166,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         "prepare_tools",
         "run_config",
         "tool_defs",
+        "tool_sources",
         "tools",
         "tools_by_name",
     )
@@ -187,6 +192,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         output_guardrails: Sequence[Guardrail[C]] = (),
         handoffs: Sequence[Handoff[C] | Agent[C]] = (),
         prepare_tools: PrepareTools | None = None,
+        tool_sources: Sequence[ToolSource[Any]] = (),
     ) -> None: ...
 
     @overload
@@ -208,6 +214,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         output_guardrails: Sequence[Guardrail[C]] = (),
         handoffs: Sequence[Handoff[C] | Agent[C]] = (),
         prepare_tools: PrepareTools | None = None,
+        tool_sources: Sequence[ToolSource[Any]] = (),
     ) -> None: ...
 
     @overload
@@ -229,6 +236,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         output_guardrails: Sequence[Guardrail[C]] = (),
         handoffs: Sequence[Handoff[C] | Agent[C]] = (),
         prepare_tools: PrepareTools | None = None,
+        tool_sources: Sequence[ToolSource[Any]] = (),
     ) -> None: ...
 
     def __init__(
@@ -249,6 +257,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         output_guardrails: Sequence[Guardrail[Ctx]] = (),
         handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]] = (),
         prepare_tools: PrepareTools | None = None,
+        tool_sources: Sequence[ToolSource[Any]] = (),
     ) -> None:
         if not isinstance(name, str) or not name.strip():
             raise UserError(f"LlmAgent(name={name!r}): give the agent a non-empty name")
@@ -302,9 +311,14 @@ class LlmAgent(Generic[Ctx, OutT]):
                 f"LlmAgent(prepare_tools={prepare_tools!r}): give a function of (ctx, tool definitions)"
             )
         self.prepare_tools = prepare_tools
+        self.tool_sources: tuple[ToolSource[Any], ...] = checked_sources(
+            tool_sources, "LlmAgent(tool_sources=...)"
+        )
         # Only then does a turn work out its tools; otherwise it sends `tool_defs` as they are.
-        self.dynamic_tools = prepare_tools is not None or any(
-            getattr(t, "enabled", None) is not None for t in self.tools
+        self.dynamic_tools = (
+            prepare_tools is not None
+            or bool(self.tool_sources)
+            or any(getattr(t, "enabled", None) is not None for t in self.tools)
         )
 
         self.handoffs: tuple[Handoff[Ctx], ...] = ()

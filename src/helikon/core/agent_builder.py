@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from .handoff import Handoff
     from .model import Model, ModelSettings
     from .output_validators import OutputValidatorFunc
+    from .tool_sources import ToolSource
     from .tools import PrepareTools, Tool
 
 
@@ -87,6 +88,18 @@ class LlmAgentBuilder:
     def tool(self, tool: Tool[Any]) -> Self:
         """Add one tool."""
         return self._add("tools", tool)
+
+    def tool_sources(self, sources: Sequence[ToolSource[Any]]) -> Self:
+        """Where more tools come from at run time (MCP server handles), replacing any set before."""
+        return self._set("tool_sources", tuple(sources))
+
+    def tool_source(self, source: ToolSource[Any]) -> Self:
+        """Add one tool source."""
+        return self._add("tool_sources", source)
+
+    def mcp_servers(self, handles: Sequence[ToolSource[Any]]) -> Self:
+        """The book's name for `tool_sources`: MCP server handles whose tools the agent offers."""
+        return self.tool_sources(handles)
 
     def handoffs(self, handoffs: Sequence[Handoff[Any] | Agent[Any]]) -> Self:
         """The handoffs, replacing any set before."""
@@ -155,6 +168,20 @@ class LlmAgentBuilder:
             calls = " and ".join(f".{key}(...)" for key in missing)
             raise UserError(f"LlmAgent.builder(): call {calls} before .build()")
         return self._cls(**self._fields)
+
+    async def build_resolved(self) -> LlmAgent[Any, Any]:
+        """`build()`, then ask every tool source for its tools once, so a clash fails here.
+
+        Raises:
+            ToolSourceError.DuplicateName: Two tools would share a name.
+            Exception: What a source raised listing its tools (an MCP server that cannot be
+                reached: `McpError`).
+        """
+        from .tool_sources import source_tools
+
+        agent = self.build()
+        await source_tools(agent, None)
+        return agent
 
 
 __all__ = ["LlmAgentBuilder"]

@@ -179,6 +179,31 @@ ToolError.InvalidArgs = InvalidArgs
 ToolError.Denied = Denied
 
 
+class ToolSourceError(HelikonError):
+    """A tool source (`LlmAgent(tool_sources=...)`) cannot give the agent its tools."""
+
+    DuplicateName: ClassVar[type[DuplicateName]]
+
+
+class DuplicateName(ToolSourceError):
+    """Two tools offered to one agent share a name; `first` and `second` say where each came from.
+
+    Rename one: an MCP handle's `tool_prefix("fs_")`, or a `Toolset(...).prefixed(...)`.
+    """
+
+    def __init__(self, name: str, first: str, second: str) -> None:
+        self.name = name
+        self.first = first
+        self.second = second
+        super().__init__(
+            f"two tools are named {name!r}: one from {first}, one from {second}; "
+            "give one source a prefix (e.g. McpServerHandle.stdio(...).tool_prefix('fs_'))"
+        )
+
+
+ToolSourceError.DuplicateName = DuplicateName
+
+
 class ModelRetry(HelikonError):
     """Send the model back with a reason: raise it from a tool or an output validator.
 
@@ -432,6 +457,7 @@ _RUN_ERRORS: dict[str, type[RunError]] = {
 __all__ = [
     "ContextLengthExceeded",
     "Denied",
+    "DuplicateName",
     "HelikonError",
     "InvalidArgs",
     "InvalidStructuredOutput",
@@ -455,6 +481,7 @@ __all__ = [
     "SessionError",
     "SessionUnavailable",
     "ToolError",
+    "ToolSourceError",
     "Transport",
     "Unavailable",
     "UnreadableSessionEvent",

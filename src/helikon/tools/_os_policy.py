@@ -24,8 +24,18 @@ import glob
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from . import _landlock as landlock
-from . import _seccomp as seccomp
+from ._landlock import (
+    DEVICES,
+    FS_ALL,
+    NET_BIND_TCP,
+    NET_CONNECT_TCP,
+    READ_ONLY,
+    READ_WRITE,
+    SCOPE_ABSTRACT_UNIX_SOCKET,
+    SCOPE_SIGNAL,
+    Ruleset,
+)
+from ._seccomp import NETWORK_NONE, NETWORK_OPEN, NETWORK_TCP_ONLY
 from .guarantees import Isolation
 
 MIN_ABI = 3
@@ -81,15 +91,15 @@ class NetworkMode:
 
     @staticmethod
     def closed() -> NetworkMode:
-        return NetworkMode(seccomp.NETWORK_NONE, (), Isolation.OS_KERNEL)
+        return NetworkMode(NETWORK_NONE, (), Isolation.OS_KERNEL)
 
     @staticmethod
     def open() -> NetworkMode:
-        return NetworkMode(seccomp.NETWORK_OPEN, None, Isolation.NONE)
+        return NetworkMode(NETWORK_OPEN, None, Isolation.NONE)
 
     @staticmethod
     def proxied() -> NetworkMode:
-        return NetworkMode(seccomp.NETWORK_TCP_ONLY, (PROXY_PORT,), Isolation.PROXIED)
+        return NetworkMode(NETWORK_TCP_ONLY, (PROXY_PORT,), Isolation.PROXIED)
 
 
 def build_ruleset(
@@ -98,19 +108,19 @@ def build_ruleset(
     writable: Sequence[str],
     read_only: Sequence[str],
     network: NetworkMode,
-) -> landlock.Ruleset:
+) -> Ruleset:
     """The ruleset for `writable` (the root, the temp dir, extras) and extra `read_only` paths."""
     handled_net = 0
     if network.tcp_connect_ports is not None and abi >= MIN_ABI_EGRESS:
-        handled_net = landlock.NET_CONNECT_TCP | landlock.NET_BIND_TCP
+        handled_net = NET_CONNECT_TCP | NET_BIND_TCP
         if network.tcp_connect_ports:
-            handled_net = landlock.NET_CONNECT_TCP  # a command may still serve inside its namespace
+            handled_net = NET_CONNECT_TCP  # a command may still serve inside its namespace
     scoped = 0
     if abi >= 6:
-        scoped = landlock.SCOPE_SIGNAL
-        if network.seccomp != seccomp.NETWORK_OPEN:
-            scoped |= landlock.SCOPE_ABSTRACT_UNIX_SOCKET
-    ruleset = landlock.Ruleset(abi=abi, handled_fs=landlock.FS_ALL, handled_net=handled_net, scoped=scoped)
+        scoped = SCOPE_SIGNAL
+        if network.seccomp != NETWORK_OPEN:
+            scoped |= SCOPE_ABSTRACT_UNIX_SOCKET
+    ruleset = Ruleset(abi=abi, handled_fs=FS_ALL, handled_net=handled_net, scoped=scoped)
     try:
         system = [
             *SYSTEM_PATHS,
@@ -118,12 +128,12 @@ def build_ruleset(
             *(p for pattern in ETC_GLOBS for p in sorted(glob.glob(pattern))),
         ]
         for path in (*system, *read_only):
-            ruleset.allow_path(path, landlock.READ_ONLY)
+            ruleset.allow_path(path, READ_ONLY)
         for path in DEVICE_PATHS:
-            ruleset.allow_path(path, landlock.DEVICES)
+            ruleset.allow_path(path, DEVICES)
         for path in writable:
-            ruleset.allow_path(path, landlock.READ_WRITE)
-        if handled_net & landlock.NET_CONNECT_TCP:
+            ruleset.allow_path(path, READ_WRITE)
+        if handled_net & NET_CONNECT_TCP:
             for port in network.tcp_connect_ports or ():
                 ruleset.allow_tcp_connect(port)
     except BaseException:

@@ -53,11 +53,11 @@ from typing import TYPE_CHECKING, Self
 
 from helikon.core.exceptions import HelikonError, UserError
 
-from . import _landlock as landlock
-from . import _os_policy as policy
-from . import _seccomp as seccomp
+from ._landlock import abi_version
 from ._launcher_client import Launcher, LauncherError
 from ._local_options import LocalOptions
+from ._os_policy import MIN_ABI, MIN_ABI_EGRESS, PROXY_PORT, NetworkMode, build_ruleset
+from ._seccomp import UnsupportedArch, build_filter
 from .egress_policy import EgressPolicy
 from .execution import ExecOutput, ExecRequest, ResourceLimits
 from .guarantees import Isolation, SandboxGuarantees
@@ -142,8 +142,8 @@ class OsSandboxBackendBuilder(LocalOptions):
                 f"OsSandboxBackend needs Linux (Landlock and seccomp); this is {sys.platform}. "
                 "Use HostBackend under a permission policy, or a ForkdBackend"
             )
-        abi = landlock.abi_version()
-        needed = policy.MIN_ABI_EGRESS if self._egress is not None else policy.MIN_ABI
+        abi = abi_version()
+        needed = MIN_ABI_EGRESS if self._egress is not None else MIN_ABI
         if abi < needed:
             why = "Landlock is not enabled (CONFIG_SECURITY_LANDLOCK, and 'landlock' in the lsm= boot list)"
             raise OsSandboxUnsupported(
@@ -152,12 +152,12 @@ class OsSandboxBackendBuilder(LocalOptions):
                 + (why if abi == 0 else f"this kernel offers ABI {abi}")
             )
         if self._egress is not None:
-            network = policy.NetworkMode.proxied()
+            network = NetworkMode.proxied()
         else:
-            network = policy.NetworkMode.open() if self._network else policy.NetworkMode.closed()
+            network = NetworkMode.open() if self._network else NetworkMode.closed()
         try:
-            program = seccomp.build_filter(network.seccomp)
-        except seccomp.UnsupportedArch as error:
+            program = build_filter(network.seccomp)
+        except UnsupportedArch as error:
             raise OsSandboxUnsupported(f"OsSandboxBackend: {error}") from None
         private = tempfile.mkdtemp(prefix="helikon-os-sandbox-")
         try:
@@ -188,12 +188,12 @@ class OsSandboxBackendBuilder(LocalOptions):
         )
 
     def _launch(
-        self, abi: int, network: policy.NetworkMode, program: bytes, private: str
+        self, abi: int, network: NetworkMode, program: bytes, private: str
     ) -> tuple[Launcher, socket.socket | None]:
         """Build the ruleset and start the launcher, which proves it confines a probe child."""
         probe = tempfile.mkdtemp(prefix="helikon-os-sandbox-probe-")
         try:
-            ruleset = policy.build_ruleset(
+            ruleset = build_ruleset(
                 abi=abi,
                 writable=(str(self._sandbox.root), private, *self._writable),
                 read_only=self._read_only,
@@ -206,7 +206,7 @@ class OsSandboxBackendBuilder(LocalOptions):
                     network=network.seccomp,
                     rlimits=_rlimits(self._resource_limits()),
                     probe_dir=probe,
-                    proxy_port=policy.PROXY_PORT if self._egress is not None else None,
+                    proxy_port=PROXY_PORT if self._egress is not None else None,
                 )
             finally:
                 ruleset.close()  # the launcher holds its own copy
@@ -310,7 +310,7 @@ class OsSandboxBackend:
 
 def _proxy_environment() -> dict[str, str]:
     """What points HTTP clients (curl, pip, urllib, requests, git) at the egress proxy."""
-    url = f"http://127.0.0.1:{policy.PROXY_PORT}"
+    url = f"http://127.0.0.1:{PROXY_PORT}"
     names = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
     return {**dict.fromkeys(names, url), "no_proxy": "", "NO_PROXY": ""}
 
