@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import re
 import signal
 import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from helikon.core.exceptions import Denied
 from helikon.tools import (
     BashTool,
     ExecOutput,
@@ -208,11 +211,35 @@ ESCAPES = [
         lambda world, out: "made" in out.stdout,
     ),
     Escape(
+        "read another process's resource limits",
+        "prlimit --pid $PPID --nofile --output SOFT --noheadings",
+        lambda world, out: out.exit_code == 0 and out.stdout.strip() != "",
+    ),
+    Escape(
+        "change another process's priority",
+        "renice -n 0 -p $PPID && echo reniced",
+        lambda world, out: "reniced" in out.stdout,
+    ),
+    Escape(
+        "make a SysV shared memory segment (shared with the host)",
+        "ipcmk -M 1024",
+        lambda world, out: _shm_made(out),
+    ),
+    Escape(
         "signal the process that started it",
         "kill -0 $PPID && echo signalled",
         lambda world, out: "signalled" in out.stdout,
     ),
 ]
+
+
+def _shm_made(out: ExecOutput) -> bool:
+    """Whether `ipcmk -M` made a segment (removed again here, so the host keeps none)."""
+    made = re.search(r"Shared memory id: (\d+)", out.stdout)
+    if made is None:
+        return False
+    subprocess.run(["ipcrm", "-m", made.group(1)], check=False)
+    return True
 
 
 def _eventually(check: Callable[[], bool]) -> bool:
@@ -306,6 +333,10 @@ async def test_allow_network_opens_sockets(world: World) -> None:
     connect = py("import socket; socket.create_connection(('127.0.0.1', {tcp}), timeout=5).close()")
     out = await opened.run(sh(world.fill(connect)))
     assert out.exit_code == 0 and world.tcp.hits == 1, out.stderr
+    # Still no UNIX sockets: host daemons (docker, dbus) listen on socket files.
+    unix = py("import socket; s = socket.socket(socket.AF_UNIX); s.connect('{sock}')")
+    refused = await opened.run(sh(world.fill(unix)))
+    assert "PermissionError" in refused.stderr and not _eventually(lambda: world.unix.hits > 0)
 
 
 async def test_extra_read_only_and_writable_paths(world: World, tmp_path: Path) -> None:
@@ -348,6 +379,7 @@ _DENIED_CALLS = {
     "perf_event_open(NULL, 0, -1)": (298, 0, 0, -1),
     "ioctl(0, TIOCSTI, NULL)": (16, 0, 0x5412, 0),
     "clone3(NULL, 0)": (435, 0, 0, 0),
+    "open_tree_attr(-1, NULL, 0) (newer than the table)": (467, -1, 0, 0),
 }
 _CALL = (
     "import ctypes, os, sys\n"
@@ -364,7 +396,7 @@ async def test_a_denied_system_call_fails_with_eperm_inside_and_not_on_the_host(
 ) -> None:
     argv = ("python3", "-c", _CALL, *(str(arg) for arg in _DENIED_CALLS[call]))
     inside = (await world.confined().run(ExecRequest(argv))).stdout.split()
-    expected = errno.ENOSYS if call.startswith("clone3") else errno.EPERM
+    expected = errno.ENOSYS if call.startswith(("clone3", "open_tree_attr")) else errno.EPERM
     assert inside == ["-1", str(expected)]
     host = (await HostBackend.builder(world.sandbox).build().run(ExecRequest(argv))).stdout.split()
     assert host and host != inside
@@ -420,3 +452,49 @@ def test_the_twin_on_the_host_a_process_that_leaves_its_group_outlives_the_comma
         assert out.exit_code == 0 and not out.timed_out
     finally:
         os.kill(stray, signal.SIGKILL)
+
+
+_CAPABILITIES = (
+    "import ctypes, struct\n"
+    "libc = ctypes.CDLL(None, use_errno=True)\n"
+    "header = ctypes.create_string_buffer(struct.pack('=Ii', 0x20080522, 0))\n"
+    "data = ctypes.create_string_buffer(24)\n"
+    "assert libc.syscall(125, header, data) == 0\n"
+    "print(any(data.raw))\n"
+)
+
+
+def test_a_command_run_as_root_has_no_capabilities(world: World) -> None:
+    inside = asyncio.run(world.confined().run(ExecRequest(("python3", "-c", _CAPABILITIES))))
+    assert inside.stdout == "False\n", inside.stderr
+    if os.geteuid() == 0:  # the twin: the same root command on the host has them
+        host = asyncio.run(
+            HostBackend.builder(world.sandbox).build().run(ExecRequest(("python3", "-c", _CAPABILITIES)))
+        )
+        assert host.stdout == "True\n"
+
+
+def test_a_command_cannot_leave_its_session_to_dodge_the_timeout(world: World) -> None:
+    backend = OsSandboxBackend.builder(world.sandbox).timeout(1).build()
+    world.backends.append(backend)
+    source = (
+        "import os, time\n"
+        "try:\n"
+        "    os.setpgid(0, os.getppid())\n"
+        "except PermissionError:\n"
+        "    print('refused', flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    started = time.monotonic()
+    out = asyncio.run(backend.run(ExecRequest(("python3", "-c", source))))
+    assert out.timed_out and out.stdout == "refused\n"
+    assert time.monotonic() - started < 20
+
+
+def test_a_symlinked_working_directory_is_refused(world: World) -> None:
+    (world.root / "sub").symlink_to("/etc")
+    with pytest.raises(Denied):
+        asyncio.run(world.confined().run(ExecRequest(("pwd",), cwd="sub")))
+    # The twin: the host backend follows it (it is no containment).
+    host = asyncio.run(HostBackend.builder(world.sandbox).build().run(ExecRequest(("pwd",), cwd="sub")))
+    assert host.stdout == "/etc\n"

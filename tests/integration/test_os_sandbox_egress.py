@@ -127,6 +127,18 @@ async def test_the_twin_the_same_direct_connect_works_on_the_host(
     assert direct.stdout == "reached\n", direct.stderr
 
 
+async def test_tcp_fast_open_cannot_connect_around_the_connect_rule(
+    backend: OsSandboxBackend, upstream: Upstream
+) -> None:
+    source = (
+        "import socket\n"
+        "s = socket.socket()\n"
+        f"s.sendto(b'GET / HTTP/1.0\\r\\n\\r\\n', socket.MSG_FASTOPEN, ('127.0.0.1', {upstream.port}))\n"
+    )
+    out = await backend.run(ExecRequest(("python3", "-c", source)))
+    assert "PermissionError: [Errno 1]" in out.stderr, out.stderr
+
+
 async def test_udp_and_unix_sockets_are_refused(backend: OsSandboxBackend) -> None:
     for family, kind in (("AF_INET", "SOCK_DGRAM"), ("AF_INET6", "SOCK_DGRAM"), ("AF_UNIX", "SOCK_STREAM")):
         source = f"import socket; socket.socket(socket.{family}, socket.{kind})"

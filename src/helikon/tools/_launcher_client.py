@@ -108,26 +108,25 @@ class Launcher:
         self,
         argv: Sequence[str],
         *,
-        cwd: str,
+        cwd_fd: int,
         env: Mapping[str, str],
         stdin: bytes | None,
         time_limit: float,
         max_output_bytes: int,
         cancel: CancellationToken | None,
     ) -> ExecOutput:
-        """Run `argv` confined, as `_process.run_process` runs it unconfined."""
+        """Run `argv` confined in the directory `cwd_fd`, as `_process.run_process` runs it unconfined."""
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
         in_read, in_write = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
         reply, reply_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        request = json.dumps({"argv": list(argv), "cwd": cwd, "env": dict(env)}).encode()
+        request = json.dumps({"argv": list(argv), "env": dict(env)}).encode()
         try:
             with self._lock:
-                socket.send_fds(
-                    self._control, [request], [in_read, out_write, err_write, reply_theirs.fileno()]
-                )
+                fds = [in_read, out_write, err_write, reply_theirs.fileno(), cwd_fd]
+                socket.send_fds(self._control, [request], fds)
         except OSError as error:
             for fd in (out_read, err_read, in_write):
                 if fd >= 0:

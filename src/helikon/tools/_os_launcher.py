@@ -4,23 +4,25 @@ Run as a script (`python -I -S _os_launcher.py <config>`), standard library only
 imports helikon. The parent (`OsSandboxBackend`) built the Landlock ruleset and the seccomp
 program; this process holds them and, for every command, forks a child that
 
-1. joins a process group of its own (so the parent can kill everything it starts),
-2. takes the stdio descriptors it was sent and closes all others,
+1. starts a session of its own (so the parent can kill its whole group, which it cannot leave),
+2. takes the stdio descriptors it was sent, and the working directory as a descriptor,
 3. resets the signals Python ignores (`SIGPIPE`, `SIGXFSZ`) and sets its rlimits,
-4. sets `no_new_privs`, restricts itself with the Landlock ruleset, loads the seccomp
-   filter — in that order, each failure fatal (exit 126), never a command run unconfined —
+4. drops every capability (for root), sets `no_new_privs`, restricts itself with the
+   Landlock ruleset, loads the seccomp filter — in that order, each failure fatal (exit
+   126), never a command run unconfined — closes every other descriptor,
 5. and `exec`s the command.
 
 Why a launcher process and not `preexec_fn`: forking the parent, a threaded asyncio program,
 and running Python before `exec` can deadlock on a lock another thread held. This process
 has one thread, so forking it is safe, and it stays up so a command costs a `fork`, not an
-interpreter start.
+interpreter start. It is also the subreaper of everything the commands start (`_kill_strays`).
 
-Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the parent sends one JSON request
-(`argv`, `env`, `cwd`) with four descriptors (stdin, stdout, stderr, a reply socket). The
-launcher answers on the reply socket `{"pid": n}` once the child is in its own group, then
-`{"status": s}` (a `waitpid` status) when it exits, and closes it. When the parent goes away
-(EOF on the control socket), every command still running is killed and the launcher exits.
+Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the parent sends
+one JSON request (`argv`, `env`) with five descriptors (stdin, stdout, stderr, a reply
+socket, the working directory). The launcher answers on the reply socket `{"pid": n}` once
+the child leads its own group, then `{"status": s}` (a `waitpid` status) when it exits, and
+closes it. When the parent goes away (EOF on the control socket), every command still
+running is killed and the launcher exits.
 """
 
 from __future__ import annotations
@@ -43,6 +45,17 @@ import warnings  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from typing import Any, NoReturn
 
 PR_SET_NO_NEW_PRIVS = 38
+PR_CAPBSET_DROP = 24
+PR_SET_SECUREBITS = 28
+PR_CAP_AMBIENT = 47
+PR_CAP_AMBIENT_CLEAR_ALL = 4
+# SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_NO_CAP_AMBIENT_RAISE and each one's lock, and
+# SECBIT_KEEP_CAPS_LOCKED (keep-caps off, for good).
+SECUREBITS_LOCKED_DOWN = 0b11101111
+SYS_CAPGET = 125
+SYS_CAPSET = 126
+_LINUX_CAPABILITY_VERSION_3 = 0x20080522
+_CAP_LAST = 63  # dropping a capability the kernel does not know fails harmlessly
 PR_SET_CHILD_SUBREAPER = 36
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -89,32 +102,70 @@ class _Config:
         self.proxy_port = int(raw["proxy_port"]) if raw.get("proxy_port") else None
 
 
-def _child(config: _Config, argv: list[str], env: dict[str, str], cwd: str, fds: list[int]) -> NoReturn:
-    """In the forked child: confine, then exec `argv`; never returns."""
+def _drop_capabilities() -> None:
+    """Give up every capability for good, so a command run as root has none.
+
+    Landlock confines root's paths, not what `CAP_NET_ADMIN` or `CAP_SYS_NICE` let it do to
+    the host. Securebits first, while `CAP_SETPCAP` is still held: root regains nothing at `exec` and the
+    bits cannot be unset. Then the bounding and ambient sets, then `capset` to empty. Without
+    capabilities to begin with (not root), the first two fail harmlessly and `capset` is a no-op.
+    """
+    _libc.prctl(PR_SET_SECUREBITS, SECUREBITS_LOCKED_DOWN, 0, 0, 0)
+    for cap in range(_CAP_LAST + 1):
+        _libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0)
+    _libc.prctl(PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = struct.pack("=Ii", _LINUX_CAPABILITY_VERSION_3, 0)
+    if _libc.syscall(ctypes.c_long(SYS_CAPSET), header, bytes(24)) != 0:
+        raise OSError(ctypes.get_errno(), "capset")
+
+
+def _capabilities_left() -> bool:
+    """Whether this process still has any effective or permitted capability."""
+    header = ctypes.create_string_buffer(struct.pack("=Ii", _LINUX_CAPABILITY_VERSION_3, 0))
+    data = ctypes.create_string_buffer(24)
+    if _libc.syscall(ctypes.c_long(SYS_CAPGET), header, data) != 0:
+        return True
+    return any(data.raw)
+
+
+def _child(config: _Config, request: _Request, fds: list[int], started: int) -> NoReturn:
+    """In the forked child: confine, then exec the command; never returns."""
     try:
-        os.setpgid(0, 0)
+        # A session of its own: it leads its process group and cannot move to another one
+        # (a child that could join the launcher's group would escape the timeout's group kill).
+        os.setsid()
+        os.close(started)  # the launcher waits for this before it reports the pid
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
+        os.fchdir(fds[4])  # opened beneath the root by the parent: no path to race
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         for kind, soft, hard in config.rlimits:
             resource.setrlimit(kind, (soft, hard))
-        os.chdir(cwd)
+        _drop_capabilities()
         _confine(config.ruleset_fd, config.program)
         os.closerange(3, _MAX_FD)
     except BaseException as error:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(BaseException):
             os.write(2, f"helikon os-sandbox: cannot confine the command: {error}\n".encode())
         os._exit(DENIED)
     try:
-        os.execvpe(argv[0], argv, env)
-    except OSError as error:
+        os.execvpe(request.argv[0], request.argv, request.env)
+    except BaseException as error:
         code = 127 if isinstance(error, FileNotFoundError) else DENIED
-        with contextlib.suppress(OSError):
-            os.write(2, f"cannot start {argv[0]!r}: {error}\n".encode())
+        with contextlib.suppress(BaseException):
+            os.write(2, f"cannot start {request.argv[0]!r}: {error}\n".encode())
         os._exit(code)
+
+
+class _Request:
+    """One command, as the parent sent it."""
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.argv = [str(arg) for arg in raw["argv"]]
+        self.env = {str(name): str(value) for name, value in raw["env"].items()}
 
 
 def _probe(config: _Config) -> str | None:
@@ -129,14 +180,15 @@ def _probe(config: _Config) -> str | None:
     if pid == 0:
         code = 3
         try:
+            _drop_capabilities()
             _confine(config.ruleset_fd, config.program)
-            code = 4
+            code = 6 if _capabilities_left() else 4
             try:
                 os.close(os.open(os.path.join(config.probe_dir, "x"), os.O_CREAT | os.O_WRONLY, 0o600))
             except PermissionError:
                 code = 0 if config.network_open else 5
             if code == 5:
-                try:
+                try:  # refused in every network mode: UNIX sockets reach host daemons
                     socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()
                 except PermissionError:
                     code = 0
@@ -148,6 +200,7 @@ def _probe(config: _Config) -> str | None:
         3: "the kernel refused to confine a process (prctl, landlock_restrict_self or seccomp failed)",
         4: "a confined process could still write outside the root: Landlock is not enforced",
         5: "a confined process could still open a socket: the seccomp filter is not enforced",
+        6: "a confined process kept capabilities it was made to drop",
     }.get(os.waitstatus_to_exitcode(status), f"the probe process ended with status {status}")
 
 
@@ -215,21 +268,22 @@ def main() -> None:
         readable, _, _ = select.select([control, wake_read], [], [])
         if control in readable:
             try:
-                data, fds, _, _ = socket.recv_fds(control, 1 << 20, 4)
+                data, fds, _, _ = socket.recv_fds(control, 1 << 20, 5)
             except OSError:
                 data, fds = b"", []
             if not data:
                 break
             reply = socket.socket(fileno=fds[3])
-            request = json.loads(data)
-            argv = [str(arg) for arg in request["argv"]]
-            env = {str(name): str(value) for name, value in request["env"].items()}
+            request = _Request(json.loads(data))
+            wait_read, started = os.pipe()
             pid = os.fork()
             if pid == 0:
-                _child(config, argv, env, str(request["cwd"]), fds)
-            with contextlib.suppress(OSError):  # set here too: the parent may kill before the child runs
-                os.setpgid(pid, pid)
-            for fd in fds[:3]:
+                os.close(wait_read)
+                _child(config, request, fds, started)
+            os.close(started)
+            os.read(wait_read, 1)  # EOF once the child leads its own group: then a kill reaches it
+            os.close(wait_read)
+            for fd in (*fds[:3], fds[4]):
                 os.close(fd)
             running[pid] = reply
             _send(reply, {"pid": pid})

@@ -14,8 +14,11 @@ The rules, in full:
 - **Nothing else**: not `/proc` (other processes' environments and memory maps), not `/sys`,
   not `/home`, `/root`, `/tmp` or `/var`.
 - **Network** (`NetworkMode`): closed by default (no sockets at all, no TCP by Landlock
-  either); open with `allow_network(True)`; with an egress policy, TCP to the proxy port
-  only, in a network namespace of the sandbox's own where the proxy listens.
+  either); open with `allow_network(True)` (IPv4, IPv6, netlink; never UNIX sockets); with an
+  egress policy, TCP to the proxy port only, in a network namespace of the sandbox's own
+  where the proxy listens.
+- **Other processes**: no signals to processes outside the sandbox, nor connections to their
+  abstract UNIX sockets (Landlock scopes).
 """
 
 from __future__ import annotations
@@ -38,11 +41,10 @@ from ._landlock import (
 from ._seccomp import NETWORK_NONE, NETWORK_OPEN, NETWORK_TCP_ONLY
 from .guarantees import Isolation
 
-MIN_ABI = 3
-"""Landlock ABI 3 (Linux 6.2) is the least the sandbox accepts: before it, `truncate` was not
-confined, and a command could empty any file the user may write."""
-MIN_ABI_EGRESS = 4
-"""ABI 4 (Linux 6.7) added TCP rules, which the egress mode uses on top of its namespace."""
+MIN_ABI = 6
+"""Landlock ABI 6 (Linux 6.12) is the least the sandbox accepts. Before it, a command could
+signal any process of the user (kill the agent, or with root every process); before ABI 3,
+`truncate` was not confined either. ABI 4 (6.7) added the TCP rules the egress mode uses."""
 PROXY_PORT = 3128
 """Where the egress proxy listens inside the sandbox's network namespace (the namespace is
 new and empty, so the port is always free there)."""
@@ -63,7 +65,8 @@ ETC_PATHS = (
     "/etc/timezone",
     "/etc/locale.alias",
     "/etc/alternatives",
-    "/etc/ssl",
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
     "/etc/ca-certificates",
     "/etc/mime.types",
     "/etc/magic",
@@ -111,15 +114,11 @@ def build_ruleset(
 ) -> Ruleset:
     """The ruleset for `writable` (the root, the temp dir, extras) and extra `read_only` paths."""
     handled_net = 0
-    if network.tcp_connect_ports is not None and abi >= MIN_ABI_EGRESS:
+    if network.tcp_connect_ports is not None:
         handled_net = NET_CONNECT_TCP | NET_BIND_TCP
         if network.tcp_connect_ports:
             handled_net = NET_CONNECT_TCP  # a command may still serve inside its namespace
-    scoped = 0
-    if abi >= 6:
-        scoped = SCOPE_SIGNAL
-        if network.seccomp != NETWORK_OPEN:
-            scoped |= SCOPE_ABSTRACT_UNIX_SOCKET
+    scoped = SCOPE_SIGNAL | SCOPE_ABSTRACT_UNIX_SOCKET
     ruleset = Ruleset(abi=abi, handled_fs=FS_ALL, handled_net=handled_net, scoped=scoped)
     try:
         system = [

@@ -158,7 +158,7 @@ async def supervise(
         except TimeoutError:
             timed_out = True
             kill()
-            await asyncio.wait((exited,))
+            await asyncio.wait((exited,), timeout=_REAP_TIMEOUT)
     finally:
         # Also on a cancelled task: nothing of the command outlives the call.
         if remove is not None:

@@ -13,12 +13,15 @@ nothing and a deny-list of what a contained command never needs, in four rules:
    handles (`open_by_handle_at` escapes a directory confinement), `fanotify` (it hands out
    descriptors of files others open), the system clock, and `clone`/`clone3` making new
    namespaces. These matter most where commands run as root, which Landlock confines too.
-3. Network: `NETWORK_NONE` fails every `socket()` (even UNIX ones, which reach host daemons
+3. Calls that act on another process by pid (`prlimit64`, `setpriority`, the `sched_set*`
+   calls, `ioprio_set`) fail unless they name the caller itself (0).
+4. Network: `NETWORK_NONE` fails every `socket()` (even UNIX ones, which reach host daemons
    through socket files) and every `socketpair()` that is not `AF_UNIX`;
    `NETWORK_TCP_ONLY` lets `socket()` make TCP sockets only (IPv4/IPv6, stream, protocol
-   TCP) and nothing else — no UDP (DNS, QUIC), no raw or packet sockets, no UNIX sockets;
-   `NETWORK_OPEN` leaves sockets alone.
-4. Everything else is allowed.
+   TCP), and refuses TCP Fast Open sends — no UDP (DNS, QUIC), no raw or packet sockets, no
+   UNIX sockets; `NETWORK_OPEN` allows IPv4, IPv6 and netlink sockets, but no raw or packet
+   ones and still no UNIX sockets.
+5. Calls newer than this table fail with `ENOSYS`; everything else is allowed.
 
 Only x86-64 has a table here; `build_filter` raises `UnsupportedArch` elsewhere, and the
 sandbox fails closed.
@@ -45,6 +48,9 @@ SYS_SOCKET = 41
 SYS_SOCKETPAIR = 53
 SYS_CLONE = 56
 SYS_CLONE3 = 435
+SYS_SENDTO = 44
+SYS_SENDMSG = 46
+SYS_SENDMMSG = 307
 
 DENIED_X86_64 = MappingProxyType(
     {
@@ -101,10 +107,44 @@ DENIED_X86_64 = MappingProxyType(
         "pidfd_getfd": 438,
         "process_madvise": 440,
         "mount_setattr": 442,
+        "process_mrelease": 448,
+        # SysV IPC: shared memory, semaphores and message queues are per IPC namespace, shared
+        # with the host, not per sandbox.
+        "shmget": 29,
+        "shmat": 30,
+        "shmctl": 31,
+        "semget": 64,
+        "semop": 65,
+        "semctl": 66,
+        "shmdt": 67,
+        "msgget": 68,
+        "msgsnd": 69,
+        "msgrcv": 70,
+        "msgctl": 71,
+        "semtimedop": 220,
         "quotactl_fd": 443,
     }
 )
 """System calls that fail with `EPERM` inside the sandbox, by name."""
+
+ONLY_ON_SELF_X86_64 = MappingProxyType(
+    {
+        # name: (number, the argument naming the process); 0 there means the caller itself.
+        "setpriority": (141, 1),
+        "sched_setparam": (142, 0),
+        "sched_setscheduler": (144, 0),
+        "sched_setaffinity": (203, 0),
+        "ioprio_set": (251, 1),
+        "prlimit64": (302, 0),
+        "sched_setattr": (314, 0),
+    }
+)
+"""Calls a command may make on itself only: on another process (this agent, the launcher)
+they would change its limits, priority or CPUs, which Landlock does not confine."""
+
+FIRST_UNKNOWN = 463
+"""The first x86-64 number after this table's newest entry (`mseal`, 462): newer calls fail
+with `ENOSYS`, so a call added to the kernel later is refused until it is reviewed here."""
 
 # clone(2) flags that make a namespace (a fresh user namespace grants every capability in it).
 CLONE_NAMESPACE_FLAGS = (
@@ -121,6 +161,8 @@ TIOCSTI = 0x5412
 TIOCLINUX = 0x541C
 
 IPPROTO_TCP = 6
+SOCK_PACKET = 10
+MSG_FASTOPEN = 0x20000000
 SOCK_TYPE_MASK = 0xF  # the type without SOCK_NONBLOCK / SOCK_CLOEXEC
 
 # seccomp return actions.
@@ -170,39 +212,56 @@ def build_filter(network: str) -> bytes:
         _insn(_LD_ABS, _NR),
         _insn(_JGE, X32_SYSCALL_BIT, jf=1),
         _insn(_RET, RET_KILL_PROCESS),
+        # Calls newer than this table: refused as if the kernel had none (libc falls back).
+        _insn(_JGE, FIRST_UNKNOWN, jf=1),
+        _insn(_RET, RET_ENOSYS),
     ]
     for number in sorted(DENIED_X86_64.values()):
         program += [_insn(_JEQ, number, jf=1), _insn(_RET, RET_EPERM)]
     # clone3 passes its flags in memory seccomp cannot read: say it does not exist, and
     # libc falls back to clone, whose flags are checked.
     program += [_insn(_JEQ, SYS_CLONE3, jf=1), _insn(_RET, RET_ENOSYS)]
-    program += _check_arg(SYS_CLONE, 0, [_insn(_JSET, CLONE_NAMESPACE_FLAGS, jt=1), _insn(_RET, RET_ALLOW)])
-    program += _check_arg(SYS_IOCTL, 1, [_insn(_JEQ, TIOCSTI, jt=1), _insn(_JEQ, TIOCLINUX, jf=1)])
-    if network != NETWORK_OPEN:
-        program += _check_arg(SYS_SOCKETPAIR, 0, [_insn(_JEQ, socket.AF_UNIX, jf=1), _insn(_RET, RET_ALLOW)])
-        program += _socket_rule(network)
+    program += _when(SYS_CLONE, 0, [_insn(_JSET, CLONE_NAMESPACE_FLAGS, jt=1), _insn(_RET, RET_ALLOW)])
+    program += _when(SYS_IOCTL, 1, [_insn(_JEQ, TIOCSTI, jt=1), _insn(_JEQ, TIOCLINUX, jf=1)])
+    # Calls that name another process: allowed on the caller itself only (pid or who 0).
+    for number, index in ONLY_ON_SELF_X86_64.values():
+        program += _when(number, index, [_insn(_JEQ, 0, jf=1), _insn(_RET, RET_ALLOW)])
+    program += _socket_rules(network)
     program.append(_insn(_RET, RET_ALLOW))
     return b"".join(program)
 
 
-def _check_arg(number: int, index: int, test: list[bytes]) -> list[bytes]:
-    """`if nr == number: load arg[index]; <test>; EPERM`, where `test` jumps over the EPERM to allow.
+def _when(number: int, index: int, test: list[bytes]) -> list[bytes]:
+    """`if nr == number: load arg[index]; <test>; EPERM`, else on to the next rule.
 
-    `test` ends by falling through to `RET_EPERM` when the call must fail, or returning
-    `RET_ALLOW` / jumping one past the EPERM (to the final `RET_ALLOW` of this block).
+    `test` lets the call through by returning `RET_ALLOW` or jumping one past the EPERM (to
+    this block's `RET_ALLOW`), and refuses it by falling into the EPERM.
     """
     body = [_insn(_LD_ABS, _arg(index)), *test, _insn(_RET, RET_EPERM), _insn(_RET, RET_ALLOW)]
     return [_insn(_LD_ABS, _NR), _insn(_JEQ, number, jf=len(body)), *body, _insn(_LD_ABS, _NR)]
 
 
-def _socket_rule(network: str) -> list[bytes]:
-    """`socket()`: always EPERM (`NETWORK_NONE`), or TCP over IPv4/IPv6 only (`NETWORK_TCP_ONLY`)."""
+def _socket_rules(network: str) -> list[bytes]:
+    """`socket()` and `socketpair()` by network mode (see the module docstring)."""
+    unix_pairs = _when(SYS_SOCKETPAIR, 0, [_insn(_JEQ, socket.AF_UNIX, jf=1), _insn(_RET, RET_ALLOW)])
     if network == NETWORK_NONE:
-        return [_insn(_JEQ, SYS_SOCKET, jf=1), _insn(_RET, RET_EPERM)]
-    deny = [_insn(_RET, RET_EPERM)]
-    # Each check jumps to the EPERM at the end (relative offsets count the instructions between).
-    checks = [
-        _insn(_LD_ABS, _arg(0)),
+        return [*unix_pairs, _insn(_JEQ, SYS_SOCKET, jf=1), _insn(_RET, RET_EPERM)]
+    if network == NETWORK_OPEN:
+        # IPv4, IPv6 (any type but raw and packet) and netlink (getaddrinfo asks it for the
+        # host's addresses); never UNIX sockets, which reach host daemons through socket files.
+        family = [
+            _insn(_JEQ, socket.AF_INET, jt=2),
+            _insn(_JEQ, socket.AF_INET6, jt=1),
+            _insn(_JEQ, socket.AF_NETLINK, jt=5, jf=4),
+            _insn(_LD_ABS, _arg(1)),
+            _insn(_AND, SOCK_TYPE_MASK),
+            _insn(_JEQ, socket.SOCK_RAW, jt=1),
+            _insn(_JEQ, SOCK_PACKET, jf=1),
+        ]
+        return [*unix_pairs, *_when(SYS_SOCKET, 0, family)]
+    # NETWORK_TCP_ONLY: TCP over IPv4/IPv6, and no TCP Fast Open (a send that connects
+    # without connect(), which Landlock's connect rule does not see).
+    tcp = [
         _insn(_JEQ, socket.AF_INET, jt=1),
         _insn(_JEQ, socket.AF_INET6, jf=7),
         _insn(_LD_ABS, _arg(1)),
@@ -213,4 +272,11 @@ def _socket_rule(network: str) -> list[bytes]:
         _insn(_JEQ, IPPROTO_TCP, jf=1),
         _insn(_RET, RET_ALLOW),
     ]
-    return [_insn(_JEQ, SYS_SOCKET, jf=len(checks) + len(deny)), *checks, *deny]
+    no_fast_open = [_insn(_JSET, MSG_FASTOPEN, jf=1)]
+    return [
+        *unix_pairs,
+        *_when(SYS_SOCKET, 0, tcp),
+        *_when(SYS_SENDTO, 3, no_fast_open),
+        *_when(SYS_SENDMSG, 2, no_fast_open),
+        *_when(SYS_SENDMMSG, 3, no_fast_open),
+    ]

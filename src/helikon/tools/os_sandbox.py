@@ -53,10 +53,11 @@ from typing import TYPE_CHECKING, Self
 
 from helikon.core.exceptions import HelikonError, UserError
 
+from ._confine import open_dir
 from ._landlock import abi_version
 from ._launcher_client import Launcher, LauncherError
 from ._local_options import LocalOptions
-from ._os_policy import MIN_ABI, MIN_ABI_EGRESS, PROXY_PORT, NetworkMode, build_ruleset
+from ._os_policy import MIN_ABI, PROXY_PORT, NetworkMode, build_ruleset
 from ._seccomp import UnsupportedArch, build_filter
 from .egress_policy import EgressPolicy
 from .execution import ExecOutput, ExecRequest, ResourceLimits
@@ -143,12 +144,11 @@ class OsSandboxBackendBuilder(LocalOptions):
                 "Use HostBackend under a permission policy, or a ForkdBackend"
             )
         abi = abi_version()
-        needed = MIN_ABI_EGRESS if self._egress is not None else MIN_ABI
-        if abi < needed:
+        if abi < MIN_ABI:
             why = "Landlock is not enabled (CONFIG_SECURITY_LANDLOCK, and 'landlock' in the lsm= boot list)"
             raise OsSandboxUnsupported(
-                f"OsSandboxBackend needs Landlock ABI {needed} or later"
-                f"{' for egress_policy (TCP rules)' if self._egress is not None else ''}; "
+                f"OsSandboxBackend needs Landlock ABI {MIN_ABI} (Linux 6.12) or later, which keeps "
+                "commands from signalling processes outside the sandbox; "
                 + (why if abi == 0 else f"this kernel offers ABI {abi}")
             )
         if self._egress is not None:
@@ -178,6 +178,7 @@ class OsSandboxBackendBuilder(LocalOptions):
             raise
         return OsSandboxBackend(
             root=str(self._sandbox.root),
+            root_fd=os.dup(self._sandbox.fd),  # the backend may outlive the Sandbox's `with`
             env=env,
             timeout=self._timeout,
             max_output_bytes=self._max_output,
@@ -234,6 +235,7 @@ class OsSandboxBackend:
         "_launcher",
         "_max_output",
         "_root",
+        "_root_fd",
         "_timeout",
     )
 
@@ -241,6 +243,7 @@ class OsSandboxBackend:
         self,
         *,
         root: str,
+        root_fd: int,
         env: dict[str, str],
         timeout: float,
         max_output_bytes: int,
@@ -250,12 +253,13 @@ class OsSandboxBackend:
         guarantees: SandboxGuarantees,
     ) -> None:
         self._root = root
+        self._root_fd = root_fd
         self._env = env
         self._timeout = timeout
         self._max_output = max_output_bytes
         self._launcher = launcher
         self._guarantees = guarantees
-        self._finalizer = weakref.finalize(self, _shutdown, launcher, proxy, private)
+        self._finalizer = weakref.finalize(self, _shutdown, launcher, proxy, private, root_fd)
 
     @staticmethod
     def builder(sandbox: Sandbox) -> OsSandboxBackendBuilder:
@@ -278,11 +282,13 @@ class OsSandboxBackend:
         env = self._env
         if request.env:
             env = {**env, **request.env}
-        cwd = self._root if request.cwd is None else os.path.join(self._root, request.cwd)
+        # Opened beneath the root by the kernel (RESOLVE_BENEATH): a symlink made by an
+        # earlier command cannot start this one elsewhere.
+        cwd_fd = open_dir(self._root_fd, request.cwd or ".")
         try:
             return await self._launcher.run(
                 request.argv,
-                cwd=cwd,
+                cwd_fd=cwd_fd,
                 env=env,
                 stdin=request.stdin,
                 time_limit=request.timeout or self._timeout,
@@ -291,6 +297,8 @@ class OsSandboxBackend:
             )
         except LauncherError as error:
             raise OsSandboxError(f"OsSandboxBackend.run(): {error}") from None
+        finally:
+            os.close(cwd_fd)
 
     def close(self) -> None:
         """Kill what still runs, stop the launcher (and the egress proxy), remove the temp directory."""
@@ -315,8 +323,9 @@ def _proxy_environment() -> dict[str, str]:
     return {**dict.fromkeys(names, url), "no_proxy": "", "NO_PROXY": ""}
 
 
-def _shutdown(launcher: Launcher, proxy: ProxyThread | None, private: str) -> None:
+def _shutdown(launcher: Launcher, proxy: ProxyThread | None, private: str, root_fd: int) -> None:
     launcher.close()
+    os.close(root_fd)
     if proxy is not None:
         proxy.close()
     shutil.rmtree(private, ignore_errors=True)
