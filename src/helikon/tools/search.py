@@ -2,7 +2,9 @@ r"""`GlobTool` ("Glob") and `GrepTool` ("Grep"): find files and lines beneath th
 
 Both walk the tree through directory descriptors and never enter a symlink; `.git` is
 skipped. Grep skips binary files, files with more than one hard link (their other names may be
-outside the root) and files over 32 MiB, and says how many it skipped.
+outside the root) and files over 32 MiB, and says how many it skipped. It matches within a line,
+as grep does: `^` and `$` are each line's start and end (`\A` and `\Z` the file's), and a match
+never spans lines.
 
 Example:
     ```python
@@ -49,6 +51,7 @@ Ctx = TypeVar("Ctx")
 MAX_GLOB_RESULTS = 1000
 MAX_GREP_FILE_BYTES = 32 * 1024 * 1024
 MAX_LINE_CHARS = 500
+BINARY_SNIFF = 8 * 1024  # a NUL byte in the first this many bytes: a binary file
 
 
 class GlobTool(SandboxTool[Ctx]):
@@ -148,8 +151,7 @@ class GrepTool(SandboxTool[Ctx]):
                 if include_rx is not None and not include_rx.match(entry.name if by_name else entry.rel):
                     continue
                 text = _text(entry, skipped)
-                # One search over the whole text passes over the many files without a match.
-                if text is None or not rx.search(text):
+                if text is None:
                     continue
                 found, more, lines = _grep_lines(rx, text, entry.shown, context, max_results - matches)
                 if not found:
@@ -186,24 +188,52 @@ def _grep_lines(
 
     `context` lines around each match are printed too.
     """
+    hits = _hit_lines(rx, text, cap + 1)
+    more = len(hits) > cap
+    hits = hits[:cap]
+    if not context or not hits:  # a hit's own line is all there is to print: no need to split
+        return len(hits), more, [f"{shown}:{i + 1}:{_cut(text[start:end])}" for i, start, end in hits]
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    hits = [i for i, line in enumerate(lines) if rx.search(line)]
-    more = len(hits) > cap
-    hits = hits[:cap]
-    is_hit = set(hits)
+    is_hit = {i for i, _, _ in hits}
     out: list[str] = []
     last = -1  # the last line printed
-    for i in hits:
+    for i, _, _ in hits:
         lo, hi = max(0, i - context, last + 1), min(len(lines) - 1, i + context)
-        if out and context and lo > last + 1:
+        if out and lo > last + 1:
             out.append("--")
         for j in range(lo, hi + 1):
             sep = ":" if j in is_hit else "-"
             out.append(f"{shown}{sep}{j + 1}{sep}{_cut(lines[j])}")
         last = max(last, hi)
     return len(hits), more, out
+
+
+def _hit_lines(rx: re.Pattern[str], text: str, cap: int) -> list[tuple[int, int, int]]:
+    """The first `cap` lines of `text` in which `rx` matches: (index, start, end) of each.
+
+    A search over the whole text finds the next line that may match, so the lines between are
+    passed at the regex engine's speed instead of with a call each; that line is then searched
+    on its own (`endpos` at its end), since a match over the whole text may run on into the next
+    lines, and grep matches within a line.
+    """
+    hits: list[tuple[int, int, int]] = []
+    line = 0  # the index of the line that starts at `counted`
+    counted = 0
+    pos = 0
+    while len(hits) < cap and (m := rx.search(text, pos)):
+        start = text.rfind("\n", 0, m.start()) + 1
+        if start == len(text):
+            break  # past the newline that ends the text: no line is there
+        end = text.find("\n", start)
+        end = len(text) if end == -1 else end
+        line += text.count("\n", counted, start)
+        counted = start
+        if rx.search(text, start, end):
+            hits.append((line, start, end))
+        pos = end + 1
+    return hits
 
 
 def _cut(line: str) -> str:
@@ -217,7 +247,7 @@ def _text(entry: Entry, skipped: dict[str, int]) -> str | None:
         fd = entry.open()
     except OSError:
         return None  # gone, or swapped for a symlink since the listing
-    with os.fdopen(fd, "rb") as f:
+    try:
         st = os.fstat(fd)
         why = None
         if not stat.S_ISREG(st.st_mode):
@@ -227,12 +257,30 @@ def _text(entry: Entry, skipped: dict[str, int]) -> str | None:
         elif st.st_size > MAX_GREP_FILE_BYTES:
             why = f"files over {MAX_GREP_FILE_BYTES // (1024 * 1024)} MiB skipped"
         if why is None:
-            data = f.read(MAX_GREP_FILE_BYTES + 1)  # bounded, should it grow meanwhile
-            if b"\0" not in data[:8192]:
+            # What fstat counted and a byte more (asking for the cap would allocate 32 MiB per
+            # file); a file that grew meanwhile, or does not count its size, is read on to the cap.
+            data = _read(fd, st.st_size + 1)
+            if len(data) > st.st_size:
+                data += _read(fd, MAX_GREP_FILE_BYTES + 1 - len(data))
+            if data.find(b"\0", 0, BINARY_SNIFF) == -1:
                 return data.decode("utf-8", errors="replace")
             why = "binary files skipped"
+    finally:
+        os.close(fd)
     skipped[why] = skipped.get(why, 0) + 1
     return None
+
+
+def _read(fd: int, size: int) -> bytes:
+    """Up to `size` bytes from `fd`, read until `size` or the end.
+
+    Raw reads: a file object's setup would cost three more system calls a file.
+    """
+    parts: list[bytes] = []
+    while size > 0 and (part := os.read(fd, size)):
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
 
 
 class _Tree:
