@@ -148,10 +148,27 @@ def test_grep_anchors_and_empty_matches_count_each_line_once(root: Path, sandbox
     ]
     assert grep(sandbox, "^$").splitlines() == ["nl.txt:2:", "no-nl.txt:2:"]
     assert grep(sandbox, "y$", path="no-nl.txt") == "no-nl.txt:3:y"
-    # '\A' and '\Z' are the file's start and end, '^' and '$' each line's.
+    # A line is searched with its end as the text's end: '\Z' is each line's end; '\A' the file's start.
     (root / "two.txt").write_text("ab\nab\n")
     assert grep(sandbox, r"\Aab", path="two.txt") == "two.txt:1:ab"
     assert grep(sandbox, r"^ab$", path="two.txt") == "two.txt:1:ab\ntwo.txt:2:ab"
+    assert grep(sandbox, r"ab\Z", path="two.txt") == "two.txt:1:ab\ntwo.txt:2:ab"
+
+
+def test_grep_patterns_that_look_past_the_line_end_see_the_line_end(root: Path, sandbox: Sandbox) -> None:
+    # Over the whole text the 'x' of line 1 is followed by a newline; within line 1, by nothing.
+    (root / "f.txt").write_text("x\nxa\nx y\n")
+    assert grep(sandbox, r"x(?!\s)").splitlines() == ["f.txt:1:x", "f.txt:2:xa"]
+    assert grep(sandbox, r"x(?=\s)") == "f.txt:3:x y"
+    assert grep(sandbox, r"(?-m:x$)") == "f.txt:1:x"
+
+
+def test_grep_of_a_pattern_that_matches_across_lines_still_checks_every_line(
+    root: Path, sandbox: Sandbox
+) -> None:
+    # 'a[^z]*b' first matches from line 1 to line 2; after that Grep goes line by line.
+    (root / "f.txt").write_text("a\nb\nab\nb\na b\n" + "a\n" * 50 + "b\n")
+    assert grep(sandbox, r"a[^z]*b").splitlines() == ["f.txt:3:ab", "f.txt:5:a b"]
 
 
 def test_grep_context_after_the_last_line_adds_no_line(root: Path, sandbox: Sandbox) -> None:

@@ -3,8 +3,8 @@ r"""`GlobTool` ("Glob") and `GrepTool` ("Grep"): find files and lines beneath th
 Both walk the tree through directory descriptors and never enter a symlink; `.git` is
 skipped. Grep skips binary files, files with more than one hard link (their other names may be
 outside the root) and files over 32 MiB, and says how many it skipped. It matches within a line,
-as grep does: `^` and `$` are each line's start and end (`\A` and `\Z` the file's), and a match
-never spans lines.
+as grep does: a match never spans lines, and `^`, `$` and `\Z` are each line's start and end
+(`\A` is the file's start; lookbehinds see the line before).
 
 Example:
     ```python
@@ -52,6 +52,9 @@ MAX_GLOB_RESULTS = 1000
 MAX_GREP_FILE_BYTES = 32 * 1024 * 1024
 MAX_LINE_CHARS = 500
 BINARY_SNIFF = 8 * 1024  # a NUL byte in the first this many bytes: a binary file
+# What in a regex looks past a line's end (the end of the text, lookaheads, `$` with the
+# multi-line flag off): a search over the whole text would see the next line there.
+_PAST_LINE_END = ("\\Z", "(?=", "(?!", "(?-")
 
 
 class GlobTool(SandboxTool[Ctx]):
@@ -213,25 +216,34 @@ def _grep_lines(
 def _hit_lines(rx: re.Pattern[str], text: str, cap: int) -> list[tuple[int, int, int]]:
     """The first `cap` lines of `text` in which `rx` matches: (index, start, end) of each.
 
-    A search over the whole text finds the next line that may match, so the lines between are
-    passed at the regex engine's speed instead of with a call each; that line is then searched
-    on its own (`endpos` at its end), since a match over the whole text may run on into the next
-    lines, and grep matches within a line.
+    A line matches when `rx.search(text, start, end)` does: the line's end is the text's end.
+    To find the next line worth trying, a search over the whole text jumps there, passing the
+    lines between at the regex engine's speed instead of with a call each. That search sees
+    past each line's end, so it is not used for patterns that look there (`_PAST_LINE_END`),
+    nor after a match of it ran on past its line without one inside it: such a pattern can
+    match across lines, and each jump may scan far ahead only to be dropped.
     """
     hits: list[tuple[int, int, int]] = []
-    line = 0  # the index of the line that starts at `counted`
-    counted = 0
-    pos = 0
-    while len(hits) < cap and (m := rx.search(text, pos)):
-        start = text.rfind("\n", 0, m.start()) + 1
-        if start == len(text):
-            break  # past the newline that ends the text: no line is there
-        end = text.find("\n", start)
+    line = pos = 0  # the line that starts at `pos`
+    jump = not any(construct in rx.pattern for construct in _PAST_LINE_END)
+    while pos < len(text) and len(hits) < cap:
+        m = None
+        if jump:
+            m = rx.search(text, pos)
+            if m is None:
+                break
+            start = text.rfind("\n", 0, m.start()) + 1
+            line += text.count("\n", pos, start)
+            pos = start
+            if pos == len(text):
+                break  # past the newline that ends the text: no line is there
+        end = text.find("\n", pos)
         end = len(text) if end == -1 else end
-        line += text.count("\n", counted, start)
-        counted = start
-        if rx.search(text, start, end):
-            hits.append((line, start, end))
+        if rx.search(text, pos, end):
+            hits.append((line, pos, end))
+        elif m is not None and m.end() > end:
+            jump = False
+        line += 1
         pos = end + 1
     return hits
 
