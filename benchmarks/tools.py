@@ -44,6 +44,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -230,6 +231,18 @@ def _grep_lines() -> list[str]:
     return done.stdout.decode("utf-8", errors="replace").splitlines()
 
 
+def _searched() -> tuple[int, int]:
+    """The files grep and Grep search (symlinks not followed by either) and their bytes."""
+    files = size = 0
+    for d in GREP_DIRS:
+        for parent, _, names in os.walk(REPO / d):
+            for name in names:
+                path = Path(parent, name)
+                if not path.is_symlink():
+                    files, size = files + 1, size + path.stat().st_size
+    return files, size
+
+
 async def grep_rows(repeats: int) -> Timed:
     with Sandbox.open(REPO) as sandbox:
         grep = GrepTool[None](sandbox)
@@ -297,7 +310,8 @@ def _group(group: str, calls: int, repeats: int) -> dict[str, object]:
     rows, best = asyncio.run(grep_rows(repeats))
     base = next(iter(rows))
     against = {name: base for name in rows if name != base}
-    title = f"Grep over this repository (median and fastest of {repeats} blocks)"
+    files, size = _searched()
+    title = f"Grep over {files} files, {size / 1e6:.1f} MB (median and fastest of {repeats} blocks)"
     _table(title, rows, against, GREP_TARGET, best)
     return {"grep_seconds": rows, "grep_best_seconds": best, "grep_target_ratio": GREP_TARGET}
 
