@@ -84,31 +84,24 @@ def _numbered(f: BinaryIO, path: str, size: int, offset: int, limit: int) -> Too
         meta |= {"start_line": 0, "end_line": 0, "total_lines": 0, "truncated": False}
         return output(f"({path} is empty)", meta)
     shown: list[str] = []
-    number = 0  # lines seen so far
-    pending = b""
+    number = 0  # the whole lines seen so far
     last = offset + limit - 1
+    pending = b""  # the start of a line that goes on in the next chunk
     chunk = head
-    more = False
-    while chunk:
-        lines = (pending + chunk).split(b"\n")
+    while chunk and number <= last:
+        block = pending + chunk
+        cut = block.rfind(b"\n") + 1
         # Only a line's first bytes are shown: keeping the rest would copy a long line over and over.
-        pending = lines.pop()[:LINE_BYTES]
-        for line in lines:
-            number += 1
-            if number > last:
-                more = True
-                break
-            if number >= offset:
-                shown.append(_line(number, line))
-        if more:
-            break
+        pending = block[cut:][:LINE_BYTES]
+        count = block.count(b"\n", 0, cut)
+        if number + count >= offset:  # a chunk before the range is only counted, not decoded
+            shown += _lines(block[:cut], number + 1, offset, last)
+        number += count
         chunk = f.read(CHUNK)
-    if not more and pending:
-        number += 1
-        if offset <= number <= last:
-            shown.append(_line(number, pending))
-        elif number > last:
-            more = True
+    if pending and number <= last:
+        number += 1  # the last line, which has no newline
+        shown += _lines(pending + b"\n", number, offset, last)
+    more = number > last
     if not shown:
         raise ToolError(f"{path!r} has {number} lines; offset={offset} is past the end")
     end = offset + len(shown) - 1
@@ -120,11 +113,22 @@ def _numbered(f: BinaryIO, path: str, size: int, offset: int, limit: int) -> Too
     return output(text, meta)
 
 
-def _line(number: int, raw: bytes) -> str:
-    text = raw.decode("utf-8", errors="replace").removesuffix("\r")
-    if len(text) > MAX_LINE_CHARS:
-        text = text[:MAX_LINE_CHARS] + " [line cut]"
-    return f"{number:>6}\t{text}"
+def _lines(raw: bytes, first: int, offset: int, last: int) -> list[str]:
+    """Lines `offset` .. `last` of `raw`, numbered; `raw` is whole lines from line `first` on.
+
+    The lines are decoded and split at once (a newline byte is never part of a UTF-8 character);
+    only lines with a carriage return or over the length cap pay a step each to fix them.
+    """
+    text = raw.decode("utf-8", errors="replace")
+    lo = max(offset - first, 0)
+    lines = text[:-1].split("\n")[lo : last - first + 1]
+    if "\r" in text:
+        lines = [line.removesuffix("\r") for line in lines]
+    if max(map(len, lines), default=0) > MAX_LINE_CHARS:
+        lines = [
+            line[:MAX_LINE_CHARS] + " [line cut]" if len(line) > MAX_LINE_CHARS else line for line in lines
+        ]
+    return [f"{number:>6}\t{line}" for number, line in enumerate(lines, first + lo)]
 
 
 __all__ = ["ReadTool"]

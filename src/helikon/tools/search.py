@@ -2,7 +2,9 @@ r"""`GlobTool` ("Glob") and `GrepTool` ("Grep"): find files and lines beneath th
 
 Both walk the tree through directory descriptors and never enter a symlink; `.git` is
 skipped. Grep skips binary files, files with more than one hard link (their other names may be
-outside the root) and files over 32 MiB, and says how many it skipped.
+outside the root) and files over 32 MiB, and says how many it skipped. It matches within a line,
+as grep does: a match never spans lines, and `^`, `$` and `\Z` are each line's start and end
+(`\A` is the file's start; lookbehinds see the line before).
 
 Example:
     ```python
@@ -49,6 +51,10 @@ Ctx = TypeVar("Ctx")
 MAX_GLOB_RESULTS = 1000
 MAX_GREP_FILE_BYTES = 32 * 1024 * 1024
 MAX_LINE_CHARS = 500
+BINARY_SNIFF = 8 * 1024  # a NUL byte in the first this many bytes: a binary file
+# What in a regex looks past a line's end (the end of the text, lookaheads, `$` with the
+# multi-line flag off): a search over the whole text would see the next line there.
+_PAST_LINE_END = ("\\Z", "(?=", "(?!", "(?-")
 
 
 class GlobTool(SandboxTool[Ctx]):
@@ -148,8 +154,7 @@ class GrepTool(SandboxTool[Ctx]):
                 if include_rx is not None and not include_rx.match(entry.name if by_name else entry.rel):
                     continue
                 text = _text(entry, skipped)
-                # One search over the whole text passes over the many files without a match.
-                if text is None or not rx.search(text):
+                if text is None:
                     continue
                 found, more, lines = _grep_lines(rx, text, entry.shown, context, max_results - matches)
                 if not found:
@@ -186,24 +191,61 @@ def _grep_lines(
 
     `context` lines around each match are printed too.
     """
+    hits = _hit_lines(rx, text, cap + 1)
+    more = len(hits) > cap
+    hits = hits[:cap]
+    if not context or not hits:  # a hit's own line is all there is to print: no need to split
+        return len(hits), more, [f"{shown}:{i + 1}:{_cut(text[start:end])}" for i, start, end in hits]
     lines = text.split("\n")
     if lines[-1] == "":
         lines.pop()
-    hits = [i for i, line in enumerate(lines) if rx.search(line)]
-    more = len(hits) > cap
-    hits = hits[:cap]
-    is_hit = set(hits)
+    is_hit = {i for i, _, _ in hits}
     out: list[str] = []
     last = -1  # the last line printed
-    for i in hits:
+    for i, _, _ in hits:
         lo, hi = max(0, i - context, last + 1), min(len(lines) - 1, i + context)
-        if out and context and lo > last + 1:
+        if out and lo > last + 1:
             out.append("--")
         for j in range(lo, hi + 1):
             sep = ":" if j in is_hit else "-"
             out.append(f"{shown}{sep}{j + 1}{sep}{_cut(lines[j])}")
         last = max(last, hi)
     return len(hits), more, out
+
+
+def _hit_lines(rx: re.Pattern[str], text: str, cap: int) -> list[tuple[int, int, int]]:
+    """The first `cap` lines of `text` in which `rx` matches: (index, start, end) of each.
+
+    A line matches when `rx.search(text, start, end)` does: the line's end is the text's end.
+    To find the next line worth trying, a search over the whole text jumps there, passing the
+    lines between at the regex engine's speed instead of with a call each. That search sees
+    past each line's end, so it is not used for patterns that look there (`_PAST_LINE_END`),
+    nor after a match of it ran on past its line without one inside it: such a pattern can
+    match across lines, and each jump may scan far ahead only to be dropped.
+    """
+    hits: list[tuple[int, int, int]] = []
+    line = pos = 0  # the line that starts at `pos`
+    jump = not any(construct in rx.pattern for construct in _PAST_LINE_END)
+    while pos < len(text) and len(hits) < cap:
+        m = None
+        if jump:
+            m = rx.search(text, pos)
+            if m is None:
+                break
+            start = text.rfind("\n", 0, m.start()) + 1
+            line += text.count("\n", pos, start)
+            pos = start
+            if pos == len(text):
+                break  # past the newline that ends the text: no line is there
+        end = text.find("\n", pos)
+        end = len(text) if end == -1 else end
+        if rx.search(text, pos, end):
+            hits.append((line, pos, end))
+        elif m is not None and m.end() > end:
+            jump = False
+        line += 1
+        pos = end + 1
+    return hits
 
 
 def _cut(line: str) -> str:
@@ -217,7 +259,7 @@ def _text(entry: Entry, skipped: dict[str, int]) -> str | None:
         fd = entry.open()
     except OSError:
         return None  # gone, or swapped for a symlink since the listing
-    with os.fdopen(fd, "rb") as f:
+    try:
         st = os.fstat(fd)
         why = None
         if not stat.S_ISREG(st.st_mode):
@@ -227,12 +269,30 @@ def _text(entry: Entry, skipped: dict[str, int]) -> str | None:
         elif st.st_size > MAX_GREP_FILE_BYTES:
             why = f"files over {MAX_GREP_FILE_BYTES // (1024 * 1024)} MiB skipped"
         if why is None:
-            data = f.read(MAX_GREP_FILE_BYTES + 1)  # bounded, should it grow meanwhile
-            if b"\0" not in data[:8192]:
+            # What fstat counted and a byte more (asking for the cap would allocate 32 MiB per
+            # file); a file that grew meanwhile, or does not count its size, is read on to the cap.
+            data = _read(fd, st.st_size + 1)
+            if len(data) > st.st_size:
+                data += _read(fd, MAX_GREP_FILE_BYTES + 1 - len(data))
+            if data.find(b"\0", 0, BINARY_SNIFF) == -1:
                 return data.decode("utf-8", errors="replace")
             why = "binary files skipped"
+    finally:
+        os.close(fd)
     skipped[why] = skipped.get(why, 0) + 1
     return None
+
+
+def _read(fd: int, size: int) -> bytes:
+    """Up to `size` bytes from `fd`, read until `size` or the end.
+
+    Raw reads: a file object's setup would cost three more system calls a file.
+    """
+    parts: list[bytes] = []
+    while size > 0 and (part := os.read(fd, size)):
+        parts.append(part)
+        size -= len(part)
+    return b"".join(parts)
 
 
 class _Tree:
