@@ -159,12 +159,13 @@ class WebFetchTool:
                 body, truncated = await self._read(response)
                 content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 encoding = response.encoding or "utf-8"
-            markdown = await asyncio.to_thread(_to_markdown, body, content_type, encoding, str(target))
+            markdown, title = await asyncio.to_thread(_to_markdown, body, content_type, encoding, str(target))
             metadata: JsonObject = {
                 "url": url,
                 "final_url": str(target),
                 "status": response.status_code,
                 "content_type": content_type,
+                "title": title,
                 "bytes": len(body),
                 "truncated": truncated,
             }
@@ -215,19 +216,19 @@ def _canonical_numeric_host(raw: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def _to_markdown(body: bytes, content_type: str, encoding: str, url: str) -> str:
-    """The page as Markdown: trafilatura's main article for HTML, the text itself for text."""
+def _to_markdown(body: bytes, content_type: str, encoding: str, url: str) -> tuple[str, str | None]:
+    """The page as Markdown (trafilatura's main article for HTML, the text itself for text), and its title."""
     if content_type in _HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
         tree = trafilatura.load_html(body)
         if tree is None:  # not parseable as HTML: give the text as it is
-            return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}"
+            return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}", None
         title = trafilatura.extract_metadata(tree).title  # read first: extraction prunes the tree
         article = trafilatura.extract(tree, output_format="markdown", url=url, include_links=True)
         text = article if article else trafilatura.html2txt(body)
         head = f"# {title}\n\n" if title else ""
-        return f"{head}URL: {url}\n\n{text.strip()}\n"
+        return f"{head}URL: {url}\n\n{text.strip()}\n", title or None
     if content_type.startswith(_TEXT_TYPES) or not content_type:
-        return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}"
+        return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}", None
     raise ToolError(f"WebFetch: {url} is {content_type}, not a web page or text; it is not read")
 
 

@@ -236,7 +236,14 @@ class WebSearchTool:
         else:
             text = f"No results for {query!r}."
         found: list[JsonValue] = [{"title": r.title, "url": r.url, "snippet": r.snippet} for r in results]
-        return ToolOutput(text, metadata={"query": query, "results": found, "count": len(results)})
+        metadata: JsonObject = {
+            "query": query,
+            "results": found,
+            "count": len(results),
+            "bytes": len(text.encode()),
+            "truncated": False,  # every hit the backend gave is listed
+        }
+        return ToolOutput(text, metadata=metadata)
 
 
 __all__ = ["BraveBackend", "SearchBackend", "SearchResult", "TavilyBackend", "WebSearchTool"]
