@@ -115,6 +115,12 @@ async def test_the_output_is_formatted_for_the_model_with_ui_metadata(sandbox: S
     assert clean.metadata["stdout_bytes"] == 3 and clean.metadata["truncated"] is False
     failed = await bash.run("echo out; echo oops >&2; exit 2")
     assert failed.value == "exit code 2\nstdout:\nout\n\nstderr:\noops\n"
+    assert failed.metadata is not None
+    assert (failed.metadata["stdout_bytes"], failed.metadata["stderr_bytes"], failed.metadata["bytes"]) == (
+        4,
+        5,
+        9,
+    )
     capped = BashTool(HostBackend.builder(sandbox).max_output_bytes(10).build())
     cut = await capped.run("yes")
     assert isinstance(cut.value, str)

@@ -91,6 +91,10 @@ async def test_the_main_article_comes_back_as_markdown(server: Server, page: str
     assert sentence in text
     assert boilerplate not in text
     assert "<script" not in text and "<div" not in text
+    assert out.metadata is not None
+    page_title = out.metadata.pop("title")
+    assert isinstance(page_title, str) and page_title.startswith(title)  # some add a site name
+    assert text.startswith(f"# {page_title}\n")  # the title a UI shows is the heading the model reads
     assert out.metadata == {
         "url": url,
         "final_url": url,
@@ -138,7 +142,12 @@ async def test_text_gzip_and_json_are_read_binary_is_refused(server: Server) -> 
     base = f"http://127.0.0.1:{server.port}"
     assert "plain text, not HTML: caf\u00e9" in str((await fetcher().fetch(f"{base}/text")).value)
     assert "compressed body" in str((await fetcher().fetch(f"{base}/gzip")).value)
-    assert '{"ok": true}' in str((await fetcher().fetch(f"{base}/json")).value)
+    data = await fetcher().fetch(f"{base}/json")
+    assert '{"ok": true}' in str(data.value)
+    assert data.metadata is not None and (data.metadata["content_type"], data.metadata["title"]) == (
+        "application/json",
+        None,  # no HTML, no title
+    )
     with pytest.raises(ToolError, match=r"is image/png, not a web page or text"):
         await fetcher().fetch(f"{base}/binary")
     with pytest.raises(ToolError, match=r"answered HTTP 404"):

@@ -152,6 +152,10 @@ async def test_the_tool_lists_the_hits_for_the_model_and_the_ui(api: Server) -> 
         "   Python 3.13.0 is the newest major release."
     )
     assert out.metadata is not None and out.metadata["count"] == 2
+    assert out.metadata["bytes"] == len(str(out.value).encode()) and out.metadata["truncated"] is False
+    assert out.metadata["results"] == [
+        {"title": r["title"], "url": r["url"], "snippet": r["content"]} for r in TAVILY_ANSWER["results"][:2]
+    ]
     with pytest.raises(InvalidArgs, match=r"'query' is required"):
         await tool.invoke(NO_CONTEXT, {"max_results": 2})
     with pytest.raises(InvalidArgs, match=r"from 1 to 20"):

@@ -132,6 +132,8 @@ json_values: st.SearchStrategy[Any] = st.recursive(
     max_leaves=12,
 )
 
+json_objects = st.none() | st.dictionaries(st.text(max_size=6), json_values, max_size=4)
+
 url_source = st.builds(UrlSource, url=text)
 base64_source = st.builds(Base64Source, media_type=text, data=text)
 media_source = url_source | base64_source
@@ -203,7 +205,7 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ToolCallDelta: tool_call_delta,
     MessageOutput: st.builds(MessageOutput, item=assistant_message),
     ToolCallItem: st.builds(ToolCallItem, item=tool_call),
-    ToolOutputItem: st.builds(ToolOutputItem, item=tool_result),
+    ToolOutputItem: st.builds(ToolOutputItem, item=tool_result, metadata=json_objects),
     HandoffItem: st.builds(HandoffItem, from_agent=text, to_agent=text),
     AgentUpdated: st.builds(AgentUpdated, agent=text),
     GuardrailTriggered: st.builds(
@@ -251,7 +253,13 @@ SESSION_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ),
     ToolCalled: st.builds(ToolCalled, call_id=text, name=text, args=json_values, ts=utc_ts),
     ToolReturned: st.builds(
-        ToolReturned, call_id=text, content=parts, is_error=st.booleans(), name=opt_text, ts=utc_ts
+        ToolReturned,
+        call_id=text,
+        content=parts,
+        is_error=st.booleans(),
+        name=opt_text,
+        ts=utc_ts,
+        metadata=json_objects,
     ),
     HandoffOccurred: st.builds(HandoffOccurred, from_agent=text, to_agent=text, ts=utc_ts),
     Compacted: st.builds(Compacted, summary=text, original_count=small_ints, ts=utc_ts),
@@ -334,6 +342,7 @@ tool_call_outcome = st.builds(
     name=text,
     content=parts,
     status=st.sampled_from(["ok", "error", "invalid_args", "denied"]),
+    metadata=json_objects,
 )
 TRANSITION_INPUT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     Start: st.builds(Start, messages=items),

@@ -71,6 +71,7 @@ awkward_events: st.SearchStrategy[SessionEvent] = st.one_of(
         content=st.lists(st.builds(TextPart, text=awkward), max_size=2).map(tuple),
         name=st.none() | awkward,
         ts=stamps,
+        metadata=st.none() | st.dictionaries(awkward, json_values, max_size=3),
     ),
     st.builds(TurnOpened, run_id=awkward, agent=st.none() | awkward, ts=stamps),
     st.builds(
@@ -107,7 +108,10 @@ def test_a_file_name_that_is_not_utf8_is_kept_exactly() -> None:
     st.one_of(
         st.builds(ToolCalled, call_id=st.text(), name=st.text(), args=st.dictionaries(st.text(), st.text())),
         st.builds(
-            ToolReturned, call_id=st.text(), content=st.lists(st.builds(TextPart, text=st.text())).map(tuple)
+            ToolReturned,
+            call_id=st.text(),
+            content=st.lists(st.builds(TextPart, text=st.text())).map(tuple),
+            metadata=st.none() | st.dictionaries(st.text(), st.text() | st.integers() | st.booleans()),
         ),
         st.builds(AssistantMessageEvent, content=st.lists(st.builds(TextPart, text=st.text())).map(tuple)),
         st.builds(TurnOpened, run_id=st.text(), agent=st.none() | st.text()),

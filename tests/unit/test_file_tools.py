@@ -201,12 +201,23 @@ def test_write_creates_parents_and_overwrites_keeping_the_mode(root: Path, sandb
     out = call(WriteTool(sandbox), {"file_path": "a/b/c.sh", "content": "echo hi\n"})
     assert (root / "a" / "b" / "c.sh").read_text() == "echo hi\n"
     assert text(out) == "Created a/b/c.sh (8 bytes)"
-    assert meta(out) == {"path": "a/b/c.sh", "bytes": 8, "created": True, "truncated": False}
+    assert meta(out) == {
+        "path": "a/b/c.sh",
+        "start_line": 1,
+        "end_line": 1,
+        "bytes": 8,
+        "created": True,
+        "truncated": False,
+    }
     os.chmod(root / "a" / "b" / "c.sh", 0o750)
     again = call(WriteTool(sandbox), {"file_path": "a/b/c.sh", "content": "échō\n"})
     assert (root / "a" / "b" / "c.sh").read_text() == "échō\n"
     assert stat.S_IMODE((root / "a" / "b" / "c.sh").stat().st_mode) == 0o750
     assert meta(again)["created"] is False and meta(again)["bytes"] == len("échō\n".encode())
+    lines = call(WriteTool(sandbox), {"file_path": "two.txt", "content": "one\ntwo"})  # no last newline
+    assert (meta(lines)["start_line"], meta(lines)["end_line"]) == (1, 2)
+    empty = call(WriteTool(sandbox), {"file_path": "empty.txt", "content": ""})
+    assert (meta(empty)["start_line"], meta(empty)["end_line"], meta(empty)["bytes"]) == (0, 0, 0)
     assert sorted(os.listdir(root / "a" / "b")) == ["c.sh"]  # no temporary file left behind
 
 

@@ -327,8 +327,9 @@ def strip_ts(events: list[Any]) -> list[Any]:
     out = []
     for event in events:
         fields = {k: getattr(event, k) for k in event.__carrier_fields__ if k not in ("ts", "type")}
-        if fields.get("usage", 0) is None:  # usage is recorded only when known
-            del fields["usage"]
+        for optional in ("usage", "metadata"):  # recorded only when known
+            if fields.get(optional, 0) is None:
+                del fields[optional]
         out.append((event.type, fields))
     return out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ._callbacks import CallbackRaised
 from ._json import JsonValue
@@ -24,7 +24,7 @@ from .governance import HookEvent
 from .governance.permissions import authorize
 from .items import ContentPart, TextPart, ToolCall
 from .loop import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolStatus
-from .tools import TimedOut
+from .tools import TimedOut, ToolOutput
 from .toolsets import own_name
 
 if TYPE_CHECKING:
@@ -50,6 +50,8 @@ async def run_tool(run: _Run, call: ToolCall) -> ToolCallOutcome:
         content = _redact_parts(redactor, outcome.content)
         if content is not outcome.content:
             outcome = replace(outcome, content=content)
+        if outcome.metadata is not None:  # a UI shows it, a session stores it: scrubbed the same
+            outcome = replace(outcome, metadata=_redact_json(redactor, outcome.metadata))
     if trace is not None and span is not None:
         trace.end_tool(span, outcome)
     return outcome
@@ -73,9 +75,11 @@ async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutco
     ran = await _invoke(run, call, tool, args, span)
     if isinstance(ran, ToolCallOutcome):
         return ran
+    content = ran.to_parts()
     if run.hooks:
-        ran = await _post_tool_use(run, call, ran)
-    return ToolCallOutcome(call_id=call.call_id, name=call.name, content=ran)
+        # A hook's replacement is what the model reads; the metadata still tells what the tool did.
+        content = await _post_tool_use(run, call, content)
+    return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content, metadata=ran.metadata)
 
 
 async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonValue, ToolCallOutcome | None]:
@@ -112,7 +116,7 @@ async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonVal
 
 async def _invoke(
     run: _Run, call: ToolCall, tool: Tool[Any], args: JsonValue, span: Span | None
-) -> tuple[ContentPart, ...] | ToolCallOutcome:
+) -> ToolOutput | ToolCallOutcome:
     """What the tool returned, or the outcome of its failure."""
     tool_ctx = ToolContext(
         run.ctx,
@@ -125,7 +129,7 @@ async def _invoke(
     # current while the tool runs, in this task only.
     token = attach(span) if span is not None else None
     try:
-        return (await tool.invoke(tool_ctx, args)).to_parts()
+        return await tool.invoke(tool_ctx, args)
     except InvalidArgs as exc:
         message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
         return _retry(call, tool, message, "invalid_args")
@@ -184,6 +188,17 @@ def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[C
                 changed = True
         out.append(part)
     return tuple(out) if changed else parts
+
+
+def _redact_json(redactor: Redactor, value: JsonValue) -> Any:
+    """`value` with secrets scrubbed from every string in it (keys included)."""
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, dict):
+        return {redactor.redact(k): _redact_json(redactor, v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_json(redactor, v) for v in cast("list[JsonValue]", value)]
+    return value
 
 
 def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:

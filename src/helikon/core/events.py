@@ -19,7 +19,7 @@ from typing import Literal, TypeAlias
 
 from ._adapter import LazyAdapter
 from ._carrier import carrier
-from ._json import JsonValue
+from ._json import JsonObject, JsonValue
 from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from .model import ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
 
@@ -142,10 +142,16 @@ class ToolCallItem:
 
 @carrier
 class ToolOutputItem:
-    """A tool's result."""
+    """A tool's result: `item` is what the model reads, `metadata` what a UI shows.
+
+    `metadata` is the tool's `ToolOutput.metadata` (a path, a line range, bytes, a
+    truncated flag; secrets redacted as in the content), None when the tool gave none
+    or the call ended before it returned. The model never sees it.
+    """
 
     type: Literal["tool_output_item"] = "tool_output_item"
     item: ToolResult
+    metadata: JsonObject | None = None
 
 
 @carrier

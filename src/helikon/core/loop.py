@@ -46,6 +46,7 @@ from ._loop_output import (
     RepairingOutput,
     retries_exceeded,
 )
+from ._loop_tools import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolResults, ToolStatus
 from .events import (
     AgentError,
     AgentEvent,
@@ -64,7 +65,6 @@ from .events import (
 )
 from .items import (
     AssistantMessage,
-    ContentPart,
     Item,
     SystemMessage,
     TextPart,
@@ -197,39 +197,6 @@ class ModelFailed:
     type: Literal["model_failed"] = "model_failed"
     kind: str
     message: str
-
-
-ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied", "retry", "fatal"]
-"""`retry`: the tool raised `ModelRetry`; `fatal`: the call fails the run (a `fail_run` timeout)."""
-
-TOOL_DENIED_PREFIX = "Error: the tool refused the call: "
-"""What the model reads before the reason of a tool's `ToolError.Denied`."""
-
-
-@carrier
-class ToolCallOutcome:
-    """How one tool call ended."""
-
-    call_id: str
-    name: str
-    content: tuple[ContentPart, ...]
-    status: ToolStatus = "ok"
-    max_retries: int = 1
-    """How often in the run the model may be sent back to correct this tool (`invalid_args`, `retry`)."""
-
-    def to_result(self) -> ToolResult:
-        """The `ToolResult` item the model sees."""
-        return ToolResult(
-            call_id=self.call_id, content=self.content, is_error=self.status != "ok", name=self.name
-        )
-
-
-@carrier
-class ToolResults:
-    """Every tool call of a turn has ended (outcomes in call order)."""
-
-    type: Literal["tool_results"] = "tool_results"
-    outcomes: tuple[ToolCallOutcome, ...]
 
 
 @carrier
@@ -580,7 +547,7 @@ def _after_tools(
     for outcome in input.outcomes:
         result = outcome.to_result()
         results.append(result)
-        events.append(ToolOutputItem(item=result))
+        events.append(ToolOutputItem(item=result, metadata=outcome.metadata))
         if failure is not None:
             continue
         if outcome.status == "denied" and ctx.fail_on_tool_denied:

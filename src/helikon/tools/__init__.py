@@ -42,8 +42,15 @@ from .write import WriteTool
 
 if TYPE_CHECKING:
     from .forkd import ForkdBackend, ForkdBackendBuilder, ForkdError, ReconcileReport
-    from .web_fetch import WebFetchTool
-    from .web_search import BraveBackend, SearchBackend, SearchResult, TavilyBackend, WebSearchTool
+    from .web_fetch import WebFetchTool, WebFetchToolBuilder
+    from .web_search import (
+        BraveBackend,
+        SearchBackend,
+        SearchResult,
+        TavilyBackend,
+        WebSearchTool,
+        WebSearchToolBuilder,
+    )
 
 # Names -> their module, imported on first access: they need httpx2 (the tools-web or
 # tools-microvm extra), which `import helikon.tools` must not load.
@@ -57,7 +64,9 @@ _LAZY = {
     "SearchResult": "web_search",
     "TavilyBackend": "web_search",
     "WebFetchTool": "web_fetch",
+    "WebFetchToolBuilder": "web_fetch",
     "WebSearchTool": "web_search",
+    "WebSearchToolBuilder": "web_search",
 }
 
 
@@ -104,6 +113,8 @@ __all__ = [
     "SearchResult",
     "TavilyBackend",
     "WebFetchTool",
+    "WebFetchToolBuilder",
     "WebSearchTool",
+    "WebSearchToolBuilder",
     "WriteTool",
 ]

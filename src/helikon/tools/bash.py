@@ -170,13 +170,15 @@ def _for_model(out: ExecOutput) -> str:
 
 
 def _metadata(out: ExecOutput) -> JsonObject:
+    stdout, stderr = len(out.stdout.encode()), len(out.stderr.encode())
     return {
         "exit_code": out.exit_code,
         "signal": out.signal,
         "timed_out": out.timed_out,
         "cancelled": out.cancelled,
-        "stdout_bytes": len(out.stdout.encode()),
-        "stderr_bytes": len(out.stderr.encode()),
+        "stdout_bytes": stdout,
+        "stderr_bytes": stderr,
+        "bytes": stdout + stderr,
         "truncated": out.truncated,
         "duration": out.duration,
     }

@@ -99,7 +99,7 @@ class GlobTool(SandboxTool[Ctx]):
             "path": path,
             "pattern": pattern,
             "count": len(found),
-            "bytes": len(text),
+            "bytes": len(text.encode()),
             "truncated": truncated,
         }
         return output(text, meta)
@@ -178,7 +178,7 @@ class GrepTool(SandboxTool[Ctx]):
             "pattern": pattern,
             "matches": matches,
             "files": files,
-            "bytes": len(text),
+            "bytes": len(text.encode()),
             "truncated": truncated,
         }
         return output(text, meta)

@@ -14,6 +14,8 @@ Example:
 
     fetch = WebFetchTool(allow_hosts=["python.org"], max_bytes=1_000_000)
     assert fetch.name == "WebFetch"
+    same = WebFetchTool.builder().allow_hosts(["python.org"]).max_bytes(1_000_000).build()
+    assert (same.allow_hosts, same.max_bytes) == (fetch.allow_hosts, fetch.max_bytes)
     ```
 """
 
@@ -22,14 +24,16 @@ from __future__ import annotations
 import asyncio
 import urllib.parse
 from collections.abc import Iterable
+from datetime import timedelta
 from typing import Any
 
 from helikon.core._json import JsonObject, JsonValue
 from helikon.core._tool_args import args_object
 from helikon.core.context import ToolContext
-from helikon.core.exceptions import Denied, InvalidArgs, ToolError, UserError
+from helikon.core.exceptions import Denied, InvalidArgs, ToolError
 from helikon.core.tools import ToolEffect, ToolOutput
 
+from . import _web_options as opts
 from ._guarded_net import GuardedTransport, Resolver, SsrfBlocked, system_resolver
 from ._ssrf import SsrfGuard, canonical_ipv4
 
@@ -54,14 +58,21 @@ _SCHEMA: JsonObject = {
 }
 
 
+DEFAULT_USER_AGENT = "helikon-webfetch/1 (+https://pypi.org/project/paigasus-helikon/)"
+_RESOLVER_SHAPE = "async (host, port) -> [ip, ...]"
+
+
 class WebFetchTool:
     """Fetch an http(s) URL and return its main article as Markdown, behind the SSRF guard.
+
+    Make one with these keyword arguments, or with `WebFetchTool.builder()` (the book's
+    spelling, one method per option); both check each option the same way.
 
     Args:
         allow_hosts: If given, only these domains (and their subdomains) are fetched.
         deny_hosts: Domains (and their subdomains) never fetched; deny wins over allow.
         max_bytes: The most of a body read; the rest is cut off (`truncated` in the metadata).
-        timeout: Seconds the whole fetch (all redirect hops) may take.
+        timeout: Seconds (or a `timedelta`) the whole fetch, all redirect hops, may take.
         max_redirects: How many redirects are followed.
         allow_private_ips: Addresses or networks the SSRF guard lets through anyway
             (`["127.0.0.1"]` for a test server); nothing by default.
@@ -81,28 +92,38 @@ class WebFetchTool:
         allow_hosts: Iterable[str] | None = None,
         deny_hosts: Iterable[str] = (),
         max_bytes: int = 2_000_000,
-        timeout: float = 30.0,
+        timeout: float | timedelta = 30.0,
         max_redirects: int = 5,
         allow_private_ips: Iterable[str] = (),
         ssrf_guard: bool = True,
         resolver: Resolver | None = None,
-        user_agent: str = "helikon-webfetch/1 (+https://pypi.org/project/paigasus-helikon/)",
+        user_agent: str = DEFAULT_USER_AGENT,
     ) -> None:
-        self.allow_hosts = None if allow_hosts is None else _domains("allow_hosts", allow_hosts)
-        self.deny_hosts = _domains("deny_hosts", deny_hosts)
-        self.max_bytes = _positive_int("max_bytes", max_bytes)
-        self.max_redirects = _positive_int("max_redirects", max_redirects, minimum=0)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or not timeout > 0:
-            raise UserError(f"WebFetchTool(timeout={timeout!r}): give the seconds a fetch may take (> 0)")
-        self.timeout = float(timeout)
-        self.guard = SsrfGuard.build(enabled=ssrf_guard, allow_private_ips=allow_private_ips)
+        def kw(option: str, value: object = ...) -> str:
+            """The option as this call wrote it, for an error message (a list elided)."""
+            return opts.spelled("WebFetchTool", option, "..." if value is ... else repr(value), builder=False)
+
+        self.allow_hosts = None if allow_hosts is None else opts.domains(kw("allow_hosts"), allow_hosts)
+        self.deny_hosts = opts.domains(kw("deny_hosts"), deny_hosts)
+        self.max_bytes = opts.whole(kw("max_bytes", max_bytes), max_bytes)
+        self.max_redirects = opts.whole(kw("max_redirects", max_redirects), max_redirects, minimum=0)
+        self.timeout = opts.seconds(kw("timeout", timeout), timeout)
+        enabled = opts.flag(kw("ssrf_guard", ssrf_guard), ssrf_guard)
+        self.guard = SsrfGuard.build(enabled=enabled, allow_private_ips=allow_private_ips)
+        if resolver is not None:
+            opts.function(kw("resolver", resolver), resolver, _RESOLVER_SHAPE)
         self._resolver = resolver if resolver is not None else system_resolver
-        self._user_agent = user_agent
+        self._user_agent = opts.header_value(kw("user_agent", user_agent), user_agent)
         allowed = "any public host" if self.allow_hosts is None else ", ".join(self.allow_hosts)
         self.description = (
             "Fetch a web page (http or https) and return its main content as Markdown, with its "
             f"title and final URL. Hosts: {allowed}. Private and internal addresses are refused."
         )
+
+    @staticmethod
+    def builder() -> WebFetchToolBuilder:
+        """Options one method each, as the book writes it: `WebFetchTool.builder().max_bytes(n).build()`."""
+        return WebFetchToolBuilder()
 
     def __repr__(self) -> str:
         return f"WebFetchTool(allow_hosts={self.allow_hosts!r}, deny_hosts={self.deny_hosts!r})"
@@ -159,12 +180,13 @@ class WebFetchTool:
                 body, truncated = await self._read(response)
                 content_type = response.headers.get("content-type", "").split(";")[0].strip().lower()
                 encoding = response.encoding or "utf-8"
-            markdown = await asyncio.to_thread(_to_markdown, body, content_type, encoding, str(target))
+            markdown, title = await asyncio.to_thread(_to_markdown, body, content_type, encoding, str(target))
             metadata: JsonObject = {
                 "url": url,
                 "final_url": str(target),
                 "status": response.status_code,
                 "content_type": content_type,
+                "title": title,
                 "bytes": len(body),
                 "truncated": truncated,
             }
@@ -215,19 +237,19 @@ def _canonical_numeric_host(raw: str) -> str:
     return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
 
 
-def _to_markdown(body: bytes, content_type: str, encoding: str, url: str) -> str:
-    """The page as Markdown: trafilatura's main article for HTML, the text itself for text."""
+def _to_markdown(body: bytes, content_type: str, encoding: str, url: str) -> tuple[str, str | None]:
+    """The page as Markdown (trafilatura's main article for HTML, the text itself for text), and its title."""
     if content_type in _HTML_TYPES or (not content_type and body.lstrip()[:1] == b"<"):
         tree = trafilatura.load_html(body)
         if tree is None:  # not parseable as HTML: give the text as it is
-            return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}"
+            return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}", None
         title = trafilatura.extract_metadata(tree).title  # read first: extraction prunes the tree
         article = trafilatura.extract(tree, output_format="markdown", url=url, include_links=True)
         text = article if article else trafilatura.html2txt(body)
         head = f"# {title}\n\n" if title else ""
-        return f"{head}URL: {url}\n\n{text.strip()}\n"
+        return f"{head}URL: {url}\n\n{text.strip()}\n", title or None
     if content_type.startswith(_TEXT_TYPES) or not content_type:
-        return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}"
+        return f"URL: {url}\n\n{body.decode(encoding, errors='replace')}", None
     raise ToolError(f"WebFetch: {url} is {content_type}, not a web page or text; it is not read")
 
 
@@ -235,24 +257,78 @@ def _matches(host: str, domains: tuple[str, ...]) -> bool:
     return any(host == d or host.endswith("." + d) for d in domains)
 
 
-def _domains(option: str, entries: Iterable[str]) -> tuple[str, ...]:
-    if isinstance(entries, str):
-        entries = [entries]
-    out: list[str] = []
-    for entry in entries:
-        if not isinstance(entry, str) or not entry.strip(". ") or "/" in entry or ":" in entry.strip("[]"):
-            raise UserError(
-                f"WebFetchTool({option}=...): {entry!r} is not a domain; give names like 'example.com' "
-                "(which also covers its subdomains)"
-            )
-        out.append(entry.strip().strip(".").lower())
-    return tuple(out)
+class WebFetchToolBuilder:
+    """The options of a `WebFetchTool`, each checked as it is set; start with `WebFetchTool.builder()`.
+
+    A method called again replaces what it set; what no method set keeps the constructor's
+    default. `build()` makes the tool, and may be called again for another.
+
+    Example:
+        ```python
+        from datetime import timedelta
+
+        from helikon.tools import WebFetchTool
+
+        fetch = WebFetchTool.builder().allow_hosts(["python.org"]).timeout(timedelta(seconds=10)).build()
+        assert (fetch.allow_hosts, fetch.timeout) == (("python.org",), 10.0)
+        ```
+    """
+
+    __slots__ = ("_options",)
+
+    def __init__(self) -> None:
+        self._options: dict[str, Any] = {}  # WebFetchTool's keyword arguments, checked
+
+    def _set(self, option: str, value: object) -> WebFetchToolBuilder:
+        self._options[option] = value
+        return self
+
+    def allow_hosts(self, domains: Iterable[str]) -> WebFetchToolBuilder:
+        """Fetch only these domains and their subdomains (default: any public host)."""
+        return self._set("allow_hosts", opts.domains(_called("allow_hosts", "..."), domains))
+
+    def deny_hosts(self, domains: Iterable[str]) -> WebFetchToolBuilder:
+        """Never fetch these domains or their subdomains; deny wins over allow."""
+        return self._set("deny_hosts", opts.domains(_called("deny_hosts", "..."), domains))
+
+    def max_bytes(self, limit: int) -> WebFetchToolBuilder:
+        """The most of a body read (default 2,000,000); the rest is cut off."""
+        return self._set("max_bytes", opts.whole(_called("max_bytes", repr(limit)), limit))
+
+    def timeout(self, seconds: float | timedelta) -> WebFetchToolBuilder:
+        """The deadline of the whole fetch, every redirect hop included (default 30 s)."""
+        return self._set("timeout", opts.seconds(_called("timeout", repr(seconds)), seconds))
+
+    def max_redirects(self, count: int) -> WebFetchToolBuilder:
+        """How many redirects are followed, each hop checked again (default 5; 0: none)."""
+        return self._set("max_redirects", opts.whole(_called("max_redirects", repr(count)), count, minimum=0))
+
+    def allow_private_ips(self, networks: Iterable[str]) -> WebFetchToolBuilder:
+        """Addresses or CIDR networks the SSRF guard lets through (a test server, an intranet)."""
+        listed = [networks] if isinstance(networks, str) else list(networks)
+        SsrfGuard.build(enabled=True, allow_private_ips=listed)  # a bad entry is a UserError now
+        return self._set("allow_private_ips", tuple(listed))
+
+    def ssrf_guard(self, enabled: bool) -> WebFetchToolBuilder:
+        """False turns the SSRF guard off entirely (default on; only for a fully trusted network)."""
+        return self._set("ssrf_guard", opts.flag(_called("ssrf_guard", repr(enabled)), enabled))
+
+    def resolver(self, resolver: Resolver) -> WebFetchToolBuilder:
+        """The resolver the SSRF guard asks, `async (host, port) -> [ip, ...]` (default: the system's)."""
+        opts.function(_called("resolver", repr(resolver)), resolver, _RESOLVER_SHAPE)
+        return self._set("resolver", resolver)
+
+    def user_agent(self, value: str) -> WebFetchToolBuilder:
+        """The User-Agent header sent."""
+        return self._set("user_agent", opts.header_value(_called("user_agent", repr(value)), value))
+
+    def build(self) -> WebFetchTool:
+        """The tool, with the options set so far."""
+        return WebFetchTool(**self._options)
 
 
-def _positive_int(option: str, value: object, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise UserError(f"WebFetchTool({option}={value!r}): give an int >= {minimum}")
-    return value
+def _called(option: str, shown: str) -> str:
+    return opts.spelled("WebFetchTool", option, shown, builder=True)
 
 
-__all__ = ["WebFetchTool"]
+__all__ = ["DEFAULT_USER_AGENT", "WebFetchTool", "WebFetchToolBuilder"]

@@ -10,6 +10,8 @@ Example:
 
     search = WebSearchTool(BraveBackend(api_key="..."), max_results=5)
     assert search.name == "WebSearch"
+    same = WebSearchTool.builder(BraveBackend(api_key="...")).max_results(5).build()
+    assert same.max_results == search.max_results
     ```
 """
 
@@ -183,6 +185,9 @@ _SCHEMA: JsonObject = {
 class WebSearchTool:
     """Search the web through a `SearchBackend`; the model gets a Markdown list of the hits.
 
+    Make one with `WebSearchTool(backend, max_results=...)`, or with
+    `WebSearchTool.builder(backend)` (the book's spelling); both check the options the same way.
+
     Args:
         backend: The provider (`BraveBackend`, `TavilyBackend`, or your own `SearchBackend`).
         max_results: The hits returned when the model does not ask for a number (1-20).
@@ -198,15 +203,13 @@ class WebSearchTool:
     )
 
     def __init__(self, backend: SearchBackend, *, max_results: int = 5) -> None:
-        if not callable(getattr(backend, "search", None)):
-            raise UserError(
-                f"WebSearchTool({backend!r}): give a SearchBackend (BraveBackend, TavilyBackend, or an "
-                "object with `async search(query, max_results)`)"
-            )
-        if isinstance(max_results, bool) or not isinstance(max_results, int) or not 1 <= max_results <= 20:
-            raise UserError(f"WebSearchTool(max_results={max_results!r}): give an int from 1 to 20")
-        self.backend = backend
-        self.max_results = max_results
+        self.backend = _backend(f"WebSearchTool({backend!r})", backend)
+        self.max_results = _count(f"WebSearchTool(max_results={max_results!r})", max_results)
+
+    @staticmethod
+    def builder(backend: SearchBackend) -> WebSearchToolBuilder:
+        """Options one method each, as the book writes it: `WebSearchTool.builder(backend).build()`."""
+        return WebSearchToolBuilder(backend)
 
     def __repr__(self) -> str:
         return f"WebSearchTool({self.backend!r})"
@@ -236,7 +239,64 @@ class WebSearchTool:
         else:
             text = f"No results for {query!r}."
         found: list[JsonValue] = [{"title": r.title, "url": r.url, "snippet": r.snippet} for r in results]
-        return ToolOutput(text, metadata={"query": query, "results": found, "count": len(results)})
+        metadata: JsonObject = {
+            "query": query,
+            "results": found,
+            "count": len(results),
+            "bytes": len(text.encode()),
+            "truncated": False,  # every hit the backend gave is listed
+        }
+        return ToolOutput(text, metadata=metadata)
 
 
-__all__ = ["BraveBackend", "SearchBackend", "SearchResult", "TavilyBackend", "WebSearchTool"]
+class WebSearchToolBuilder:
+    """The options of a `WebSearchTool`, each checked when set; start with `WebSearchTool.builder(backend)`.
+
+    Example:
+        ```python
+        from helikon.tools import TavilyBackend, WebSearchTool
+
+        search = WebSearchTool.builder(TavilyBackend(api_key="tvly-...")).max_results(8).build()
+        assert search.max_results == 8
+        ```
+    """
+
+    __slots__ = ("_backend", "_max_results")
+
+    def __init__(self, backend: SearchBackend) -> None:
+        self._backend = _backend(f"WebSearchTool.builder({backend!r})", backend)
+        self._max_results = 5
+
+    def max_results(self, count: int) -> WebSearchToolBuilder:
+        """The hits returned when the model does not ask for a number (1-20, default 5)."""
+        self._max_results = _count(f"WebSearchTool.builder(...).max_results({count!r})", count)
+        return self
+
+    def build(self) -> WebSearchTool:
+        """The tool, with the options set so far."""
+        return WebSearchTool(self._backend, max_results=self._max_results)
+
+
+def _backend(where: str, backend: SearchBackend) -> SearchBackend:
+    if not callable(getattr(backend, "search", None)):
+        raise UserError(
+            f"{where}: give a SearchBackend (BraveBackend, TavilyBackend, or an "
+            "object with `async search(query, max_results)`)"
+        )
+    return backend
+
+
+def _count(where: str, value: object) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 20:
+        raise UserError(f"{where}: give an int from 1 to 20")
+    return value
+
+
+__all__ = [
+    "BraveBackend",
+    "SearchBackend",
+    "SearchResult",
+    "TavilyBackend",
+    "WebSearchTool",
+    "WebSearchToolBuilder",
+]

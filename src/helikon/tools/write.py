@@ -20,7 +20,10 @@ Example:
         args = {"file_path": "src/hello.py", "content": "print('hi')\n"}
         out = asyncio.run(WriteTool(sandbox).invoke(ctx, args))
         assert Path(tmp, "src", "hello.py").read_text() == "print('hi')\n"
-        assert out.metadata == {"path": "src/hello.py", "bytes": 12, "created": True, "truncated": False}
+        assert out.metadata == {
+            "path": "src/hello.py", "start_line": 1, "end_line": 1, "bytes": 12,
+            "created": True, "truncated": False,
+        }
     ```
 """
 
@@ -68,8 +71,20 @@ class WriteTool(SandboxTool[Ctx]):
         finally:
             os.close(parent)
         verb = "Created" if created else "Overwrote"
-        meta: JsonObject = {"path": file_path, "bytes": len(data), "created": created, "truncated": False}
+        meta: JsonObject = {
+            "path": file_path,
+            "start_line": 1 if content else 0,  # the whole file is new: lines 1..N (0, 0 when empty)
+            "end_line": _line_count(content),
+            "bytes": len(data),
+            "created": created,
+            "truncated": False,
+        }
         return output(f"{verb} {file_path} ({len(data)} bytes)", meta)
+
+
+def _line_count(text: str) -> int:
+    """How many lines `text` has, as Read numbers them (a last line without a newline counts)."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 def replace_file(dir_fd: int, name: str, path: str, data: bytes) -> bool:

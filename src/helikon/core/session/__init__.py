@@ -22,7 +22,7 @@ from typing import Literal, NamedTuple, NewType, Protocol, TypeAlias, cast, runt
 
 from .._adapter import LazyAdapter
 from .._carrier import carrier
-from .._json import JsonValue
+from .._json import JsonObject, JsonValue
 from ..events import TokenUsage
 from ..exceptions import UserError
 from ..items import (
@@ -78,7 +78,11 @@ class ToolCalled:
 
 @carrier
 class ToolReturned:
-    """A tool answered (or was interrupted, with `is_error`)."""
+    """A tool answered (or was interrupted, with `is_error`).
+
+    `metadata` is the tool's `ToolOutput.metadata` (what a UI shows of the result), if it
+    gave any; it is not conversation: `project` leaves it out of the `ToolResult`.
+    """
 
     type: Literal["tool_returned"] = "tool_returned"
     call_id: str
@@ -86,6 +90,7 @@ class ToolReturned:
     is_error: bool = False
     name: str | None = None
     ts: datetime = field(default_factory=_now)
+    metadata: JsonObject | None = None
 
 
 @carrier

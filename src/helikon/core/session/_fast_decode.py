@@ -220,8 +220,16 @@ def _called(o: dict[str, Any]) -> KnownSessionEvent:
 
 
 def _returned(o: dict[str, Any]) -> KnownSessionEvent:
+    metadata = o.get("metadata")
     return _returned_event(
-        "tool_returned", _str(o, "call_id"), _content(o), _is_error(o), _opt_str(o, "name"), _ts(o)
+        "tool_returned",
+        _str(o, "call_id"),
+        _content(o),
+        _is_error(o),
+        _opt_str(o, "name"),
+        _ts(o),
+        # What a UI shows, not conversation: a malformed one reads as absent, never costs the event.
+        metadata if type(metadata) is dict else None,
     )
 
 

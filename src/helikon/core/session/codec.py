@@ -140,8 +140,9 @@ def upgrade_all(
 def encode_event(event: SessionEvent) -> str:
     r"""The stored JSON text of `event` (compact, UTF-8 friendly).
 
-    An assistant message's `usage` and a request header's `injected` are left out while
-    they are empty: they read back as the same defaults, and most events never set them.
+    An assistant message's `usage`, a tool result's `metadata` and a request header's
+    `injected` are left out while they are empty: they read back as the same defaults,
+    and most events never set them.
     A request header, a fork's lineage marker, a durable run's turn and tool-start
     markers and an application's `CustomEvent` say `"ignorable": true`, for readers that
     do not know them.
@@ -170,6 +171,8 @@ def _encode(event: SessionEvent) -> str:
         return text if text.isascii() else _escape_surrogates(text)
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
         return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
+    if isinstance(event, ToolReturned) and event.metadata is None:
+        return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_METADATA).decode()
     if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted | CustomEvent):
         # Marked ignorable: a reader from before these events skips one (each projects to
         # nothing) instead of refusing the whole session.
@@ -200,6 +203,8 @@ def _json_of(event: SessionEvent) -> str:
     exclude: set[str] | None = None
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
         exclude = _NO_USAGE
+    elif isinstance(event, ToolReturned) and event.metadata is None:
+        exclude = _NO_METADATA
     elif isinstance(event, RequestHeader) and not event.injected:
         exclude = _NO_INJECTED
     # Python mode: the JSON mode encodes a dict key to UTF-8, and fails on a lone surrogate.
@@ -242,6 +247,8 @@ def _within_depth(event: SessionEvent) -> SessionEvent:
             replace(part, args=_unstored()) if type(part) is ToolUsePart and _too_deep(part.args) else part
             for part in event.content
         )
+        if type(event) is ToolReturned and event.metadata is not None and _too_deep(event.metadata):
+            return replace(event, content=parts, metadata=_unstored())
         return replace(event, content=parts)
     if isinstance(event, RequestHeader):
         settings = {key: _unstored() if _too_deep(value) else value for key, value in event.settings.items()}
@@ -276,6 +283,7 @@ def _too_deep(value: object) -> bool:
 
 
 _NO_USAGE = {"usage"}
+_NO_METADATA = {"metadata"}
 _NO_INJECTED = {"injected"}
 
 

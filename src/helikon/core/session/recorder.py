@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from .._json import JsonObject
 from ..events import (
     AgentEvent,
     GuardrailTriggered,
@@ -41,7 +42,8 @@ class SessionRecorder:
     them; `RunConfig.record_requests` streams them): it then logs a `RequestHeader`
     whenever the request differs from the last one
     (`last_header`: the session's latest, so an unchanged agent adds no header), and puts
-    each call's usage on the assistant message it produced.
+    each call's usage on the assistant message it produced. A `ToolOutputItem`'s metadata
+    (what a UI shows of a tool's result) goes on its `ToolReturned`.
 
     Example:
         ```python
@@ -81,17 +83,26 @@ class SessionRecorder:
             self._open_calls[item.call_id] = item.name
             self._events.append(ToolCalled(call_id=item.call_id, name=item.name, args=item.args))
         elif isinstance(item, ToolResult):
-            self._open_calls.pop(item.call_id, None)
-            self._events.append(
-                ToolReturned(
-                    call_id=item.call_id, content=item.content, is_error=item.is_error, name=item.name
-                )
-            )
+            self._record_result(item, None)
         # A SystemMessage in the input is per-run instruction, not conversation history.
+
+    def _record_result(self, item: ToolResult, metadata: JsonObject | None) -> None:
+        self._open_calls.pop(item.call_id, None)
+        self._events.append(
+            ToolReturned(
+                call_id=item.call_id,
+                content=item.content,
+                is_error=item.is_error,
+                name=item.name,
+                metadata=metadata,
+            )
+        )
 
     def observe(self, event: AgentEvent) -> None:
         """Record what `event` adds to the conversation (deltas and control events add nothing)."""
-        if isinstance(event, MessageOutput | ToolCallItem | ToolOutputItem | RepairStarted):
+        if isinstance(event, ToolOutputItem):
+            self._record_result(event.item, event.metadata)  # the tool's metadata is kept for a UI
+        elif isinstance(event, MessageOutput | ToolCallItem | RepairStarted):
             if event.item is not None:  # a RepairStarted's: the message an output is sent back with
                 self._record_item(event.item)
         elif isinstance(event, HandoffItem):
