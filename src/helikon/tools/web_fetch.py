@@ -33,9 +33,17 @@ from helikon.core.context import ToolContext
 from helikon.core.exceptions import Denied, InvalidArgs, ToolError
 from helikon.core.tools import ToolEffect, ToolOutput
 
-from . import _web_options as opts
 from ._guarded_net import GuardedTransport, Resolver, SsrfBlocked, system_resolver
 from ._ssrf import SsrfGuard, canonical_ipv4
+from ._web_options import (
+    check_domains,
+    check_flag,
+    check_function,
+    check_header_value,
+    check_seconds,
+    check_spelled,
+    check_whole,
+)
 
 try:
     import httpcore2
@@ -101,19 +109,21 @@ class WebFetchTool:
     ) -> None:
         def kw(option: str, value: object = ...) -> str:
             """The option as this call wrote it, for an error message (a list elided)."""
-            return opts.spelled("WebFetchTool", option, "..." if value is ... else repr(value), builder=False)
+            return check_spelled(
+                "WebFetchTool", option, "..." if value is ... else repr(value), builder=False
+            )
 
-        self.allow_hosts = None if allow_hosts is None else opts.domains(kw("allow_hosts"), allow_hosts)
-        self.deny_hosts = opts.domains(kw("deny_hosts"), deny_hosts)
-        self.max_bytes = opts.whole(kw("max_bytes", max_bytes), max_bytes)
-        self.max_redirects = opts.whole(kw("max_redirects", max_redirects), max_redirects, minimum=0)
-        self.timeout = opts.seconds(kw("timeout", timeout), timeout)
-        enabled = opts.flag(kw("ssrf_guard", ssrf_guard), ssrf_guard)
+        self.allow_hosts = None if allow_hosts is None else check_domains(kw("allow_hosts"), allow_hosts)
+        self.deny_hosts = check_domains(kw("deny_hosts"), deny_hosts)
+        self.max_bytes = check_whole(kw("max_bytes", max_bytes), max_bytes)
+        self.max_redirects = check_whole(kw("max_redirects", max_redirects), max_redirects, minimum=0)
+        self.timeout = check_seconds(kw("timeout", timeout), timeout)
+        enabled = check_flag(kw("ssrf_guard", ssrf_guard), ssrf_guard)
         self.guard = SsrfGuard.build(enabled=enabled, allow_private_ips=allow_private_ips)
         if resolver is not None:
-            opts.function(kw("resolver", resolver), resolver, _RESOLVER_SHAPE)
+            check_function(kw("resolver", resolver), resolver, _RESOLVER_SHAPE)
         self._resolver = resolver if resolver is not None else system_resolver
-        self._user_agent = opts.header_value(kw("user_agent", user_agent), user_agent)
+        self._user_agent = check_header_value(kw("user_agent", user_agent), user_agent)
         allowed = "any public host" if self.allow_hosts is None else ", ".join(self.allow_hosts)
         self.description = (
             "Fetch a web page (http or https) and return its main content as Markdown, with its "
@@ -285,23 +295,25 @@ class WebFetchToolBuilder:
 
     def allow_hosts(self, domains: Iterable[str]) -> WebFetchToolBuilder:
         """Fetch only these domains and their subdomains (default: any public host)."""
-        return self._set("allow_hosts", opts.domains(_called("allow_hosts", "..."), domains))
+        return self._set("allow_hosts", check_domains(_called("allow_hosts", "..."), domains))
 
     def deny_hosts(self, domains: Iterable[str]) -> WebFetchToolBuilder:
         """Never fetch these domains or their subdomains; deny wins over allow."""
-        return self._set("deny_hosts", opts.domains(_called("deny_hosts", "..."), domains))
+        return self._set("deny_hosts", check_domains(_called("deny_hosts", "..."), domains))
 
     def max_bytes(self, limit: int) -> WebFetchToolBuilder:
         """The most of a body read (default 2,000,000); the rest is cut off."""
-        return self._set("max_bytes", opts.whole(_called("max_bytes", repr(limit)), limit))
+        return self._set("max_bytes", check_whole(_called("max_bytes", repr(limit)), limit))
 
     def timeout(self, seconds: float | timedelta) -> WebFetchToolBuilder:
         """The deadline of the whole fetch, every redirect hop included (default 30 s)."""
-        return self._set("timeout", opts.seconds(_called("timeout", repr(seconds)), seconds))
+        return self._set("timeout", check_seconds(_called("timeout", repr(seconds)), seconds))
 
     def max_redirects(self, count: int) -> WebFetchToolBuilder:
         """How many redirects are followed, each hop checked again (default 5; 0: none)."""
-        return self._set("max_redirects", opts.whole(_called("max_redirects", repr(count)), count, minimum=0))
+        return self._set(
+            "max_redirects", check_whole(_called("max_redirects", repr(count)), count, minimum=0)
+        )
 
     def allow_private_ips(self, networks: Iterable[str]) -> WebFetchToolBuilder:
         """Addresses or CIDR networks the SSRF guard lets through (a test server, an intranet)."""
@@ -311,16 +323,16 @@ class WebFetchToolBuilder:
 
     def ssrf_guard(self, enabled: bool) -> WebFetchToolBuilder:
         """False turns the SSRF guard off entirely (default on; only for a fully trusted network)."""
-        return self._set("ssrf_guard", opts.flag(_called("ssrf_guard", repr(enabled)), enabled))
+        return self._set("ssrf_guard", check_flag(_called("ssrf_guard", repr(enabled)), enabled))
 
     def resolver(self, resolver: Resolver) -> WebFetchToolBuilder:
         """The resolver the SSRF guard asks, `async (host, port) -> [ip, ...]` (default: the system's)."""
-        opts.function(_called("resolver", repr(resolver)), resolver, _RESOLVER_SHAPE)
+        check_function(_called("resolver", repr(resolver)), resolver, _RESOLVER_SHAPE)
         return self._set("resolver", resolver)
 
     def user_agent(self, value: str) -> WebFetchToolBuilder:
         """The User-Agent header sent."""
-        return self._set("user_agent", opts.header_value(_called("user_agent", repr(value)), value))
+        return self._set("user_agent", check_header_value(_called("user_agent", repr(value)), value))
 
     def build(self) -> WebFetchTool:
         """The tool, with the options set so far."""
@@ -328,7 +340,7 @@ class WebFetchToolBuilder:
 
 
 def _called(option: str, shown: str) -> str:
-    return opts.spelled("WebFetchTool", option, shown, builder=True)
+    return check_spelled("WebFetchTool", option, shown, builder=True)
 
 
 __all__ = ["DEFAULT_USER_AGENT", "WebFetchTool", "WebFetchToolBuilder"]
