@@ -11,6 +11,10 @@ the median of `--repeats` blocks (for Read and Grep also the fastest block: othe
 machine only ever adds time). Every tool is called the way an agent's run calls it:
 `await tool.invoke(ctx, args)` (the arguments validated, the work in a worker thread).
 
+Bash on `OsSandboxBackend` (`--only os-sandbox`): the same `true` round trip confined by
+Landlock + seccomp, against `bwrap --ro-bind / / true` (Debian's bubblewrap, the containment
+Anthropic's sandbox runtime uses), target at most its cost (1.0x).
+
 Bash on `HostBackend` (`--only bash`): one `true` round trip, timed over `--calls` calls a block.
 Side by side:
 
@@ -45,6 +49,7 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,7 +62,16 @@ from typing import Any
 from helikon import RunContext, ToolContext
 from helikon.core.items import TextPart
 from helikon.core.tools import ToolOutput
-from helikon.tools import BashTool, ExecRequest, GrepTool, HostBackend, ReadTool, ResourceLimits, Sandbox
+from helikon.tools import (
+    BashTool,
+    ExecRequest,
+    GrepTool,
+    HostBackend,
+    OsSandboxBackend,
+    ReadTool,
+    ResourceLimits,
+    Sandbox,
+)
 
 TARGET = 1.3
 READ_TARGET = 1.2
@@ -66,7 +80,7 @@ REPO = Path(__file__).resolve().parent.parent
 READ_BYTES = 10 * 1024 * 1024
 GREP_PATTERN = r"def \w+_tool"
 GREP_DIRS = ("src", "tests", "docs")
-GROUPS = ["bash", "read", "grep"]
+GROUPS = ["bash", "os-sandbox", "read", "grep"]
 
 Rows = dict[str, tuple[Callable[[], Awaitable[object]], int]]
 """Each row: what one call does, and how many calls a block times."""
@@ -114,6 +128,28 @@ async def bash_rows(n: int, repeats: int) -> dict[str, float]:
             for name, fn in async_rows.items():
                 rows.setdefault(name, []).append(await _time_async(fn, n))
         return {name: statistics.median(values) for name, values in rows.items()}
+
+
+async def os_sandbox_rows(n: int, repeats: int) -> dict[str, float]:
+    """`true` confined by `OsSandboxBackend` and `BashTool` on it, beside `bwrap --ro-bind / / true`."""
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Sandbox.open(tmp) as sandbox,
+        OsSandboxBackend.builder(sandbox).build() as confined,
+    ):
+        bash = BashTool(confined)
+        true = ExecRequest(("true",))
+        bwrap = ["bwrap", "--ro-bind", "/", "/", "true"]
+        rows: dict[str, Rows_fn] = {
+            "bwrap --ro-bind / / true": _sync(lambda: subprocess.run(bwrap, check=True)),
+            "OsSandboxBackend true (default rlimits)": lambda: confined.run(true),
+            'BashTool "true" on OsSandboxBackend': lambda: bash.run("true"),
+        }
+        timed, _ = await _blocks({name: (fn, n) for name, fn in rows.items()}, repeats)
+        return timed
+
+
+Rows_fn = Callable[[], Awaitable[object]]
 
 
 Timed = tuple[dict[str, float], dict[str, float]]
@@ -300,6 +336,15 @@ def _group(group: str, calls: int, repeats: int) -> dict[str, object]:
         title = f"Bash `true` round trip (median of {repeats} blocks of {calls} calls)"
         _table(title, rows, against, TARGET)
         return {"bash_true_seconds": rows, "target_ratio": TARGET}
+    if group == "os-sandbox":
+        if shutil.which("bwrap") is None:
+            raise SystemExit("the os-sandbox rows compare with bubblewrap: apt-get install bubblewrap")
+        rows = asyncio.run(os_sandbox_rows(calls, repeats))
+        base = "bwrap --ro-bind / / true"
+        against = {name: base for name in rows if name != base}
+        title = f"OS-sandbox `true` round trip (median of {repeats} blocks of {calls} calls)"
+        _table(title, rows, against, 1.0)
+        return {"os_sandbox_true_seconds": rows, "os_sandbox_target_ratio": 1.0}
     if group == "read":
         rows, best = asyncio.run(read_rows(repeats))
         plain, by_bytes = "open(p).read() + numbering", "bytes read, decoded, split + numbering"
