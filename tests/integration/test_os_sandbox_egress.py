@@ -168,10 +168,9 @@ def test_an_unprivileged_user_gets_the_namespace_through_a_user_namespace(upstre
     site = next(p for p in sys.path if p.endswith("site-packages"))
     src = str(Path(__file__).parents[2] / "src")
     python = _interpreter_for_others()
-    if shutil.which("setpriv") is None:
-        pytest.skip("setpriv (util-linux) is not installed")
-    if python is None or not all(_world_readable(Path(p)) for p in (site, src)):
-        pytest.skip("no Python of this version, or not this checkout, is readable by another user")
+    assert shutil.which("setpriv"), "this test runs commands as nobody with setpriv: install util-linux"
+    assert python is not None, "no Python of this version that another user may run (/usr/bin/python3)"
+    assert all(_world_readable(Path(p)) for p in (site, src)), "the checkout must be readable by others"
     root = Path(tempfile.mkdtemp(prefix="helikon-nobody-"))
     try:
         root.chmod(0o755)
