@@ -1,4 +1,4 @@
-"""Calling a file tool outside a run, for the file-tool tests: its output, and its one text part."""
+"""Calling a file tool outside a run, for the file-tool tests: its output, its one text part, its metadata."""
 
 from __future__ import annotations
 
@@ -21,3 +21,9 @@ def text(out: ToolOutput) -> str:
     (part,) = out.to_parts()
     assert isinstance(part, TextPart)
     return part.text
+
+
+def meta(out: ToolOutput) -> dict[str, Any]:
+    """The output's metadata (it must have some)."""
+    assert out.metadata is not None
+    return out.metadata

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from file_tool_helpers import call, text
+from file_tool_helpers import call, meta, text
 
 from helikon import LlmAgent, RunContext, ToolEffect, ToolError, UserError
 from helikon.core.exceptions import Denied
 from helikon.core.items import ToolResult
-from helikon.core.tools import Tool, ToolOutput
+from helikon.core.tools import Tool
 from helikon.testing import MockModel, text_turn, tool_call_turn
 from helikon.tools import EditTool, GlobTool, GrepTool, ReadTool, Sandbox, WriteTool, _confine, search
 
@@ -32,11 +32,6 @@ def root(tmp_path: Path) -> Path:
 def sandbox(root: Path) -> Iterator[Sandbox]:
     with Sandbox.open(root) as s:
         yield s
-
-
-def meta(out: ToolOutput) -> dict[str, Any]:
-    assert out.metadata is not None
-    return out.metadata
 
 
 # --- the tools as Tools ---------------------------------------------------------------------

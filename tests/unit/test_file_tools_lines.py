@@ -12,9 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from file_tool_helpers import call, text
+from file_tool_helpers import call, meta, text
 
-from helikon.core.tools import ToolOutput
 from helikon.tools import GrepTool, ReadTool, Sandbox, read
 
 
@@ -29,11 +28,6 @@ def root(tmp_path: Path) -> Path:
 def sandbox(root: Path) -> Iterator[Sandbox]:
     with Sandbox.open(root) as s:
         yield s
-
-
-def meta(out: ToolOutput) -> dict[str, Any]:
-    assert out.metadata is not None
-    return out.metadata
 
 
 def numbered(data: bytes, offset: int, limit: int) -> list[str]:
