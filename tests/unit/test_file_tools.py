@@ -6,7 +6,6 @@ import asyncio
 import errno
 import os
 import stat
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,20 +18,6 @@ from helikon.core.items import ToolResult
 from helikon.core.tools import Tool
 from helikon.testing import MockModel, text_turn, tool_call_turn
 from helikon.tools import EditTool, GlobTool, GrepTool, ReadTool, Sandbox, WriteTool, _confine, search
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    r = tmp_path / "root"
-    r.mkdir()
-    return r
-
-
-@pytest.fixture
-def sandbox(root: Path) -> Iterator[Sandbox]:
-    with Sandbox.open(root) as s:
-        yield s
-
 
 # --- the tools as Tools ---------------------------------------------------------------------
 

@@ -7,27 +7,12 @@ its own. These tests hold both to a plain-Python reading of the same bytes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from file_tool_helpers import call, meta, text
 
 from helikon.tools import GrepTool, ReadTool, Sandbox, read
-
-
-@pytest.fixture
-def root(tmp_path: Path) -> Path:
-    r = tmp_path / "root"
-    r.mkdir()
-    return r
-
-
-@pytest.fixture
-def sandbox(root: Path) -> Iterator[Sandbox]:
-    with Sandbox.open(root) as s:
-        yield s
 
 
 def numbered(data: bytes, offset: int, limit: int) -> list[str]:
