@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Python environment: the server binaries the
-# integration tests start on 127.0.0.1 (helikon.testing.servers). `make test` runs this first,
-# and `.ci/run` runs `make test`, so the README's command and CI share one install step.
+# integration tests start on 127.0.0.1 (helikon.testing.servers), Node.js, and the real MCP
+# peers from the npm registry (tests/mcp_peers, pinned by its package-lock.json). `make test`
+# runs this first, and `.ci/run` runs `make test`, so the README's command and CI share one
+# install step.
 #
 # Only missing packages are installed (apt-get, as root or through passwordless sudo). No
 # system service is started: a policy-rc.d that refuses every start is in place while the
@@ -13,8 +15,24 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v in
   missing+=(postgresql)
 fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
+command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+
+install_mcp_peers() {
+  # npm ci reinstalls from the lock file; skip it when node_modules already matches the lock.
+  local peers
+  peers="$(dirname "$0")/../tests/mcp_peers"
+  if [ -f "$peers/node_modules/.package-lock.json" ] && [ "$peers/node_modules/.package-lock.json" -nt "$peers/package-lock.json" ]; then
+    return 0
+  fi
+  echo "test-deps: installing the MCP peers (npm ci in tests/mcp_peers)"
+  if ! npm ci --prefix "$peers" --no-audit --no-fund --loglevel=error >/dev/null; then
+    echo "test-deps: npm could not install tests/mcp_peers (the registry must be reachable)" >&2
+    exit 1
+  fi
+}
 
 if [ "${#missing[@]}" -eq 0 ]; then
+  install_mcp_peers
   exit 0
 fi
 
@@ -46,3 +64,4 @@ if ! { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq --
   exit 1
 fi
 rm -f "$log"
+install_mcp_peers
