@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given
@@ -342,3 +342,69 @@ def test_compiled_rules_agree_with_the_rules(
     expected = next((r for r in deny_rules if r.matches(subject)), None)
     assert compiled.denying(subject) == expected
     assert compiled.allows(subject) == allowed_by(allow_rules, subject)
+
+
+# --- a tool's own approval_prompt (an MCP server's destructive hint) ---------------------------
+
+
+class _AskingTool:
+    """A tool that asks to be approved first, as an MCP tool marked destructive does."""
+
+    name = "drop_table"
+    description = "Drop a table."
+    schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"table": {"type": "string"}}}
+    output_schema = None
+    effect = ToolEffect.SIDE_EFFECT
+    approval_prompt = "the server marks drop_table destructive"
+
+    async def invoke(self, ctx: Any, args: Any) -> Any:
+        from helikon import ToolOutput
+
+        ran.append(f"drop {args['table']}")
+        return ToolOutput("dropped")
+
+
+async def _asking_run(ctx: RunContext[None]) -> tuple[list[AgentEvent], MockModel]:
+    model = MockModel.with_scripts(
+        [tool_call_turn("drop_table", {"table": "t"}, call_id="c1"), text_turn("ok")]
+    )
+    agent = LlmAgent(name="ops", model=model, tools=[_AskingTool()])
+    result = await AsyncioRunner[None]().run(agent, "go", ctx)
+    return list(result.events), model
+
+
+async def test_an_approval_prompt_is_refused_without_a_handler() -> None:
+    events, model = await _asking_run(RunContext.ephemeral(None))
+    assert ran == []
+    [asked] = [e for e in events if isinstance(e, ApprovalRequested)]
+    assert asked.prompt == "the server marks drop_table destructive"
+    assert "no approval handler" in answer(model).text
+
+
+@pytest.mark.parametrize("mode", [PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS])
+async def test_an_approval_prompt_goes_to_the_handler(mode: PermissionMode) -> None:
+    approver = Approver(approve=True)
+    ctx = RunContext.ephemeral(None).with_approval_handler(approver).with_permission_mode(mode)
+    await _asking_run(ctx)
+    assert approver.asked == [("drop_table", "the server marks drop_table destructive")]
+    assert ran == ["drop t"]
+
+
+async def test_an_allow_rule_pre_approves_an_approval_prompt() -> None:
+    approver = Approver(approve=False)
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_approval_handler(approver)
+        .with_allow_rules([AllowRule.tool("drop_table")])
+    )
+    await _asking_run(ctx)
+    assert approver.asked == [] and ran == ["drop t"]
+
+
+async def test_bypass_mode_does_not_ask_an_approval_prompt() -> None:
+    approver = Approver(approve=False)
+    ctx = (
+        RunContext.ephemeral(None).with_approval_handler(approver).with_permission_mode(PermissionMode.BYPASS)
+    )
+    await _asking_run(ctx)
+    assert approver.asked == [] and ran == ["drop t"]

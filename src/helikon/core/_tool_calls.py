@@ -104,8 +104,15 @@ async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonVal
             args = decision.value
     if run.governed:
         # Rules match what the tool is, under any name it is offered by (toolsets.py says why).
+        ask = getattr(tool, "approval_prompt", None)
         verdict = await authorize(
-            run.ctx, own_name(tool), args, tool.effect, call_id=call.call_id, emit=run.emit
+            run.ctx,
+            own_name(tool),
+            args,
+            tool.effect,
+            call_id=call.call_id,
+            emit=run.emit,
+            ask=ask if isinstance(ask, str) else None,
         )
         if not verdict.allowed:
             run.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))

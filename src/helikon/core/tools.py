@@ -128,7 +128,10 @@ class Tool(Protocol[Ctx]):
 
     Optional attributes the run reads when a tool has them: `strict`, `max_retries` (how
     often the model is sent back to correct a call; 1 without it) and `enabled` (a
-    predicate of the `RunContext` asked before each model turn), as `FunctionTool` has.
+    predicate of the `RunContext` asked before each model turn), as `FunctionTool` has;
+    and `approval_prompt`, a question each call is put to the approval handler under the
+    `DEFAULT` and `ACCEPT_EDITS` modes unless an allow rule covers it (an MCP tool its
+    server marks destructive has one).
     """
 
     @property

@@ -73,8 +73,13 @@ async def authorize(
     *,
     call_id: str = "",
     emit: Callable[[AgentEvent], None] = _drop,
+    ask: str | None = None,
 ) -> PermissionVerdict:
     """Run the permission pipeline of `ctx.governance` for a call of `tool` with `args`.
+
+    `ask` is the tool's own question (its `approval_prompt`: an MCP server marked it
+    destructive): under the `DEFAULT` and `ACCEPT_EDITS` modes a call no allow rule covers
+    is put to the approval handler, and refused without one.
 
     `emit` receives the `ApprovalRequested` event of each question put to the approval
     handler, before the handler answers (the driver streams them, so a human sees what
@@ -89,6 +94,10 @@ async def authorize(
         return refusal
     if governance.compiled.allows(subject):
         return PermissionVerdict(True, args, step="allow_rule")
+    if ask is not None and governance.mode in _ASKING_MODES:
+        approved, why = await approvals.ask(args, ask)
+        if not approved:
+            return PermissionVerdict(False, args, why, "approval")
     by_mode = _by_mode(governance.mode, tool, args, effect)
     if by_mode is not None:
         return by_mode
@@ -129,6 +138,11 @@ def _guards(governance: Governance[Any], subject: ToolSubject) -> tuple[GuardRul
     if not governance.default_guards or subject.guard_checks() is BUILTIN_GUARDS_CLEAR:
         return yours
     return (*GuardRule.destructive_defaults(), *yours)
+
+
+# The modes under which a tool's own `approval_prompt` is asked; PLAN and DONT_ASK refuse
+# such a call anyway, and BYPASS asks nothing.
+_ASKING_MODES = frozenset((PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS))
 
 
 def _by_mode(
