@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -350,12 +350,13 @@ def test_compiled_rules_agree_with_the_rules(
 class _AskingTool:
     """A tool that asks to be approved first, as an MCP tool marked destructive does."""
 
-    name = "drop_table"
-    description = "Drop a table."
-    schema: ClassVar[dict[str, Any]] = {"type": "object", "properties": {"table": {"type": "string"}}}
-    output_schema = None
-    effect = ToolEffect.SIDE_EFFECT
-    approval_prompt = "the server marks drop_table destructive"
+    def __init__(self) -> None:
+        self.name = "drop_table"
+        self.description = "Drop a table."
+        self.schema: dict[str, Any] = {"type": "object", "properties": {"table": {"type": "string"}}}
+        self.output_schema = None
+        self.effect = ToolEffect.SIDE_EFFECT
+        self.approval_prompt = "the server marks drop_table destructive"
 
     async def invoke(self, ctx: Any, args: Any) -> Any:
         from helikon import ToolOutput
