@@ -1,0 +1,486 @@
+"""`McpServerHandle`: a connected MCP server whose tools an agent can use.
+
+Connect with one of three entry points, each returning an `McpConnectBuilder`:
+`McpServerHandle.stdio(command, args)` (a child process), `.streamable_http(url)` or
+`.transport(factory)` (anything yielding the SDK's streams). The handle is a `ToolSource`:
+`LlmAgent(tool_sources=[handle])` offers its tools each model turn. The connection (and a
+stdio child) lives until `close()`, the end of `async with`, or the handle and every tool
+it made being garbage-collected; a stdio child never outlives this process.
+
+Example:
+    ```python
+    import asyncio
+    import sys
+
+    from helikon.mcp import McpServerHandle
+
+    SERVER = '''
+    from mcp.server.mcpserver import MCPServer
+    server = MCPServer("demo")
+
+    @server.tool()
+    def add(a: int, b: int) -> str:
+        "Add two numbers."
+        return str(a + b)
+
+    server.run()
+    '''
+
+    async def main() -> None:
+        async with McpServerHandle.stdio(sys.executable, ["-c", SERVER]).tool_prefix("demo_") as demo:
+            (add,) = demo.tools()
+            assert add.name == "demo_add"
+            assert (await demo.call_tool("add", {"a": 2, "b": 40})).value == "42"
+
+    asyncio.run(main())
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import weakref
+from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
+from typing import IO, TYPE_CHECKING, Any
+
+from helikon.core.exceptions import ToolError
+
+from ._connection import Connection, describe
+from ._lazy import SearchTools
+from ._mcp_tool import McpTool, tool_name
+from ._results import tool_output
+from ._stdio import kill_group
+from ._transports import http_options, stdio_options, user_options
+from .builder import McpConnectBuilder
+from .errors import Connect, McpError, Service
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+    from helikon.core.cancel import CancellationToken
+    from helikon.core.context import RunContext
+    from helikon.core.tools import Tool, ToolOutput
+
+    from ._options import Options
+
+__all__ = ["McpServerHandle"]
+
+# A server whose cursors never end is a bug; stop rather than loop forever.
+_MAX_PAGES = 1000
+# How long a cancelled call waits for the SDK to send `notifications/cancelled`.
+_CANCEL_GRACE = 5.0
+
+
+class _Link:
+    """What the background task and the finalizer share, so neither keeps the handle alive."""
+
+    __slots__ = ("connection", "pids", "tools_stale")
+
+    def __init__(self) -> None:
+        self.connection: Connection | None = None
+        self.pids: list[int] = []  # the live stdio child, if any
+        self.tools_stale = False
+
+    def on_spawn(self, pid: int) -> None:
+        self.pids[:] = [pid]
+
+    async def on_message(self, message: Any) -> None:
+        import mcp_types
+
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self.tools_stale = True
+
+    def reap(self) -> None:
+        """The handle is gone without `close()`: end the connection, kill the child if the loop is gone."""
+        connection = self.connection
+        if connection is not None:
+            connection.abandon()
+        loop_alive = connection is not None and connection.loop_running()
+        if not loop_alive:
+            for pid in self.pids:
+                kill_group(pid)
+
+
+class McpServerHandle:
+    """A live connection to one MCP server; its tools, resources and prompts."""
+
+    __slots__ = ("__weakref__", "_finalizer", "_link", "_lock", "_remote", "_tools", "options")
+
+    def __init__(self, options: Options, link: _Link) -> None:
+        self.options = options
+        self._link = link
+        self._lock = asyncio.Lock()
+        self._remote: list[Any] = []  # the server's `mcp_types.Tool`s, as last listed
+        self._tools: list[McpTool] = []
+        self._finalizer = weakref.finalize(self, link.reap)
+
+    # --- entry points -------------------------------------------------------------------------
+
+    @staticmethod
+    def stdio(
+        command: str | PathLike[str],
+        args: Iterable[str] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | PathLike[str] | None = None,
+        stderr: IO[Any] | int | None = None,
+    ) -> McpConnectBuilder:
+        """A server run as a child process speaking MCP on its stdin/stdout.
+
+        Args:
+            command: The executable (looked up on PATH).
+            args: Its arguments.
+            env: Variables set for it, over this process's environment.
+            cwd: Its working directory.
+            stderr: Where its stderr goes (a file, or `subprocess.DEVNULL`); this process's by default.
+        """
+        return McpConnectBuilder(stdio_options(command, args, env, cwd, stderr))
+
+    @staticmethod
+    def streamable_http(
+        url: str, *, headers: Mapping[str, str] | None = None, terminate_on_close: bool = True
+    ) -> McpConnectBuilder:
+        """A server at a streamable-HTTP endpoint (e.g. `http://127.0.0.1:8000/mcp`).
+
+        Args:
+            url: The endpoint.
+            headers: Sent with every request (e.g. `{"Authorization": "Bearer ..."}`).
+            terminate_on_close: Send DELETE to end the server's session on close.
+        """
+        return McpConnectBuilder(http_options(url, headers, terminate_on_close))
+
+    @staticmethod
+    def transport(factory: Any) -> McpConnectBuilder:
+        """A transport you build, called once per connection (again after a dropped one).
+
+        `factory()` returns an async context manager yielding the SDK's `(read_stream,
+        write_stream)`, as `mcp.client.stdio.stdio_client(...)` does.
+        """
+        return McpConnectBuilder(user_options(factory))
+
+    @classmethod
+    async def connect_with(cls, options: Options) -> McpServerHandle:
+        """Connect with `options` (what `McpConnectBuilder.connect()` does)."""
+        handle = cls(options, _Link())
+        async with handle._lock:
+            await handle._reconnect()
+        return handle
+
+    # --- connection ---------------------------------------------------------------------------
+
+    @property
+    def label(self) -> str:
+        """Which server this is, for messages: `stdio:<command>`, the URL, or `transport:<name>`."""
+        return self.options.label
+
+    def __repr__(self) -> str:
+        return f"McpServerHandle({self.label})"
+
+    def _session_options(self) -> dict[str, Any]:
+        import mcp_types
+
+        from ._sampling import elicitation_callback, sampling_callback
+
+        options = self.options
+        session: dict[str, Any] = {
+            "message_handler": self._link.on_message,
+            "client_info": mcp_types.Implementation(name=options.client_name, version=_version()),
+        }
+        if options.sampling_model is not None:
+            session["sampling_callback"] = sampling_callback(options.sampling_model)
+        if options.elicitation_handler is not None:
+            session["elicitation_callback"] = elicitation_callback(options.elicitation_handler)
+        return session
+
+    async def _reconnect(self) -> Connection:
+        """A fresh connection, its tools listed (the lock is held)."""
+        link = self._link
+        old = link.connection
+        if old is not None:
+            await old.close()
+        factory = self.options.make_transport(link.on_spawn)
+        connection = await Connection.open(
+            factory, self._session_options(), self.options.connect_timeout, self.label
+        )
+        link.connection = connection
+        try:
+            await self._list_into(connection)
+        except McpError as exc:
+            await connection.close()
+            raise Connect(str(exc)) from exc
+        return connection
+
+    async def _live(self) -> Connection:
+        """The connection, opened anew if the last one dropped."""
+        connection = self._link.connection
+        if connection is not None and not connection.closed:
+            return connection
+        if self._finalizer.alive is False:
+            raise Service(f"{self.label}: the handle is closed")
+        async with self._lock:
+            connection = self._link.connection
+            if connection is not None and not connection.closed:
+                return connection
+            return await self._reconnect()
+
+    @property
+    def server_info(self) -> Any:
+        """The server's `mcp_types.Implementation` (name, version) from `initialize`."""
+        connection = self._link.connection
+        return None if connection is None else connection.initialize_result.server_info
+
+    @property
+    def instructions(self) -> str | None:
+        """The server's instructions from `initialize`, if it gave any."""
+        connection = self._link.connection
+        return None if connection is None else connection.initialize_result.instructions
+
+    async def close(self) -> None:
+        """Close the connection (a stdio child is stopped: stdin closed, then SIGTERM, SIGKILL)."""
+        link = self._link
+        self._finalizer.detach()
+        connection, link.connection = link.connection, None
+        if connection is not None:
+            await connection.close()
+        link.pids.clear()
+
+    async def __aenter__(self) -> McpServerHandle:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    # --- tools --------------------------------------------------------------------------------
+
+    async def _list_into(self, connection: Connection) -> None:
+        import mcp_types
+
+        remote: list[Any] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+            page = await self._request(connection, "tools/list", connection.session.list_tools(params=params))
+            remote.extend(page.tools)
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        self._link.tools_stale = False
+        self._set_tools(remote)
+
+    def _set_tools(self, remote: list[Any]) -> None:
+        options = self.options
+        taken: set[str] = set()
+        tools: list[McpTool] = []
+        for spec in remote:
+            name = tool_name(options.prefix, spec.name)
+            base, n = name, 2
+            while name in taken:  # two remote names that differ only in characters providers refuse
+                name, n = f"{base[:60]}_{n}", n + 1
+            taken.add(name)
+            tools.append(
+                McpTool(self, spec, name, lazy=options.lazy, assume_destructive=options.assume_destructive)
+            )
+        self._remote, self._tools = remote, tools
+
+    def _allowed(self) -> list[McpTool]:
+        allow, deny = self.options.allow, self.options.deny
+        return [
+            t for t in self._tools if t.remote_name not in deny and (allow is None or t.remote_name in allow)
+        ]
+
+    def tools(self) -> list[Tool[Any]]:
+        """The tools as last listed (at connect, or since), after allow/deny.
+
+        Lazy mode adds `search_tools`. The `tool_filter` predicate is applied by `list_tools(ctx)`.
+        """
+        found: list[Tool[Any]] = list(self._allowed())
+        if self.options.lazy:
+            found.append(
+                SearchTools(tool_name(self.options.prefix, "search_tools"), self.label, self._allowed)
+            )
+        return found
+
+    async def refresh_tools(self) -> list[Tool[Any]]:
+        """List the server's tools again (every page) and return `tools()`."""
+        connection = await self._live()
+        async with self._lock:
+            await self._list_into(connection)
+        return self.tools()
+
+    async def list_tools(self, ctx: RunContext[Any] | None) -> Sequence[Tool[Any]]:
+        """The tools to offer now (the `ToolSource` protocol), filtered for `ctx`.
+
+        Listed again when the server said its list changed (or always, with
+        `cache_tools_list(False)`).
+        """
+        connection = self._link.connection
+        stale = self._link.tools_stale or not self.options.cache_tools_list
+        if stale or connection is None or connection.closed:
+            tools = await self.refresh_tools()
+        else:
+            tools = self.tools()
+        predicate = self.options.tool_filter
+        if predicate is None:
+            return tools
+        kept: list[Tool[Any]] = []
+        for tool in tools:
+            verdict = predicate(ctx, tool)
+            if inspect.isawaitable(verdict):
+                verdict = await verdict
+            if verdict:
+                kept.append(tool)
+        return kept
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: Mapping[str, Any] | None = None,
+        *,
+        cancel: CancellationToken | None = None,
+        label: str | None = None,
+    ) -> ToolOutput:
+        """Call the server's tool `name` (its own name, without the prefix) as an agent would.
+
+        Structured content comes back as it is, one text block as a string, other content as
+        a list. Races `cancel`: once it fires the call is abandoned (the server gets
+        `notifications/cancelled`).
+
+        Raises:
+            ToolError: The server answered with an error result or a protocol error, the call
+                was cancelled or timed out, or the connection dropped during the call (the
+                next call connects anew).
+        """
+        label = label or name
+        connection = await self._live_for_call(label)
+        call = asyncio.ensure_future(
+            connection.session.call_tool(
+                name, dict(arguments or {}), read_timeout_seconds=self.options.call_timeout
+            )
+        )
+        if cancel is not None:
+            waiter = asyncio.ensure_future(cancel.wait())
+            try:
+                await asyncio.wait((call, waiter), return_when=asyncio.FIRST_COMPLETED)
+            except BaseException:
+                await _abandon(call)
+                raise
+            finally:
+                waiter.cancel()
+            if not call.done():
+                await _abandon(call)
+                reason = f": {cancel.reason}" if cancel.reason else ""
+                raise ToolError(f"the call to the MCP tool {label!r} was cancelled{reason}")
+        try:
+            result = await call
+        except BaseException as exc:
+            if not isinstance(exc, Exception):
+                raise
+            raise self._call_failure(connection, label, exc) from exc
+        return tool_output(label, result)
+
+    async def _live_for_call(self, label: str) -> Connection:
+        try:
+            return await self._live()
+        except McpError as exc:
+            raise ToolError(f"the MCP tool {label!r} is unreachable: {exc}") from exc
+
+    def _call_failure(self, connection: Connection, label: str, exc: Exception) -> ToolError:
+        import mcp_types
+        from mcp.shared.exceptions import MCPError
+
+        if isinstance(exc, MCPError):
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                connection.mark_dropped()
+                return ToolError(
+                    f"the connection to {self.label} dropped during the call to {label!r}, which could "
+                    "not be resumed; the next call connects anew"
+                )
+            if exc.code == mcp_types.REQUEST_TIMEOUT:
+                return ToolError(f"the MCP tool {label!r} timed out after {self.options.call_timeout:g}s")
+            return ToolError(f"the MCP tool {label!r} failed: MCP error {exc.code}: {exc.message}")
+        if isinstance(exc, RuntimeError):  # the SDK's check of structured content against the output schema
+            return ToolError(f"the MCP tool {label!r} returned an invalid result: {exc}")
+        connection.mark_dropped()
+        return ToolError(
+            f"the call to {label!r} on {self.label} failed ({describe(exc)}); the next call connects anew"
+        )
+
+    # --- resources and prompts ----------------------------------------------------------------
+
+    async def _request(self, connection: Connection, what: str, request: Any) -> Any:
+        from mcp.shared.exceptions import MCPError
+
+        try:
+            return await request
+        except MCPError as exc:
+            import mcp_types
+
+            if exc.code == mcp_types.CONNECTION_CLOSED:
+                connection.mark_dropped()
+            raise Service(f"{self.label}: {what} failed: MCP error {exc.code}: {exc.message}") from exc
+        except (OSError, RuntimeError) as exc:
+            connection.mark_dropped()
+            raise Service(f"{self.label}: {what} failed: {describe(exc)}") from exc
+
+    async def _pages(self, what: str, field: str, method: str) -> list[Any]:
+        import mcp_types
+
+        connection = await self._live()
+        found: list[Any] = []
+        cursor: str | None = None
+        for _ in range(_MAX_PAGES):
+            params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
+            page = await self._request(connection, what, getattr(connection.session, method)(params=params))
+            found.extend(getattr(page, field))
+            cursor = page.next_cursor
+            if cursor is None:
+                break
+        return found
+
+    async def resources(self) -> list[Any]:
+        """Every resource the server lists (`mcp_types.Resource`: uri, name, mimeType, ...)."""
+        return await self._pages("resources/list", "resources", "list_resources")
+
+    async def resource_templates(self) -> list[Any]:
+        """Every resource template the server lists (`mcp_types.ResourceTemplate`)."""
+        return await self._pages("resources/templates/list", "resource_templates", "list_resource_templates")
+
+    async def read_resource(self, uri: str) -> list[Any]:
+        """The contents of the resource at `uri`.
+
+        Each an `mcp_types.TextResourceContents` or `BlobResourceContents`: `.text` or base64
+        `.blob`, with `.uri` and `.mime_type`.
+        """
+        connection = await self._live()
+        result = await self._request(
+            connection, f"resources/read {uri}", connection.session.read_resource(uri)
+        )
+        return list(result.contents)
+
+    async def prompts(self) -> list[Any]:
+        """Every prompt the server lists (`mcp_types.Prompt`: name, description, arguments)."""
+        return await self._pages("prompts/list", "prompts", "list_prompts")
+
+    async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> Any:
+        """The prompt `name` filled with `arguments` (`mcp_types.GetPromptResult`: `.messages`)."""
+        connection = await self._live()
+        request = connection.session.get_prompt(name, dict(arguments or {}))
+        return await self._request(connection, f"prompts/get {name}", request)
+
+
+async def _abandon(call: asyncio.Future[Any]) -> None:
+    """Cancel an in-flight call and let the SDK send `notifications/cancelled` (bounded)."""
+    call.cancel()
+    await asyncio.wait((call,), timeout=_CANCEL_GRACE)
+    if call.done() and not call.cancelled():
+        call.exception()  # retrieved, so asyncio does not log it
+
+
+def _version() -> str:
+    from helikon import __version__
+
+    return __version__
