@@ -1,0 +1,63 @@
+"""A small real MCP server (the SDK's MCPServer) for the client tests: `python py_server.py [PORT]`.
+
+Over stdio without a port, over streamable HTTP on 127.0.0.1:PORT/mcp with one. Its tools
+let a test watch what the client does: `slow` writes "started" to a marker file and
+"cancelled" when the client cancels it; `add_tool` grows the list and says so with
+`notifications/tools/list_changed`; `pid` names the process serving.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import anyio
+from mcp.server.mcpserver import Context, MCPServer
+
+server = MCPServer("py-test-server", instructions="A server for helikon's MCP client tests.")
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back."""
+    return text
+
+
+@server.tool()
+def pid() -> str:
+    """The id of the process serving this call."""
+    return str(os.getpid())
+
+
+@server.tool()
+async def slow(seconds: float, marker: str) -> str:
+    """Sleep, writing 'started' and (if the client cancels) 'cancelled' to the marker file."""
+    path = Path(marker)
+    path.write_text("started")
+    try:
+        await anyio.sleep(seconds)
+    except anyio.get_cancelled_exc_class():
+        path.write_text("cancelled")
+        raise
+    path.write_text("finished")
+    return "done"
+
+
+@server.tool()
+async def add_tool(name: str, ctx: Context) -> str:
+    """Add a tool called `name` and tell the client the list changed."""
+
+    def added() -> str:
+        return f"I am {name}"
+
+    server.add_tool(added, name=name, description=f"the added tool {name}")
+    await ctx.session.send_tool_list_changed()
+    return f"added {name}"
+
+
+if __name__ == "__main__":
+    if len(sys.argv) > 1:
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+    else:
+        server.run()
