@@ -11,8 +11,7 @@ from helikon import LlmAgent, RunContext, ToolEffect, ToolError
 from helikon.core.items import ImagePart, ToolResult
 from helikon.mcp import McpConnectBuilder, McpServerHandle
 from helikon.testing import MockModel, text_turn, tool_call_turn
-
-from mcp_peers import peer
+from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]  (tests/mcp_peers shadows it)
 
 
 def everything() -> McpConnectBuilder:

@@ -37,6 +37,8 @@ class Connection:
         self.closed = False  # the transport ended, or close() was called
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        # `open()` may have stopped waiting (a timeout): its failure is retrieved here, not logged.
+        self._ready.add_done_callback(_retrieve)
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
@@ -125,6 +127,11 @@ class Connection:
             return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(self._closing.set)
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _leaf(exc: BaseException) -> BaseException:

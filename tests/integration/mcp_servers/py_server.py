@@ -3,14 +3,15 @@
 Over stdio without a port, over streamable HTTP on 127.0.0.1:PORT/mcp with one. Its tools
 let a test watch what the client does: `slow` writes "started" to a marker file and
 "cancelled" when the client cancels it; `add_tool` grows the list and says so with
-`notifications/tools/list_changed`; `pid` names the process serving.
+`notifications/tools/list_changed`; `pid` names the process serving. With
+PY_SERVER_LINGER set it keeps running after its stdin closes, as a badly behaved server
+might.
 """
 
 from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
@@ -33,14 +34,15 @@ def pid() -> str:
 @server.tool()
 async def slow(seconds: float, marker: str) -> str:
     """Sleep, writing 'started' and (if the client cancels) 'cancelled' to the marker file."""
-    path = Path(marker)
-    path.write_text("started")
+    path = anyio.Path(marker)
+    await path.write_text("started")
     try:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
-        path.write_text("cancelled")
+        with anyio.CancelScope(shield=True):
+            await path.write_text("cancelled")
         raise
-    path.write_text("finished")
+    await path.write_text("finished")
     return "done"
 
 
@@ -61,3 +63,8 @@ if __name__ == "__main__":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
     else:
         server.run()
+        if os.environ.get("PY_SERVER_LINGER"):
+            # A server that outlives its stdin: only the kernel's parent-death signal stops it.
+            import time
+
+            time.sleep(600)
