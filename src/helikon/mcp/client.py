@@ -41,12 +41,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from functools import partial
 from os import PathLike
 from typing import IO, TYPE_CHECKING, Any
 
 from helikon.core.exceptions import ToolError
 
+from ._calls import SessionExpired, call_once, session_expired
 from ._connection import Connection, describe
 from ._lazy import SearchTools
 from ._mcp_tool import McpTool, tool_name
@@ -69,8 +71,6 @@ __all__ = ["McpServerHandle"]
 
 # A server whose cursors never end is a bug; stop rather than loop forever.
 _MAX_PAGES = 1000
-# How long a cancelled call waits for the SDK to send `notifications/cancelled`.
-_CANCEL_GRACE = 5.0
 
 
 class _Link:
@@ -207,9 +207,9 @@ class McpServerHandle:
         link.connection = connection
         try:
             await self._list_into(connection)
-        except McpError as exc:
+        except (McpError, SessionExpired) as exc:
             await connection.close()
-            raise Connect(str(exc)) from exc
+            raise Connect(f"{self.label}: tools/list failed: {exc}") from exc
         return connection
 
     async def _live(self) -> Connection:
@@ -308,7 +308,10 @@ class McpServerHandle:
         """List the server's tools again (every page) and return `tools()`."""
         connection = await self._live()
         async with self._lock:
-            await self._list_into(connection)
+            try:
+                await self._list_into(connection)
+            except SessionExpired:
+                await self._reconnect()
         return self.tools()
 
     async def list_tools(self, ctx: RunContext[Any] | None) -> Sequence[Tool[Any]]:
@@ -355,59 +358,31 @@ class McpServerHandle:
                 next call connects anew).
         """
         label = label or name
-        connection = await self._live_for_call(label)
-        call = asyncio.ensure_future(
-            connection.session.call_tool(
-                name, dict(arguments or {}), read_timeout_seconds=self.options.call_timeout
-            )
-        )
-        if cancel is not None:
-            waiter = asyncio.ensure_future(cancel.wait())
+        options = self.options
+        for attempt in (1, 2):
+            connection = await self._live_for_call(label)
             try:
-                await asyncio.wait((call, waiter), return_when=asyncio.FIRST_COMPLETED)
-            except BaseException:
-                await _abandon(call)
-                raise
-            finally:
-                waiter.cancel()
-            if not call.done():
-                await _abandon(call)
-                reason = f": {cancel.reason}" if cancel.reason else ""
-                raise ToolError(f"the call to the MCP tool {label!r} was cancelled{reason}")
-        try:
-            result = await call
-        except BaseException as exc:
-            if not isinstance(exc, Exception):
-                raise
-            raise self._call_failure(connection, label, exc) from exc
-        return tool_output(label, result)
+                result = await call_once(
+                    connection,
+                    name,
+                    arguments or {},
+                    cancel=cancel,
+                    label=label,
+                    limit=options.call_timeout,
+                    server=self.label,
+                )
+            except SessionExpired as exc:
+                if attempt == 2:
+                    raise ToolError(f"{self.label} refused a fresh session too: {exc}") from exc
+                continue
+            return tool_output(label, result)
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _live_for_call(self, label: str) -> Connection:
         try:
             return await self._live()
         except McpError as exc:
             raise ToolError(f"the MCP tool {label!r} is unreachable: {exc}") from exc
-
-    def _call_failure(self, connection: Connection, label: str, exc: Exception) -> ToolError:
-        import mcp_types
-        from mcp.shared.exceptions import MCPError
-
-        if isinstance(exc, MCPError):
-            if exc.code == mcp_types.CONNECTION_CLOSED:
-                connection.mark_dropped()
-                return ToolError(
-                    f"the connection to {self.label} dropped during the call to {label!r}, which could "
-                    "not be resumed; the next call connects anew"
-                )
-            if exc.code == mcp_types.REQUEST_TIMEOUT:
-                return ToolError(f"the MCP tool {label!r} timed out after {self.options.call_timeout:g}s")
-            return ToolError(f"the MCP tool {label!r} failed: MCP error {exc.code}: {exc.message}")
-        if isinstance(exc, RuntimeError):  # the SDK's check of structured content against the output schema
-            return ToolError(f"the MCP tool {label!r} returned an invalid result: {exc}")
-        connection.mark_dropped()
-        return ToolError(
-            f"the call to {label!r} on {self.label} failed ({describe(exc)}); the next call connects anew"
-        )
 
     # --- resources and prompts ----------------------------------------------------------------
 
@@ -419,22 +394,34 @@ class McpServerHandle:
         except MCPError as exc:
             import mcp_types
 
-            if exc.code == mcp_types.CONNECTION_CLOSED:
+            if exc.code == mcp_types.CONNECTION_CLOSED or session_expired(exc):
                 connection.mark_dropped()
+            if session_expired(exc):
+                raise SessionExpired(str(exc)) from exc
             raise Service(f"{self.label}: {what} failed: MCP error {exc.code}: {exc.message}") from exc
         except (OSError, RuntimeError) as exc:
             connection.mark_dropped()
             raise Service(f"{self.label}: {what} failed: {describe(exc)}") from exc
 
+    async def _retried(self, what: str, send: Callable[[Any], Awaitable[Any]]) -> Any:
+        """`send(session)` on the live connection; once more on a fresh one if the session expired."""
+        for attempt in (1, 2):
+            connection = await self._live()
+            try:
+                return await self._request(connection, what, send(connection.session))
+            except SessionExpired as exc:
+                if attempt == 2:
+                    raise Service(f"{self.label}: {what} failed: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
     async def _pages(self, what: str, field: str, method: str) -> list[Any]:
         import mcp_types
 
-        connection = await self._live()
         found: list[Any] = []
         cursor: str | None = None
         for _ in range(_MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
-            page = await self._request(connection, what, getattr(connection.session, method)(params=params))
+            page = await self._retried(what, partial(_list_page, method, params))
             found.extend(getattr(page, field))
             cursor = page.next_cursor
             if cursor is None:
@@ -455,10 +442,7 @@ class McpServerHandle:
         Each an `mcp_types.TextResourceContents` or `BlobResourceContents`: `.text` or base64
         `.blob`, with `.uri` and `.mime_type`.
         """
-        connection = await self._live()
-        result = await self._request(
-            connection, f"resources/read {uri}", connection.session.read_resource(uri)
-        )
+        result = await self._retried(f"resources/read {uri}", lambda session: session.read_resource(uri))
         return list(result.contents)
 
     async def prompts(self) -> list[Any]:
@@ -467,17 +451,12 @@ class McpServerHandle:
 
     async def get_prompt(self, name: str, arguments: Mapping[str, str] | None = None) -> Any:
         """The prompt `name` filled with `arguments` (`mcp_types.GetPromptResult`: `.messages`)."""
-        connection = await self._live()
-        request = connection.session.get_prompt(name, dict(arguments or {}))
-        return await self._request(connection, f"prompts/get {name}", request)
+        filled = dict(arguments or {})
+        return await self._retried(f"prompts/get {name}", lambda session: session.get_prompt(name, filled))
 
 
-async def _abandon(call: asyncio.Future[Any]) -> None:
-    """Cancel an in-flight call and let the SDK send `notifications/cancelled` (bounded)."""
-    call.cancel()
-    await asyncio.wait((call,), timeout=_CANCEL_GRACE)
-    if call.done() and not call.cancelled():
-        call.exception()  # retrieved, so asyncio does not log it
+def _list_page(method: str, params: Any, session: Any) -> Awaitable[Any]:
+    return getattr(session, method)(params=params)
 
 
 def _version() -> str:

@@ -32,6 +32,12 @@ def pid() -> str:
 
 
 @server.tool()
+def header(name: str, ctx: Context) -> str:
+    """The value of the HTTP request header `name` ("" over stdio or when absent)."""
+    return (ctx.headers or {}).get(name.lower(), "")
+
+
+@server.tool()
 async def slow(seconds: float, marker: str) -> str:
     """Sleep, writing 'started' and (if the client cancels) 'cancelled' to the marker file."""
     path = anyio.Path(marker)
