@@ -20,7 +20,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -63,10 +63,11 @@ def _names(owner: str, names: object) -> frozenset[str]:
 class McpConnectBuilder:
     """The options of one MCP server connection; `await .connect()` makes the handle."""
 
-    __slots__ = ("_handle", "options")
+    __slots__ = ("_connector", "_handle", "options")
 
-    def __init__(self, options: Options) -> None:
+    def __init__(self, options: Options, connector: Callable[[Options], Awaitable[McpServerHandle]]) -> None:
         self.options = options
+        self._connector = connector  # `McpServerHandle.connect_with`, passed in so neither imports the other
         self._handle: McpServerHandle | None = None
 
     def __repr__(self) -> str:
@@ -167,9 +168,7 @@ class McpConnectBuilder:
             McpError.Spawn: The stdio server could not be started.
             McpError.Connect: The handshake (or the first tools/list) failed.
         """
-        from .client import McpServerHandle
-
-        return await McpServerHandle.connect_with(self.options)
+        return await self._connector(self.options)
 
     async def __aenter__(self) -> McpServerHandle:
         self._handle = await self.connect()

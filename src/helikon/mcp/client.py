@@ -30,7 +30,8 @@ Example:
         async with McpServerHandle.stdio(sys.executable, ["-c", SERVER]).tool_prefix("demo_") as demo:
             (add,) = demo.tools()
             assert add.name == "demo_add"
-            assert (await demo.call_tool("add", {"a": 2, "b": 40})).value == "42"
+            out = await demo.call_tool("add", {"a": 2, "b": 40})
+            assert out.value == {"result": "42"}  # the server's structuredContent
 
     asyncio.run(main())
     ```
@@ -136,7 +137,7 @@ class McpServerHandle:
             cwd: Its working directory.
             stderr: Where its stderr goes (a file, or `subprocess.DEVNULL`); this process's by default.
         """
-        return McpConnectBuilder(stdio_options(command, args, env, cwd, stderr))
+        return McpConnectBuilder(stdio_options(command, args, env, cwd, stderr), McpServerHandle.connect_with)
 
     @staticmethod
     def streamable_http(
@@ -149,7 +150,7 @@ class McpServerHandle:
             headers: Sent with every request (e.g. `{"Authorization": "Bearer ..."}`).
             terminate_on_close: Send DELETE to end the server's session on close.
         """
-        return McpConnectBuilder(http_options(url, headers, terminate_on_close))
+        return McpConnectBuilder(http_options(url, headers, terminate_on_close), McpServerHandle.connect_with)
 
     @staticmethod
     def transport(factory: Any) -> McpConnectBuilder:
@@ -158,7 +159,7 @@ class McpServerHandle:
         `factory()` returns an async context manager yielding the SDK's `(read_stream,
         write_stream)`, as `mcp.client.stdio.stdio_client(...)` does.
         """
-        return McpConnectBuilder(user_options(factory))
+        return McpConnectBuilder(user_options(factory), McpServerHandle.connect_with)
 
     @classmethod
     async def connect_with(cls, options: Options) -> McpServerHandle:
