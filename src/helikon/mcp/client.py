@@ -122,7 +122,7 @@ class McpServerHandle:
     @staticmethod
     def stdio(
         command: str | PathLike[str],
-        args: Iterable[str] = (),
+        args: Iterable[str | PathLike[str]] = (),
         *,
         env: Mapping[str, str] | None = None,
         cwd: str | PathLike[str] | None = None,
