@@ -60,7 +60,12 @@ class Connection:
             leaf = _leaf(exc)
             if isinstance(leaf, McpError):
                 raise leaf from None
-            raise Connect(f"{label}: the MCP handshake failed: {describe(leaf)}") from exc
+            hint = (
+                " (the server closed the connection: did it exit? its stderr says why)"
+                if "Connection closed" in str(leaf)
+                else ""
+            )
+            raise Connect(f"{label}: the MCP handshake failed: {describe(leaf)}{hint}") from exc
         except BaseException:
             await connection.close()
             raise

@@ -20,8 +20,8 @@ __all__ = ["Options", "ToolFilter", "TransportMaker"]
 ToolFilter: TypeAlias = "Callable[[RunContext[Any] | None, Tool[Any]], bool | Awaitable[bool]]"
 """A predicate of the run context (None when asked at build time) and a tool: offer it now?"""
 
-TransportMaker: TypeAlias = Callable[[Callable[[int], None]], TransportFactory]
-"""Given where to report a spawned child's pid, the transport factory of one connection."""
+TransportMaker: TypeAlias = Callable[[Callable[[int, bool], None]], TransportFactory]
+"""Given where to report a spawned child's pid (and its end), the transport factory of one connection."""
 
 
 @dataclasses.dataclass

@@ -119,15 +119,19 @@ async def stdio_transport(
     env: Mapping[str, str] | None,
     cwd: Path | None,
     stderr: IO[Any] | int | None,
-    on_spawn: Callable[[int], None],
+    on_spawn: Callable[[int, bool], None],
 ) -> AsyncGenerator[tuple[Any, Any]]:
-    """Spawn the server and yield the SDK's (read_stream, write_stream) pair over its pipes."""
+    """Spawn the server and yield the SDK's (read_stream, write_stream) pair over its pipes.
+
+    `on_spawn(pid, True)` once it runs, `on_spawn(pid, False)` once it is stopped (so nobody
+    signals a pid the system may have given to another process since).
+    """
     import anyio
     import mcp_types
     from mcp.shared.message import SessionMessage
 
     process = await _spawn(command, args, env, cwd, stderr)
-    on_spawn(process.pid)
+    on_spawn(process.pid, True)
     stdout, stdin = process.stdout, process.stdin
     assert stdout is not None  # spawned with pipes
     assert stdin is not None
@@ -170,4 +174,5 @@ async def stdio_transport(
             with anyio.CancelScope(shield=True):
                 write_stream.close()
                 await _stop(process)
+                on_spawn(process.pid, False)
             group.cancel_scope.cancel()

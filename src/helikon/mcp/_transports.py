@@ -64,7 +64,7 @@ def stdio_options(
         raise UserError(f"McpServerHandle.stdio({name!r}, cwd={cwd!r}): not an existing directory")
     argv = tuple(strings)
 
-    def make(on_spawn: Callable[[int], None]) -> TransportFactory:
+    def make(on_spawn: Callable[[int, bool], None]) -> TransportFactory:
         return lambda: stdio_transport(
             name, argv, env=child_env, cwd=directory, stderr=stderr, on_spawn=on_spawn
         )

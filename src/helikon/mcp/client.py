@@ -84,8 +84,11 @@ class _Link:
         self.pids: list[int] = []  # the live stdio child, if any
         self.tools_stale = False
 
-    def on_spawn(self, pid: int) -> None:
-        self.pids[:] = [pid]
+    def on_spawn(self, pid: int, running: bool) -> None:
+        if running:
+            self.pids[:] = [pid]
+        elif pid in self.pids:
+            self.pids.remove(pid)
 
     async def on_message(self, message: Any) -> None:
         import mcp_types
@@ -206,8 +209,13 @@ class McpServerHandle:
             factory, self._session_options(), self.options.connect_timeout, self.label
         )
         link.connection = connection
+        wait = self.options.connect_timeout
         try:
-            await self._list_into(connection)
+            async with asyncio.timeout(wait):
+                await self._list_into(connection)
+        except TimeoutError:
+            await connection.close()
+            raise Connect(f"{self.label}: no answer to `tools/list` within {wait:g}s") from None
         except (McpError, SessionExpired) as exc:
             await connection.close()
             raise Connect(f"{self.label}: tools/list failed: {exc}") from exc
