@@ -81,7 +81,7 @@ def sampling_callback(model: Model) -> Callable[..., Awaitable[Any]]:
         return mcp_types.CreateMessageResult(
             role="assistant",
             content=mcp_types.TextContent(text="".join(text)),
-            model=model.model_name,
+            model=model.model_name or type(model).__name__,
             stop_reason=_STOP.get(reason, reason),
         )
 
