@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
-from helikon import LlmAgent, RunContext, ToolEffect, ToolError
+from helikon import CancellationToken, LlmAgent, RunContext, ToolEffect, ToolError
+from helikon.core.exceptions import RunCancelled
 from helikon.core.items import ImagePart, ToolResult
-from helikon.mcp import McpConnectBuilder, McpServerHandle
+from helikon.mcp import McpConnectBuilder, McpError, McpServerHandle
 from helikon.testing import MockModel, text_turn, tool_call_turn
 from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]  (tests/mcp_peers shadows it)
 
@@ -87,6 +89,37 @@ async def test_an_agent_adds_two_numbers_with_the_servers_tool(server: McpServer
     assert results[0].text == "The sum of 2 and 40 is 42." and not results[0].is_error
     assert results[1].is_error  # the model never got a tool of that name: the run says so
     assert "get-sum" in [t.name for t in model.requests[0].tools]
+
+
+async def test_a_cancelled_run_does_not_wait_for_a_long_operation(server: McpServerHandle) -> None:
+    token = CancellationToken()
+    model = MockModel.with_scripts(
+        [tool_call_turn("trigger-long-running-operation", {"duration": 600, "steps": 600}), text_turn("no")]
+    )
+    agent = LlmAgent(name="patient", model=model, tool_sources=[server])
+    run = asyncio.ensure_future(agent.run("go", context=RunContext.ephemeral(None).with_cancel(token)))
+    for _ in range(1000):  # until the model has asked for the call
+        if model.requests:
+            break
+        await asyncio.sleep(0.01)
+    await asyncio.sleep(0.2)  # the call is on its way to the server
+    token.cancel("stop")
+    with pytest.raises(RunCancelled):
+        await asyncio.wait_for(run, 60)  # a guard: without the race this would take 600 s
+    assert (await server.call_tool("echo", {"message": "after"})).value == "Echo: after"
+
+
+async def test_a_handle_used_on_another_event_loop_says_so() -> None:
+    handle = await asyncio.to_thread(_connect_in_another_loop)  # and left open when that loop ended
+    with pytest.raises(McpError.Service, match="another event loop"):
+        await handle.refresh_tools()
+    with pytest.raises(ToolError, match="another event loop"):
+        await handle.call_tool("echo", {"message": "x"})
+    await handle.close()
+
+
+def _connect_in_another_loop() -> McpServerHandle:
+    return asyncio.run(everything().connect())
 
 
 async def test_allow_deny_and_a_predicate_of_the_run_context_filter_the_tools() -> None:

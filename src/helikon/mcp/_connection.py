@@ -114,6 +114,11 @@ class Connection:
             with contextlib.suppress(BaseException):
                 await task
 
+    def on_this_loop(self) -> bool:
+        """Whether the running event loop is the one this connection lives on."""
+        task = self._task
+        return task is not None and task.get_loop() is asyncio.get_running_loop()
+
     def loop_running(self) -> bool:
         """Whether the loop this connection lives on still runs (it can still close gracefully)."""
         task = self._task

@@ -224,6 +224,11 @@ class McpServerHandle:
     async def _live(self) -> Connection:
         """The connection, opened anew if the last one dropped."""
         connection = self._link.connection
+        if connection is not None and not connection.on_this_loop():
+            raise Service(
+                f"{self.label}: this handle was connected on another event loop; connect it (and close "
+                "it) in the loop that runs the agent"
+            )
         if connection is not None and not connection.closed:
             return connection
         if self._finalizer.alive is False:
