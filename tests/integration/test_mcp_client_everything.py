@@ -42,6 +42,16 @@ async def test_connect_lists_every_tool_with_its_schema_and_effect(server: McpSe
     assert "trigger-elicitation-request" not in tools
 
 
+async def test_a_user_built_transport_the_sdks_own_stdio_client() -> None:
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    params = StdioServerParameters(command=str(peer("mcp-server-everything")))
+    async with McpServerHandle.transport(lambda: stdio_client(params)).tool_prefix("sdk_") as handle:
+        assert handle.label == "transport:<lambda>"
+        assert (await handle.call_tool("get-sum", {"a": 20, "b": 22})).value == "The sum of 20 and 22 is 42."
+        assert "sdk_echo" in [t.name for t in handle.tools()]
+
+
 async def test_calls_map_text_structured_content_and_media(server: McpServerHandle) -> None:
     assert (await server.call_tool("echo", {"message": "hi"})).value == "Echo: hi"
     assert (await server.call_tool("get-sum", {"a": 2, "b": 40})).value == "The sum of 2 and 40 is 42."
