@@ -2,7 +2,8 @@
 
 The server runs in a child process the test kills and restarts: a call the drop interrupts
 fails with a clear `ToolError`, and the next call gets a fresh session, also when the
-restarted server no longer knows the old one.
+restarted server no longer knows the old one. A stream the live server closes mid-call is
+resumed from its event store.
 """
 
 from __future__ import annotations
@@ -101,6 +102,14 @@ async def test_a_server_killed_mid_call_fails_the_call_and_a_restart_serves_the_
             await call
         await http.start()
         assert (await handle.call_tool("echo", {"text": "back"})).value == {"result": "back"}
+
+
+async def test_a_call_whose_stream_the_server_closed_is_resumed(http: HttpServer) -> None:
+    # The server closes the call's SSE stream half-way and answers later: only a client that
+    # reconnects with Last-Event-ID (the SDK's transport does) gets the answer from its event store.
+    async with McpServerHandle.streamable_http(http.url) as handle:
+        out = await handle.call_tool("interrupted", {})
+        assert out.value == {"result": "answered after the stream was closed"}
 
 
 async def test_a_restarted_server_that_forgot_the_session_gets_a_fresh_one(http: HttpServer) -> None:

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.streamable_http import EventMessage, EventStore
 
 server = MCPServer("py-test-server", instructions="A server for helikon's MCP client tests.")
 
@@ -53,6 +55,37 @@ async def slow(seconds: float, marker: str) -> str:
 
 
 @server.tool()
+async def interrupted(ctx: Context) -> str:
+    """Close this call's SSE stream half-way (the client must resume it), then answer."""
+    await anyio.sleep(0.2)
+    await ctx.close_sse_stream()
+    await anyio.sleep(0.5)
+    return "answered after the stream was closed"
+
+
+class MemoryEvents(EventStore):
+    """Every event of every stream, so a client that reconnects with Last-Event-ID gets the rest."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, Any]] = []  # (event id, stream id, message or None)
+
+    async def store_event(self, stream_id: str, message: Any) -> str:
+        event_id = str(len(self.events) + 1)
+        self.events.append((event_id, stream_id, message))
+        return event_id
+
+    async def replay_events_after(self, last_event_id: str, send_callback: Any) -> str | None:
+        index = next((i for i, event in enumerate(self.events) if event[0] == last_event_id), None)
+        if index is None:
+            return None
+        stream = self.events[index][1]
+        for event_id, stream_id, message in self.events[index + 1 :]:
+            if stream_id == stream and message is not None:
+                await send_callback(EventMessage(message, event_id))
+        return stream
+
+
+@server.tool()
 async def add_tool(name: str, ctx: Context) -> str:
     """Add a tool called `name` and tell the client the list changed."""
 
@@ -66,7 +99,14 @@ async def add_tool(name: str, ctx: Context) -> str:
 
 if __name__ == "__main__":
     if len(sys.argv) > 1:
-        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[1]))
+        # With an event store a closed SSE stream can be resumed (Last-Event-ID).
+        server.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=int(sys.argv[1]),
+            event_store=MemoryEvents(),
+            retry_interval=100,
+        )
     else:
         server.run()
         if os.environ.get("PY_SERVER_LINGER"):
