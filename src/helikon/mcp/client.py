@@ -275,6 +275,8 @@ class McpServerHandle:
 
         remote: list[Any] = []
         cursor: str | None = None
+        # Reset before asking: a change announced while the pages arrive makes the next turn ask again.
+        self._link.tools_stale = False
         for _ in range(_MAX_PAGES):
             params = mcp_types.PaginatedRequestParams(cursor=cursor) if cursor is not None else None
             page = await self._request(connection, "tools/list", connection.session.list_tools(params=params))
@@ -282,7 +284,6 @@ class McpServerHandle:
             cursor = page.next_cursor
             if cursor is None:
                 break
-        self._link.tools_stale = False
         self._set_tools(remote)
 
     def _set_tools(self, remote: list[Any]) -> None:
