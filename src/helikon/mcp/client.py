@@ -110,13 +110,12 @@ class _Link:
 class McpServerHandle:
     """A live connection to one MCP server; its tools, resources and prompts."""
 
-    __slots__ = ("__weakref__", "_finalizer", "_link", "_lock", "_remote", "_tools", "options")
+    __slots__ = ("__weakref__", "_finalizer", "_link", "_lock", "_tools", "options")
 
     def __init__(self, options: Options, link: _Link) -> None:
         self.options = options
         self._link = link
         self._lock = asyncio.Lock()
-        self._remote: list[Any] = []  # the server's `mcp_types.Tool`s, as last listed
         self._tools: list[McpTool] = []
         self._finalizer = weakref.finalize(self, link.reap)
 
@@ -299,7 +298,7 @@ class McpServerHandle:
             tools.append(
                 McpTool(self, spec, name, lazy=options.lazy, assume_destructive=options.assume_destructive)
             )
-        self._remote, self._tools = remote, tools
+        self._tools = tools
 
     def _allowed(self) -> list[McpTool]:
         allow, deny = self.options.allow, self.options.deny
