@@ -9,6 +9,8 @@
 (`pip install 'paigasus-helikon[mcp]'`).
 """
 
+from .builder import McpConnectBuilder
+from .client import McpServerHandle
 from .errors import McpError
 
-__all__ = ["McpError"]
+__all__ = ["McpConnectBuilder", "McpError", "McpServerHandle"]

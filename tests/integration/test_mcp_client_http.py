@@ -1,0 +1,140 @@
+"""helikon's MCP client over streamable HTTP, against the SDK's own server (uvicorn) on 127.0.0.1.
+
+The server runs in a child process the test kills and restarts: a call the drop interrupts
+fails with a clear `ToolError`, and the next call gets a fresh session, also when the
+restarted server no longer knows the old one. A stream the live server closes mid-call is
+resumed from its event store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from helikon import LlmAgent, ToolError
+from helikon.core.items import ToolResult
+from helikon.mcp import McpError, McpServerHandle
+from helikon.testing import MockModel, text_turn, tool_call_turn
+
+PY_SERVER = Path(__file__).parent / "mcp_servers" / "py_server.py"
+
+
+class HttpServer:
+    """`py_server.py PORT` in a child process, on a port that stays the same across restarts."""
+
+    def __init__(self) -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port: int = probe.getsockname()[1]
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self.process: asyncio.subprocess.Process | None = None
+
+    async def start(self) -> None:
+        self.process = await asyncio.create_subprocess_exec(
+            sys.executable, str(PY_SERVER), str(self.port), stderr=subprocess.DEVNULL
+        )
+        for _ in range(600):
+            try:
+                _, writer = await asyncio.open_connection("127.0.0.1", self.port)
+            except OSError:
+                await asyncio.sleep(0.05)
+                continue
+            writer.close()
+            await writer.wait_closed()
+            return
+        raise AssertionError(f"the MCP server never listened on {self.url}")
+
+    async def kill(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            self.process.kill()
+            await self.process.wait()
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[HttpServer]:
+    server = HttpServer()
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.kill()
+
+
+def says(marker: Path) -> str | None:
+    return marker.read_text() if marker.exists() else None
+
+
+async def until(marker: Path, text: str) -> None:
+    for _ in range(1000):
+        if says(marker) == text:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{marker} never said {text!r}")
+
+
+async def test_calls_headers_and_an_agent_over_http(http: HttpServer) -> None:
+    builder = McpServerHandle.streamable_http(http.url, headers={"X-Tenant": "acme"}).tool_prefix("py_")
+    async with builder as handle:
+        assert handle.server_info.name == "py-test-server"
+        assert (await handle.call_tool("echo", {"text": "hi"})).value == {"result": "hi"}
+        assert (await handle.call_tool("header", {"name": "X-Tenant"})).value == {"result": "acme"}
+        model = MockModel.with_scripts([tool_call_turn("py_echo", {"text": "over http"}), text_turn("ok")])
+        await LlmAgent(name="a", model=model, tool_sources=[handle]).run("go")
+        [result] = [m for m in model.requests[1].messages if isinstance(m, ToolResult)]
+        assert "over http" in result.text and not result.is_error
+
+
+async def test_a_server_killed_mid_call_fails_the_call_and_a_restart_serves_the_next(
+    http: HttpServer, tmp_path: Path
+) -> None:
+    async with McpServerHandle.streamable_http(http.url) as handle:
+        marker = tmp_path / "marker"
+        call = asyncio.ensure_future(handle.call_tool("slow", {"seconds": 600, "marker": str(marker)}))
+        await until(marker, "started")
+        await http.kill()
+        with pytest.raises(ToolError, match="dropped during the call to 'slow', which could not be resumed"):
+            await call
+        await http.start()
+        assert (await handle.call_tool("echo", {"text": "back"})).value == {"result": "back"}
+
+
+async def test_a_call_whose_stream_the_server_closed_is_resumed(http: HttpServer) -> None:
+    # The server closes the call's SSE stream half-way and answers later: only a client that
+    # reconnects with Last-Event-ID (the SDK's transport does) gets the answer from its event store.
+    async with McpServerHandle.streamable_http(http.url) as handle:
+        out = await handle.call_tool("interrupted", {})
+        assert out.value == {"result": "answered after the stream was closed"}
+
+
+async def test_a_restarted_server_that_forgot_the_session_gets_a_fresh_one(http: HttpServer) -> None:
+    async with McpServerHandle.streamable_http(http.url) as handle:
+        assert (await handle.call_tool("echo", {"text": "one"})).value == {"result": "one"}
+        await http.kill()
+        await http.start()  # a new process: the old session id means nothing to it
+        assert (await handle.call_tool("echo", {"text": "two"})).value == {"result": "two"}
+        assert {"echo", "header"} <= {t.name for t in await handle.refresh_tools()}
+        await http.kill()
+        await http.start()
+        assert [p.name for p in await handle.prompts()] == []
+
+
+async def test_an_unreachable_server_is_a_connect_error_and_a_failed_call_a_tool_error(
+    http: HttpServer,
+) -> None:
+    await http.kill()
+    with pytest.raises(McpError.Connect, match=str(http.port)):
+        await McpServerHandle.streamable_http(http.url).connect_timeout(10).connect()
+    await http.start()
+    handle = await McpServerHandle.streamable_http(http.url).connect()
+    try:
+        await http.kill()
+        with pytest.raises(ToolError):
+            await handle.call_tool("echo", {"text": "nobody home"})
+    finally:
+        await handle.close()
