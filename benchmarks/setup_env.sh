@@ -6,4 +6,4 @@ cd "$(dirname "$0")/.."
 uv venv --clear -p 3.11 .bench-venv
 # --compile-bytecode: ship .pyc files so import-time numbers are not source-compilation times
 # (some environments set PYTHONDONTWRITEBYTECODE=1, which would otherwise leave none).
-uv pip install --compile-bytecode --python .bench-venv/bin/python -r benchmarks/requirements.txt -e ".[sessions-sqlite,sessions-postgres,sessions-redis,otel,openai,anthropic,gemini,bedrock]"
+uv pip install --compile-bytecode --python .bench-venv/bin/python -r benchmarks/requirements.txt -e ".[sessions-sqlite,sessions-postgres,sessions-redis,otel,openai,anthropic,gemini,bedrock,mcp]"

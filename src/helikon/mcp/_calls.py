@@ -60,26 +60,27 @@ async def call_once(
     call = asyncio.ensure_future(
         connection.session.call_tool(name, dict(arguments), read_timeout_seconds=limit)
     )
-    if cancel is not None:
-        waiter = asyncio.ensure_future(cancel.wait())
-        try:
-            await asyncio.wait((call, waiter), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:
-            await _abandon(call)
-            raise
-        finally:
-            waiter.cancel()
-        if not call.done():
-            await _abandon(call)
-            reason = f": {cancel.reason}" if cancel.reason else ""
-            raise ToolError(f"the call to the MCP tool {label!r} was cancelled{reason}")
+    # The token cancels the call (a callback, not a second task waiting on the token: this
+    # runs for every call). The shield keeps a cancellation of this task from reaching the
+    # call directly, so `_abandon` bounds how long the SDK may take to wind it down.
+    remove = cancel.add_callback(call.cancel) if cancel is not None else None
     try:
-        return await call
+        return await asyncio.shield(call)
+    except asyncio.CancelledError:
+        await _abandon(call)
+        task = asyncio.current_task()
+        if cancel is None or not cancel.is_cancelled() or (task is not None and task.cancelling()):
+            raise
+        reason = f": {cancel.reason}" if cancel.reason else ""
+        raise ToolError(f"the call to the MCP tool {label!r} was cancelled{reason}") from None
     except Exception as exc:
         if session_expired(exc):
             connection.mark_dropped()
             raise SessionExpired(str(exc)) from exc
         raise _failure(connection, label, exc, limit, server) from exc
+    finally:
+        if remove is not None:
+            remove()
 
 
 def _failure(
