@@ -10,5 +10,7 @@
 """
 
 from .errors import McpError
+from .server import McpAgentServer, tool_name_for
+from .tool_server import McpToolServer
 
-__all__ = ["McpError"]
+__all__ = ["McpAgentServer", "McpError", "McpToolServer", "tool_name_for"]
