@@ -19,7 +19,8 @@ from typing import Any
 
 import uvicorn
 
-from mcp_peers import peer
+# pyright takes `mcp_peers` for the npm folder tests/mcp_peers; at run time it is the module beside this one.
+from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp_agent_server.py"
 EXAMPLE_COMMAND = [sys.executable, str(EXAMPLE)]
