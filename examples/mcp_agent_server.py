@@ -43,10 +43,13 @@ def echo_tool(text: str) -> str:
 
 @tool
 async def wait_for_cancel(ctx: ToolContext[None]) -> str:
-    """Block until the run is cancelled, then leave a marker file saying so."""
-    await ctx.cancel.wait()
-    if CANCEL_MARKER is not None:
-        await asyncio.to_thread(CANCEL_MARKER.write_text, ctx.cancel.reason or "cancelled")
+    """Block until the run is cancelled, then leave a marker file saying why."""
+    try:
+        await ctx.cancel.wait()
+    finally:
+        # The run's cancel interrupts this await: the task is being cancelled, so no await here.
+        if CANCEL_MARKER is not None and ctx.cancel.is_cancelled():
+            CANCEL_MARKER.write_text(ctx.cancel.reason or "cancelled")  # noqa: ASYNC240
     return "cancelled"
 
 

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 # pyright takes `mcp_peers` for the npm folder tests/mcp_peers; at run time it is the module beside this one.
 from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]
@@ -83,6 +85,18 @@ async def served_in_process(app: Any) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+@contextlib.asynccontextmanager
+async def http_client(app: Any, path: str = "/mcp") -> AsyncIterator[ClientSession]:
+    """An initialized Python-SDK client session on `app` served in this process, at `path`."""
+    async with (
+        served_in_process(app) as base,
+        streamable_http_client(base + path) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
 
 
 def inspector(*args: str) -> subprocess.CompletedProcess[str]:
