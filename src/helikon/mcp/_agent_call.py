@@ -11,7 +11,6 @@ never outlives its deadline by more than `WIND_DOWN` seconds.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -33,10 +32,7 @@ from helikon.core.events import (
 from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.model import TokenDelta
 
-from ._serving import CLIENT_CANCELLED, error_result
-
-WIND_DOWN = 2.0
-"""Seconds a cancelled (or timed-out) run is given to end by itself before it is abandoned."""
+from ._serving import CLIENT_CANCELLED, WIND_DOWN, abandon, error_result, settle
 
 Report = Callable[[float, str], Awaitable[None]]
 """Sends one `notifications/progress` to the client: the count so far, and the message."""
@@ -145,7 +141,7 @@ async def run_agent_call(
         progress.open = False
         token.cancel(CLIENT_CANCELLED)
         with anyio.CancelScope(shield=True):
-            await _settle(task)
+            await settle(task)
         raise
     finally:
         if timer is not None:
@@ -153,7 +149,7 @@ async def run_agent_call(
     if not task.done():  # the run ignored its token past the deadline: abandon it
         progress.open = False
         token.cancel(TIMEOUT_REASON)
-        await _abandon(task)
+        await abandon(task)
         return error_result(_timed_out(agent.name, timeout or 0.0))
     try:
         return task.result()
@@ -161,20 +157,4 @@ async def run_agent_call(
         return error_result(f"the agent {agent.name!r} failed: {type(exc).__name__}: {exc}")
 
 
-async def _settle(task: asyncio.Future[Any]) -> None:
-    """Give a cancelled run `WIND_DOWN` seconds to end by itself, then abandon it."""
-    await asyncio.wait((task,), timeout=WIND_DOWN)
-    await _abandon(task)
-
-
-async def _abandon(task: asyncio.Future[Any]) -> None:
-    """Stop a run that did not end when its token was cancelled: cancel its task, briefly await it."""
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait((task,), timeout=WIND_DOWN)
-    if task.done() and not task.cancelled():
-        task.exception()  # retrieved, so an abandoned run's error is not logged as never read
-
-
-__all__ = ["WIND_DOWN", "progress_message", "run_agent_call"]
+__all__ = ["progress_message", "run_agent_call"]

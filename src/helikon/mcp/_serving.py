@@ -7,6 +7,8 @@ written once here, on the official SDK's low-level `Server` (no JSON-RPC of our 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import errno
 import inspect
@@ -41,6 +43,26 @@ CLIENT_CANCELLED = "the MCP client cancelled the call (or disconnected)"
 
 CtxFactory: TypeAlias = "Callable[[], RunContext[Ctx] | Awaitable[RunContext[Ctx]]]"
 """Makes the `RunContext` of one call (sync or async): the user state, session and governance."""
+
+
+WIND_DOWN = 2.0
+"""Seconds a cancelled (or timed-out) call is given to end by itself before it is abandoned."""
+
+
+async def settle(task: asyncio.Future[Any]) -> None:
+    """Give a call whose token was cancelled `WIND_DOWN` seconds to end by itself, then abandon it."""
+    await asyncio.wait((task,), timeout=WIND_DOWN)
+    await abandon(task)
+
+
+async def abandon(task: asyncio.Future[Any]) -> None:
+    """Stop a call that has not ended: cancel its task, and await it briefly."""
+    if not task.done():
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await asyncio.wait((task,), timeout=WIND_DOWN)
+    if task.done() and not task.cancelled():
+        task.exception()  # retrieved, so an abandoned call's error is not logged as never read
 
 
 def default_ctx() -> RunContext[None]:
@@ -237,11 +259,14 @@ def _text(what: str, value: object, *, empty_ok: bool = False) -> str:
 __all__ = [
     "CLIENT_CANCELLED",
     "MCP_PATH",
+    "WIND_DOWN",
     "CtxFactory",
     "McpServing",
     "ToolHandler",
+    "abandon",
     "default_ctx",
     "error_result",
     "make_context",
+    "settle",
     "unknown_tool",
 ]

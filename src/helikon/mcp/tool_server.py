@@ -36,10 +36,12 @@ Example:
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
+import anyio
 import mcp_types as types
 
 from helikon.core.context import RunConfig, ToolContext
@@ -50,6 +52,7 @@ from ._serving import (
     CLIENT_CANCELLED,
     CtxFactory,
     McpServing,
+    abandon,
     default_ctx,
     error_result,
     make_context,
@@ -89,14 +92,22 @@ class _Tools(Generic[Ctx]):
             tool_name=name,
             max_agent_depth=RunConfig().max_agent_depth,
         )
+        # In a task of its own, so that a cancelled request cancels the tool's token before
+        # the tool's await is interrupted (as a run interrupts the tools it cancels).
+        task = asyncio.ensure_future(tool.invoke(ctx, args))
         try:
-            output = await tool.invoke(ctx, args)
-        except BaseException as exc:
-            if not isinstance(exc, Exception):  # the request was cancelled: tell the tool's token too
-                token.cancel(CLIENT_CANCELLED)
-                raise
-            return error_result(_failure(name, exc))
-        return call_result(tool, output)
+            await asyncio.wait((task,))
+        except BaseException:
+            token.cancel(CLIENT_CANCELLED)
+            with anyio.CancelScope(shield=True):
+                await abandon(task)
+            raise
+        error = task.exception()
+        if error is not None:
+            if not isinstance(error, Exception):
+                raise error
+            return error_result(_failure(name, error))
+        return call_result(tool, task.result())
 
 
 def _failure(name: str, exc: Exception) -> str:
