@@ -37,7 +37,7 @@ def add(a: int, b: int) -> int:
 
 @tool(effect=ToolEffect.READ_ONLY)
 def echo_tool(text: str) -> str:
-    """Echo the input text."""
+    """Echo the input text"""  # worded as the official Python echo example
     return text
 
 
