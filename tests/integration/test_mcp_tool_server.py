@@ -13,8 +13,10 @@ from typing import Any
 import anyio
 import mcp_types as types
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp_server_helpers import http_client
+from mcp_server_helpers import free_port, http_client
 from pydantic import BaseModel
 
 from helikon import (
@@ -236,3 +238,26 @@ async def test_serving_on_a_port_in_use_is_a_bind_error() -> None:
         port: Any = taken.getsockname()[1]
         with pytest.raises(McpError.Bind, match=f"cannot listen on 127.0.0.1:{port}: the port is in use"):
             await McpToolServer([add]).serve_streamable_http("127.0.0.1", port)
+
+
+async def test_serve_streamable_http_answers_at_mcp_until_cancelled() -> None:
+    port = free_port()
+    serving = asyncio.create_task(McpToolServer([add]).name("adder").serve_streamable_http("127.0.0.1", port))
+    try:
+        url = f"http://127.0.0.1:{port}/mcp"
+        for _ in range(600):  # until it listens
+            with socket.socket() as probe:
+                if probe.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            await asyncio.sleep(0.05)
+        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as session:
+            info = await session.initialize()
+            result = await session.call_tool("add", {"a": 1, "b": 2})
+        assert (info.server_info.name, result.structured_content) == ("adder", {"result": 3})
+    finally:
+        serving.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await serving
+    with socket.socket() as again:  # the port is free again
+        again.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        again.bind(("127.0.0.1", port))

@@ -215,14 +215,25 @@ class McpServing:
 
         sock = _bound(host, port)
         app = self.streamable_http_app(host=host)
-        config = uvicorn.Config(app, log_level="warning", lifespan="on")
+        config = uvicorn.Config(
+            app, log_level="warning", lifespan="on", timeout_graceful_shutdown=int(WIND_DOWN)
+        )
         server = uvicorn.Server(config)
+        serving = asyncio.ensure_future(server.serve(sockets=[sock]))
         try:
-            await server.serve(sockets=[sock])
-        except Exception as exc:
-            raise Serve(f"the MCP HTTP server {self._name!r} on {host}:{port} stopped: {exc}") from exc
+            await asyncio.wait((serving,))
+        except asyncio.CancelledError:
+            # Stopped by the caller: shut down as on Ctrl-C (the runs in flight are cancelled,
+            # the lifespan ends) rather than cutting uvicorn off mid-step.
+            server.should_exit = True
+            await asyncio.wait((serving,), timeout=3 * WIND_DOWN)
+            await abandon(serving)
+            raise
         finally:
             sock.close()
+        error = serving.exception()
+        if error is not None:
+            raise Serve(f"the MCP HTTP server {self._name!r} on {host}:{port} stopped: {error}") from error
 
 
 def _bound(host: str, port: int) -> socket.socket:
