@@ -167,6 +167,29 @@ async def test_the_python_client_calls_the_agent_mounted_in_a_larger_app() -> No
     assert (tool_def.name, tool_def.description, _text(result)) == ("Greeter_bot_", "Greets.", "Hi!")
 
 
+async def test_concurrent_calls_over_http_each_get_their_own_run_and_progress() -> None:
+    def answer(request: Any) -> Script:
+        return text_turn(f"echo {request.messages[-1].text}", chunk_size=2)
+
+    agent = LlmAgent(name="echo", model=FunctionModel(answer))
+    progress: dict[int, list[str]] = {i: [] for i in range(5)}
+
+    def recorder(i: int) -> Any:
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            progress[i].append(message or "")
+
+        return on_progress
+
+    async with http_session(McpAgentServer.with_default_ctx(agent)) as session:
+        results = await asyncio.gather(
+            *(session.call_tool("echo", {"input": f"n{i}"}, progress_callback=recorder(i)) for i in range(5))
+        )
+    assert [_text(r) for r in results] == [f"echo n{i}" for i in range(5)]
+    for i, messages in progress.items():
+        assert messages[0] == "turn 1"
+        assert "".join(m.removeprefix("text: ") for m in messages[1:]) == f"echo n{i}"
+
+
 async def test_notifications_cancelled_cancels_the_run_over_http() -> None:
     blocker = Blocker()
     server = McpAgentServer.with_default_ctx(blocker.agent())
