@@ -80,11 +80,11 @@ class Blocker:
 
         self.tool = wait_for_cancel
 
-    def agent(self) -> LlmAgent[None]:
+    def agent(self, run_config: RunConfig | None = None) -> LlmAgent[None]:
         def answer(request: Any) -> Script:
             return tool_call_turn("wait_for_cancel", {})
 
-        return LlmAgent(name="blocker", model=FunctionModel(answer), tools=[self.tool])
+        return LlmAgent(name="blocker", model=FunctionModel(answer), tools=[self.tool], run_config=run_config)
 
 
 def _text(result: types.CallToolResult) -> str:
@@ -245,6 +245,15 @@ async def test_the_run_config_timeout_ends_the_call_with_an_error_result() -> No
     assert (
         _text(result) == "the agent 'blocker' did not finish within its timeout of 0.5s (RunConfig.timeout)"
     )
+    assert blocker.reason == "helikon:timeout"
+
+
+async def test_the_agents_own_run_config_timeout_is_enforced_too() -> None:
+    blocker = Blocker()
+    server = McpAgentServer.with_default_ctx(blocker.agent(RunConfig(timeout=0.3)))
+    async with http_session(server) as session:
+        result = await session.call_tool("blocker", {"input": "go"})
+    assert result.is_error and "did not finish within its timeout of 0.3s" in _text(result)
     assert blocker.reason == "helikon:timeout"
 
 

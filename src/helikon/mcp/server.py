@@ -102,7 +102,12 @@ class _AgentTool(Generic[Ctx]):
             ctx = await make_context(self.ctx_factory)
         except Exception as exc:
             return error_result(f"the server could not make the run's context: {type(exc).__name__}: {exc}")
-        return await run_agent_call(self.agent, ctx, text, self.config, _reporter(request))
+        # Without a config of the server's, the agent's own (an LlmAgent's run_config): its
+        # timeout is enforced here all the same.
+        config = self.config if self.config is not None else getattr(self.agent, "run_config", None)
+        if not isinstance(config, RunConfig):
+            config = None
+        return await run_agent_call(self.agent, ctx, text, config, _reporter(request))
 
 
 class McpAgentServer(McpServing, Generic[Ctx]):
@@ -143,7 +148,11 @@ class McpAgentServer(McpServing, Generic[Ctx]):
         return McpAgentServer[None](agent, ctx_factory=default_ctx)
 
     def with_run_config(self, config: RunConfig) -> Self:
-        """Run each call with `config`; its `timeout` ends a call with an `isError` result."""
+        """Run each call with `config` (instead of the agent's own `run_config`).
+
+        Its `timeout` (or, without one set here, that of the agent's `run_config`) ends a call
+        with an `isError` result.
+        """
         if not isinstance(config, RunConfig):
             raise UserError(f"with_run_config({config!r}): give a RunConfig")
         changed = replace(self._tool, config=config)
