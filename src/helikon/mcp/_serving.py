@@ -124,7 +124,7 @@ class McpServing:
 
     def _init_serving(self, handler: ToolHandler, name: str) -> None:
         self._handler = handler
-        self._name = name
+        self._name = _text("name", name)
         self._version = ""
         self._instructions = None
 

@@ -155,7 +155,6 @@ class McpToolServer(McpServing, Generic[Ctx]):
         factory: CtxFactory[Any] = ctx_factory if ctx_factory is not None else default_ctx
         handler = _Tools(by_name, tuple(definition(t) for t in by_name.values()), factory)
         self._init_serving(handler, name)
-        self.name(name)  # checks it
 
     @property
     def tool_names(self) -> tuple[str, ...]:
