@@ -86,6 +86,9 @@ async def _drive(
     agent: Agent[Any, Any], text: str, ctx: RunContext[Any], config: RunConfig | None, progress: _Progress
 ) -> types.CallToolResult:
     final = ""
+    failed: RunFailed | None = None
+    # Read to the end (as `RunStream.collect` does), so that whatever wraps the run — a
+    # runner writing the session — is done before the call answers.
     async for event in agent.run(text, context=ctx, config=config):
         if isinstance(event, MessageOutput):
             final = event.item.text
@@ -93,9 +96,11 @@ async def _drive(
             if event.output is not None:  # an output validator changed the output
                 final = event.output
         elif isinstance(event, RunFailed):
-            return error_result(_failure(agent.name, event, config))
+            failed = event
         else:
             await progress.tell(event)
+    if failed is not None:
+        return error_result(_failure(agent.name, failed, config))
     return types.CallToolResult(content=[types.TextContent(text=final)])
 
 
