@@ -190,6 +190,34 @@ async def test_concurrent_calls_over_http_each_get_their_own_run_and_progress() 
         assert "".join(m.removeprefix("text: ") for m in messages[1:]) == f"echo n{i}"
 
 
+async def test_a_handoff_and_a_tool_error_are_told_as_progress() -> None:
+    @tool
+    def lookup(order: str) -> str:
+        """Find an order."""
+        raise RuntimeError("database down")
+
+    billing = LlmAgent(
+        name="billing",
+        model=MockModel.with_scripts([tool_call_turn("lookup", {"order": "A-1"}), text_turn("Sorry.")]),
+        tools=[lookup],
+    )
+    triage = LlmAgent(
+        name="triage",
+        model=MockModel.with_scripts([tool_call_turn("transfer_to_billing", {})]),
+        handoffs=[billing],
+    )
+    seen: list[str] = []
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        seen.append(message or "")
+
+    async with http_session(McpAgentServer.with_default_ctx(triage)) as session:
+        result = await session.call_tool("triage", {"input": "refund"}, progress_callback=on_progress)
+    assert _text(result) == "Sorry."
+    assert "handoff: triage -> billing" in seen
+    assert seen.index("tool call: lookup") < seen.index("tool error: lookup")
+
+
 async def test_notifications_cancelled_cancels_the_run_over_http() -> None:
     blocker = Blocker()
     server = McpAgentServer.with_default_ctx(blocker.agent())
