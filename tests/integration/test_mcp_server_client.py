@@ -175,7 +175,7 @@ async def test_concurrent_calls_over_http_each_get_their_own_run_and_progress() 
     progress: dict[int, list[str]] = {i: [] for i in range(5)}
 
     def recorder(i: int) -> Any:
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        async def on_progress(progress: float, total: float | None, message: str | None) -> None:
             progress[i].append(message or "")
 
         return on_progress
@@ -208,7 +208,7 @@ async def test_a_handoff_and_a_tool_error_are_told_as_progress() -> None:
     )
     seen: list[str] = []
 
-    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
         seen.append(message or "")
 
     async with http_session(McpAgentServer.with_default_ctx(triage)) as session:
