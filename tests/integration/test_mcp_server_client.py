@@ -172,11 +172,11 @@ async def test_concurrent_calls_over_http_each_get_their_own_run_and_progress() 
         return text_turn(f"echo {request.messages[-1].text}", chunk_size=2)
 
     agent = LlmAgent(name="echo", model=FunctionModel(answer))
-    progress: dict[int, list[str]] = {i: [] for i in range(5)}
+    told: dict[int, list[str]] = {i: [] for i in range(5)}
 
     def recorder(i: int) -> Any:
         async def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            progress[i].append(message or "")
+            told[i].append(message or "")
 
         return on_progress
 
@@ -185,7 +185,7 @@ async def test_concurrent_calls_over_http_each_get_their_own_run_and_progress() 
             *(session.call_tool("echo", {"input": f"n{i}"}, progress_callback=recorder(i)) for i in range(5))
         )
     assert [_text(r) for r in results] == [f"echo n{i}" for i in range(5)]
-    for i, messages in progress.items():
+    for i, messages in told.items():
         assert messages[0] == "turn 1"
         assert "".join(m.removeprefix("text: ") for m in messages[1:]) == f"echo n{i}"
 
