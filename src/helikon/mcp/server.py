@@ -143,7 +143,7 @@ class McpAgentServer(McpServing, Generic[Ctx]):
         self._init_serving(self._tool, agent.name)
 
     @staticmethod
-    def with_default_ctx(agent: Agent[Any, Any]) -> McpAgentServer[None]:
+    def with_default_ctx(agent: Agent[None, Any]) -> McpAgentServer[None]:
         """Serve `agent` with each call on `RunContext.ephemeral(None)`."""
         return McpAgentServer[None](agent, ctx_factory=default_ctx)
 
