@@ -126,6 +126,31 @@ async def test_progress_notifications_stream_the_run_over_stdio() -> None:
     assert [p for p, _ in seen] == list(range(1, len(seen) + 1))  # increasing, as the spec requires
 
 
+async def test_notifications_cancelled_over_stdio_cancels_the_run(tmp_path: Path) -> None:
+    marker = tmp_path / "cancelled"
+    running = asyncio.Event()
+
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        if message == "tool call: wait_for_cancel":
+            running.set()
+
+    async with stdio_session("--cancel-marker", str(marker)) as session:
+        async with anyio.create_task_group() as group:
+            group.start_soon(
+                lambda: session.call_tool("calculator", {"input": "wait"}, progress_callback=on_progress)
+            )
+            await asyncio.wait_for(running.wait(), 30)
+            group.cancel_scope.cancel()  # the client sends notifications/cancelled
+        # The server is still there for the next call, and the cancelled run left its marker.
+        result = await session.call_tool("calculator", {"input": "add 1 and 1"})
+        for _ in range(600):
+            if marker.exists():
+                break
+            await asyncio.sleep(0.05)
+    assert _text(result) == "The answer is 2."
+    assert marker.read_text() == "the MCP client cancelled the call (or disconnected)"
+
+
 async def test_a_client_disconnect_over_stdio_cancels_the_run(tmp_path: Path) -> None:
     """The client goes away mid-call without a notifications/cancelled: stdin closes, the run is cancelled."""
     marker = tmp_path / "cancelled"
