@@ -22,6 +22,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_server_helpers import EXAMPLE, EXAMPLE_COMMAND, http_client, served_in_process
+from pydantic import BaseModel
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse
@@ -241,6 +242,21 @@ async def test_a_handoff_and_a_tool_error_are_told_as_progress() -> None:
     assert _text(result) == "Sorry."
     assert "handoff: triage -> billing" in seen
     assert seen.index("tool call: lookup") < seen.index("tool error: lookup")
+
+
+class Weather(BaseModel):
+    city: str
+    celsius: float
+
+
+async def test_an_agent_with_an_output_type_answers_with_structured_content_too() -> None:
+    answer = '{"city": "Oslo", "celsius": 21.5}'
+    agent = LlmAgent(name="weather", model=MockModel.with_scripts([text_turn(answer)]), output_type=Weather)
+    async with http_session(McpAgentServer.with_default_ctx(agent)) as session:
+        (listed,) = (await session.list_tools()).tools
+        result = await session.call_tool("weather", {"input": "Oslo?"})
+    assert listed.output_schema is not None and set(listed.output_schema["properties"]) == {"city", "celsius"}
+    assert (_text(result), result.structured_content) == (answer, {"city": "Oslo", "celsius": 21.5})
 
 
 async def test_notifications_cancelled_cancels_the_run_over_http() -> None:

@@ -11,6 +11,7 @@ never outlives its deadline by more than `WIND_DOWN` seconds.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -83,7 +84,12 @@ class _Progress:
 
 
 async def _drive(
-    agent: Agent[Any, Any], text: str, ctx: RunContext[Any], config: RunConfig | None, progress: _Progress
+    agent: Agent[Any, Any],
+    text: str,
+    ctx: RunContext[Any],
+    config: RunConfig | None,
+    progress: _Progress,
+    structured: bool,
 ) -> types.CallToolResult:
     final = ""
     failed: RunFailed | None = None
@@ -101,7 +107,20 @@ async def _drive(
             await progress.tell(event)
     if failed is not None:
         return error_result(_failure(agent.name, failed, config))
-    return types.CallToolResult(content=[types.TextContent(text=final)])
+    return final_result(final, structured)
+
+
+def final_result(text: str, structured: bool) -> types.CallToolResult:
+    """The answer of a run that ended well: its final text, and for a structured agent the object too."""
+    content: list[types.ContentBlock] = [types.TextContent(text=text)]
+    if structured:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = None
+        if isinstance(value, dict):
+            return types.CallToolResult(content=content, structured_content=value)
+    return types.CallToolResult(content=content)
 
 
 def _failure(agent: str, event: RunFailed, config: RunConfig | None) -> str:
@@ -121,15 +140,20 @@ async def run_agent_call(
     text: str,
     config: RunConfig | None,
     report: Report | None,
+    *,
+    structured: bool = False,
 ) -> types.CallToolResult:
     """Run `agent` on `text` for one MCP call: the final text, or an `isError` result saying why not.
+
+    `structured`: the tool declares the agent's output schema, so the answer carries the
+    final output as `structuredContent` too.
 
     `ctx` gets a token of its own (a child of its token), so one call's cancel never
     reaches another call made with the same context.
     """
     token = ctx.cancel.child_token()
     progress = _Progress(report)
-    task = asyncio.ensure_future(_drive(agent, text, ctx.with_cancel(token), config, progress))
+    task = asyncio.ensure_future(_drive(agent, text, ctx.with_cancel(token), config, progress, structured))
     timeout = config.timeout if config is not None else None
     timer = (
         None

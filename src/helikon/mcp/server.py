@@ -41,6 +41,7 @@ import mcp_types as types
 from helikon.core.agent import Agent
 from helikon.core.context import RunConfig
 from helikon.core.exceptions import UserError
+from helikon.core.output import OutputSpec
 
 from ._agent_call import Report, run_agent_call
 from ._serving import CtxFactory, McpServing, default_ctx, error_result, make_context, unknown_tool
@@ -107,7 +108,8 @@ class _AgentTool(Generic[Ctx]):
         config = self.config if self.config is not None else getattr(self.agent, "run_config", None)
         if not isinstance(config, RunConfig):
             config = None
-        return await run_agent_call(self.agent, ctx, text, config, _reporter(request))
+        structured = self.definition.output_schema is not None
+        return await run_agent_call(self.agent, ctx, text, config, _reporter(request), structured=structured)
 
 
 class McpAgentServer(McpServing, Generic[Ctx]):
@@ -138,7 +140,9 @@ class McpAgentServer(McpServing, Generic[Ctx]):
             )
         name = tool_name_for(agent.name)
         description = agent.description or f"Ask the agent {agent.name!r}; it answers with text."
-        definition = types.Tool(name=name, description=description, input_schema=INPUT_SCHEMA)
+        definition = types.Tool(
+            name=name, description=description, input_schema=INPUT_SCHEMA, output_schema=_output_schema(agent)
+        )
         self._tool = _AgentTool(agent, ctx_factory, None, definition)
         self._init_serving(self._tool, agent.name)
 
@@ -162,6 +166,18 @@ class McpAgentServer(McpServing, Generic[Ctx]):
     def tool_name(self) -> str:
         """The name of the MCP tool the agent is served as."""
         return self._tool.definition.name
+
+
+def _output_schema(agent: Agent[Any, Any]) -> dict[str, Any] | None:
+    """The MCP `outputSchema` of an agent with an `output_type` (always an object schema).
+
+    None for a text agent, and for one with handoffs: its run may end in a target whose
+    output is another type.
+    """
+    spec = getattr(agent, "output_spec", None)
+    if not isinstance(spec, OutputSpec) or spec.output is None or getattr(agent, "handoffs", ()):
+        return None
+    return dict(spec.output.schema)
 
 
 def _reporter(request: ServerRequestContext[Any]) -> Report:
