@@ -33,7 +33,7 @@ from helikon.core.events import (
 from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.model import TokenDelta
 
-from ._serving import CLIENT_CANCELLED, WIND_DOWN, abandon, error_result, settle
+from ._calls import CLIENT_CANCELLED, WIND_DOWN, abandon, error_result, settle
 
 Report = Callable[[float, str], Awaitable[None]]
 """Sends one `notifications/progress` to the client: the count so far, and the message."""

@@ -8,13 +8,11 @@ written once here, on the official SDK's low-level `Server` (no JSON-RPC of our 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import copy
 import errno
-import inspect
 import socket
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TYPE_CHECKING, Any, Protocol, Self, TypeAlias, TypeVar
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 try:
     import mcp_types as types
@@ -24,63 +22,17 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise ImportError("helikon.mcp needs the official MCP SDK: pip install 'paigasus-helikon[mcp]'") from exc
 
-from helikon.core.context import RunContext
 from helikon.core.exceptions import UserError
 
+from ._calls import WIND_DOWN, abandon
 from .errors import Bind, Serve
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext
     from starlette.applications import Starlette
 
-Ctx = TypeVar("Ctx")
-
 MCP_PATH = "/mcp"
 """Where `serve_streamable_http` and `streamable_http_app` answer MCP requests."""
-
-CLIENT_CANCELLED = "the MCP client cancelled the call (or disconnected)"
-"""The reason a call's cancel token is cancelled with when its MCP request goes away."""
-
-CtxFactory: TypeAlias = "Callable[[], RunContext[Ctx] | Awaitable[RunContext[Ctx]]]"
-"""Makes the `RunContext` of one call (sync or async): the user state, session and governance."""
-
-
-WIND_DOWN = 2.0
-"""Seconds a cancelled (or timed-out) call is given to end by itself before it is abandoned."""
-
-
-async def settle(task: asyncio.Future[Any]) -> None:
-    """Give a call whose token was cancelled `WIND_DOWN` seconds to end by itself, then abandon it."""
-    await asyncio.wait((task,), timeout=WIND_DOWN)
-    await abandon(task)
-
-
-async def abandon(task: asyncio.Future[Any]) -> None:
-    """Stop a call that has not ended: cancel its task, and await it briefly."""
-    if not task.done():
-        task.cancel()
-        with contextlib.suppress(BaseException):
-            await asyncio.wait((task,), timeout=WIND_DOWN)
-    if task.done() and not task.cancelled():
-        task.exception()  # retrieved, so an abandoned call's error is not logged as never read
-
-
-def default_ctx() -> RunContext[None]:
-    """The context factory of a server given none: `RunContext.ephemeral(None)`."""
-    return RunContext.ephemeral(None)
-
-
-async def make_context(factory: CtxFactory[Ctx]) -> RunContext[Ctx]:
-    """A call's context from `factory`; `UserError` when the factory gives something else."""
-    made = factory()
-    if inspect.isawaitable(made):
-        made = await made
-    if not isinstance(made, RunContext):
-        raise UserError(
-            f"the ctx_factory returned {type(made).__name__}; it must return a RunContext, "
-            "e.g. lambda: RunContext.ephemeral(my_state)"
-        )
-    return made  # pyright: ignore[reportUnknownVariableType]
 
 
 class ToolHandler(Protocol):
@@ -103,11 +55,6 @@ def unknown_tool(name: str, known: Sequence[str]) -> MCPError:
     return MCPError(
         code=types.INVALID_PARAMS, message=f"Unknown tool {name!r}: this server's tools are {listed}"
     )
-
-
-def error_result(message: str) -> types.CallToolResult:
-    """A tool call that failed, as the client's model should read it (`isError: true`)."""
-    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
 
 
 class McpServing:
@@ -267,17 +214,4 @@ def _text(what: str, value: object, *, empty_ok: bool = False) -> str:
     return value
 
 
-__all__ = [
-    "CLIENT_CANCELLED",
-    "MCP_PATH",
-    "WIND_DOWN",
-    "CtxFactory",
-    "McpServing",
-    "ToolHandler",
-    "abandon",
-    "default_ctx",
-    "error_result",
-    "make_context",
-    "settle",
-    "unknown_tool",
-]
+__all__ = ["MCP_PATH", "McpServing", "ToolHandler", "unknown_tool"]

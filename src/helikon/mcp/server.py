@@ -44,7 +44,8 @@ from helikon.core.exceptions import UserError
 from helikon.core.output import OutputSpec
 
 from ._agent_call import Report, run_agent_call
-from ._serving import CtxFactory, McpServing, default_ctx, error_result, make_context, unknown_tool
+from ._calls import CtxFactory, default_ctx, error_result, make_context
+from ._serving import McpServing, unknown_tool
 
 if TYPE_CHECKING:
     from mcp.server.context import ServerRequestContext

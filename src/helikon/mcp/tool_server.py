@@ -48,16 +48,8 @@ from helikon.core.context import RunConfig, ToolContext
 from helikon.core.exceptions import InvalidArgs, ModelRetry, ToolError, UserError
 from helikon.core.tools import Tool
 
-from ._serving import (
-    CLIENT_CANCELLED,
-    CtxFactory,
-    McpServing,
-    abandon,
-    default_ctx,
-    error_result,
-    make_context,
-    unknown_tool,
-)
+from ._calls import CLIENT_CANCELLED, CtxFactory, abandon, default_ctx, error_result, make_context
+from ._serving import McpServing, unknown_tool
 from ._tool_results import call_result, definition
 
 if TYPE_CHECKING:
