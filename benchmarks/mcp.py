@@ -12,8 +12,9 @@ is the round trip: framing, JSON, validation, the hops through the client's task
 - `client`: `@modelcontextprotocol/server-everything`'s `echo` tool, called through helikon's
   `McpServerHandle` tool (`await tool.invoke(ctx, args)`, what an agent's run does) against
   the raw `mcp` client (`ClientSession.call_tool`). Target: helikon >= 90% of raw.
-- `server`: an `echo(message) -> str` tool served by helikon's `McpToolServer` and by FastMCP
-  (`fastmcp` from PyPI), each in its own process, both driven by the raw `mcp` client.
+- `server`: an `echo(message) -> str` tool served by helikon's `McpToolServer`, by FastMCP
+  (`fastmcp` from PyPI) and, for reference, by the SDK's own `MCPServer` (FastMCP 1.0's
+  descendant), each in its own process, all driven by the raw `mcp` client.
   Target: helikon >= FastMCP's rate.
 
 Rows of a group take turns block by block, on connections opened once; each figure is the
@@ -90,6 +91,21 @@ def echo(message: str) -> str:
 mcp.run(show_banner=False)
 '''
 
+SDK_SERVER = '''
+from mcp.server.mcpserver import MCPServer
+
+app = MCPServer("bench")
+
+
+@app.tool()
+def echo(message: str) -> str:
+    """Echo the message back."""
+    return message
+
+
+app.run()
+'''
+
 
 @contextlib.asynccontextmanager
 async def raw_session(command: str, args: list[str]) -> AsyncGenerator[ClientSession]:
@@ -158,8 +174,13 @@ async def client_rows(n: int, repeats: int) -> Samples:
 async def server_rows(n: int, repeats: int) -> Samples:
     with tempfile.TemporaryDirectory() as tmp:
         scripts: dict[str, Path] = {}
-        for name, source in (("helikon McpToolServer", HELIKON_SERVER), ("FastMCP", FASTMCP_SERVER)):
-            path = Path(tmp) / f"{name.split()[0].lower()}_server.py"
+        servers = (
+            ("helikon McpToolServer", HELIKON_SERVER),
+            ("FastMCP", FASTMCP_SERVER),
+            ("mcp SDK MCPServer", SDK_SERVER),
+        )
+        for index, (name, source) in enumerate(servers):
+            path = Path(tmp) / f"server_{index}.py"
             path.write_text(textwrap.dedent(source))
             scripts[name] = path
         async with contextlib.AsyncExitStack() as stack:

@@ -12,5 +12,14 @@
 from .builder import McpConnectBuilder
 from .client import McpServerHandle
 from .errors import McpError
+from .server import McpAgentServer, tool_name_for
+from .tool_server import McpToolServer
 
-__all__ = ["McpConnectBuilder", "McpError", "McpServerHandle"]
+__all__ = [
+    "McpAgentServer",
+    "McpConnectBuilder",
+    "McpError",
+    "McpServerHandle",
+    "McpToolServer",
+    "tool_name_for",
+]
