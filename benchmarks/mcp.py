@@ -52,7 +52,7 @@ from helikon import RunContext, ToolContext
 from helikon.mcp import McpServerHandle
 
 REPO = Path(__file__).resolve().parent.parent
-EVERYTHING = REPO / "tests" / "mcp_peers" / "node_modules" / ".bin" / "mcp-server-everything"
+EVERYTHING = REPO / "tests" / "npm_peers" / "node_modules" / ".bin" / "mcp-server-everything"
 CLIENT_TARGET = 0.90
 SERVER_TARGET = 1.0
 GROUPS = ["client", "server"]

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Python environment: the server binaries the
 # integration tests start on 127.0.0.1 (helikon.testing.servers), Node.js, and the real MCP
-# peers from the npm registry (tests/mcp_peers, pinned by its package-lock.json). `make test`
+# peers from the npm registry (tests/npm_peers, pinned by its package-lock.json). `make test`
 # runs this first, and `.ci/run` runs `make test`, so the README's command and CI share one
 # install step.
 #
@@ -17,22 +17,22 @@ fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 
-install_mcp_peers() {
+install_npm_peers() {
   # npm ci reinstalls from the lock file; skip it when node_modules already matches the lock.
   local peers
-  peers="$(dirname "$0")/../tests/mcp_peers"
+  peers="$(dirname "$0")/../tests/npm_peers"
   if [ -f "$peers/node_modules/.package-lock.json" ] && [ "$peers/node_modules/.package-lock.json" -nt "$peers/package-lock.json" ]; then
     return 0
   fi
-  echo "test-deps: installing the MCP peers (npm ci in tests/mcp_peers)"
+  echo "test-deps: installing the MCP peers (npm ci in tests/npm_peers)"
   if ! npm ci --prefix "$peers" --no-audit --no-fund --loglevel=error >/dev/null; then
-    echo "test-deps: npm could not install tests/mcp_peers (the registry must be reachable)" >&2
+    echo "test-deps: npm could not install tests/npm_peers (the registry must be reachable)" >&2
     exit 1
   fi
 }
 
 if [ "${#missing[@]}" -eq 0 ]; then
-  install_mcp_peers
+  install_npm_peers
   exit 0
 fi
 
@@ -64,4 +64,4 @@ if ! { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq --
   exit 1
 fi
 rm -f "$log"
-install_mcp_peers
+install_npm_peers

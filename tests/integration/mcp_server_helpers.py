@@ -20,9 +20,7 @@ from typing import Any
 import uvicorn
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-
-# pyright takes `mcp_peers` for the npm folder tests/mcp_peers; at run time it is the module beside this one.
-from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]
+from mcp_peers import peer
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "mcp_agent_server.py"
 EXAMPLE_COMMAND = [sys.executable, str(EXAMPLE)]

@@ -7,13 +7,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from mcp_peers import peer
 
 from helikon import CancellationToken, LlmAgent, RunContext, ToolEffect, ToolError
 from helikon.core.exceptions import RunCancelled
 from helikon.core.items import ImagePart, ToolResult
 from helikon.mcp import McpConnectBuilder, McpError, McpServerHandle
 from helikon.testing import MockModel, text_turn, tool_call_turn
-from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]  (tests/mcp_peers shadows it)
 
 
 def everything() -> McpConnectBuilder:

@@ -11,12 +11,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp_peers import peer
 
 from helikon import AllowRule, ApprovalOutcome, LlmAgent, PermissionMode, RunContext, ToolEffect, ToolError
 from helikon.core.items import ToolResult
 from helikon.mcp import McpServerHandle
 from helikon.testing import MockModel, text_turn, tool_call_turn
-from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]  (tests/mcp_peers shadows it)
 
 
 @pytest.fixture

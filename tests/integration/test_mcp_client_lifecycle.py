@@ -17,13 +17,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from mcp_peers import peer
 
 from helikon import CancellationToken, LlmAgent, RunContext, ToolError
 from helikon.core.exceptions import RunCancelled
 from helikon.core.items import ToolResult
 from helikon.mcp import McpConnectBuilder, McpError, McpServerHandle
 from helikon.testing import MockModel, text_turn, tool_call_turn
-from mcp_peers import peer  # pyright: ignore[reportAttributeAccessIssue]  (tests/mcp_peers shadows it)
 
 PY_SERVER = Path(__file__).parent / "mcp_servers" / "py_server.py"
 

@@ -19,10 +19,10 @@ import anyio
 import mcp_types
 import pytest
 from mcp.shared.message import SessionMessage
+from mcp_peers import FIXTURES
 
 from helikon import ToolError
 from helikon.mcp import McpServerHandle
-from mcp_peers import FIXTURES  # pyright: ignore[reportAttributeAccessIssue]  (tests/mcp_peers shadows it)
 
 TRANSCRIPTS = FIXTURES / "transcripts"
 

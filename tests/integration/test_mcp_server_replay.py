@@ -19,9 +19,8 @@ import json
 from typing import Any
 
 import pytest
+from mcp_peers import FIXTURES
 from mcp_server_helpers import EXAMPLE_COMMAND
-
-from mcp_peers import FIXTURES  # pyright: ignore[reportAttributeAccessIssue]
 
 pytestmark = pytest.mark.integration
 
