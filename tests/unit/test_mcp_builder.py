@@ -142,3 +142,20 @@ def test_a_sampling_request_becomes_a_model_request() -> None:
     assert [type(m) for m in request.messages] == [SystemMessage, UserMessage, AssistantMessage, UserMessage]
     assert request.model_settings.max_output_tokens == 12 and request.model_settings.temperature == 0.5
     assert request.messages[3].content[0].type == "image"  # type: ignore[union-attr]
+
+
+def test_the_client_loads_neither_the_sdk_nor_the_server_stack_until_used() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from helikon.mcp import McpServerHandle\n"
+        "print(sorted(m for m in ('mcp', 'anyio', 'starlette', 'uvicorn') if m in sys.modules))\n"
+        "from helikon.mcp import McpAgentServer\n"
+        "print('starlette' in sys.modules)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert result.stdout.split("\n")[:2] == ["[]", "True"]

@@ -9,11 +9,29 @@
 (`pip install 'paigasus-helikon[mcp]'`).
 """
 
+from typing import TYPE_CHECKING, Any
+
 from .builder import McpConnectBuilder
 from .client import McpServerHandle
 from .errors import McpError
-from .server import McpAgentServer, tool_name_for
-from .tool_server import McpToolServer
+
+if TYPE_CHECKING:
+    from .server import McpAgentServer, tool_name_for
+    from .tool_server import McpToolServer
+
+# The servers' names -> their module, imported on first access: they load the SDK's server
+# stack (Starlette, uvicorn), which a client alone never needs.
+_LAZY = {"McpAgentServer": "server", "tool_name_for": "server", "McpToolServer": "tool_server"}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'helikon.mcp' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
 
 __all__ = [
     "McpAgentServer",
