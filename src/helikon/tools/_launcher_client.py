@@ -158,11 +158,11 @@ class Launcher:
             if data:
                 status.append(os.waitstatus_to_exitcode(int(json.loads(data)["status"])))
             # EOF without a status: the launcher died; `returncode` stays None and the group is killed.
-            loop.remove_reader(reply)
+            loop.remove_reader(reply.fileno())
             if not exited.done():
                 exited.set_result(None)
 
-        loop.add_reader(reply, replied)
+        loop.add_reader(reply.fileno(), replied)
 
         def returncode() -> int | None:
             return status[0] if status else None
@@ -176,7 +176,8 @@ class Launcher:
                 started=started,
             )
         finally:
-            loop.remove_reader(reply)
+            if not exited.done():
+                loop.remove_reader(reply.fileno())
             reply.close()
 
     def close(self) -> None:

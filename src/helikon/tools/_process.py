@@ -72,7 +72,7 @@ class _Pipes:
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        self._open: set[int] = set()
+        self._open: dict[int, bool] = {}  # each open descriptor: whether the loop writes it
         self.drained: list[asyncio.Future[None]] = []
 
     def read(self, fd: int, capture: _Capture) -> None:
@@ -93,7 +93,7 @@ class _Pipes:
             if not done.done():
                 done.set_result(None)
 
-        self._add(fd)
+        self._add(fd, writes=False)
         self._loop.add_reader(fd, readable)
 
     def write(self, fd: int, data: bytes) -> None:
@@ -111,7 +111,7 @@ class _Pipes:
             if not left:
                 self._close(fd)
 
-        self._add(fd)
+        self._add(fd, writes=True)
         if data:
             self._loop.add_writer(fd, writable)
         else:
@@ -121,15 +121,16 @@ class _Pipes:
         for fd in list(self._open):
             self._close(fd)
 
-    def _add(self, fd: int) -> None:
+    def _add(self, fd: int, *, writes: bool) -> None:
         os.set_blocking(fd, False)
-        self._open.add(fd)
+        self._open[fd] = writes
 
     def _close(self, fd: int) -> None:
         if fd in self._open:
-            self._open.discard(fd)
-            self._loop.remove_reader(fd)
-            self._loop.remove_writer(fd)
+            if self._open.pop(fd):
+                self._loop.remove_writer(fd)
+            else:
+                self._loop.remove_reader(fd)
             os.close(fd)
 
 
@@ -137,6 +138,12 @@ _DRAIN_GRACE = 0.5
 """Seconds to keep reading after the command exited and its group was killed."""
 _REAP_TIMEOUT = 5.0
 """Seconds to wait for a killed command's exit to be reported (SIGKILL takes effect at once)."""
+
+
+async def _wait(futures: Sequence[asyncio.Future[None]], grace: float | None = None) -> None:
+    """`asyncio.wait` for all of `futures`, which costs loop turns even when all are done already."""
+    if not all(future.done() for future in futures):
+        await asyncio.wait(futures, timeout=grace)
 
 
 def _kill_group(pid: int) -> None:
@@ -293,11 +300,11 @@ async def supervise(
         try:
             async with asyncio.timeout(time_limit):
                 # `wait`, not `await exited`: a timeout must not cancel the exit future.
-                await asyncio.wait((exited,))
+                await _wait((exited,))
                 kill()  # what the command left running in its group
                 # A process that left the group (setsid) may still hold the pipes: it gets a
                 # moment to let go, not the rest of the timeout.
-                await asyncio.wait(pipes.drained, timeout=_DRAIN_GRACE)
+                await _wait(pipes.drained, grace=_DRAIN_GRACE)
         except TimeoutError:
             timed_out = True
             kill()
