@@ -104,7 +104,7 @@ SP_LIMITS = "subprocess.run(bash ulimit launcher, true)"
 BWRAP, BWRAP_BASH = "bwrap --ro-bind / / true", "bwrap --ro-bind / / bash -c true"
 
 
-async def bash_rows(n: int, repeats: int) -> tuple[Timed, Compared]:
+async def bash_rows(n: int, repeats: int) -> tuple[dict[str, list[float]], Compared]:
     """`true` through `HostBackend` and `BashTool` on it, beside `subprocess.run` of the same command."""
     with tempfile.TemporaryDirectory() as tmp, Sandbox.open(tmp) as sandbox:
         limited = HostBackend.builder(sandbox).build()
@@ -125,10 +125,10 @@ async def bash_rows(n: int, repeats: int) -> tuple[Timed, Compared]:
             "HostBackend true (no rlimits)": [(SP_TRUE, TARGET)],
             "HostBackend true (default rlimits)": [(SP_TRUE, None), (SP_LIMITS, None)],
         }
-        return await _blocks(rows, repeats), compared
+        return await _samples(rows, repeats), compared
 
 
-async def os_sandbox_rows(n: int, repeats: int) -> tuple[Timed, Compared]:
+async def os_sandbox_rows(n: int, repeats: int) -> tuple[dict[str, list[float]], Compared]:
     """`true` confined by `OsSandboxBackend` and `BashTool` on it, beside bubblewrap."""
     with (
         tempfile.TemporaryDirectory() as tmp,
@@ -148,21 +148,27 @@ async def os_sandbox_rows(n: int, repeats: int) -> tuple[Timed, Compared]:
             "OsSandboxBackend true (default rlimits)": [(BWRAP, OS_TARGET)],
             'BashTool "true" on OsSandboxBackend': [(BWRAP, OS_TARGET), (BWRAP_BASH, OS_TARGET)],
         }
-        return await _blocks(rows, repeats), compared
+        return await _samples(rows, repeats), compared
 
 
 Timed = tuple[dict[str, float], dict[str, float]]
 """Seconds per call of each row: the median block, and the fastest block."""
 
 
-async def _blocks(rows: Rows, repeats: int) -> Timed:
-    """The rows take turns block by block; each row's median block and its fastest block."""
+async def _samples(rows: Rows, repeats: int) -> dict[str, list[float]]:
+    """The rows take turns block by block: each row's seconds per call in each round."""
     for fn, _ in rows.values():
         await fn()  # warm up
     samples: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(repeats):
         for name, (fn, n) in rows.items():
             samples[name].append(await _time_async(fn, n))
+    return samples
+
+
+async def _blocks(rows: Rows, repeats: int) -> Timed:
+    """Each row's median block and its fastest block."""
+    samples = await _samples(rows, repeats)
     return (
         {name: statistics.median(values) for name, values in samples.items()},
         {name: min(values) for name, values in samples.items()},
@@ -322,48 +328,48 @@ def _table(
     print(f"target: <= {target}x\n")
 
 
-def _compared_table(title: str, rows: dict[str, float], best: dict[str, float], compared: Compared) -> None:
-    """Each row's time; a compared row also each baseline, the ratio, the target and whether it is met."""
+def _compared_table(title: str, samples: dict[str, list[float]], compared: Compared) -> dict[str, object]:
+    """Each row's median and fastest block; a compared row also each baseline, the ratios and the target.
+
+    The ratio is the median over rounds of the row's block over the baseline's block of the
+    same round (so a drift of the machine's speed weighs on both); `best` is the fastest
+    block's over the baseline's fastest block.
+    """
     print(title)
-    print(f"{'row':42} {'ms':>7} {'best':>7}  {'against':38} {'ratio':>6} {'best':>6}  target")
-    for name, seconds in rows.items():
-        lead = f"{name:42} {seconds * 1e3:7.2f} {best[name] * 1e3:7.2f}"
-        for base, target in compared.get(name, [(None, None)]):
-            if base is None:
-                print(lead)
-                continue
-            ratio, fastest = seconds / rows[base], best[name] / best[base]
+    print(f"{'row':42} {'ms':>7} {'best':>7}  {'against':42} {'ratio':>6} {'best':>6}  target")
+    figures: dict[str, object] = {}
+    for name, blocks in samples.items():
+        median, fastest = statistics.median(blocks), min(blocks)
+        lead = f"{name:42} {median * 1e3:7.2f} {fastest * 1e3:7.2f}"
+        against: list[dict[str, object]] = []
+        figures[name] = {"median_seconds": median, "fastest_seconds": fastest, "against": against}
+        if name not in compared:
+            print(lead)
+        for base, target in compared.get(name, []):
+            ratio = statistics.median(a / b for a, b in zip(blocks, samples[base], strict=True))
+            best = fastest / min(samples[base])
             met = "met" if target is not None and ratio <= target else "NOT MET"
             verdict = "(context)" if target is None else f"<= {target}x {met}"
-            print(f"{lead}  {base:38} {ratio:5.2f}x {fastest:5.2f}x  {verdict}")
+            print(f"{lead}  {base:42} {ratio:5.2f}x {best:5.2f}x  {verdict}")
             lead = " " * len(lead)
+            against.append({"baseline": base, "ratio": ratio, "best_ratio": best, "target": target})
     print()
+    return figures
 
 
 def _group(group: str, calls: int, repeats: int) -> dict[str, object]:
     """Time one group of rows and print its table; its figures, for `--json`."""
     if group in ("bash", "os-sandbox"):
         if group == "bash":
-            (rows, best), compared = asyncio.run(bash_rows(calls, repeats))
+            samples, compared = asyncio.run(bash_rows(calls, repeats))
             title = "Bash `true` round trip on HostBackend"
         else:
             if shutil.which("bwrap") is None:
                 raise SystemExit("the os-sandbox rows compare with bubblewrap: apt-get install bubblewrap")
-            (rows, best), compared = asyncio.run(os_sandbox_rows(calls, repeats))
+            samples, compared = asyncio.run(os_sandbox_rows(calls, repeats))
             title = "Bash `true` round trip on OsSandboxBackend"
         title += f" (median and fastest of {repeats} blocks of {calls} calls)"
-        _compared_table(title, rows, best, compared)
-        return {
-            f"{group}_true_seconds": rows,
-            f"{group}_true_best_seconds": best,
-            f"{group}_compared": {
-                name: [
-                    {"against": base, "target": target, "ratio": rows[name] / rows[base]}
-                    for base, target in against
-                ]
-                for name, against in compared.items()
-            },
-        }
+        return {f"{group}_true": _compared_table(title, samples, compared)}
     if group == "read":
         rows, best = asyncio.run(read_rows(repeats))
         plain, by_bytes = "open(p).read() + numbering", "bytes read, decoded, split + numbering"
