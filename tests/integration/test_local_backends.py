@@ -167,6 +167,18 @@ async def test_a_timeout_kills_the_whole_process_group(local: Local, sandbox: Sa
     assert gone(grandchild)
 
 
+async def test_without_pidfds_a_thread_waits_for_the_exit(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What runs where os.pidfd_open does not exist (macOS, Linux before 5.3).
+    monkeypatch.delattr(os, "pidfd_open")
+    backend = HostBackend.builder(sandbox).timeout(0.5).build()
+    out = await backend.run(sh("echo hi; exit 3"))
+    assert (out.exit_code, out.stdout) == (3, "hi\n")
+    killed = await backend.run(sh("sleep 30"))
+    assert killed.timed_out and killed.signal == signal.SIGKILL
+
+
 def test_the_twin_a_plain_kill_of_the_child_leaves_the_grandchild_running(tmp_path: Path) -> None:
     child = subprocess.Popen(
         ["bash", "-c", "sleep 30 & echo $! > grandchild; sleep 30"], cwd=tmp_path, start_new_session=True
