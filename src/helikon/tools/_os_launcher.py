@@ -7,9 +7,10 @@ it forks), and keeps one child forked *ahead* of the next command. That spare ch
 
 1. starts a session of its own (so the parent can kill its whole group, which it cannot leave),
 2. resets the signals Python ignores (`SIGPIPE`, `SIGXFSZ`), sets `no_new_privs`, restricts
-   itself with the Landlock ruleset (a Landlock domain of its own, so no command can signal another) and
-   loads the seccomp filter — each failure fatal to the command it will run (exit 126),
-   never a command run unconfined — closes every descriptor but its socket, and says it is ready;
+   itself with the Landlock ruleset (a Landlock domain of its own, so no command can signal
+   another) and loads the seccomp filter — each failure fatal to the command it will run
+   (exit 126), never a command run unconfined — closes every descriptor but its socket, and
+   says it is ready;
 3. then waits for its command: takes the stdio descriptors it is sent and the working
    directory as a descriptor, sets its rlimits (last: the limits bind the command, not the
    Python that reads the request), closes the rest,
@@ -137,7 +138,7 @@ def _capabilities_left() -> bool:
     return any(data.raw)
 
 
-def _spare(config: _Config, sock: socket.socket) -> NoReturn:
+def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
     """In a child forked ahead of its command: confine, wait for the command, exec it; never returns."""
     failure: BaseException | None = None
     try:
@@ -146,6 +147,8 @@ def _spare(config: _Config, sock: socket.socket) -> NoReturn:
         os.setsid()
         # Killed with the launcher while it waits (the launcher kills its commands itself).
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != launcher:  # it died before the line above
+            os._exit(DENIED)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -164,7 +167,7 @@ def _spare(config: _Config, sock: socket.socket) -> NoReturn:
     except OSError:
         data, fds = b"", []
     if not data or len(fds) != 4:
-        os._exit(0)  # the launcher is gone, or stopped before sending a command
+        os._exit(DENIED)  # the launcher is gone, or stopped before sending a command
     try:
         for target, fd in enumerate(fds[:3]):
             os.dup2(fd, target)
@@ -206,10 +209,11 @@ class _Spares:
 
     def make(self) -> None:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        launcher = os.getpid()
         pid = os.fork()
         if pid == 0:
             ours.close()
-            _spare(self.config, theirs)
+            _spare(self.config, theirs, launcher)
         theirs.close()
         self.pid, self.sock = pid, ours
 
