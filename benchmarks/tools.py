@@ -11,21 +11,23 @@ the median of `--repeats` blocks (for Read and Grep also the fastest block: othe
 machine only ever adds time). Every tool is called the way an agent's run calls it:
 `await tool.invoke(ctx, args)` (the arguments validated, the work in a worker thread).
 
-Bash on `OsSandboxBackend` (`--only os-sandbox`): the same `true` round trip confined by
-Landlock + seccomp, against `bwrap --ro-bind / / true` (Debian's bubblewrap, the containment
-Anthropic's sandbox runtime uses), target at most its cost (1.0x).
+Bash on `HostBackend` (`--only bash`) and on `OsSandboxBackend` (`--only os-sandbox`): one
+`true` round trip, timed over `--calls` calls a block, each row beside the baseline(s) its
+target is set against, with the ratio, the target and whether it is met:
 
-Bash on `HostBackend` (`--only bash`): one `true` round trip, timed over `--calls` calls a block.
-Side by side:
+- host: `BashTool.run("true")` (`bash -c true` with the default rlimits, which ride in the
+  same bash as a `ulimit` line) against `subprocess.run(["bash", "-c", "true"])`, and
+  `HostBackend.run(ExecRequest(("true",)))` without rlimits against `subprocess.run(["true"])`:
+  target <= 1.3x. For context, `true` as an argv with the default rlimits (a bash launcher runs
+  `ulimit` and then `exec`s it) beside its floor, the same launcher under `subprocess.run`.
+- OS sandbox: `OsSandboxBackend.run(ExecRequest(("true",)))` and `BashTool.run("true")` on it
+  against `bwrap --ro-bind / / true` (Debian's bubblewrap, the containment Anthropic's sandbox
+  runtime uses), the BashTool row also against `bwrap --ro-bind / / bash -c true` (the same
+  command): target at most bwrap's cost (1.0x).
 
-- `subprocess.run(["true"])` and `subprocess.run(["bash", "-c", "true"])`: the floor, blocking;
-- `HostBackend.run(ExecRequest(("true",)))` with the default rlimits (the bash launcher
-  sets them) and with `ResourceLimits()` (no launcher);
-- `BashTool.run("true")` (`bash -c true` through the backend, with the default rlimits).
-
-The target (<= 1.3x) compares a backend row with the `subprocess.run` of the command it was
-asked to run: the ratio is what the backend adds (the scrubbed environment, the new session,
-the asyncio pipes, the group kill and, with rlimits, the bash launcher that sets them).
+A ratio is the row's median block over the baseline's median block (the rows take turns
+block by block, so a drift of the machine's speed weighs on both); the fastest blocks' ratio
+is printed beside it.
 
 Read of a 10 MB file (`--only read`): a text file of this repository's Python sources, repeated
 to 10 MiB (about 260,000 lines), in a sandbox of its own. "Read of the file" is one `Read` call
@@ -74,6 +76,7 @@ from helikon.tools import (
 )
 
 TARGET = 1.3
+OS_TARGET = 1.0
 READ_TARGET = 1.2
 GREP_TARGET = 2.0
 REPO = Path(__file__).resolve().parent.parent
@@ -86,13 +89,6 @@ Rows = dict[str, tuple[Callable[[], Awaitable[object]], int]]
 """Each row: what one call does, and how many calls a block times."""
 
 
-def _time_sync(fn: Callable[[], object], n: int) -> float:
-    start = time.perf_counter()
-    for _ in range(n):
-        fn()
-    return (time.perf_counter() - start) / n
-
-
 async def _time_async(fn: Callable[[], Awaitable[object]], n: int) -> float:
     start = time.perf_counter()
     for _ in range(n):
@@ -100,38 +96,40 @@ async def _time_async(fn: Callable[[], Awaitable[object]], n: int) -> float:
     return (time.perf_counter() - start) / n
 
 
-async def bash_rows(n: int, repeats: int) -> dict[str, float]:
+Compared = dict[str, list[tuple[str, float | None]]]
+"""For each row that is compared: its baselines, each with the target ratio (or None: context)."""
+
+SP_TRUE, SP_BASH = 'subprocess.run(["true"])', 'subprocess.run(["bash","-c","true"])'
+SP_LIMITS = "subprocess.run(bash ulimit launcher, true)"
+BWRAP, BWRAP_BASH = "bwrap --ro-bind / / true", "bwrap --ro-bind / / bash -c true"
+
+
+async def bash_rows(n: int, repeats: int) -> tuple[dict[str, list[float]], Compared]:
+    """`true` through `HostBackend` and `BashTool` on it, beside `subprocess.run` of the same command."""
     with tempfile.TemporaryDirectory() as tmp, Sandbox.open(tmp) as sandbox:
         limited = HostBackend.builder(sandbox).build()
         unlimited = HostBackend.builder(sandbox).rlimits(ResourceLimits()).build()
         bash = BashTool(limited)
         true = ExecRequest(("true",))
-        rows: dict[str, list[float]] = {}
-        sync_rows: dict[str, Callable[[], object]] = {
-            'subprocess.run(["true"])': lambda: subprocess.run(["true"], check=False),
-            'subprocess.run(["bash","-c","true"])': lambda: subprocess.run(
-                ["bash", "-c", "true"], check=False
-            ),
+        launcher = list(limited._limits.wrap(("true",)))  # pyright: ignore[reportPrivateUsage, reportOptionalMemberAccess]
+        rows: Rows = {
+            SP_TRUE: (_sync(lambda: subprocess.run(["true"], check=True)), n),
+            SP_BASH: (_sync(lambda: subprocess.run(["bash", "-c", "true"], check=True)), n),
+            SP_LIMITS: (_sync(lambda: subprocess.run(launcher, check=True)), n),
+            'BashTool "true" (default rlimits)': (lambda: bash.run("true"), n),
+            "HostBackend true (no rlimits)": (lambda: unlimited.run(true), n),
+            "HostBackend true (default rlimits)": (lambda: limited.run(true), n),
         }
-        async_rows: dict[str, Callable[[], Awaitable[object]]] = {
-            "HostBackend true (default rlimits)": lambda: limited.run(true),
-            "HostBackend true (no rlimits)": lambda: unlimited.run(true),
-            'BashTool "true" (default rlimits)': lambda: bash.run("true"),
+        compared: Compared = {
+            'BashTool "true" (default rlimits)': [(SP_BASH, TARGET)],
+            "HostBackend true (no rlimits)": [(SP_TRUE, TARGET)],
+            "HostBackend true (default rlimits)": [(SP_TRUE, None), (SP_LIMITS, None)],
         }
-        for fn in (*sync_rows.values(),):
-            _time_sync(fn, 5)  # warm up
-        for fn in async_rows.values():
-            await _time_async(fn, 5)
-        for _ in range(repeats):
-            for name, fn in sync_rows.items():
-                rows.setdefault(name, []).append(_time_sync(fn, n))
-            for name, fn in async_rows.items():
-                rows.setdefault(name, []).append(await _time_async(fn, n))
-        return {name: statistics.median(values) for name, values in rows.items()}
+        return await _samples(rows, repeats), compared
 
 
-async def os_sandbox_rows(n: int, repeats: int) -> dict[str, float]:
-    """`true` confined by `OsSandboxBackend` and `BashTool` on it, beside `bwrap --ro-bind / / true`."""
+async def os_sandbox_rows(n: int, repeats: int) -> tuple[dict[str, list[float]], Compared]:
+    """`true` confined by `OsSandboxBackend` and `BashTool` on it, beside bubblewrap."""
     with (
         tempfile.TemporaryDirectory() as tmp,
         Sandbox.open(tmp) as sandbox,
@@ -139,31 +137,38 @@ async def os_sandbox_rows(n: int, repeats: int) -> dict[str, float]:
     ):
         bash = BashTool(confined)
         true = ExecRequest(("true",))
-        bwrap = ["bwrap", "--ro-bind", "/", "/", "true"]
-        rows: dict[str, Rows_fn] = {
-            "bwrap --ro-bind / / true": _sync(lambda: subprocess.run(bwrap, check=True)),
-            "OsSandboxBackend true (default rlimits)": lambda: confined.run(true),
-            'BashTool "true" on OsSandboxBackend': lambda: bash.run("true"),
+        bwrap = ["bwrap", "--ro-bind", "/", "/"]
+        rows: Rows = {
+            BWRAP: (_sync(lambda: subprocess.run([*bwrap, "true"], check=True)), n),
+            BWRAP_BASH: (_sync(lambda: subprocess.run([*bwrap, "bash", "-c", "true"], check=True)), n),
+            "OsSandboxBackend true (default rlimits)": (lambda: confined.run(true), n),
+            'BashTool "true" on OsSandboxBackend': (lambda: bash.run("true"), n),
         }
-        timed, _ = await _blocks({name: (fn, n) for name, fn in rows.items()}, repeats)
-        return timed
-
-
-Rows_fn = Callable[[], Awaitable[object]]
+        compared: Compared = {
+            "OsSandboxBackend true (default rlimits)": [(BWRAP, OS_TARGET)],
+            'BashTool "true" on OsSandboxBackend': [(BWRAP, OS_TARGET), (BWRAP_BASH, OS_TARGET)],
+        }
+        return await _samples(rows, repeats), compared
 
 
 Timed = tuple[dict[str, float], dict[str, float]]
 """Seconds per call of each row: the median block, and the fastest block."""
 
 
-async def _blocks(rows: Rows, repeats: int) -> Timed:
-    """The rows take turns block by block; each row's median block and its fastest block."""
+async def _samples(rows: Rows, repeats: int) -> dict[str, list[float]]:
+    """The rows take turns block by block: each row's seconds per call in each round."""
     for fn, _ in rows.values():
         await fn()  # warm up
     samples: dict[str, list[float]] = {name: [] for name in rows}
     for _ in range(repeats):
         for name, (fn, n) in rows.items():
             samples[name].append(await _time_async(fn, n))
+    return samples
+
+
+async def _blocks(rows: Rows, repeats: int) -> Timed:
+    """Each row's median block and its fastest block."""
+    samples = await _samples(rows, repeats)
     return (
         {name: statistics.median(values) for name, values in samples.items()},
         {name: min(values) for name, values in samples.items()},
@@ -323,28 +328,48 @@ def _table(
     print(f"target: <= {target}x\n")
 
 
+def _compared_table(title: str, samples: dict[str, list[float]], compared: Compared) -> dict[str, object]:
+    """Each row's median and fastest block; a compared row also each baseline, the ratios and the target.
+
+    The ratio is the median over rounds of the row's block over the baseline's block of the
+    same round (so a drift of the machine's speed weighs on both); `best` is the fastest
+    block's over the baseline's fastest block.
+    """
+    print(title)
+    print(f"{'row':42} {'ms':>7} {'best':>7}  {'against':42} {'ratio':>6} {'best':>6}  target")
+    figures: dict[str, object] = {}
+    for name, blocks in samples.items():
+        median, fastest = statistics.median(blocks), min(blocks)
+        lead = f"{name:42} {median * 1e3:7.2f} {fastest * 1e3:7.2f}"
+        against: list[dict[str, object]] = []
+        figures[name] = {"median_seconds": median, "fastest_seconds": fastest, "against": against}
+        if name not in compared:
+            print(lead)
+        for base, target in compared.get(name, []):
+            ratio = statistics.median(a / b for a, b in zip(blocks, samples[base], strict=True))
+            best = fastest / min(samples[base])
+            met = "met" if target is not None and ratio <= target else "NOT MET"
+            verdict = "(context)" if target is None else f"<= {target}x {met}"
+            print(f"{lead}  {base:42} {ratio:5.2f}x {best:5.2f}x  {verdict}")
+            lead = " " * len(lead)
+            against.append({"baseline": base, "ratio": ratio, "best_ratio": best, "target": target})
+    print()
+    return figures
+
+
 def _group(group: str, calls: int, repeats: int) -> dict[str, object]:
     """Time one group of rows and print its table; its figures, for `--json`."""
-    if group == "bash":
-        rows = asyncio.run(bash_rows(calls, repeats))
-        true_row, bash_row = 'subprocess.run(["true"])', 'subprocess.run(["bash","-c","true"])'
-        against = {
-            "HostBackend true (default rlimits)": true_row,
-            "HostBackend true (no rlimits)": true_row,
-            'BashTool "true" (default rlimits)': bash_row,
-        }
-        title = f"Bash `true` round trip (median of {repeats} blocks of {calls} calls)"
-        _table(title, rows, against, TARGET)
-        return {"bash_true_seconds": rows, "target_ratio": TARGET}
-    if group == "os-sandbox":
-        if shutil.which("bwrap") is None:
-            raise SystemExit("the os-sandbox rows compare with bubblewrap: apt-get install bubblewrap")
-        rows = asyncio.run(os_sandbox_rows(calls, repeats))
-        base = "bwrap --ro-bind / / true"
-        against = {name: base for name in rows if name != base}
-        title = f"OS-sandbox `true` round trip (median of {repeats} blocks of {calls} calls)"
-        _table(title, rows, against, 1.0)
-        return {"os_sandbox_true_seconds": rows, "os_sandbox_target_ratio": 1.0}
+    if group in ("bash", "os-sandbox"):
+        if group == "bash":
+            samples, compared = asyncio.run(bash_rows(calls, repeats))
+            title = "Bash `true` round trip on HostBackend"
+        else:
+            if shutil.which("bwrap") is None:
+                raise SystemExit("the os-sandbox rows compare with bubblewrap: apt-get install bubblewrap")
+            samples, compared = asyncio.run(os_sandbox_rows(calls, repeats))
+            title = "Bash `true` round trip on OsSandboxBackend"
+        title += f" (median and fastest of {repeats} blocks of {calls} calls)"
+        return {f"{group}_true": _compared_table(title, samples, compared)}
     if group == "read":
         rows, best = asyncio.run(read_rows(repeats))
         plain, by_bytes = "open(p).read() + numbering", "bytes read, decoded, split + numbering"

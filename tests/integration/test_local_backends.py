@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import errno
+import hashlib
 import os
 import signal
 import subprocess
@@ -112,6 +113,28 @@ async def test_stdin_is_fed_and_otherwise_empty(local: Local, sandbox: Sandbox) 
     assert (await backend.run(ExecRequest(("cat",)))).stdout == ""
 
 
+async def test_stdin_larger_than_a_pipe_is_fed_whole_or_refused_by_the_command(
+    local: Local, sandbox: Sandbox
+) -> None:
+    data = os.urandom(3 << 20)  # far past a pipe's 64 KiB: written as the command reads
+    backend = local(sandbox).max_output_bytes(8 << 20).build()
+    summed = await backend.run(sh("sha256sum", stdin=data))
+    assert summed.stdout.split()[0] == hashlib.sha256(data).hexdigest()
+    # A command that reads none of it exits as it would; the unread rest is dropped (EPIPE).
+    ignored = await backend.run(sh("exit 4", stdin=data))
+    assert (ignored.exit_code, ignored.timed_out) == (4, False)
+
+
+async def test_no_descriptor_is_left_open_by_a_command(local: Local, sandbox: Sandbox) -> None:
+    backend = local(sandbox).build()
+    await backend.run(sh("true", stdin=b"x"))  # the first call's one-time descriptors, if any
+    before = set(os.listdir("/proc/self/fd"))
+    for command in ("true", "echo hi; echo err >&2", "exit 3", "sleep 5 & exit 0"):
+        await backend.run(sh(command, stdin=b"x"))
+        await backend.run(sh(command))
+    assert set(os.listdir("/proc/self/fd")) == before
+
+
 async def test_exit_codes_and_stderr_come_back(local: Local, sandbox: Sandbox) -> None:
     out = await local(sandbox).build().run(sh("echo out; echo err >&2; exit 3"))
     assert (out.exit_code, out.stdout, out.stderr, out.signal, out.timed_out) == (
@@ -142,6 +165,18 @@ async def test_a_timeout_kills_the_whole_process_group(local: Local, sandbox: Sa
     assert out.timed_out and out.exit_code is None and out.signal == signal.SIGKILL
     grandchild = int((sandbox.root / "grandchild").read_text())
     assert gone(grandchild)
+
+
+async def test_without_pidfds_a_thread_waits_for_the_exit(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What runs where os.pidfd_open does not exist (macOS, Linux before 5.3).
+    monkeypatch.delattr(os, "pidfd_open")
+    backend = HostBackend.builder(sandbox).timeout(0.5).build()
+    out = await backend.run(sh("echo hi; exit 3"))
+    assert (out.exit_code, out.stdout) == (3, "hi\n")
+    killed = await backend.run(sh("sleep 30"))
+    assert killed.timed_out and killed.signal == signal.SIGKILL
 
 
 def test_the_twin_a_plain_kill_of_the_child_leaves_the_grandchild_running(tmp_path: Path) -> None:

@@ -420,6 +420,39 @@ def test_a_dead_launcher_is_an_error_that_says_so(world: World) -> None:
         asyncio.run(backend.run(sh("true")))
 
 
+def test_the_child_kept_ready_for_the_next_command_dies_with_the_launcher(world: World) -> None:
+    before = _children_of_this_process()
+    world.confined()
+    (launcher,) = _children_of_this_process() - before
+    (spare,) = (int(pid) for pid in Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split())
+    assert _running(spare, within=0.2)
+    os.kill(launcher, signal.SIGKILL)
+    os.waitpid(launcher, 0)
+    assert not _running(spare, within=3.0)
+
+
+_SIGNAL_THE_OTHER = "while [ ! -s a.pid ]; do sleep 0.02; done; kill -0 $(cat a.pid) && echo signalled"
+
+
+async def _one_command_signals_another(backend: HostBackend | OsSandboxBackend) -> ExecOutput:
+    """Two commands of one backend at once: the second signals the first (by its pid in a file)."""
+    first = asyncio.ensure_future(backend.run(sh("echo $$ > a.pid.tmp; mv a.pid.tmp a.pid; sleep 20")))
+    try:
+        return await backend.run(sh(_SIGNAL_THE_OTHER))
+    finally:
+        first.cancel()
+        await asyncio.gather(first, return_exceptions=True)
+
+
+async def test_a_command_cannot_signal_another_command_of_the_same_backend(world: World) -> None:
+    out = await _one_command_signals_another(world.confined())
+    assert "signalled" not in out.stdout and out.exit_code != 0, (out.stdout, out.stderr)
+    # The twin: on the host the same second command reaches the first.
+    (world.root / "a.pid").unlink()
+    host = await _one_command_signals_another(HostBackend.builder(world.sandbox).timeout(20).build())
+    assert host.stdout == "signalled\n", host.stderr
+
+
 def _running(pid: int, within: float) -> bool:
     """Whether `pid` still runs after `within` seconds (a zombie counts as gone)."""
     deadline = time.monotonic() + within

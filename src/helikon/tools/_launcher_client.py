@@ -12,7 +12,6 @@ lock, so a backend can be used from several threads and event loops at once.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import socket
@@ -32,7 +31,6 @@ if TYPE_CHECKING:
 
 _SCRIPT = str(Path(__file__).with_name("_os_launcher.py"))
 _START_TIMEOUT = 30.0
-_CHUNK = 1 << 16
 
 
 class LauncherError(Exception):
@@ -120,56 +118,67 @@ class Launcher:
         loop = asyncio.get_running_loop()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        in_read, in_write = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), -1)
+        in_read, in_write = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), None)
         reply, reply_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         request = json.dumps({"argv": list(argv), "env": dict(env)}).encode()
+        ours = [out_read, err_read, *([] if in_write is None else [in_write])]
         try:
             with self._lock:
                 fds = [in_read, out_write, err_write, reply_theirs.fileno(), cwd_fd]
                 socket.send_fds(self._control, [request], fds)
         except OSError as error:
-            for fd in (out_read, err_read, in_write):
-                if fd >= 0:
-                    os.close(fd)
-            reply.close()
+            _close(reply, ours)
             raise LauncherError(f"the os-sandbox launcher is gone ({error}); build a new backend") from None
         finally:
             for fd in (in_read, out_write, err_write):
                 os.close(fd)
             reply_theirs.close()
         reply.setblocking(False)
-        first = await loop.sock_recv(reply, 4096)
+        try:
+            first = await loop.sock_recv(reply, 4096)
+        except BaseException:
+            _close(reply, ours)
+            raise
         if not first:
-            for fd in (out_read, err_read, in_write):
-                if fd >= 0:
-                    os.close(fd)
-            reply.close()
+            _close(reply, ours)
             raise LauncherError(
                 "the os-sandbox launcher exited before starting the command; build a new backend"
             )
         pid = int(json.loads(first)["pid"])
-        stdout, out_transport = await _reader(loop, out_read)
-        stderr, err_transport = await _reader(loop, err_read)
-        in_transport = await _writer(loop, in_write, stdin) if stdin is not None else None
         exited: asyncio.Future[None] = loop.create_future()
         status: list[int] = []
-        waiter = loop.create_task(_wait_exit(loop, reply, exited, status))
 
-        def release() -> None:
-            waiter.cancel()
+        def replied() -> None:
+            try:
+                data = reply.recv(4096)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                data = b""
+            if data:
+                status.append(os.waitstatus_to_exitcode(int(json.loads(data)["status"])))
+            # EOF without a status: the launcher died; `returncode` stays None and the group is killed.
+            loop.remove_reader(reply.fileno())
+            if not exited.done():
+                exited.set_result(None)
+
+        loop.add_reader(reply.fileno(), replied)
+
+        def returncode() -> int | None:
+            return status[0] if status else None
+
+        try:
+            return await supervise(
+                Child(pid, exited, returncode, out_read, err_read, in_write, stdin),
+                time_limit=time_limit,
+                max_output_bytes=max_output_bytes,
+                cancel=cancel,
+                started=started,
+            )
+        finally:
+            if not exited.done():
+                loop.remove_reader(reply.fileno())
             reply.close()
-            for transport in (out_transport, err_transport, in_transport):
-                if transport is not None:
-                    transport.close()
-
-        return await supervise(
-            Child(pid, exited, lambda: status[0] if status else None, stdout, stderr, _nothing()),
-            time_limit=time_limit,
-            max_output_bytes=max_output_bytes,
-            cancel=cancel,
-            started=started,
-            release=release,
-        )
 
     def close(self) -> None:
         """Stop the launcher; it kills every command it still runs (idempotent)."""
@@ -184,36 +193,8 @@ class Launcher:
             proc.stderr.close()
 
 
-async def _wait_exit(
-    loop: asyncio.AbstractEventLoop, reply: socket.socket, exited: asyncio.Future[None], status: list[int]
-) -> None:
-    with contextlib.suppress(OSError):
-        data = await loop.sock_recv(reply, 4096)
-        if data:
-            status.append(os.waitstatus_to_exitcode(int(json.loads(data)["status"])))
-    # EOF without a status: the launcher died; `returncode` stays None and the group is killed.
-    if not exited.done():
-        exited.set_result(None)
-
-
-async def _reader(
-    loop: asyncio.AbstractEventLoop, fd: int
-) -> tuple[asyncio.StreamReader, asyncio.BaseTransport]:
-    reader = asyncio.StreamReader(limit=_CHUNK, loop=loop)
-    transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader, loop=loop), os.fdopen(fd, "rb", buffering=0)
-    )
-    return reader, transport
-
-
-async def _writer(loop: asyncio.AbstractEventLoop, fd: int, data: bytes) -> asyncio.BaseTransport:
-    """Write `data` to the command's stdin, then close it (the transport buffers what the pipe can't take)."""
-    transport, _ = await loop.connect_write_pipe(asyncio.Protocol, os.fdopen(fd, "wb", buffering=0))
-    assert isinstance(transport, asyncio.WriteTransport)
-    transport.write(data)
-    transport.close()  # after the buffer drains; a command that stops reading gets EPIPE, its choice
-    return transport
-
-
-async def _nothing() -> None:
-    return None
+def _close(reply: socket.socket, fds: list[int]) -> None:
+    """Close what `run` made for a command that never got to `supervise`."""
+    reply.close()
+    for fd in fds:
+        os.close(fd)

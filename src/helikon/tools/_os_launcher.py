@@ -2,27 +2,36 @@
 
 Run as a script (`python -I -S _os_launcher.py <config>`), standard library only: it never
 imports helikon. The parent (`OsSandboxBackend`) built the Landlock ruleset and the seccomp
-program; this process holds them and, for every command, forks a child that
+program; this process holds them, gives up every capability once (for itself and everything
+it forks), and keeps one child forked *ahead* of the next command. That spare child
 
 1. starts a session of its own (so the parent can kill its whole group, which it cannot leave),
-2. takes the stdio descriptors it was sent, and the working directory as a descriptor,
-3. resets the signals Python ignores (`SIGPIPE`, `SIGXFSZ`) and sets its rlimits,
-4. drops every capability (for root), sets `no_new_privs`, restricts itself with the
-   Landlock ruleset, loads the seccomp filter — in that order, each failure fatal (exit
-   126), never a command run unconfined — closes every other descriptor,
-5. and `exec`s the command.
+2. resets the signals Python ignores (`SIGPIPE`, `SIGXFSZ`), sets `no_new_privs`, restricts
+   itself with the Landlock ruleset (a Landlock domain of its own, so no command can signal
+   another) and loads the seccomp filter — each failure fatal to the command it will run
+   (exit 126), never a command run unconfined — closes every descriptor but its socket, and
+   says it is ready;
+3. then waits for its command: takes the stdio descriptors it is sent and the working
+   directory as a descriptor, sets its rlimits (last: the limits bind the command, not the
+   Python that reads the request), closes the rest,
+4. and `exec`s the command.
+
+So a command waits for nothing but a message and an `exec`: the fork of a Python process and
+the confinement steps (milliseconds in a virtual machine, where every page a forked child
+touches is a copy-on-write fault) are done while the previous command runs, or while idle.
 
 Why a launcher process and not `preexec_fn`: forking the parent, a threaded asyncio program,
 and running Python before `exec` can deadlock on a lock another thread held. This process
-has one thread, so forking it is safe, and it stays up so a command costs a `fork`, not an
-interpreter start. It is also the subreaper of everything the commands start (`_kill_strays`).
+has one thread, so forking it is safe, and it stays up so a command costs no interpreter
+start. It is also the subreaper of everything the commands start (`_kill_strays`).
 
 Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the parent sends
 one JSON request (`argv`, `env`) with five descriptors (stdin, stdout, stderr, a reply
-socket, the working directory). The launcher answers on the reply socket `{"pid": n}` once
-the child leads its own group, then `{"status": s}` (a `waitpid` status) when it exits, and
-closes it. When the parent goes away (EOF on the control socket), every command still
-running is killed and the launcher exits.
+socket, the working directory). The launcher hands the request and four of them to the
+spare child, answers on the reply socket `{"pid": n}` (the child already leads its own
+group), then `{"status": s}` (a `waitpid` status) when it exits, and closes it. When the
+parent goes away (EOF on the control socket), every command still running is killed and
+the launcher exits.
 """
 
 from __future__ import annotations
@@ -57,6 +66,7 @@ SYS_CAPSET = 126
 _LINUX_CAPABILITY_VERSION_3 = 0x20080522
 _CAP_LAST = 63  # dropping a capability the kernel does not know fails harmlessly
 PR_SET_CHILD_SUBREAPER = 36
+PR_SET_PDEATHSIG = 1
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
 SYS_LANDLOCK_RESTRICT_SELF = 446
@@ -128,24 +138,45 @@ def _capabilities_left() -> bool:
     return any(data.raw)
 
 
-def _child(config: _Config, request: _Request, fds: list[int], started: int) -> NoReturn:
-    """In the forked child: confine, then exec the command; never returns."""
+def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
+    """In a child forked ahead of its command: confine, wait for the command, exec it; never returns."""
+    failure: BaseException | None = None
     try:
         # A session of its own: it leads its process group and cannot move to another one
         # (a child that could join the launcher's group would escape the timeout's group kill).
         os.setsid()
-        os.close(started)  # the launcher waits for this before it reports the pid
-        for target, fd in enumerate(fds[:3]):
-            os.dup2(fd, target)
-        os.fchdir(fds[4])  # opened beneath the root by the parent: no path to race
+        # Killed with the launcher while it waits (the launcher kills its commands itself).
+        _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != launcher:  # it died before the line above
+            os._exit(DENIED)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
+        _confine(config.ruleset_fd, config.program)
+    except BaseException as error:  # told to the command's stderr, once there is one
+        failure = error
+    # Nothing of the launcher's (its control socket, other commands' reply sockets, its
+    # stdio) stays open while this child waits.
+    os.closerange(0, sock.fileno())
+    os.closerange(sock.fileno() + 1, _MAX_FD)
+    with contextlib.suppress(OSError):
+        sock.send(b"ready")
+    try:
+        data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+    except OSError:
+        data, fds = b"", []
+    if not data or len(fds) != 4:
+        os._exit(DENIED)  # the launcher is gone, or stopped before sending a command
+    try:
+        for target, fd in enumerate(fds[:3]):
+            os.dup2(fd, target)
+        if failure is not None:
+            raise failure
+        os.fchdir(fds[3])  # opened beneath the root by the parent: no path to race
+        request = _Request(json.loads(data))
         for kind, soft, hard in config.rlimits:
             resource.setrlimit(kind, (soft, hard))
-        _drop_capabilities()
-        _confine(config.ruleset_fd, config.program)
         os.closerange(3, _MAX_FD)
     except BaseException as error:
         with contextlib.suppress(BaseException):
@@ -168,6 +199,53 @@ class _Request:
         self.env = {str(name): str(value) for name, value in raw["env"].items()}
 
 
+class _Spares:
+    """The child forked ahead of the next command (`_spare`), made again after each use."""
+
+    def __init__(self, config: _Config) -> None:
+        self.config = config
+        self.pid = 0
+        self.sock: socket.socket | None = None
+
+    def make(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        launcher = os.getpid()
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            _spare(self.config, theirs, launcher)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+
+    def take(self) -> tuple[int, socket.socket] | None:
+        """The spare child, once it leads its own group and is confined; `None` if none would start."""
+        for _ in range(2):  # one that died while it waited is replaced once
+            if self.sock is None:
+                self.make()
+            pid, sock = self.pid, self.sock
+            assert sock is not None
+            self.pid, self.sock = 0, None
+            try:
+                ready = sock.recv(16)  # waits while it is still getting ready
+            except OSError:
+                ready = b""
+            if ready:
+                return pid, sock
+            sock.close()  # `_reap` reaps it: it is not a command, no reply waits for it
+        return None
+
+    def died(self, pid: int) -> None:
+        if pid == self.pid and self.sock is not None:
+            self.sock.close()
+            self.pid, self.sock = 0, None
+
+    def stop(self) -> None:
+        if self.sock is not None:
+            self.sock.close()  # EOF: it exits without running anything
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
 def _probe(config: _Config) -> str | None:
     """Confine a forked child and check the kernel enforces it; `None` if it does, else what failed.
 
@@ -180,7 +258,6 @@ def _probe(config: _Config) -> str | None:
     if pid == 0:
         code = 3
         try:
-            _drop_capabilities()
             _confine(config.ruleset_fd, config.program)
             code = 6 if _capabilities_left() else 4
             try:
@@ -254,10 +331,17 @@ def main() -> None:
     except OSError as error:
         _send(control, {"error": f"cannot make a network namespace for the egress proxy: {error}"})
         return
+    try:
+        _drop_capabilities()  # for good, and for every child it forks
+    except OSError as error:
+        _send(control, {"error": f"cannot drop the launcher's capabilities: {error}"})
+        return
     failure = _probe(config)
     if failure is not None:
         _send(control, {"error": failure})
         return
+    spares = _Spares(config)
+    spares.make()
     ready = json.dumps({"ready": True}).encode()
     if listener is None:
         control.send(ready)
@@ -273,32 +357,41 @@ def main() -> None:
                 data, fds = b"", []
             if not data:
                 break
-            reply = socket.socket(fileno=fds[3])
-            request = _Request(json.loads(data))
-            wait_read, started = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(wait_read)
-                _child(config, request, fds, started)
-            os.close(started)
-            os.read(wait_read, 1)  # EOF once the child leads its own group: then a kill reaches it
-            os.close(wait_read)
-            for fd in (*fds[:3], fds[4]):
-                os.close(fd)
-            running[pid] = reply
-            _send(reply, {"pid": pid})
+            _start(data, fds, spares, running)
         if wake_read in readable:
             with contextlib.suppress(BlockingIOError):
                 while os.read(wake_read, 512):
                     pass
-        _reap(running)
+        _reap(running, spares)
+    spares.stop()
     for pid in running:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-    _kill_strays()
+    _kill_strays(spares.pid)
 
 
-def _reap(running: dict[int, socket.socket]) -> None:
+def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, socket.socket]) -> None:
+    """Hand a command to the spare child, tell the parent its pid, and make the next spare."""
+    reply = socket.socket(fileno=fds[3])
+    spare = spares.take()
+    try:
+        if spare is not None:
+            socket.send_fds(spare[1], [request], [*fds[:3], fds[4]])
+            running[spare[0]] = reply
+            _send(reply, {"pid": spare[0]})
+        else:
+            reply.close()  # EOF without a pid: the parent reports the failure
+    except OSError:
+        reply.close()
+    finally:
+        if spare is not None:
+            spare[1].close()
+        for fd in (*fds[:3], fds[4]):
+            os.close(fd)
+    spares.make()  # the next command's child, made ready while this one runs
+
+
+def _reap(running: dict[int, socket.socket], spares: _Spares) -> None:
     """Reap every exited child; tell each command's reply socket how its command ended."""
     while True:
         try:
@@ -307,20 +400,21 @@ def _reap(running: dict[int, socket.socket]) -> None:
             break
         if pid == 0:
             break
+        spares.died(pid)
         reply = running.pop(pid, None)
         if reply is not None:
             _send(reply, {"status": status})
             reply.close()
     if not running:
-        _kill_strays()
+        _kill_strays(spares.pid)
 
 
-def _kill_strays() -> None:
+def _kill_strays(spare: int) -> None:
     """Kill what commands left behind outside their process groups, once none is running.
 
     A process that calls `setsid` leaves its command's group, so the group kill misses it.
     This launcher is their subreaper: orphaned, they become its children, and with no
-    command running, every child it has is such a stray.
+    command running, every child it has but the spare (`spare`) is such a stray.
     """
     try:
         with open(f"/proc/self/task/{os.getpid()}/children") as listed:
@@ -328,8 +422,9 @@ def _kill_strays() -> None:
     except OSError:
         return  # no CONFIG_PROC_CHILDREN: strays live until they exit
     for pid in strays:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+        if pid != spare:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
 
 
 if __name__ == "__main__":

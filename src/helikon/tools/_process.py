@@ -1,7 +1,12 @@
 """Run one child process under a timeout and an output cap, killing its whole process group.
 
 Every backend that spawns locally goes through `supervise`: `run_process` spawns with
-asyncio's subprocess support, the OS sandbox through its launcher (`_launcher_client`).
+`subprocess.Popen` (vfork and exec, in the loop's thread, as asyncio's own spawn does) and
+learns of the exit from a pidfd; the OS sandbox spawns through its launcher
+(`_launcher_client`), which reports the exit over a socket. The pipes are read and written
+by the event loop's own reader and writer callbacks: a command costs no thread, no task and
+no transport, which is most of what asyncio's subprocess support adds to a short command.
+
 The child leads its own process group, and everything it starts joins that group: a
 timeout, the output cap, a cancelled token or a cancelled task sends `SIGKILL` to the
 group, and grandchildren die with their parent. When the child exits, whatever it left
@@ -15,10 +20,12 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
+import threading
 import time
-from collections.abc import Callable, Coroutine, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .execution import ExecOutput
 
@@ -40,29 +47,103 @@ class _Capture:
         self.size = 0
         self.truncated = False
 
-    async def drain(self, stream: asyncio.StreamReader | None) -> None:
-        if stream is None:
-            return
-        while chunk := await stream.read(_CHUNK):
-            room = self.cap - self.size
-            if len(chunk) > room:
-                # Stop reading and stop the writer: a command past the cap is not waited for.
-                self.chunks.append(chunk[:room])
-                self.size = self.cap
-                self.truncated = True
-                self.on_full()
-                return
-            self.chunks.append(chunk)
-            self.size += len(chunk)
+    def add(self, chunk: bytes) -> bool:
+        """Keep `chunk`, or what fits of it; whether to read on."""
+        room = self.cap - self.size
+        if len(chunk) > room:
+            # Stop reading and stop the writer: a command past the cap is not waited for.
+            self.chunks.append(chunk[:room])
+            self.size = self.cap
+            self.truncated = True
+            self.on_full()
+            return False
+        self.chunks.append(chunk)
+        self.size += len(chunk)
+        return True
 
     def text(self) -> str:
         return b"".join(self.chunks).decode("utf-8", "replace")
+
+
+class _Pipes:
+    """The parent's ends of a child's pipes, served by the loop's callbacks; `close()` closes them all."""
+
+    __slots__ = ("_loop", "_open", "drained")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._open: dict[int, bool] = {}  # each open descriptor: whether the loop writes it
+        self.drained: list[asyncio.Future[None]] = []
+
+    def read(self, fd: int, capture: _Capture) -> None:
+        """Read `fd` into `capture` until EOF or the cap (then its future in `drained` is set)."""
+        done = self._loop.create_future()
+        self.drained.append(done)
+
+        def readable() -> None:
+            try:
+                chunk = os.read(fd, _CHUNK)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if chunk and capture.add(chunk):
+                return
+            self._close(fd)
+            if not done.done():
+                done.set_result(None)
+
+        self._add(fd, writes=False)
+        self._loop.add_reader(fd, readable)
+
+    def write(self, fd: int, data: bytes) -> None:
+        """Write `data` to `fd`, then close it; a command that stops reading gets EPIPE, its choice."""
+        left = memoryview(data)
+
+        def writable() -> None:
+            nonlocal left
+            try:
+                left = left[os.write(fd, left) :]
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:  # EPIPE: the command did not read all of its input
+                left = left[:0]
+            if not left:
+                self._close(fd)
+
+        self._add(fd, writes=True)
+        if data:
+            self._loop.add_writer(fd, writable)
+        else:
+            self._close(fd)
+
+    def close(self) -> None:
+        for fd in list(self._open):
+            self._close(fd)
+
+    def _add(self, fd: int, *, writes: bool) -> None:
+        os.set_blocking(fd, False)
+        self._open[fd] = writes
+
+    def _close(self, fd: int) -> None:
+        if fd in self._open:
+            if self._open.pop(fd):
+                self._loop.remove_writer(fd)
+            else:
+                self._loop.remove_reader(fd)
+            os.close(fd)
 
 
 _DRAIN_GRACE = 0.5
 """Seconds to keep reading after the command exited and its group was killed."""
 _REAP_TIMEOUT = 5.0
 """Seconds to wait for a killed command's exit to be reported (SIGKILL takes effect at once)."""
+
+
+async def _wait(futures: Sequence[asyncio.Future[None]], grace: float | None = None) -> None:
+    """`asyncio.wait` for all of `futures`, which costs loop turns even when all are done already."""
+    if not all(future.done() for future in futures):
+        await asyncio.wait(futures, timeout=grace)
 
 
 def _kill_group(pid: int) -> None:
@@ -82,33 +163,95 @@ async def run_process(
 ) -> ExecOutput:
     """Run `argv` to completion (or to its timeout, the cap or `cancel`) and say what it did."""
     started = time.perf_counter()
-    loop = asyncio.get_running_loop()
-    exited: asyncio.Future[None] = loop.create_future()
+    out_read, out_write = os.pipe()
+    err_read, err_write = os.pipe()
+    in_read, in_write = os.pipe() if stdin is not None else (subprocess.DEVNULL, -1)
     try:
-        transport, protocol = await loop.subprocess_exec(
-            lambda: _Protocol(loop, exited),
-            *argv,
+        # No preexec_fn, so `subprocess` spawns with vfork: the parent's memory is not copied.
+        # It returns once the child has exec'd, as asyncio's `subprocess_exec` does.
+        proc = subprocess.Popen(  # noqa: ASYNC220
+            argv,
             cwd=cwd,
             env=env,
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
+            stdin=in_read,
+            stdout=out_write,
+            stderr=err_write,
             start_new_session=True,
         )
     except (FileNotFoundError, NotADirectoryError, PermissionError) as exc:
+        for fd in (out_read, err_read, in_write):
+            if fd >= 0:
+                os.close(fd)
         # What a shell reports for a command it cannot start (127 not found, 126 not runnable),
         # so the result does not depend on whether a launcher ran first.
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         return ExecOutput(exit_code=code, stdout="", stderr=f"cannot start {argv[0]!r}: {exc}\n")
-    proc = asyncio.subprocess.Process(transport, protocol, loop)
-    return await supervise(
-        Child(proc.pid, exited, lambda: proc.returncode, proc.stdout, proc.stderr, _feed(proc, stdin)),
-        time_limit=time_limit,
-        max_output_bytes=max_output_bytes,
-        cancel=cancel,
-        started=started,
-        release=transport.close,  # the pipes a grandchild outside the group may still hold
-    )
+    finally:
+        for fd in (out_write, err_write, in_read):
+            if fd >= 0:
+                os.close(fd)
+    exited, unwatch = _watch_exit(asyncio.get_running_loop(), proc)
+    stdin_end = in_write if stdin is not None else None
+    try:
+        return await supervise(
+            Child(proc.pid, exited, lambda: proc.returncode, out_read, err_read, stdin_end, stdin),
+            time_limit=time_limit,
+            max_output_bytes=max_output_bytes,
+            cancel=cancel,
+            started=started,
+        )
+    finally:
+        unwatch()
+
+
+def _watch_exit(
+    loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes]
+) -> tuple[asyncio.Future[None], Callable[[], None]]:
+    """A future set once `proc` has exited and been reaped; and what stops watching it.
+
+    A pidfd (Linux 5.3+) becomes readable when the process exits, so the loop itself waits
+    for it. Elsewhere a thread waits, as asyncio's default child watcher does.
+    """
+    exited: asyncio.Future[None] = loop.create_future()
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # no pidfd on this platform or kernel
+        thread = threading.Thread(target=_wait_in_thread, args=(loop, proc, exited), daemon=True)
+        thread.start()
+        return exited, _nothing
+
+    def readable() -> None:
+        if proc.poll() is not None:  # reaps it
+            stop()
+            if not exited.done():
+                exited.set_result(None)
+
+    def stop() -> None:
+        if pidfd in open_fds:
+            open_fds.clear()
+            loop.remove_reader(pidfd)
+            os.close(pidfd)
+
+    open_fds = {pidfd}
+    loop.add_reader(pidfd, readable)
+    return exited, stop
+
+
+def _wait_in_thread(
+    loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes], exited: asyncio.Future[None]
+) -> None:
+    proc.wait()
+    with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
+        loop.call_soon_threadsafe(_set, exited)
+
+
+def _set(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _nothing() -> None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,15 +259,18 @@ class Child:
     """A started command as `supervise` sees it, however it was spawned.
 
     `pid` leads the command's process group; `exited` is set when it exits, and `returncode`
-    then says how (`-n` for signal `n`, as `asyncio` reports it; `None` while running).
+    then says how (`-n` for signal `n`, as `subprocess` reports it; `None` while running).
+    `stdout` and `stderr` are the read ends of its output pipes, `stdin` the write end of its
+    input pipe (or `None`), which `supervise` fills with `feed` and closes; it closes them all.
     """
 
     pid: int
     exited: asyncio.Future[None]
     returncode: Callable[[], int | None]
-    stdout: asyncio.StreamReader | None
-    stderr: asyncio.StreamReader | None
-    feed: Coroutine[Any, Any, None]
+    stdout: int
+    stderr: int
+    stdin: int | None
+    feed: bytes | None
 
 
 async def supervise(
@@ -134,7 +280,6 @@ async def supervise(
     max_output_bytes: int,
     cancel: CancellationToken | None,
     started: float,
-    release: Callable[[], None],
 ) -> ExecOutput:
     """Read `child`'s output to its exit, its timeout, the cap or `cancel`; kill its group; report."""
     pid, exited = child.pid, child.exited
@@ -143,18 +288,23 @@ async def supervise(
         _kill_group(pid)
 
     out, err = _Capture(max_output_bytes, kill), _Capture(max_output_bytes, kill)
-    remove = cancel.add_callback(kill) if cancel is not None else None
-    reads = asyncio.gather(out.drain(child.stdout), err.drain(child.stderr), child.feed)
+    pipes = _Pipes(asyncio.get_running_loop())
+    remove = None
     timed_out = False
     try:
+        pipes.read(child.stdout, out)
+        pipes.read(child.stderr, err)
+        if child.stdin is not None:
+            pipes.write(child.stdin, child.feed or b"")
+        remove = cancel.add_callback(kill) if cancel is not None else None
         try:
             async with asyncio.timeout(time_limit):
                 # `wait`, not `await exited`: a timeout must not cancel the exit future.
-                await asyncio.wait((exited,))
+                await _wait((exited,))
                 kill()  # what the command left running in its group
                 # A process that left the group (setsid) may still hold the pipes: it gets a
                 # moment to let go, not the rest of the timeout.
-                await asyncio.wait((reads,), timeout=_DRAIN_GRACE)
+                await _wait(pipes.drained, grace=_DRAIN_GRACE)
         except TimeoutError:
             timed_out = True
             kill()
@@ -165,12 +315,10 @@ async def supervise(
             remove()
         if child.returncode() is None:
             kill()
-            # Reap it before the call returns: left to the child watcher, its exit could be
-            # reported after the loop is gone, and the process never reaped.
+            # Reap it before the call returns: its exit could otherwise be reported after
+            # the loop is gone, and the process never reaped.
             await asyncio.wait((exited,), timeout=_REAP_TIMEOUT)
-        reads.cancel()
-        reads.add_done_callback(_retrieve)
-        release()
+        pipes.close()  # also the pipes a grandchild outside the group may still hold
     code = child.returncode()
     died_of = -code if code is not None and code < 0 else None
     return ExecOutput(
@@ -184,37 +332,3 @@ async def supervise(
         signal=died_of,
         duration=time.perf_counter() - started,
     )
-
-
-class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
-    """The stream protocol, plus a future set when the process exits.
-
-    `Process.wait()` (before Python 3.12) also waits for the pipes to close, which a
-    grandchild holding them delays; the exit alone is what tells us to kill the group.
-    """
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, exited: asyncio.Future[None]) -> None:
-        super().__init__(limit=_CHUNK, loop=loop)
-        self._exited = exited
-
-    def process_exited(self) -> None:
-        super().process_exited()
-        if not self._exited.done():
-            self._exited.set_result(None)
-
-
-def _retrieve(future: asyncio.Future[Any]) -> None:
-    if not future.cancelled():
-        future.exception()  # read, so asyncio does not log it as never retrieved
-
-
-async def _feed(proc: asyncio.subprocess.Process, data: bytes | None) -> None:
-    pipe = proc.stdin
-    if data is None or pipe is None:
-        return
-    try:
-        pipe.write(data)
-        await pipe.drain()
-        pipe.close()
-    except (BrokenPipeError, ConnectionResetError):
-        pass  # the command did not read all of its input: its choice
