@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from marker_files import until
 
 from helikon import LlmAgent, ToolError
 from helikon.core.items import ToolResult
@@ -64,18 +65,6 @@ async def http() -> AsyncIterator[HttpServer]:
         yield server
     finally:
         await server.kill()
-
-
-def says(marker: Path) -> str | None:
-    return marker.read_text() if marker.exists() else None
-
-
-async def until(marker: Path, text: str) -> None:
-    for _ in range(1000):
-        if says(marker) == text:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{marker} never said {text!r}")
 
 
 async def test_calls_headers_and_an_agent_over_http(http: HttpServer) -> None:

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from marker_files import until
 from mcp_peers import peer
 
 from helikon import CancellationToken, LlmAgent, RunContext, ToolError
@@ -54,18 +55,6 @@ async def gone(pid: int) -> bool:
             return True
         await asyncio.sleep(0.02)
     return False
-
-
-def says(marker: Path) -> str | None:
-    return marker.read_text() if marker.exists() else None
-
-
-async def until(marker: Path, text: str) -> None:
-    for _ in range(1000):
-        if says(marker) == text:
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{marker} never said {text!r} (it says {says(marker)!r})")
 
 
 async def server_pid(handle: McpServerHandle) -> int:

@@ -15,7 +15,7 @@ from helikon.core.exceptions import ToolError
 from helikon.core.items import AudioPart, Base64Source, ContentPart, ImagePart, TextPart
 from helikon.core.tools import ToolOutput
 
-__all__ = ["tool_output"]
+__all__ = ["content_part", "tool_output"]
 
 
 def tool_output(tool: str, result: Any) -> ToolOutput:
@@ -38,20 +38,27 @@ def _block_json(block: Any) -> Any:
     return block.model_dump(by_alias=True, mode="json", exclude_none=True)
 
 
+def content_part(block: Any) -> ContentPart | None:
+    """An MCP text, image or audio block as the model's content part; `None` for other blocks."""
+    if block.type == "text":
+        return TextPart(text=block.text)
+    if block.type == "image":
+        return ImagePart(source=Base64Source(media_type=block.mime_type, data=block.data))
+    if block.type == "audio":
+        return AudioPart(source=Base64Source(media_type=block.mime_type, data=block.data))
+    return None
+
+
 def _media_parts(blocks: list[Any]) -> tuple[ContentPart, ...] | None:
     """Text, image and audio parts for the model, when the result holds an image or audio."""
     if not any(block.type in ("image", "audio") for block in blocks):
         return None
     parts: list[ContentPart] = []
     for block in blocks:
-        if block.type == "text":
-            parts.append(TextPart(text=block.text))
-        elif block.type == "image":
-            parts.append(ImagePart(source=Base64Source(media_type=block.mime_type, data=block.data)))
-        elif block.type == "audio":
-            parts.append(AudioPart(source=Base64Source(media_type=block.mime_type, data=block.data)))
-        else:
+        part = content_part(block)
+        if part is None:
             import json
 
-            parts.append(TextPart(text=json.dumps(_block_json(block), ensure_ascii=False)))
+            part = TextPart(text=json.dumps(_block_json(block), ensure_ascii=False))
+        parts.append(part)
     return tuple(parts)

@@ -13,16 +13,14 @@ from typing import Any, TypeAlias
 from helikon.core.cancel import CancellationToken
 from helikon.core.items import (
     AssistantMessage,
-    AudioPart,
-    Base64Source,
     ContentPart,
-    ImagePart,
     Item,
     SystemMessage,
-    TextPart,
     UserMessage,
 )
 from helikon.core.model import Finish, Model, ModelRequest, ModelSettings, TokenDelta
+
+from ._results import content_part
 
 __all__ = ["ElicitationHandler", "elicitation_callback", "sampling_callback"]
 
@@ -35,15 +33,7 @@ _STOP = {"stop": "endTurn", "length": "maxTokens"}
 
 
 def _parts(blocks: list[Any]) -> tuple[ContentPart, ...]:
-    parts: list[ContentPart] = []
-    for block in blocks:
-        if block.type == "text":
-            parts.append(TextPart(text=block.text))
-        elif block.type == "image":
-            parts.append(ImagePart(source=Base64Source(media_type=block.mime_type, data=block.data)))
-        elif block.type == "audio":
-            parts.append(AudioPart(source=Base64Source(media_type=block.mime_type, data=block.data)))
-    return tuple(parts)
+    return tuple(part for part in map(content_part, blocks) if part is not None)
 
 
 def sampling_request(params: Any) -> ModelRequest:
