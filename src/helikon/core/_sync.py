@@ -10,6 +10,7 @@ the loop they were made on. Tasks a run leaves behind are cancelled when it retu
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -27,15 +28,20 @@ T = TypeVar("T")
 class _ThreadLoop:
     """The thread's loop; closed when the thread ends (its thread-local storage is dropped)."""
 
-    __slots__ = ("loop",)
+    __slots__ = ("loop", "pid")
 
     def __init__(self) -> None:
         import asyncio  # here, not at the top: `import helikon` stays cheap (~25 ms of asyncio)
 
         self.loop = asyncio.new_event_loop()
+        self.pid = os.getpid()
 
     def __del__(self) -> None:
-        if not self.loop.is_closed() and not self.loop.is_running():
+        # A child forked from another thread drops this thread's storage too (Python runs in
+        # it when a `preexec_fn` is given). Closing the loop there would unregister its
+        # descriptors from the epoll instance it shares with this process, and this
+        # process's loop would never wake again: only the process that made it closes it.
+        if os.getpid() == self.pid and not self.loop.is_closed() and not self.loop.is_running():
             self.loop.close()
 
 
