@@ -363,11 +363,27 @@ def main() -> None:
                 while os.read(wake_read, 512):
                     pass
         _reap(running, spares)
+    _wind_down(running, spares)
+
+
+def _wind_down(running: dict[int, socket.socket], spares: _Spares) -> None:
+    """Kill every command still running, and everything they started, before exiting.
+
+    One pass is not enough: a process a running command started with `setsid` is still that
+    command's child when its group is killed, and becomes this subreaper's only once the
+    command is reaped. So reap until no child is left, killing each that is handed over.
+    """
+    signal.set_wakeup_fd(-1)  # no more loop to drain it: it must not fill up and warn
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     spares.stop()
     for pid in running:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-    _kill_strays(spares.pid)
+    while _kill_strays(0):
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
 
 
 def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, socket.socket]) -> None:
@@ -409,22 +425,24 @@ def _reap(running: dict[int, socket.socket], spares: _Spares) -> None:
         _kill_strays(spares.pid)
 
 
-def _kill_strays(spare: int) -> None:
+def _kill_strays(spare: int) -> bool:
     """Kill what commands left behind outside their process groups, once none is running.
 
     A process that calls `setsid` leaves its command's group, so the group kill misses it.
     This launcher is their subreaper: orphaned, they become its children, and with no
-    command running, every child it has but the spare (`spare`) is such a stray.
+    command running, every child it has but the spare (`spare`) is such a stray. Whether
+    the children could be listed.
     """
     try:
         with open(f"/proc/self/task/{os.getpid()}/children") as listed:
             strays = [int(pid) for pid in listed.read().split()]
     except OSError:
-        return  # no CONFIG_PROC_CHILDREN: strays live until they exit
+        return False  # no CONFIG_PROC_CHILDREN: strays live until they exit
     for pid in strays:
         if pid != spare:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+    return True
 
 
 if __name__ == "__main__":
