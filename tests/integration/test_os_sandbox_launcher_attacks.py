@@ -423,3 +423,70 @@ def test_after_a_request_too_large_the_launcher_still_runs_commands(sandbox: San
         with contextlib.suppress(OsSandboxError):  # what it raises is the xfail above
             asyncio.run(backend.run(ExecRequest(_LARGE)))
         assert asyncio.run(backend.run(ExecRequest(("echo", "ok")))).stdout == "ok\n"
+
+
+def _pids_cgroup(tmp_name: str) -> Path:
+    """A fresh pids cgroup (v1 or v2) this root test may limit, or a failure that says what is missing."""
+    for parent in (Path("/sys/fs/cgroup/pids"), Path("/sys/fs/cgroup")):
+        if (parent / "cgroup.procs").exists() and (
+            parent.name == "pids" or "pids" in (parent / "cgroup.subtree_control").read_text()
+        ):
+            made = parent / tmp_name
+            made.mkdir()
+            return made
+    pytest.fail("this test needs root and a pids cgroup controller (/sys/fs/cgroup/pids or cgroup v2)")
+
+
+def test_a_command_that_uses_up_the_pids_does_not_take_the_launcher_down(sandbox: Sandbox) -> None:
+    backend, launcher = _build(sandbox)
+    group = _pids_cgroup(f"helikon-test-{os.getpid()}")
+    hog = sh(
+        "setsid sleep 60 & echo $! > stray.pid; for i in $(seq 40); do sleep 60 & done 2>/dev/null; sleep 60"
+    )
+
+    async def attack() -> tuple[ExecOutput | BaseException, ExecOutput | BaseException]:
+        (group / "pids.max").write_text("12")
+        (group / "cgroup.procs").write_text(f"{launcher}\n")
+        await backend.run(ExecRequest(("true",)))  # the next spare is forked inside the group
+        hogging = asyncio.ensure_future(backend.run(hog))
+        await asyncio.to_thread(_wait_for, sandbox.root / "stray.pid")
+        await asyncio.to_thread(_filled, group)
+        starved = await asyncio.gather(backend.run(ExecRequest(("echo", "starved"))), return_exceptions=True)
+        hogging.cancel()
+        await asyncio.gather(hogging, return_exceptions=True)
+        (group / "pids.max").write_text("max")
+        return starved[0], await backend.run(ExecRequest(("echo", "after")))
+
+    stray = 0
+    try:
+        with backend:
+            starved, after = asyncio.run(attack())
+            stray = int((sandbox.root / "stray.pid").read_text())
+            assert "max" in (group / "pids.events").read_text()  # the forks really were refused
+            # The command that found no process to run in fails, or runs; either is told whole.
+            assert isinstance(starved, OsSandboxError | ExecOutput)
+            if isinstance(starved, ExecOutput):
+                assert starved.stdout == "starved\n" and starved.exit_code == 0
+            assert _running(launcher), "the launcher died of a command's fork bomb"
+            assert isinstance(after, ExecOutput) and after.stdout == "after\n"
+        assert _gone(stray, within=3.0)
+    finally:
+        if stray and _running(stray):
+            os.kill(stray, signal.SIGKILL)
+        for pid in (group / "cgroup.procs").read_text().split():
+            os.kill(int(pid), signal.SIGKILL)
+        _gone_from(group)
+
+
+def _filled(group: Path) -> None:
+    deadline = time.monotonic() + 10
+    while int((group / "pids.current").read_text()) < int((group / "pids.max").read_text()):
+        assert time.monotonic() < deadline, "the command did not use up the group's pids"
+        time.sleep(0.02)
+
+
+def _gone_from(group: Path) -> None:
+    deadline = time.monotonic() + 5
+    while (group / "cgroup.procs").read_text().split() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    group.rmdir()

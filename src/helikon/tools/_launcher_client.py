@@ -144,7 +144,11 @@ class Launcher:
             raise LauncherError(
                 "the os-sandbox launcher exited before starting the command; build a new backend"
             )
-        pid = int(json.loads(first)["pid"])
+        started_as = json.loads(first)
+        if "error" in started_as:  # the launcher runs on: a later command may start
+            _close(reply, ours)
+            raise LauncherError(f"the os-sandbox launcher {started_as['error']}")
+        pid = int(started_as["pid"])
         exited: asyncio.Future[None] = loop.create_future()
         status: list[int] = []
 

@@ -29,9 +29,10 @@ Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the 
 one JSON request (`argv`, `env`) with five descriptors (stdin, stdout, stderr, a reply
 socket, the working directory). The launcher hands the request and four of them to the
 spare child, answers on the reply socket `{"pid": n}` (the child already leads its own
-group), then `{"status": s}` (a `waitpid` status) when it exits, and closes it. When the
-parent goes away (EOF on the control socket), every command still running is killed and
-the launcher exits.
+group), then `{"status": s}` (a `waitpid` status) when it exits, and closes it; or
+`{"error": text}` when it could not fork one (no pids left), and runs on. When the parent
+goes away (EOF on the control socket), every command still running is killed, with all
+they started, and the launcher exits.
 """
 
 from __future__ import annotations
@@ -206,11 +207,28 @@ class _Spares:
         self.config = config
         self.pid = 0
         self.sock: socket.socket | None = None
+        self.failure = "the child made for it exited before it was ready"
 
     def make(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        """Fork the next spare; if the kernel refuses (no pids left), there is none until the next try.
+
+        A command can use up the processes this user or cgroup may have (a fork bomb under
+        a container's pids limit): the launcher must outlive that, not crash with every
+        command it supervises.
+        """
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as error:
+            self.failure = f"cannot make its socket: {error}"
+            return
         launcher = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            ours.close()
+            theirs.close()
+            self.failure = f"cannot fork: {error}"
+            return
         if pid == 0:
             ours.close()
             _spare(self.config, theirs, launcher)
@@ -223,7 +241,8 @@ class _Spares:
             if self.sock is None:
                 self.make()
             pid, sock = self.pid, self.sock
-            assert sock is not None
+            if sock is None:
+                return None  # `failure` says why
             self.pid, self.sock = 0, None
             try:
                 ready = sock.recv(16)  # waits while it is still getting ready
@@ -396,7 +415,8 @@ def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, s
             running[spare[0]] = reply
             _send(reply, {"pid": spare[0]})
         else:
-            reply.close()  # EOF without a pid: the parent reports the failure
+            _send(reply, {"error": f"cannot start the command's process ({spares.failure})"})
+            reply.close()
     except OSError:
         reply.close()
     finally:
