@@ -120,17 +120,17 @@ class Launcher:
         err_read, err_write = os.pipe()
         in_read, in_write = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), None)
         reply, reply_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        request = json.dumps({"argv": list(argv), "env": dict(env)}).encode()
+        request = _request_file({"argv": list(argv), "env": dict(env)})
         ours = [out_read, err_read, *([] if in_write is None else [in_write])]
         try:
             with self._lock:
-                fds = [in_read, out_write, err_write, reply_theirs.fileno(), cwd_fd]
-                socket.send_fds(self._control, [request], fds)
+                fds = [in_read, out_write, err_write, reply_theirs.fileno(), cwd_fd, request]
+                socket.send_fds(self._control, [b"run"], fds)
         except OSError as error:
             _close(reply, ours)
             raise LauncherError(f"the os-sandbox launcher is gone ({error}); build a new backend") from None
         finally:
-            for fd in (in_read, out_write, err_write):
+            for fd in (in_read, out_write, err_write, request):
                 os.close(fd)
             reply_theirs.close()
         reply.setblocking(False)
@@ -195,6 +195,24 @@ class Launcher:
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+def _request_file(request: dict[str, object]) -> int:
+    """A memfd holding `request` as JSON, from its start.
+
+    Argv and env can be megabytes (`exec` takes up to ARG_MAX), where one socket message
+    holds ~200 KiB (`net.core.wmem_default`).
+    """
+    data = json.dumps(request).encode()
+    fd = os.memfd_create("helikon-request", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _close(reply: socket.socket, fds: list[int]) -> None:

@@ -26,8 +26,9 @@ has one thread, so forking it is safe, and it stays up so a command costs no int
 start. It is also the subreaper of everything the commands start (`_kill_strays`).
 
 Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the parent sends
-one JSON request (`argv`, `env`) with five descriptors (stdin, stdout, stderr, a reply
-socket, the working directory). The launcher hands the request and four of them to the
+a short message with six descriptors (stdin, stdout, stderr, a reply socket, the working
+directory, and a memfd holding the JSON request: `argv`, `env`, which may be as large as
+`exec` takes, far more than one socket message). The launcher hands five of them to the
 spare child, answers on the reply socket `{"pid": n}` (the child already leads its own
 group), then `{"status": s}` (a `waitpid` status) when it exits, and closes it; or
 `{"error": text}` when it could not fork one (no pids left), and runs on. When the parent
@@ -164,10 +165,10 @@ def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
     with contextlib.suppress(OSError):
         sock.send(b"ready")
     try:
-        data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+        data, fds, _, _ = socket.recv_fds(sock, 16, 5)
     except OSError:
         data, fds = b"", []
-    if not data or len(fds) != 4:
+    if not data or len(fds) != 5:
         os._exit(DENIED)  # the launcher is gone, or stopped before sending a command
     try:
         for target, fd in enumerate(fds[:3]):
@@ -175,7 +176,7 @@ def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
         if failure is not None:
             raise failure
         os.fchdir(fds[3])  # opened beneath the root by the parent: no path to race
-        request = _Request(json.loads(data))
+        request = _Request(json.loads(_read_all(fds[4])))
         for kind, soft, hard in config.rlimits:
             resource.setrlimit(kind, (soft, hard))
         os.closerange(3, _MAX_FD)
@@ -190,6 +191,16 @@ def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
         with contextlib.suppress(BaseException):
             os.write(2, f"cannot start {request.argv[0]!r}: {error}\n".encode())
         os._exit(code)
+
+
+def _read_all(fd: int) -> bytes:
+    """What the memfd `fd` holds, from its start."""
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 class _Request:
@@ -371,7 +382,7 @@ def main() -> None:
         readable, _, _ = select.select([control, wake_read], [], [])
         if control in readable:
             try:
-                data, fds, _, _ = socket.recv_fds(control, 1 << 20, 5)
+                data, fds, _, _ = socket.recv_fds(control, 16, 6)
             except OSError:
                 data, fds = b"", []
             if not data:
@@ -411,7 +422,7 @@ def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, s
     spare = spares.take()
     try:
         if spare is not None:
-            socket.send_fds(spare[1], [request], [*fds[:3], fds[4]])
+            socket.send_fds(spare[1], [request], [*fds[:3], *fds[4:6]])
             running[spare[0]] = reply
             _send(reply, {"pid": spare[0]})
         else:
@@ -422,7 +433,7 @@ def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, s
     finally:
         if spare is not None:
             spare[1].close()
-        for fd in (*fds[:3], fds[4]):
+        for fd in (*fds[:3], *fds[4:6]):
             os.close(fd)
     spares.make()  # the next command's child, made ready while this one runs
 
