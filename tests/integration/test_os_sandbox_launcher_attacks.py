@@ -552,3 +552,25 @@ def test_a_setsid_stray_dies_even_when_the_launcher_is_killed_from_outside(sandb
         if _running(stray):
             os.kill(stray, signal.SIGKILL)
         backend.close()
+
+
+def test_a_run_cancelled_before_it_learns_the_pid_still_kills_its_command(sandbox: Sandbox) -> None:
+    # The request is sent, and the launcher starts the command, before the run reads the pid:
+    # a cancel in between once left the command running, past its timeout, until close().
+    backend, launcher = _build(sandbox)
+
+    async def cancel_at_once() -> None:
+        run = asyncio.ensure_future(backend.run(sh("exec sleep 30")))
+        await asyncio.sleep(0)  # the run sent its request and waits for the pid
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+
+    with backend:
+        asyncio.run(cancel_at_once())
+        # The launcher reads requests in order: once this one ran, it had started the first.
+        assert asyncio.run(backend.run(sh("echo next"))).stdout == "next\n"
+        deadline = time.monotonic() + 3
+        while len(_children(launcher)) > 1 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        # Nothing of it is left: the launcher's one child is the spare for the next command.
+        assert len(_children(launcher)) == 1

@@ -12,8 +12,10 @@ lock, so a backend can be used from several threads and event loops at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 _SCRIPT = str(Path(__file__).with_name("_os_launcher.py"))
 _START_TIMEOUT = 30.0
+_KILL_TIMEOUT = 5.0
+"""Seconds a cancelled run waits for its command's pid, to kill it (the launcher answers at once)."""
 
 
 class LauncherError(Exception):
@@ -137,6 +141,9 @@ class Launcher:
         try:
             first = await loop.sock_recv(reply, 4096)
         except BaseException:
+            # The launcher may have started it already: a command cancelled here would
+            # otherwise run on unsupervised, past its timeout, until the backend closes.
+            await _kill_once_started(loop, reply)
             _close(reply, ours)
             raise
         if not first:
@@ -195,6 +202,19 @@ class Launcher:
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+async def _kill_once_started(loop: asyncio.AbstractEventLoop, reply: socket.socket) -> None:
+    """Wait (briefly, once more) for the pid of a command whose run was cancelled, and kill its group."""
+    try:
+        async with asyncio.timeout(_KILL_TIMEOUT):
+            data = await loop.sock_recv(reply, 4096)
+        pid = int(json.loads(data)["pid"]) if data else 0
+    except (Exception, asyncio.CancelledError):  # cancelled again, timed out, or no pid to kill
+        return
+    if pid > 0:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _request_file(request: dict[str, object]) -> int:
