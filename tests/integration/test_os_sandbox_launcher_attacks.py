@@ -416,13 +416,7 @@ def test_the_twin_a_command_line_of_300_kb_runs_on_the_host(sandbox: Sandbox) ->
     assert out.stdout == "100000 100000 100000\n"
 
 
-def test_a_command_line_of_300_kb_runs_in_the_os_sandbox_too(sandbox: Sandbox) -> None:
-    with OsSandboxBackend.builder(sandbox).timeout(20).build() as backend:
-        out = asyncio.run(backend.run(ExecRequest(_LARGE)))
-        assert out.stdout == "100000 100000 100000\n"
-
-
-def test_a_command_line_of_2_mb_runs_in_the_os_sandbox_too(sandbox: Sandbox) -> None:
+def test_command_lines_of_300_kb_and_1_5_mb_run_in_the_os_sandbox_too(sandbox: Sandbox) -> None:
     # Once a request over ~208 KiB (one SOCK_SEQPACKET message) failed with EMSGSIZE, told as
     # "the launcher is gone". Now only exec's own limit (ARG_MAX, 128 KiB an argument) binds.
     many = ("bash", "-c", 'echo "$#"', "count", *(["x" * 100_000] * 15))
