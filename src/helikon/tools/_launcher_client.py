@@ -12,8 +12,10 @@ lock, so a backend can be used from several threads and event loops at once.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
 
 _SCRIPT = str(Path(__file__).with_name("_os_launcher.py"))
 _START_TIMEOUT = 30.0
+_KILL_TIMEOUT = 5.0
+"""Seconds a cancelled run waits for its command's pid, to kill it (the launcher answers at once)."""
 
 
 class LauncherError(Exception):
@@ -120,23 +124,26 @@ class Launcher:
         err_read, err_write = os.pipe()
         in_read, in_write = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), None)
         reply, reply_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        request = json.dumps({"argv": list(argv), "env": dict(env)}).encode()
+        request = _request_file({"argv": list(argv), "env": dict(env)})
         ours = [out_read, err_read, *([] if in_write is None else [in_write])]
         try:
             with self._lock:
-                fds = [in_read, out_write, err_write, reply_theirs.fileno(), cwd_fd]
-                socket.send_fds(self._control, [request], fds)
+                fds = [in_read, out_write, err_write, reply_theirs.fileno(), cwd_fd, request]
+                socket.send_fds(self._control, [b"run"], fds)
         except OSError as error:
             _close(reply, ours)
             raise LauncherError(f"the os-sandbox launcher is gone ({error}); build a new backend") from None
         finally:
-            for fd in (in_read, out_write, err_write):
+            for fd in (in_read, out_write, err_write, request):
                 os.close(fd)
             reply_theirs.close()
         reply.setblocking(False)
         try:
             first = await loop.sock_recv(reply, 4096)
         except BaseException:
+            # The launcher may have started it already: a command cancelled here would
+            # otherwise run on unsupervised, past its timeout, until the backend closes.
+            await _kill_once_started(loop, reply)
             _close(reply, ours)
             raise
         if not first:
@@ -144,7 +151,11 @@ class Launcher:
             raise LauncherError(
                 "the os-sandbox launcher exited before starting the command; build a new backend"
             )
-        pid = int(json.loads(first)["pid"])
+        started_as = json.loads(first)
+        if "error" in started_as:  # the launcher runs on: a later command may start
+            _close(reply, ours)
+            raise LauncherError(f"the os-sandbox launcher {started_as['error']}")
+        pid = int(started_as["pid"])
         exited: asyncio.Future[None] = loop.create_future()
         status: list[int] = []
 
@@ -191,6 +202,37 @@ class Launcher:
             proc.wait()
         if proc.stderr is not None:
             proc.stderr.close()
+
+
+async def _kill_once_started(loop: asyncio.AbstractEventLoop, reply: socket.socket) -> None:
+    """Wait (briefly, once more) for the pid of a command whose run was cancelled, and kill its group."""
+    try:
+        async with asyncio.timeout(_KILL_TIMEOUT):
+            data = await loop.sock_recv(reply, 4096)
+        pid = int(json.loads(data)["pid"]) if data else 0
+    except (Exception, asyncio.CancelledError):  # cancelled again, timed out, or no pid to kill
+        return
+    if pid > 0:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def _request_file(request: dict[str, object]) -> int:
+    """A memfd holding `request` as JSON, from its start.
+
+    Argv and env can be megabytes (`exec` takes up to ARG_MAX), where one socket message
+    holds ~200 KiB (`net.core.wmem_default`).
+    """
+    data = json.dumps(request).encode()
+    fd = os.memfd_create("helikon-request", os.MFD_CLOEXEC)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def _close(reply: socket.socket, fds: list[int]) -> None:

@@ -26,12 +26,14 @@ has one thread, so forking it is safe, and it stays up so a command costs no int
 start. It is also the subreaper of everything the commands start (`_kill_strays`).
 
 Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the parent sends
-one JSON request (`argv`, `env`) with five descriptors (stdin, stdout, stderr, a reply
-socket, the working directory). The launcher hands the request and four of them to the
+a short message with six descriptors (stdin, stdout, stderr, a reply socket, the working
+directory, and a memfd holding the JSON request: `argv`, `env`, which may be as large as
+`exec` takes, far more than one socket message). The launcher hands five of them to the
 spare child, answers on the reply socket `{"pid": n}` (the child already leads its own
-group), then `{"status": s}` (a `waitpid` status) when it exits, and closes it. When the
-parent goes away (EOF on the control socket), every command still running is killed and
-the launcher exits.
+group), then `{"status": s}` (a `waitpid` status) when it exits, and closes it; or
+`{"error": text}` when it could not fork one (no pids left), and runs on. When the parent
+goes away (EOF on the control socket), every command still running is killed, with all
+they started, and the launcher exits.
 """
 
 from __future__ import annotations
@@ -163,10 +165,10 @@ def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
     with contextlib.suppress(OSError):
         sock.send(b"ready")
     try:
-        data, fds, _, _ = socket.recv_fds(sock, 1 << 20, 4)
+        data, fds, _, _ = socket.recv_fds(sock, 16, 5)
     except OSError:
         data, fds = b"", []
-    if not data or len(fds) != 4:
+    if not data or len(fds) != 5:
         os._exit(DENIED)  # the launcher is gone, or stopped before sending a command
     try:
         for target, fd in enumerate(fds[:3]):
@@ -174,7 +176,7 @@ def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
         if failure is not None:
             raise failure
         os.fchdir(fds[3])  # opened beneath the root by the parent: no path to race
-        request = _Request(json.loads(data))
+        request = _Request(json.loads(_read_all(fds[4])))
         for kind, soft, hard in config.rlimits:
             resource.setrlimit(kind, (soft, hard))
         os.closerange(3, _MAX_FD)
@@ -189,6 +191,16 @@ def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
         with contextlib.suppress(BaseException):
             os.write(2, f"cannot start {request.argv[0]!r}: {error}\n".encode())
         os._exit(code)
+
+
+def _read_all(fd: int) -> bytes:
+    """What the memfd `fd` holds, from its start."""
+    chunks: list[bytes] = []
+    offset = 0
+    while chunk := os.pread(fd, 1 << 20, offset):
+        chunks.append(chunk)
+        offset += len(chunk)
+    return b"".join(chunks)
 
 
 class _Request:
@@ -206,11 +218,28 @@ class _Spares:
         self.config = config
         self.pid = 0
         self.sock: socket.socket | None = None
+        self.failure = "the child made for it exited before it was ready"
 
     def make(self) -> None:
-        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        """Fork the next spare; if the kernel refuses (no pids left), there is none until the next try.
+
+        A command can use up the processes this user or cgroup may have (a fork bomb under
+        a container's pids limit): the launcher must outlive that, not crash with every
+        command it supervises.
+        """
+        try:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        except OSError as error:
+            self.failure = f"cannot make its socket: {error}"
+            return
         launcher = os.getpid()
-        pid = os.fork()
+        try:
+            pid = os.fork()
+        except OSError as error:
+            ours.close()
+            theirs.close()
+            self.failure = f"cannot fork: {error}"
+            return
         if pid == 0:
             ours.close()
             _spare(self.config, theirs, launcher)
@@ -223,7 +252,8 @@ class _Spares:
             if self.sock is None:
                 self.make()
             pid, sock = self.pid, self.sock
-            assert sock is not None
+            if sock is None:
+                return None  # `failure` says why
             self.pid, self.sock = 0, None
             try:
                 ready = sock.recv(16)  # waits while it is still getting ready
@@ -352,7 +382,7 @@ def main() -> None:
         readable, _, _ = select.select([control, wake_read], [], [])
         if control in readable:
             try:
-                data, fds, _, _ = socket.recv_fds(control, 1 << 20, 5)
+                data, fds, _, _ = socket.recv_fds(control, 16, 6)
             except OSError:
                 data, fds = b"", []
             if not data:
@@ -363,11 +393,27 @@ def main() -> None:
                 while os.read(wake_read, 512):
                     pass
         _reap(running, spares)
+    _wind_down(running, spares)
+
+
+def _wind_down(running: dict[int, socket.socket], spares: _Spares) -> None:
+    """Kill every command still running, and everything they started, before exiting.
+
+    One pass is not enough: a process a running command started with `setsid` is still that
+    command's child when its group is killed, and becomes this subreaper's only once the
+    command is reaped. So reap until no child is left, killing each that is handed over.
+    """
+    signal.set_wakeup_fd(-1)  # no more loop to drain it: it must not fill up and warn
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     spares.stop()
     for pid in running:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-    _kill_strays(spares.pid)
+    while _kill_strays(0):
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            break
 
 
 def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, socket.socket]) -> None:
@@ -376,17 +422,18 @@ def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, s
     spare = spares.take()
     try:
         if spare is not None:
-            socket.send_fds(spare[1], [request], [*fds[:3], fds[4]])
+            socket.send_fds(spare[1], [request], [*fds[:3], *fds[4:6]])
             running[spare[0]] = reply
             _send(reply, {"pid": spare[0]})
         else:
-            reply.close()  # EOF without a pid: the parent reports the failure
+            _send(reply, {"error": f"cannot start the command's process ({spares.failure})"})
+            reply.close()
     except OSError:
         reply.close()
     finally:
         if spare is not None:
             spare[1].close()
-        for fd in (*fds[:3], fds[4]):
+        for fd in (*fds[:3], *fds[4:6]):
             os.close(fd)
     spares.make()  # the next command's child, made ready while this one runs
 
@@ -409,22 +456,24 @@ def _reap(running: dict[int, socket.socket], spares: _Spares) -> None:
         _kill_strays(spares.pid)
 
 
-def _kill_strays(spare: int) -> None:
+def _kill_strays(spare: int) -> bool:
     """Kill what commands left behind outside their process groups, once none is running.
 
     A process that calls `setsid` leaves its command's group, so the group kill misses it.
     This launcher is their subreaper: orphaned, they become its children, and with no
-    command running, every child it has but the spare (`spare`) is such a stray.
+    command running, every child it has but the spare (`spare`) is such a stray. Whether
+    the children could be listed.
     """
     try:
         with open(f"/proc/self/task/{os.getpid()}/children") as listed:
             strays = [int(pid) for pid in listed.read().split()]
     except OSError:
-        return  # no CONFIG_PROC_CHILDREN: strays live until they exit
+        return False  # no CONFIG_PROC_CHILDREN: strays live until they exit
     for pid in strays:
         if pid != spare:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
+    return True
 
 
 if __name__ == "__main__":
