@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
 
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
 from helikon.testing.servers import PostgresServer, RedisServer
+from helikon.tools import Sandbox
 
 
 @pytest.fixture(scope="session")
@@ -73,3 +75,11 @@ async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
         yield client
     finally:
         await client.aclose()
+
+
+@pytest.fixture
+def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
+    """A `Sandbox` on an empty directory `root` inside the test's tmp_path."""
+    (tmp_path / "root").mkdir()
+    with Sandbox.open(tmp_path / "root") as opened:
+        yield opened

@@ -8,8 +8,6 @@ the corpus tests something.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -21,13 +19,6 @@ from helikon.testing import MockModel, text_turn, tool_call_turn
 from helikon.tools import BashTool, HostBackend, ResourceLimits, Sandbox
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
-    (tmp_path / "root").mkdir()
-    with Sandbox.open(tmp_path / "root") as opened:
-        yield opened
 
 
 def host(sandbox: Sandbox) -> HostBackend:

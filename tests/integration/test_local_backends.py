@@ -15,10 +15,11 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from exec_helpers import sh
 
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import UserError
@@ -47,17 +48,6 @@ def local(request: pytest.FixtureRequest) -> Local:
     if request.param == "host":
         return HostBackend.builder
     return OsSandboxBackend.builder
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
-    (tmp_path / "root").mkdir()
-    with Sandbox.open(tmp_path / "root") as opened:
-        yield opened
-
-
-def sh(command: str, **kwargs: object) -> ExecRequest:
-    return ExecRequest(("bash", "-c", command), **kwargs)  # type: ignore[arg-type]
 
 
 def gone(pid: int, within: float = 3.0) -> bool:

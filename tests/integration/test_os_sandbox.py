@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from exec_helpers import sh
 
 from helikon.core.exceptions import Denied
 from helikon.tools import (
@@ -249,10 +250,6 @@ def _eventually(check: Callable[[], bool]) -> bool:
             return True
         threading.Event().wait(0.02)
     return False
-
-
-def sh(command: str) -> ExecRequest:
-    return ExecRequest(("bash", "-c", command))
 
 
 @pytest.mark.parametrize("escape", ESCAPES, ids=lambda escape: escape.name)

@@ -19,6 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from exec_helpers import sh
 
 from helikon.tools import EgressPolicy, ExecRequest, HostBackend, Isolation, OsSandboxBackend, Sandbox
 
@@ -67,10 +68,6 @@ def backend(sandbox: Sandbox, upstream: Upstream) -> Iterator[OsSandboxBackend]:
     policy = EgressPolicy.deny_all().allow_domains(["localhost"]).allow_ports([upstream.port])
     with OsSandboxBackend.builder(sandbox).timeout(30).egress_policy(policy).build() as built:
         yield built
-
-
-def sh(command: str) -> ExecRequest:
-    return ExecRequest(("bash", "-c", command))
 
 
 def curl(url: str, *options: str) -> ExecRequest:

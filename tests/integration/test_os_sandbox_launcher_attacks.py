@@ -18,10 +18,10 @@ import shlex
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from exec_helpers import sh
 
 from helikon.tools import (
     ExecOutput,
@@ -34,17 +34,6 @@ from helikon.tools import (
 )
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture
-def sandbox(tmp_path: Path) -> Iterator[Sandbox]:
-    (tmp_path / "root").mkdir()
-    with Sandbox.open(tmp_path / "root") as opened:
-        yield opened
-
-
-def sh(command: str, **kwargs: object) -> ExecRequest:
-    return ExecRequest(("bash", "-c", command), **kwargs)  # type: ignore[arg-type]
 
 
 def _children(pid: int) -> list[int]:
