@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from mcp_peers import peer
 
-from helikon import AllowRule, ApprovalOutcome, LlmAgent, PermissionMode, RunContext, ToolEffect, ToolError
+from approvers import REFUSAL, Approver
+from helikon import AllowRule, LlmAgent, PermissionMode, RunContext, ToolEffect, ToolError
 from helikon.core.items import ToolResult
 from helikon.mcp import McpServerHandle
 from helikon.testing import MockModel, text_turn, tool_call_turn
@@ -30,16 +30,6 @@ async def fs(tmp_path: Path) -> AsyncIterator[McpServerHandle]:
 
 def resolved(path: Path) -> str:
     return str(path.resolve())
-
-
-class Approver:
-    def __init__(self, approve: bool) -> None:
-        self.approve = approve
-        self.asked: list[tuple[str, str]] = []
-
-    async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
-        self.asked.append((tool, prompt))
-        return ApprovalOutcome.allow() if self.approve else ApprovalOutcome.deny("not today")
 
 
 async def write_with(fs: McpServerHandle, ctx: RunContext[None], target: Path) -> ToolResult:
@@ -89,7 +79,7 @@ async def test_a_destructive_call_goes_to_the_approval_handler(fs: McpServerHand
     result = await write_with(
         fs, RunContext.ephemeral(None).with_approval_handler(refuse), tmp_path / "no.txt"
     )
-    assert result.is_error and "not today" in result.text and not (tmp_path / "no.txt").exists()
+    assert result.is_error and REFUSAL in result.text and not (tmp_path / "no.txt").exists()
     assert [tool for tool, _ in refuse.asked] == ["fs_write_file"]
     approve = Approver(approve=True)
     ctx = (

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from approvers import REFUSAL, Approver
 from helikon import (
-    ApprovalOutcome,
     ApprovalRequested,
     LlmAgent,
     MemorySession,
@@ -58,16 +58,6 @@ async def read(path: str) -> str:
 @pytest.fixture(autouse=True)
 def _clear() -> None:
     ran.clear()
-
-
-class Approver:
-    def __init__(self, approve: bool) -> None:
-        self.approve = approve
-        self.asked: list[tuple[str, str]] = []
-
-    async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
-        self.asked.append((tool, prompt))
-        return ApprovalOutcome.allow() if self.approve else ApprovalOutcome.deny("the operator said no")
 
 
 class Policy:
@@ -144,7 +134,7 @@ async def test_a_refused_approval_denies_with_the_operators_reason() -> None:
     ctx = RunContext.ephemeral(None).with_approval_handler(Approver(approve=False))
     events, model, _ = await run_call(ctx, "Write", {"path": "repo/.git/config", "content": "x"})
     assert ran == []
-    assert "the operator said no" in answer(model).text
+    assert REFUSAL in answer(model).text
     assert any(isinstance(e, PermissionDenied) for e in events)
 
 

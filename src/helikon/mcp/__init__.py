@@ -11,6 +11,8 @@
 
 from typing import TYPE_CHECKING, Any
 
+from helikon._lazy import lazy_attribute
+
 from .builder import McpConnectBuilder
 from .client import McpServerHandle
 from .errors import McpError
@@ -25,12 +27,7 @@ _LAZY = {"McpAgentServer": "server", "tool_name_for": "server", "McpToolServer":
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'helikon.mcp' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    return lazy_attribute(__name__, _LAZY, name)
 
 
 __all__ = [

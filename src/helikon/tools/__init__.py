@@ -19,6 +19,8 @@ Example:
 
 from typing import TYPE_CHECKING, Any
 
+from helikon._lazy import lazy_attribute
+
 from .bash import BashTool
 from .edit import EditTool
 from .egress_policy import EgressDecision, EgressPolicy
@@ -71,12 +73,7 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'helikon.tools' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    return lazy_attribute(__name__, _LAZY, name)
 
 
 __all__ = [
