@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from exec_helpers import sh
+from exec_helpers import children_of_this_process, sh
 
 from helikon.core.exceptions import Denied
 from helikon.tools import (
@@ -399,17 +399,10 @@ async def test_a_denied_system_call_fails_with_eperm_inside_and_not_on_the_host(
     assert host and host != inside
 
 
-def _children_of_this_process() -> set[int]:
-    found: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
-        found.update(int(pid) for pid in (task / "children").read_text().split())
-    return found
-
-
 def test_a_dead_launcher_is_an_error_that_says_so(world: World) -> None:
-    before = _children_of_this_process()
+    before = children_of_this_process()
     backend = world.confined()
-    (launcher,) = _children_of_this_process() - before
+    (launcher,) = children_of_this_process() - before
     assert "_os_launcher.py" in Path(f"/proc/{launcher}/cmdline").read_text()
     os.kill(launcher, signal.SIGKILL)
     os.waitpid(launcher, 0)
@@ -418,9 +411,9 @@ def test_a_dead_launcher_is_an_error_that_says_so(world: World) -> None:
 
 
 def test_the_child_kept_ready_for_the_next_command_dies_with_the_launcher(world: World) -> None:
-    before = _children_of_this_process()
+    before = children_of_this_process()
     world.confined()
-    (launcher,) = _children_of_this_process() - before
+    (launcher,) = children_of_this_process() - before
     (spare,) = (int(pid) for pid in Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split())
     assert _running(spare, within=0.2)
     os.kill(launcher, signal.SIGKILL)

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 import pytest
-from exec_helpers import sh
+from exec_helpers import children_of_this_process, sh
 
 from helikon.tools import (
     ExecOutput,
@@ -38,13 +38,6 @@ pytestmark = pytest.mark.integration
 
 def _children(pid: int) -> list[int]:
     return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
-
-
-def _children_of_this_process() -> set[int]:
-    found: set[int] = set()
-    for task in Path("/proc/self/task").iterdir():
-        found.update(int(pid) for pid in (task / "children").read_text().split())
-    return found
 
 
 def _running(pid: int) -> bool:
@@ -76,12 +69,12 @@ def _wait_for(path: Path, within: float = 10.0) -> str:
 
 def _build(sandbox: Sandbox, **limits: int) -> tuple[OsSandboxBackend, int]:
     """A backend and its launcher's pid (the one child of this process it added)."""
-    before = _children_of_this_process()
+    before = children_of_this_process()
     builder = OsSandboxBackend.builder(sandbox).timeout(20)
     if limits:
         builder = builder.rlimits(ResourceLimits(**limits))
     backend = builder.build()
-    (launcher,) = _children_of_this_process() - before
+    (launcher,) = children_of_this_process() - before
     return backend, launcher
 
 
