@@ -140,10 +140,15 @@ _REAP_TIMEOUT = 5.0
 """Seconds to wait for a killed command's exit to be reported (SIGKILL takes effect at once)."""
 
 
-async def _wait(futures: Sequence[asyncio.Future[None]], grace: float | None = None) -> None:
-    """`asyncio.wait` for all of `futures`, which costs loop turns even when all are done already."""
+async def _until(futures: Sequence[asyncio.Future[None]], seconds: float) -> bool:
+    """Wait up to `seconds` for all of `futures`; whether they are done.
+
+    `asyncio.wait`, which never cancels the futures (a timeout must not cancel an exit), skipped
+    when they are done already: it costs loop turns even then.
+    """
     if not all(future.done() for future in futures):
-        await asyncio.wait(futures, timeout=grace)
+        await asyncio.wait(futures, timeout=seconds)
+    return all(future.done() for future in futures)
 
 
 def _kill_group(pid: int) -> None:
@@ -297,18 +302,15 @@ async def supervise(
         if child.stdin is not None:
             pipes.write(child.stdin, child.feed or b"")
         remove = cancel.add_callback(kill) if cancel is not None else None
-        try:
-            async with asyncio.timeout(time_limit):
-                # `wait`, not `await exited`: a timeout must not cancel the exit future.
-                await _wait((exited,))
-                kill()  # what the command left running in its group
-                # A process that left the group (setsid) may still hold the pipes: it gets a
-                # moment to let go, not the rest of the timeout.
-                await _wait(pipes.drained, grace=_DRAIN_GRACE)
-        except TimeoutError:
+        if await _until((exited,), time_limit):
+            kill()  # what the command left running in its group
+            # A process that left the group (setsid) may still hold the pipes: it gets a
+            # moment to let go, not the rest of the timeout.
+            await _until(pipes.drained, _DRAIN_GRACE)
+        else:
             timed_out = True
             kill()
-            await asyncio.wait((exited,), timeout=_REAP_TIMEOUT)
+            await _until((exited,), _REAP_TIMEOUT)
     finally:
         # Also on a cancelled task: nothing of the command outlives the call.
         if remove is not None:
@@ -317,7 +319,7 @@ async def supervise(
             kill()
             # Reap it before the call returns: its exit could otherwise be reported after
             # the loop is gone, and the process never reaped.
-            await asyncio.wait((exited,), timeout=_REAP_TIMEOUT)
+            await _until((exited,), _REAP_TIMEOUT)
         pipes.close()  # also the pipes a grandchild outside the group may still hold
     code = child.returncode()
     died_of = -code if code is not None and code < 0 else None
