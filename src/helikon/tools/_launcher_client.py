@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._process import Child, supervise
+from ._process import Child, Signal, supervise
 from .execution import ExecOutput
 
 if TYPE_CHECKING:
@@ -156,7 +156,7 @@ class Launcher:
             _close(reply, ours)
             raise LauncherError(f"the os-sandbox launcher {started_as['error']}")
         pid = int(started_as["pid"])
-        exited: asyncio.Future[None] = loop.create_future()
+        exited = Signal()
         status: list[int] = []
 
         def replied() -> None:
@@ -170,8 +170,7 @@ class Launcher:
                 status.append(os.waitstatus_to_exitcode(int(json.loads(data)["status"])))
             # EOF without a status: the launcher died; `returncode` stays None and the group is killed.
             loop.remove_reader(reply.fileno())
-            if not exited.done():
-                exited.set_result(None)
+            exited.set()
 
         loop.add_reader(reply.fileno(), replied)
 
@@ -187,7 +186,7 @@ class Launcher:
                 started=started,
             )
         finally:
-            if not exited.done():
+            if not exited.is_set():
                 loop.remove_reader(reply.fileno())
             reply.close()
 

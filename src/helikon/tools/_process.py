@@ -68,17 +68,18 @@ class _Capture:
 class _Pipes:
     """The parent's ends of a child's pipes, served by the loop's callbacks; `close()` closes them all."""
 
-    __slots__ = ("_loop", "_open", "drained")
+    __slots__ = ("_loop", "_open", "_reading", "drained")
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._open: dict[int, bool] = {}  # each open descriptor: whether the loop writes it
-        self.drained: list[asyncio.Future[None]] = []
+        self._reading = 0
+        self.drained = Signal()
+        """Set once every pipe `read` reads has reached EOF or the cap."""
 
     def read(self, fd: int, capture: _Capture) -> None:
-        """Read `fd` into `capture` until EOF or the cap (then its future in `drained` is set)."""
-        done = self._loop.create_future()
-        self.drained.append(done)
+        """Read `fd` into `capture` until EOF or the cap."""
+        self._reading += 1
 
         def readable() -> None:
             try:
@@ -89,9 +90,10 @@ class _Pipes:
                 chunk = b""
             if chunk and capture.add(chunk):
                 return
-            self._close(fd)
-            if not done.done():
-                done.set_result(None)
+            self._close(fd)  # which stops the callbacks: this line runs once for `fd`
+            self._reading -= 1
+            if not self._reading:
+                self.drained.set()
 
         self._add(fd, writes=False)
         self._loop.add_reader(fd, readable)
@@ -140,15 +142,46 @@ _REAP_TIMEOUT = 5.0
 """Seconds to wait for a killed command's exit to be reported (SIGKILL takes effect at once)."""
 
 
-async def _until(futures: Sequence[asyncio.Future[None]], seconds: float) -> bool:
-    """Wait up to `seconds` for all of `futures`; whether they are done.
+class Signal:
+    """A flag the loop's callbacks set once (a command exited, its pipes are drained), to wait for.
 
-    `asyncio.wait`, which never cancels the futures (a timeout must not cancel an exit), skipped
-    when they are done already: it costs loop turns even then.
+    `asyncio.Event` with a timeout on its wait: `wait(seconds)` returns whether it is set. A
+    timeout or a cancelled task ends only that wait, never the signal. Waiting with
+    `asyncio.timeout` around `Event.wait()`, or `asyncio.wait` on a future, costs a timeout
+    object or a second loop turn, which shows on a command as short as `true`.
     """
-    if not all(future.done() for future in futures):
-        await asyncio.wait(futures, timeout=seconds)
-    return all(future.done() for future in futures)
+
+    __slots__ = ("_is_set", "_waiter")
+
+    def __init__(self) -> None:
+        self._is_set = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    def set(self) -> None:
+        self._is_set = True
+        if self._waiter is not None:
+            _release(self._waiter)
+
+    def is_set(self) -> bool:
+        return self._is_set
+
+    async def wait(self, seconds: float) -> bool:
+        """Wait up to `seconds` for the signal (at once if it is set); whether it is set."""
+        if not self._is_set:
+            loop = asyncio.get_running_loop()
+            self._waiter = waiter = loop.create_future()
+            timer = loop.call_later(seconds, _release, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        return self._is_set
+
+
+def _release(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _kill_group(pid: int) -> None:
@@ -211,13 +244,13 @@ async def run_process(
 
 def _watch_exit(
     loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes]
-) -> tuple[asyncio.Future[None], Callable[[], None]]:
-    """A future set once `proc` has exited and been reaped; and what stops watching it.
+) -> tuple[Signal, Callable[[], None]]:
+    """An event set once `proc` has exited and been reaped; and what stops watching it.
 
     A pidfd (Linux 5.3+) becomes readable when the process exits, so the loop itself waits
     for it. Elsewhere a thread waits, as asyncio's default child watcher does.
     """
-    exited: asyncio.Future[None] = loop.create_future()
+    exited = Signal()
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # no pidfd on this platform or kernel
@@ -228,8 +261,7 @@ def _watch_exit(
     def readable() -> None:
         if proc.poll() is not None:  # reaps it
             stop()
-            if not exited.done():
-                exited.set_result(None)
+            exited.set()
 
     def stop() -> None:
         if pidfd in open_fds:
@@ -242,17 +274,10 @@ def _watch_exit(
     return exited, stop
 
 
-def _wait_in_thread(
-    loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes], exited: asyncio.Future[None]
-) -> None:
+def _wait_in_thread(loop: asyncio.AbstractEventLoop, proc: subprocess.Popen[bytes], exited: Signal) -> None:
     proc.wait()
     with contextlib.suppress(RuntimeError):  # the loop is closed: nobody is waiting any more
-        loop.call_soon_threadsafe(_set, exited)
-
-
-def _set(future: asyncio.Future[None]) -> None:
-    if not future.done():
-        future.set_result(None)
+        loop.call_soon_threadsafe(exited.set)
 
 
 def _nothing() -> None:
@@ -270,7 +295,7 @@ class Child:
     """
 
     pid: int
-    exited: asyncio.Future[None]
+    exited: Signal
     returncode: Callable[[], int | None]
     stdout: int
     stderr: int
@@ -302,15 +327,15 @@ async def supervise(
         if child.stdin is not None:
             pipes.write(child.stdin, child.feed or b"")
         remove = cancel.add_callback(kill) if cancel is not None else None
-        if await _until((exited,), time_limit):
+        if await exited.wait(time_limit):
             kill()  # what the command left running in its group
             # A process that left the group (setsid) may still hold the pipes: it gets a
             # moment to let go, not the rest of the timeout.
-            await _until(pipes.drained, _DRAIN_GRACE)
+            await pipes.drained.wait(_DRAIN_GRACE)
         else:
             timed_out = True
             kill()
-            await _until((exited,), _REAP_TIMEOUT)
+            await exited.wait(_REAP_TIMEOUT)
     finally:
         # Also on a cancelled task: nothing of the command outlives the call.
         if remove is not None:
@@ -319,7 +344,7 @@ async def supervise(
             kill()
             # Reap it before the call returns: its exit could otherwise be reported after
             # the loop is gone, and the process never reaped.
-            await _until((exited,), _REAP_TIMEOUT)
+            await exited.wait(_REAP_TIMEOUT)
         pipes.close()  # also the pipes a grandchild outside the group may still hold
     code = child.returncode()
     died_of = -code if code is not None and code < 0 else None
