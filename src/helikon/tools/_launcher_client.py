@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ._process import Child, Signal, supervise
+from ._process import Child, Signal, no_input, supervise
 from .execution import ExecOutput
 
 if TYPE_CHECKING:
@@ -122,10 +122,12 @@ class Launcher:
         loop = asyncio.get_running_loop()
         out_read, out_write = os.pipe()
         err_read, err_write = os.pipe()
-        in_read, in_write = os.pipe() if stdin is not None else (os.open(os.devnull, os.O_RDONLY), None)
+        in_read, in_write = os.pipe() if stdin is not None else (no_input(), None)
         reply, reply_theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         request = _request_file({"argv": list(argv), "env": dict(env)})
         ours = [out_read, err_read, *([] if in_write is None else [in_write])]
+        # Sent to the launcher, then closed here (not the shared /dev/null).
+        sent = [out_write, err_write, request, *([] if in_write is None else [in_read])]
         try:
             with self._lock:
                 fds = [in_read, out_write, err_write, reply_theirs.fileno(), cwd_fd, request]
@@ -134,7 +136,7 @@ class Launcher:
             _close(reply, ours)
             raise LauncherError(f"the os-sandbox launcher is gone ({error}); build a new backend") from None
         finally:
-            for fd in (in_read, out_write, err_write, request):
+            for fd in sent:
                 os.close(fd)
             reply_theirs.close()
         reply.setblocking(False)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -33,6 +34,18 @@ if TYPE_CHECKING:
     from helikon.core.cancel import CancellationToken
 
 _CHUNK = 1 << 16
+
+
+@functools.cache
+def no_input() -> int:
+    """A descriptor open on /dev/null: the stdin of a command given no input.
+
+    Opened once for the process and never closed (close-on-exec; a spawn dups it): opening it
+    for each command, as `stdin=subprocess.DEVNULL` does, cost 3-6% of a `true` here. The
+    commands share its open file description, which carries nothing between them: a read of
+    /dev/null is end of file whatever its offset or flags, and it is open read-only.
+    """
+    return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
 
 
 class _Capture:
@@ -203,7 +216,9 @@ async def run_process(
     started = time.perf_counter()
     out_read, out_write = os.pipe()
     err_read, err_write = os.pipe()
-    in_read, in_write = os.pipe() if stdin is not None else (subprocess.DEVNULL, -1)
+    in_read, in_write = os.pipe() if stdin is not None else (no_input(), -1)
+    # What the child now holds and this process closes once it is spawned.
+    theirs = (out_write, err_write) if stdin is None else (out_write, err_write, in_read)
     try:
         # No preexec_fn, so `subprocess` spawns with vfork: the parent's memory is not copied.
         # It returns once the child has exec'd, as asyncio's `subprocess_exec` does.
@@ -225,9 +240,8 @@ async def run_process(
         code = 127 if isinstance(exc, FileNotFoundError) else 126
         return ExecOutput(exit_code=code, stdout="", stderr=f"cannot start {argv[0]!r}: {exc}\n")
     finally:
-        for fd in (out_write, err_write, in_read):
-            if fd >= 0:
-                os.close(fd)
+        for fd in theirs:
+            os.close(fd)
     exited, unwatch = _watch_exit(asyncio.get_running_loop(), proc)
     stdin_end = in_write if stdin is not None else None
     try:
