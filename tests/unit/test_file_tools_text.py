@@ -122,6 +122,8 @@ def test_write_over_a_bom_file_keeps_the_bom(root: Path, sandbox: Sandbox) -> No
     assert (root / "f.txt").read_bytes() == BOM + b"newer\n"
     call(WriteTool(sandbox), {"file_path": "plain.txt", "content": "no bom\n"})
     assert (root / "plain.txt").read_bytes() == b"no bom\n"
+    call(WriteTool(sandbox), {"file_path": "plain.txt", "content": "\ufeffa bom, as given\n"})
+    assert (root / "plain.txt").read_bytes() == BOM + b"a bom, as given\n"
 
 
 def test_grep_sees_the_first_line_without_the_bom(root: Path, sandbox: Sandbox) -> None:

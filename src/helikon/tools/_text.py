@@ -37,8 +37,7 @@ class Form:
 
     def file(self, text: str) -> str:
         """A whole new content for the file: this form's line endings, and its BOM (once)."""
-        text = self.lines(text.removeprefix(BOM))
-        return BOM + text if self.bom else text
+        return BOM + self.lines(text.removeprefix(BOM)) if self.bom else self.lines(text)
 
 
 def shown(text: str) -> str:
