@@ -110,12 +110,34 @@ async def test_one_private_answer_among_public_ones_refuses_the_host(
         "0.0.0.0",
         "[fd00::1]",
         "[fe80::1]",
+        # IPv6 forms that carry a private IPv4 address, each judged by that IPv4 address
+        "[::ffff:0:127.0.0.1]",  # IPv4-translated
+        "[::ffff:0:a9fe:a9fe]",
+        "[::127.0.0.1]",  # IPv4-compatible
+        "[64:ff9b::a9fe:a9fe]",  # NAT64
+        "[64:ff9b:1:a9fe:a9:fe00:808:808]",  # local-use NAT64, the IPv4 at its /48 place
+        "[2002:a9fe:a9fe::1]",  # 6to4
+        "[2001:0:4136:e378:8000:63bf:80ff:fffe]",  # Teredo, client 127.0.0.1
+        "[2001:0:a9fe:a9fe::f7f7:f7f7]",  # Teredo, server 169.254.169.254
+        "[2001:db9::5efe:7f00:1]",  # ISATAP
+        "[2606:4700::200:5efe:a9fe:a9fe]",
+        "[3fff::1]",
     ],
 )
 async def test_other_private_ranges_are_refused_before_any_connect(address: str) -> None:
     # Refused before a socket is opened: the suite's loopback-only guard would fail the test otherwise.
     with pytest.raises(Denied, match=r"only public internet addresses"):
         await WebFetchTool().fetch(f"http://{address}/latest/meta-data/")
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ["::ffff:0:127.0.0.1", "2001:0:4136:e378:8000:63bf:80ff:fffe", "2001:db9::5efe:7f00:1", "2002:7f00:1::1"],
+)
+async def test_a_name_resolving_to_an_ipv6_form_of_a_private_ipv4_is_refused(answer: str) -> None:
+    resolver = fixed({"sneaky.example": [answer]})
+    with pytest.raises(Denied, match=r"carries 127\.0\.0\.1 .*loopback"):
+        await WebFetchTool(resolver=resolver).fetch("http://sneaky.example/secret")
 
 
 @pytest.fixture
@@ -208,3 +230,67 @@ async def test_the_backend_checks_every_connection() -> None:
         await backend.checked_addresses("a.example", 80)
     with pytest.raises(SsrfBlocked, match=r"unix sockets"):
         await backend.connect_unix_socket("/run/docker.sock")
+
+
+# --- the two allowances: a host (and port), or addresses -------------------------------------
+
+
+@pytest.fixture
+def other(internal: Server) -> Iterator[Server]:
+    """A second service on 127.0.0.1, on another port (the Redis or admin page beside the test server)."""
+    with serve(_inner) as server:
+        yield server
+
+
+async def test_a_host_allowance_reaches_that_host_and_port_only(internal: Server, other: Server) -> None:
+    allowed = f"127.0.0.1:{internal.port}"
+    resolver = fixed({"127.0.0.1": ["127.0.0.1"], "evil.example": ["127.0.0.1"]})
+    fetch = WebFetchTool(allow_private_hosts=[allowed], resolver=resolver)
+    out = await fetch.fetch(f"http://{allowed}/secret")
+    assert "the internal secret" in str(out.value)
+    # A redirect within the allowed host and port is followed.
+    out = await fetch.fetch(f"http://{allowed}/redirect?to=/secret")
+    assert out.metadata is not None and out.metadata["final_url"] == f"http://{allowed}/secret"
+    # The same address on another port, or under another name, is not the allowed host.
+    for url in (
+        f"http://127.0.0.1:{other.port}/x",
+        f"http://evil.example:{internal.port}/secret",
+        f"http://{allowed}/redirect?to=http://127.0.0.1:{other.port}/x",
+        f"http://{allowed}/redirect?to=http://evil.example:{internal.port}/secret",
+    ):
+        with pytest.raises(Denied, match=r"127\.0\.0\.1 is a loopback"):
+            await fetch.fetch(url)
+    assert other.hits == []
+    assert [path for _, path, _, _ in internal.hits] == [
+        "/secret",
+        "/redirect?to=/secret",
+        "/secret",
+        f"/redirect?to=http://127.0.0.1:{other.port}/x",
+        f"/redirect?to=http://evil.example:{internal.port}/secret",
+    ]
+
+
+async def test_a_host_allowance_names_a_host_not_its_addresses(internal: Server) -> None:
+    # A name is allowed as written: whatever it resolves to is reached, on its port.
+    resolver = fixed({"wiki.internal.": ["127.0.0.1"], "127.0.0.1": ["127.0.0.1"]})
+    fetch = WebFetchTool(allow_private_hosts=[f"wiki.internal:{internal.port}"], resolver=resolver)
+    assert "the internal secret" in str(
+        (await fetch.fetch(f"http://Wiki.Internal.:{internal.port}/secret")).value
+    )
+    with pytest.raises(Denied, match=r"127\.0\.0\.1 is a loopback"):
+        await fetch.fetch(f"http://127.0.0.1:{internal.port}/secret")
+
+
+async def test_an_address_allowance_lets_every_name_redirect_and_port_there_through(
+    internal: Server, other: Server
+) -> None:
+    # What allow_private_ips=["127.0.0.1"] lets through, as docs/tools-web.md says: the address,
+    # however it was reached. allow_private_hosts is the allowance for one service.
+    resolver = fixed({"127.0.0.1": ["127.0.0.1"], "evil.example": ["127.0.0.1"]})
+    fetch = WebFetchTool(allow_private_ips=["127.0.0.1"], resolver=resolver)
+    for url in (
+        f"http://127.0.0.1:{other.port}/x",
+        f"http://evil.example:{internal.port}/secret",
+        f"http://127.0.0.1:{internal.port}/redirect?to=http://127.0.0.1:{other.port}/x",
+    ):
+        assert "secret" in str((await fetch.fetch(url)).value)

@@ -42,6 +42,7 @@ def configured() -> WebFetchToolBuilder:
         .timeout(timedelta(seconds=5))
         .max_redirects(0)
         .allow_private_ips(["127.0.0.1/32"])
+        .allow_private_hosts(["wiki.intranet.test:8443"])
         .resolver(intranet)
         .user_agent("research-bot/2")
     )
@@ -60,6 +61,7 @@ def test_the_builder_makes_the_tool_the_constructor_makes() -> None:
         timeout=5,
         max_redirects=0,
         allow_private_ips=["127.0.0.1/32"],
+        allow_private_hosts=["wiki.intranet.test:8443"],
         resolver=intranet,
         user_agent="research-bot/2",
     )
@@ -114,6 +116,7 @@ def test_a_method_called_again_replaces_and_build_can_be_called_again() -> None:
         (lambda b: b.timeout("30"), r"builder\(\)\.timeout\('30'\)"),
         (lambda b: b.max_redirects(-1), r"builder\(\)\.max_redirects\(-1\): give an int >= 0"),
         (lambda b: b.allow_private_ips(["intranet"]), r"'intranet' is not an IP address or network"),
+        (lambda b: b.allow_private_hosts(["http://wiki/"]), r"'http://wiki/' is not a host or host:port"),
         (lambda b: b.ssrf_guard(0), r"builder\(\)\.ssrf_guard\(0\): give True or False"),
         (lambda b: b.ssrf_guard("false"), r"builder\(\)\.ssrf_guard\('false'\): give True or False"),
         (lambda b: b.resolver("8.8.8.8"), r"builder\(\)\.resolver\('8\.8\.8\.8'\): give a function async"),

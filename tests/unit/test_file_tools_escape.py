@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import errno
+import glob
 import os
 import socket
 import threading
@@ -184,6 +185,31 @@ def test_malformed_paths_are_denied_with_the_rule(case: str, resolver: str, sand
     ):
         with pytest.raises(Denied, match=r"NUL byte|bytes long|too long"):
             call(tool, args)
+
+
+GLOB_ESCAPES = [
+    "../outside/*",
+    "sub/../../outside/*",
+    "**/../../outside/*",
+    "{outside}/*",
+    "{root}/../outside/*",
+]
+
+
+@pytest.mark.parametrize("pattern", GLOB_ESCAPES)
+def test_glob_patterns_that_leave_the_root_are_denied(
+    pattern: str, resolver: str, root: Path, outside: Path, sandbox: Sandbox
+) -> None:
+    pattern = pattern.format(root=root, outside=outside)
+    # The control: a plain glob of the same pattern from the root does reach the outside file.
+    assert any(SENTINEL in p.read_text() for p in map(Path, glob.glob(str(root / pattern))))
+    for tool, args in (
+        (GlobTool(sandbox), {"pattern": pattern}),
+        (GrepTool(sandbox), {"pattern": "SENTINEL", "include": pattern}),
+    ):
+        kind, said = outcome(tool, args)
+        assert kind == "denied" and SENTINEL not in said, (tool.name, said)
+        assert "is absolute" in said or "has a '..' part" in said
 
 
 def test_writes_through_a_symlink_to_a_missing_outside_file_are_denied(

@@ -3,6 +3,9 @@
 The rules (every refusal is a `ToolError.Denied` naming the rule):
 
 - A path is relative to the root: absolute paths, NUL bytes and paths over `PATH_MAX` are refused.
+- A glob pattern (Glob's `pattern`, Grep's `include`) names files beneath the directory searched:
+  an absolute pattern, and one with a `..` part, are refused as those paths are (to search
+  elsewhere, the tool's `path` names the directory, under the rules above); `.` parts are dropped.
 - Reads resolve with `openat2(2)` and `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`: the kernel refuses
   any step out of the root (`..`, an absolute symlink, a symlink pointing out) and every
   `/proc/<pid>/fd`-style magic link, in the same call that opens the file, so there is no check
@@ -76,6 +79,22 @@ def checked(path: str) -> bytes:
     if path.startswith("/"):
         raise Denied(f"{path!r} is absolute; give a path relative to the sandbox root")
     return raw
+
+
+def checked_pattern(pattern: str) -> str:
+    """`pattern` without its `.` parts, when the rules allow it: relative, and never going up."""
+    if pattern.startswith("/"):
+        raise Denied(
+            f"{pattern!r} is absolute; give a pattern relative to the directory searched "
+            "(path, the sandbox root by default), e.g. 'src/**/*.py'"
+        )
+    parts = pattern.split("/")
+    if ".." in parts:
+        raise Denied(
+            f"{pattern!r} has a '..' part; a pattern names files beneath the directory searched: "
+            "to search another directory, give it as path (relative to the sandbox root)"
+        )
+    return "/".join(part for part in parts if part != ".")
 
 
 def open_read(root_fd: int, path: str, flags: int) -> int:
@@ -214,6 +233,7 @@ def _is_symlink(dir_fd: int | None, name: str | None) -> bool:
 __all__ = [
     "PATH_MAX",
     "checked",
+    "checked_pattern",
     "open_at",
     "open_dir",
     "open_read",

@@ -26,7 +26,11 @@ except ImportError as exc:  # pragma: no cover - the extra is installed in the s
 from ._ssrf import SsrfGuard
 
 Resolver = Callable[[str, int], Awaitable[Sequence[str]]]
-"""`async (host, port) -> [ip, ...]`: the addresses a host name resolves to."""
+"""`async (host, port) -> [ip, ...]`: the addresses a host resolves to.
+
+It is asked about every host a URL names, IP literals included (the system's resolver gives
+a literal back as it is); whatever it answers is what the guard checks and connects to.
+"""
 
 
 class SsrfBlocked(Exception):
@@ -74,7 +78,11 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
     async def checked_addresses(
         self, host: str, port: int
     ) -> list[ipaddress.IPv4Address | ipaddress.IPv6Address]:
-        """Resolve `host` once; every answer checked; IPv4-mapped answers as the IPv4 they are."""
+        """Resolve `host` once; every answer checked; IPv4-mapped answers as the IPv4 they are.
+
+        `host` and `port` are the connection's as its URL names them (the caller's, or a
+        redirect hop's): a host allowance is judged on them.
+        """
         try:
             answers = await self._resolver(host, port)
         except OSError as exc:
@@ -82,7 +90,7 @@ class GuardedBackend(httpcore2.AsyncNetworkBackend):
         checked: list[ipaddress.IPv4Address | ipaddress.IPv6Address] = []
         for answer in answers:
             ip = ipaddress.ip_address(answer.split("%", 1)[0])
-            why = self._guard.check(ip)
+            why = self._guard.check(ip, host=host, port=port)
             if why is not None:
                 raise SsrfBlocked(host, why)
             mapped = ip.ipv4_mapped if isinstance(ip, ipaddress.IPv6Address) else None

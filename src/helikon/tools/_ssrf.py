@@ -3,7 +3,12 @@
 One decision, `blocked_reason(ip)`, made on the address a host name resolved to, at connect
 time (see `_guarded_net`), so that neither a name pointing inward nor one that changes its
 answer between a check and the connect (DNS rebinding) gets through. An IPv6 address that
-carries an IPv4 address (mapped, compatible, NAT64, 6to4) is judged by the IPv4 address too.
+carries an IPv4 address (mapped, translated, compatible, NAT64, 6to4, Teredo, ISATAP) is
+judged by the IPv4 rows too, for each IPv4 address it carries.
+
+`SsrfGuard.check` applies the rules less a tool's two allowances: networks whose addresses
+pass on any connection (`allow_private_ips`), and hosts (with a port) whose connections pass
+to whatever they resolve to (`allow_private_hosts`).
 """
 
 from __future__ import annotations
@@ -15,6 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from helikon.core.exceptions import UserError
+
+from .egress_policy import DEFAULT_PORTS, normalize_host
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -40,8 +47,11 @@ BLOCKED_NETWORKS: tuple[tuple[IPNetwork, str], ...] = tuple(
         ("240.0.0.0/4", "a reserved address"),
         ("::/128", "the unspecified address"),
         ("::1/128", "a loopback address"),
+        ("64:ff9b:1::/48", "a local-use NAT64 address (never global; its IPv4 part may sit anywhere)"),
         ("100::/64", "a discard-only address"),
+        ("2001:2::/48", "a benchmarking address"),
         ("2001:db8::/32", "a documentation address"),
+        ("3fff::/20", "a documentation address"),
         ("fc00::/7", "a unique-local (ULA) address"),
         ("fe80::/10", "a link-local address"),
         ("fec0::/10", "a site-local address"),
@@ -49,21 +59,39 @@ BLOCKED_NETWORKS: tuple[tuple[IPNetwork, str], ...] = tuple(
     )
 )
 
-# IPv6 prefixes whose addresses carry an IPv4 address in their low (or, for 6to4, next) 32 bits.
-_MAPPED = ipaddress.ip_network("::ffff:0:0/96")
-_COMPATIBLE = ipaddress.ip_network("::/96")
-_NAT64 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("64:ff9b:1::/48"))
-_6TO4 = ipaddress.ip_network("2002::/16")
+# IPv6 forms that carry an IPv4 address; `carried_ipv4` says where each keeps it.
+_MAPPED = ipaddress.ip_network("::ffff:0:0/96")  # ::ffff:a.b.c.d
+_TRANSLATED = ipaddress.ip_network("::ffff:0:0:0/96")  # ::ffff:0:a.b.c.d (SIIT)
+_COMPATIBLE = ipaddress.ip_network("::/96")  # ::a.b.c.d (deprecated)
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")  # the well-known prefix; the local-use one is a row
+_6TO4 = ipaddress.ip_network("2002::/16")  # 2002:AABB:CCDD::/48
+_TEREDO = ipaddress.ip_network("2001::/32")  # 2001:0:SERVER:flags:port:~CLIENT
+_ISATAP = 0x0000_5EFE  # an interface identifier 0000:5efe:a.b.c.d, under any /64 prefix
+_ISATAP_MASK = 0xFCFF_FFFF  # ... with the universal/group bits either way (0100, 0200, 0300)
+_IPV4 = 0xFFFF_FFFF
 
 
-def embedded_ipv4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
-    """The IPv4 address an IPv6 address carries (mapped, compatible, NAT64, 6to4), if any."""
+def carried_ipv4(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """Each IPv4 address `ip` carries, with the form that carries it (none for a plain IPv6 address)."""
     value = int(ip)
-    if ip in _MAPPED or ip in _COMPATIBLE or any(ip in net for net in _NAT64):
-        return ipaddress.IPv4Address(value & 0xFFFFFFFF)
+    last = ipaddress.IPv4Address(value & _IPV4)
+    carried: list[tuple[str, ipaddress.IPv4Address]] = []
+    if ip in _MAPPED:
+        carried.append(("IPv4-mapped", last))
+    if ip in _TRANSLATED:
+        carried.append(("IPv4-translated", last))
+    if ip in _COMPATIBLE:
+        carried.append(("IPv4-compatible", last))
+    if ip in _NAT64:
+        carried.append(("NAT64", last))
     if ip in _6TO4:
-        return ipaddress.IPv4Address((value >> 80) & 0xFFFFFFFF)
-    return None
+        carried.append(("6to4", ipaddress.IPv4Address((value >> 80) & _IPV4)))
+    if ip in _TEREDO:
+        carried.append(("Teredo server", ipaddress.IPv4Address((value >> 64) & _IPV4)))
+        carried.append(("Teredo client", ipaddress.IPv4Address(~value & _IPV4)))  # stored inverted
+    if (value >> 32) & _ISATAP_MASK == _ISATAP:
+        carried.append(("ISATAP", last))
+    return carried
 
 
 def blocked_reason(ip: IPAddress) -> str | None:
@@ -72,26 +100,36 @@ def blocked_reason(ip: IPAddress) -> str | None:
         if ip.version == net.version and ip in net:
             return f"{ip} is {why}"
     if isinstance(ip, ipaddress.IPv6Address):
-        inner = embedded_ipv4(ip)
-        if inner is not None:
+        for form, inner in carried_ipv4(ip):
             why = blocked_reason(inner)
             if why is not None:
-                return f"{ip} carries {inner}, and {why}"
+                return f"{ip} carries {inner} ({form}), and {why}"
     return None
 
 
 @dataclass(frozen=True, slots=True)
 class SsrfGuard:
-    """The guard one WebFetchTool uses: the rules, less the networks explicitly allowed."""
+    """The guard one WebFetchTool uses: the rules, less what its allowances let through.
+
+    `allowed` (`allow_private_ips`) lets an address in these networks through on every
+    connection, whatever host a URL or a redirect named, on any port. `allowed_hosts`
+    (`allow_private_hosts`) lets a connection to one `(host, port)`, as a URL names it (the
+    caller's or a redirect hop's), through to whatever that host resolves to.
+    """
 
     enabled: bool = True
     allowed: tuple[IPNetwork, ...] = ()
+    allowed_hosts: frozenset[tuple[str, int]] = frozenset()
 
     @classmethod
-    def build(cls, *, enabled: bool, allow_private_ips: Iterable[str]) -> SsrfGuard:
-        """Parse the allowances (IPs or CIDR networks); a bad one is a `UserError`."""
+    def build(
+        cls, *, enabled: bool, allow_private_ips: Iterable[str] = (), allow_private_hosts: Iterable[str] = ()
+    ) -> SsrfGuard:
+        """Parse the allowances (IPs or CIDR networks; hosts, ports optional); a bad one is a `UserError`."""
         if isinstance(allow_private_ips, str):
             allow_private_ips = [allow_private_ips]
+        if isinstance(allow_private_hosts, str):
+            allow_private_hosts = [allow_private_hosts]
         allowed: list[IPNetwork] = []
         for entry in allow_private_ips:
             try:
@@ -101,16 +139,50 @@ class SsrfGuard:
                     f"allow_private_ips: {entry!r} is not an IP address or network; "
                     "give addresses like '127.0.0.1' or '10.1.0.0/16'"
                 ) from None
-        return cls(enabled=enabled, allowed=tuple(allowed))
+        hosts = frozenset(pair for entry in allow_private_hosts for pair in host_ports(entry))
+        return cls(enabled=enabled, allowed=tuple(allowed), allowed_hosts=hosts)
 
-    def check(self, ip: IPAddress) -> str | None:
-        """Why `ip` is refused, or None when it may be connected to."""
+    def check(self, ip: IPAddress, *, host: str, port: int) -> str | None:
+        """Why a connection to `ip` is refused, or None; `host` (as its URL names it) resolved to `ip`."""
         if not self.enabled:
             return None
         why = blocked_reason(ip)
         if why is None or any(ip.version == net.version and ip in net for net in self.allowed):
             return None
+        if (normalize_host(host), port) in self.allowed_hosts:
+            return None
         return why
+
+
+def host_ports(entry: str) -> list[tuple[str, int]]:
+    """An `allow_private_hosts` entry as `(host, port)` pairs: `host:port`, or `host` on 80 and 443.
+
+    The host is normalized as the egress policy normalizes it (lower case, no trailing dot, an
+    IPv4 address in any notation dotted, IPv6 in brackets), so each spelling matches the others.
+    """
+    hint = (
+        f"allow_private_hosts: {entry!r} is not a host or host:port; give entries like "
+        "'127.0.0.1:8080', 'wiki.internal' (ports 80 and 443) or '[::1]:8080'"
+    )
+    if not isinstance(entry, str) or not entry or "/" in entry or "*" in entry or "@" in entry:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise UserError(hint)
+    host, colon, port = entry, "", ""
+    if entry.startswith("["):  # [v6] or [v6]:port
+        host, bracket, rest = entry.partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            raise UserError(hint)
+        host, colon, port = host + "]", rest[:1], rest[1:]
+    elif entry.count(":") == 1:  # host:port; more colons are a bare IPv6 address
+        host, colon, port = entry.partition(":")
+    if not host.isascii():
+        try:
+            host = host.encode("idna").decode("ascii")
+        except UnicodeError:
+            raise UserError(hint) from None
+    name = normalize_host(host)
+    if name is None or (colon and not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535)):
+        raise UserError(hint)
+    return [(name, int(port))] if colon else [(name, p) for p in sorted(DEFAULT_PORTS)]
 
 
 # A host made of numeric labels (decimal, 0-octal, 0x-hex) is an IPv4 address in the
@@ -128,4 +200,4 @@ def canonical_ipv4(host: str) -> str | None:
         return None
 
 
-__all__ = ["BLOCKED_NETWORKS", "SsrfGuard", "blocked_reason", "canonical_ipv4", "embedded_ipv4"]
+__all__ = ["BLOCKED_NETWORKS", "SsrfGuard", "blocked_reason", "canonical_ipv4", "carried_ipv4", "host_ports"]

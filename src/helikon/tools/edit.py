@@ -1,9 +1,11 @@
 r"""`EditTool` ("Edit"): replace an exact string in a file beneath the sandbox root.
 
 `old_string` must occur exactly once (or pass `replace_all`): no match and an ambiguous match
-are refused with what to do, the count included, so the model never edits the wrong place.
-The new content is written as `WriteTool` writes (temp file + rename in the same directory),
-and like a write, an edit follows no symlink.
+(overlapping places too: `"aa"` in `"aaa"`) are refused with what to do, so the model never
+edits the wrong place. It is matched in the text Read shows (no BOM, each CRLF a LF), and
+what replaces it is written in the file's own form: its BOM kept, its lines' ending used for
+the new lines (`helikon.tools._text`). The new content is written as `WriteTool` writes
+(temp file + rename in the same directory), and like a write, an edit follows no symlink.
 
 Example:
     ```python
@@ -37,6 +39,7 @@ from helikon.core.tools import ToolEffect, ToolOutput
 
 from ._base import SandboxTool, output
 from ._confine import open_at, regular, walk
+from ._text import BOM, Form, ShownText, shown
 from .write import replace_file
 
 Ctx = TypeVar("Ctx")
@@ -53,7 +56,8 @@ class EditTool(SandboxTool[Ctx]):
     EFFECT = ToolEffect.WRITE
     ABOUT = (
         "Edit a text file by exact string replacement: old_string (copied exactly from the file, "
-        "whitespace included) becomes new_string. old_string must occur exactly once; add "
+        "whitespace included) becomes new_string. Line endings need not match: the file keeps "
+        "its own (CRLF or LF). old_string must occur exactly once; add "
         "surrounding lines to make it unique, or pass replace_all to replace every occurrence. "
         "Symlinks are never followed."
     )
@@ -66,46 +70,65 @@ class EditTool(SandboxTool[Ctx]):
         replace_all: Annotated[bool, Field(description="Replace every occurrence.")] = False,
     ) -> ToolOutput:
         """Replace `old_string` with `new_string` in `file_path`."""
-        if not old_string:
+        # A model copies old_string from Read, which shows no CR of a CRLF and no BOM: match in
+        # that text, and write what replaces it in the file's own form.
+        old, new = shown(old_string), shown(new_string)
+        if not old:
             raise ToolError("old_string is empty; to create a file or replace it whole, use Write")
-        if old_string == new_string:
+        if old == new:
             raise ToolError("old_string and new_string are the same; there is nothing to change")
         parent, name = walk(self.sandbox.fd, file_path, create=False)
         try:
-            text = _read_text(parent, name, file_path)
-            count = text.count(old_string)
-            if count == 0:
-                raise ToolError(
-                    f"old_string was not found in {file_path!r}; Read the file and copy the text exactly"
-                )
-            if count > 1 and not replace_all:
-                raise ToolError(
-                    f"old_string occurs {count} times in {file_path!r}; add surrounding lines to make "
-                    "it unique, or pass replace_all=true to replace all of them"
-                )
-            first = text.index(old_string)
-            new_text = (
-                text.replace(old_string, new_string)
-                if replace_all
-                else text.replace(old_string, new_string, 1)
-            )
-            data = new_text.encode("utf-8")
+            raw = _read_text(parent, name, file_path)
+            form = Form.of(raw)
+            view = ShownText(raw.removeprefix(BOM))
+            starts = _places(view.text, old, file_path, replace_all)
+            new_text = view.replace(old, form.lines(new), starts)
+            data = ((BOM if form.bom else "") + new_text).encode("utf-8")
             replace_file(parent, name, file_path, data)
         finally:
             os.close(parent)
-        start = text.count("\n", 0, first) + 1
-        end = start + new_string.count("\n")
-        replaced = count if replace_all else 1
+        start = view.text.count("\n", 0, starts[0]) + 1
+        end = start + new.count("\n")
         meta: JsonObject = {
             "path": file_path,
             "start_line": start,
             "end_line": end,
-            "replacements": replaced,
+            "replacements": len(starts),
             "bytes": len(data),
             "truncated": False,
         }
-        where = f"line {start}" if replaced == 1 else f"{replaced} places, the first at line {start}"
+        where = f"line {start}" if len(starts) == 1 else f"{len(starts)} places, the first at line {start}"
         return output(f"Edited {file_path}: replaced {where}", meta)
+
+
+def _places(text: str, old: str, path: str, replace_all: bool) -> list[int]:
+    """Where `old` is replaced in `text`: its one place, or with `replace_all` each, left to right.
+
+    A second place that overlaps the first ('aa' in 'aaa') makes `old` ambiguous too.
+    """
+    first = text.find(old)
+    if first == -1:
+        raise ToolError(f"old_string was not found in {path!r}; Read the file and copy the text exactly")
+    if replace_all:
+        starts = [first]
+        while (at := text.find(old, starts[-1] + len(old))) != -1:
+            starts.append(at)
+        return starts
+    count = text.count(old)
+    if count > 1:
+        raise ToolError(
+            f"old_string occurs {count} times in {path!r}; add surrounding lines to make "
+            "it unique, or pass replace_all=true to replace all of them"
+        )
+    # count() counts places that do not overlap: with one, any other place overlaps the first.
+    if text.find(old, first + 1) != -1:
+        raise ToolError(
+            f"old_string occurs more than once in {path!r} (the places overlap, as 'aa' does in "
+            "'aaa'); add surrounding text to make it unique, or pass replace_all=true to replace "
+            "them left to right"
+        )
+    return [first]
 
 
 def _read_text(dir_fd: int, name: str, path: str) -> str:

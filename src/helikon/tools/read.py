@@ -3,7 +3,8 @@ r"""`ReadTool` ("Read"): a text file beneath the sandbox root, as numbered lines
 Lines come back as `cat -n` shows them (the line number, a tab, the line), `limit` lines from
 line `offset`. The file is read in chunks and reading stops once the range is complete, so
 the first lines of a 10 MB file cost a few chunks, not the file. A file with a NUL byte in its
-first 8 KiB is taken for binary and refused.
+first 8 KiB is taken for binary and refused. A UTF-8 byte-order mark is not shown, nor the CR
+of a CRLF: Edit matches in this text (`helikon.tools._text`).
 
 Example:
     ```python
@@ -28,6 +29,7 @@ Example:
 
 from __future__ import annotations
 
+import codecs
 import os
 from typing import Annotated, Any, BinaryIO, TypeVar
 
@@ -79,6 +81,7 @@ def _numbered(f: BinaryIO, path: str, size: int, offset: int, limit: int) -> Too
     head: bytes = f.read(min(CHUNK, max(size, 1)))
     if b"\0" in head[:BINARY_SNIFF]:
         raise ToolError(f"{path!r} is a binary file ({size} bytes); Read shows text files only")
+    head = head.removeprefix(codecs.BOM_UTF8)  # a mark of the encoding, not text of line 1
     meta: dict[str, Any] = {"path": path, "bytes": size}
     if not head:
         meta |= {"start_line": 0, "end_line": 0, "total_lines": 0, "truncated": False}

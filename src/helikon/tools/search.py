@@ -42,7 +42,8 @@ from helikon.core.exceptions import ToolError
 from helikon.core.tools import ToolEffect, ToolOutput
 
 from ._base import SandboxTool, output
-from ._confine import open_dir, open_read
+from ._confine import checked_pattern, open_dir, open_read
+from ._text import BOM
 from ._walk import Entry, glob_regex
 from ._walk import files as walk_files
 
@@ -67,8 +68,9 @@ class GlobTool(SandboxTool[Ctx]):
     ABOUT = (
         "Find files by name pattern. '*' and '?' match within one name, '**/' any number of "
         "directories, '[abc]' one of the characters: '**/*.py' is every Python file, 'src/*.md' the "
-        f"Markdown files directly in src. Returns matching paths, one a line, sorted, at most "
-        f"{MAX_GLOB_RESULTS}. Symlinks and .git are not walked."
+        "Markdown files directly in src. The pattern is relative to path (no absolute pattern, "
+        "no '..': to search another directory, set path). Returns matching paths, one a line, "
+        f"sorted, at most {MAX_GLOB_RESULTS}. Symlinks and .git are not walked."
     )
 
     def run(
@@ -77,7 +79,7 @@ class GlobTool(SandboxTool[Ctx]):
         path: Annotated[str, Field(description="The directory to search, relative to the root.")] = ".",
     ) -> ToolOutput:
         """Files beneath `path` whose path (relative to `path`) matches `pattern`."""
-        pattern = pattern.removeprefix("./")
+        pattern = checked_pattern(pattern)
         rx = glob_regex(pattern)
         # Without '**' a pattern cannot match deeper than its own number of '/'.
         depth = None if "**" in pattern else pattern.count("/")
@@ -143,6 +145,8 @@ class GrepTool(SandboxTool[Ctx]):
             rx = re.compile(pattern, re.MULTILINE | (re.IGNORECASE if ignore_case else 0))
         except re.error as exc:
             raise ToolError(f"pattern {pattern!r} is not a valid regular expression: {exc}") from None
+        if include:
+            include = checked_pattern(include)
         include_rx = glob_regex(include) if include else None
         by_name = include is not None and "/" not in include
         out: list[str] = []
@@ -275,7 +279,7 @@ def _text(entry: Entry, skipped: dict[str, int]) -> str | None:
             if len(data) > st.st_size:
                 data += _read(fd, MAX_GREP_FILE_BYTES + 1 - len(data))
             if data.find(b"\0", 0, BINARY_SNIFF) == -1:
-                return data.decode("utf-8", errors="replace")
+                return data.decode("utf-8", errors="replace").removeprefix(BOM)
             why = "binary files skipped"
     finally:
         os.close(fd)

@@ -82,10 +82,16 @@ class WebFetchTool:
         max_bytes: The most of a body read; the rest is cut off (`truncated` in the metadata).
         timeout: Seconds (or a `timedelta`) the whole fetch, all redirect hops, may take.
         max_redirects: How many redirects are followed.
-        allow_private_ips: Addresses or networks the SSRF guard lets through anyway
-            (`["127.0.0.1"]` for a test server); nothing by default.
+        allow_private_hosts: Hosts, each with an optional port (`"127.0.0.1:8080"`,
+            `"wiki.internal"` for its ports 80 and 443), whose connections the SSRF guard lets
+            through to whatever they resolve to: the caller's URL and each redirect hop are
+            judged by their own host and port. Nothing by default.
+        allow_private_ips: Addresses or networks the SSRF guard lets through on every
+            connection, whichever host (a redirect's, a name resolving there) and port led to
+            them; nothing by default.
         ssrf_guard: False turns the guard off entirely (only for a trusted network).
-        resolver: `async (host, port) -> [ip, ...]`; the system's resolver by default.
+        resolver: `async (host, port) -> [ip, ...]`; the system's resolver by default. It is
+            asked about IP literals too, and the guard checks what it answers.
         user_agent: The User-Agent header sent.
     """
 
@@ -102,6 +108,7 @@ class WebFetchTool:
         max_bytes: int = 2_000_000,
         timeout: float | timedelta = 30.0,
         max_redirects: int = 5,
+        allow_private_hosts: Iterable[str] = (),
         allow_private_ips: Iterable[str] = (),
         ssrf_guard: bool = True,
         resolver: Resolver | None = None,
@@ -119,7 +126,9 @@ class WebFetchTool:
         self.max_redirects = check_whole(kw("max_redirects", max_redirects), max_redirects, minimum=0)
         self.timeout = check_seconds(kw("timeout", timeout), timeout)
         enabled = check_flag(kw("ssrf_guard", ssrf_guard), ssrf_guard)
-        self.guard = SsrfGuard.build(enabled=enabled, allow_private_ips=allow_private_ips)
+        self.guard = SsrfGuard.build(
+            enabled=enabled, allow_private_ips=allow_private_ips, allow_private_hosts=allow_private_hosts
+        )
         if resolver is not None:
             check_function(kw("resolver", resolver), resolver, _RESOLVER_SHAPE)
         self._resolver = resolver if resolver is not None else system_resolver
@@ -315,8 +324,14 @@ class WebFetchToolBuilder:
             "max_redirects", check_whole(_called("max_redirects", repr(count)), count, minimum=0)
         )
 
+    def allow_private_hosts(self, hosts: Iterable[str]) -> WebFetchToolBuilder:
+        """Hosts (`"127.0.0.1:8080"`, `"wiki.internal"`: ports 80 and 443) the SSRF guard lets through."""
+        listed = [hosts] if isinstance(hosts, str) else list(hosts)
+        SsrfGuard.build(enabled=True, allow_private_hosts=listed)  # a bad entry is a UserError now
+        return self._set("allow_private_hosts", tuple(listed))
+
     def allow_private_ips(self, networks: Iterable[str]) -> WebFetchToolBuilder:
-        """Addresses or CIDR networks the SSRF guard lets through (a test server, an intranet)."""
+        """Addresses or CIDR networks the SSRF guard lets through on every connection, whatever its host."""
         listed = [networks] if isinstance(networks, str) else list(networks)
         SsrfGuard.build(enabled=True, allow_private_ips=listed)  # a bad entry is a UserError now
         return self._set("allow_private_ips", tuple(listed))
@@ -326,7 +341,7 @@ class WebFetchToolBuilder:
         return self._set("ssrf_guard", check_flag(_called("ssrf_guard", repr(enabled)), enabled))
 
     def resolver(self, resolver: Resolver) -> WebFetchToolBuilder:
-        """The resolver the SSRF guard asks, `async (host, port) -> [ip, ...]` (default: the system's)."""
+        """The resolver the SSRF guard asks (about IP literals too), `async (host, port) -> [ip, ...]`."""
         check_function(_called("resolver", repr(resolver)), resolver, _RESOLVER_SHAPE)
         return self._set("resolver", resolver)
 

@@ -4,7 +4,8 @@ Missing parent directories are made beneath the root. The content goes to a temp
 in the target's directory, is flushed to disk, and is renamed over the target through the
 same directory descriptor: a reader sees the old file or the new one, never half of it. A
 symlink at the target's name is refused (one swapped in meanwhile is replaced by the rename,
-never followed).
+never followed). Over an existing file, the content takes the file's form, which Read does
+not show: its UTF-8 BOM is kept, and its lines end in CRLF when most of the file's did.
 
 Example:
     ```python
@@ -42,8 +43,13 @@ from helikon.core.tools import ToolEffect, ToolOutput
 
 from ._base import SandboxTool, output
 from ._confine import open_at, refusal, regular, walk
+from ._text import Form
 
 Ctx = TypeVar("Ctx")
+
+HEAD_BYTES = 64 * 1024
+"""How much of an existing file is read to learn its form (BOM, line endings)."""
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
 
 
 class WriteTool(SandboxTool[Ctx]):
@@ -55,7 +61,8 @@ class WriteTool(SandboxTool[Ctx]):
     EFFECT = ToolEffect.WRITE
     ABOUT = (
         "Write a file: creates it (and its missing parent directories) or overwrites it whole "
-        "with content. To change part of an existing file, prefer Edit. Symlinks are never followed."
+        "with content. To change part of an existing file, prefer Edit. An existing file keeps its "
+        "line endings (CRLF or LF) and byte-order mark. Symlinks are never followed."
     )
 
     def run(
@@ -64,9 +71,11 @@ class WriteTool(SandboxTool[Ctx]):
         content: Annotated[str, Field(description="The file's whole new content.")],
     ) -> ToolOutput:
         """Write `content` to `file_path`."""
-        data = content.encode("utf-8")
         parent, name = walk(self.sandbox.fd, file_path, create=True)
         try:
+            # Over an existing file, its form: its BOM and line endings, which Read does not show.
+            head = _head(parent, name)
+            data = (Form.of(head).file(content) if head else content).encode("utf-8")
             created = replace_file(parent, name, file_path, data)
         finally:
             os.close(parent)
@@ -87,15 +96,28 @@ def _line_count(text: str) -> int:
     return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
+def _head(dir_fd: int, name: str) -> str:
+    """The start of the regular file at `name` (empty when there is none); `replace_file` refuses the rest."""
+    try:
+        fd = os.open(name, _READ, dir_fd=dir_fd)
+    except OSError:
+        return ""
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return ""
+        return os.read(fd, HEAD_BYTES).decode("utf-8", errors="replace")
+    finally:
+        os.close(fd)
+
+
 def replace_file(dir_fd: int, name: str, path: str, data: bytes) -> bool:
     """Put `data` at `name` in `dir_fd` by temp file + rename; whether the file was new.
 
     An existing target must be a regular file with one link; its permission bits are kept.
     """
     mode = None  # a new file: 0o666 less the umask, as open(2) creates it
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
     try:
-        old = os.open(name, flags, dir_fd=dir_fd)
+        old = os.open(name, _READ, dir_fd=dir_fd)
     except FileNotFoundError:
         pass
     except OSError as exc:
