@@ -63,8 +63,8 @@ _EAGER = {
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
         MissingSessionEvents ModelError ModelRetry OtherModelError OutputRetriesExceeded RateLimited Refused
-        RunCancelled RunError RunTimeout SessionBackendError SessionConflict SessionError SessionUnavailable ToolError
-        ToolSourceError Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
+        RunCancelled RunError RunTimeout SessionBackendError SessionConflict SessionError SessionUnavailable
+        ToolError ToolSourceError Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
     """,
     "._json": "JsonObject JsonValue",
 }
