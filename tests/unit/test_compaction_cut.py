@@ -78,8 +78,9 @@ def test_a_count_landing_inside_parallel_calls_keeps_the_whole_turn(count: int) 
     turn = [THINKING, call("c1"), call("c2"), call("c3"), result("c2"), result("c1"), result("c3")]
     log = [user("q"), *turn, said("done"), Compacted(summary="S", original_count=count)]
     # Whether the span starts after a result, between results, between calls or at a call
-    # after the reasoning: the turn stays verbatim and whole before the summary.
-    assert projected(log) == [*steps(user("q"), *turn), S]
+    # after the reasoning: the turn stays whole before the summary (its results in call order).
+    in_call_order = [*turn[:4], result("c1"), result("c2"), result("c3")]
+    assert projected(log) == [*steps(user("q"), *in_call_order), S]
 
 
 @pytest.mark.parametrize("count", [0, 1, 6, 7])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -122,7 +123,7 @@ def test_a_second_result_is_dropped_and_a_reused_call_id_renamed() -> None:
     items: list[Item] = [user(), call("a"), result("a"), result("a", "again"), call("a"), result("a", "3")]
     fixed, repairs = repair_conversation(items)
     assert kinds(repairs) == ["duplicate_result", "renamed_call"]
-    assert fixed == [user(), call("a"), result("a"), call("a~2"), result("a~2", "3")]
+    assert fixed == [user(), call("a"), result("a"), call("a~4"), result("a~4", "3")]  # keyed on its place
 
 
 def test_a_call_reusing_the_id_of_a_pending_call_is_dropped() -> None:
@@ -306,10 +307,10 @@ def test_a_call_id_reused_in_a_later_turn_is_renamed_with_its_result() -> None:
     assert ids == [
         ("call_1", None),
         ("call_1", "first"),
-        ("call_1~2", None),
-        ("call_1~2", "second"),
-        ("call_1~3", None),
-        ("call_1~3", "third"),
+        ("call_1~4", None),  # keyed on the call's place: an earlier turn's id never changes
+        ("call_1~4", "second"),
+        ("call_1~7", None),
+        ("call_1~7", "third"),
     ]
     assert is_provider_valid(fixed)
     assert repair_conversation(fixed) == (fixed, [])
@@ -362,3 +363,63 @@ def test_a_growing_conversation_is_checked_from_where_the_last_valid_one_ended()
     assert not is_provider_valid((*copies, ToolCall(call_id="c1", name="t", args={})))
     assert not is_provider_valid((user("a"), call, AssistantMessage.from_text("done")))
     assert not is_provider_valid((user("a"), result, *first[3:]))
+
+
+def test_renaming_a_growing_conversation_turn_by_turn_equals_repairing_it_whole() -> None:
+    # A model that numbers its calls per response: call_1 (and call_2) in every turn.
+    conversation: list[Item] = []
+    for turn in range(12):
+        conversation.append(UserMessage.from_text(f"q{turn}"))
+        ids = ["call_1", "call_2"] if turn % 3 == 0 else ["call_1"]
+        conversation += [ToolCall(call_id=i, name="w", args={}) for i in ids]
+        conversation += [
+            ToolResult(call_id=i, content=(TextPart(text=f"{i}@{turn}"),)) for i in reversed(ids)
+        ]
+        conversation.append(AssistantMessage.from_text(f"a{turn}"))
+        step_by_step = list(ensure_provider_valid(conversation))  # continues the last one checked
+        whole, _ = repair_conversation(conversation)
+        assert step_by_step == whole
+        assert is_provider_valid(step_by_step)
+
+
+async def test_a_model_numbering_its_calls_per_turn_costs_each_run_its_new_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Repeated ids once made every model call re-repair the whole history (3-4 ms a run
+    # after 200 runs): only the new turn is looked at now, however long the session.
+    from helikon import MemorySession, RunContext, tool
+    from helikon.core import conversation_check
+    from helikon.runtime import AsyncioRunner
+    from helikon.testing import MockModel, text_turn, tool_call_turn
+
+    @tool
+    def weather() -> str:
+        """Weather."""
+        return "sunny"
+
+    looked_at: list[int] = []
+    full_repairs: list[int] = []
+    distinct_ids = conversation_check._distinct_ids  # pyright: ignore[reportPrivateUsage]
+    repair = conversation_check.repair_conversation
+
+    def counted_distinct_ids(items: Any, *args: Any) -> Any:
+        looked_at.append(len(items))
+        return distinct_ids(items, *args)
+
+    def counted_repair(items: Any) -> Any:
+        full_repairs.append(len(items))
+        return repair(items)
+
+    monkeypatch.setattr(conversation_check, "_distinct_ids", counted_distinct_ids)
+    monkeypatch.setattr(conversation_check, "repair_conversation", counted_repair)
+    session = MemorySession()
+    runner = AsyncioRunner[None]()
+    sent: Sequence[Item] = ()
+    for _ in range(40):
+        model = MockModel.with_scripts([tool_call_turn("weather", {}, call_id="call_0"), text_turn("Sunny.")])
+        agent = LlmAgent[None](name="a", model=model, tools=[weather])
+        await runner.run(agent, "Weather?", RunContext.ephemeral(None).with_session(session))
+        sent = model.requests[-1].messages
+    assert full_repairs == []
+    assert max(looked_at) <= 4  # the new turn: the call, its result (and the user's message)
+    assert is_provider_valid(sent) and len({m.call_id for m in sent if isinstance(m, ToolCall)}) == 40

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from helikon import LlmAgent, MemorySession, RunConfig, RunContext, tool
-from helikon.core.events import RequestSent, ToolsStarting
+from helikon.core.events import RequestSent, ToolOutputItem, ToolsStarting
 from helikon.core.input import RunInput
 from helikon.core.observer import RunObserver
 from helikon.core.result import RunStream
@@ -39,6 +39,9 @@ class Notes:
     async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
         self.told.append(f"tools {','.join(call_ids)}")
 
+    async def tool_returned(self, output: ToolOutputItem) -> None:
+        self.told.append(f"returned {output.item.call_id}")
+
 
 async def test_the_driver_tells_the_observer_and_streams_what_it_always_did() -> None:
     notes = Notes()
@@ -47,7 +50,7 @@ async def test_the_driver_tells_the_observer_and_streams_what_it_always_did() ->
     observed = [e.type async for e in looker("a").run("go", context=ctx)]
     plain = [e.type async for e in looker("a").run("go")]
     assert observed == plain
-    assert notes.told == ["request mock-model", "tools c-a", "request mock-model"]
+    assert notes.told == ["request mock-model", "tools c-a", "returned c-a", "request mock-model"]
 
 
 async def test_with_an_observer_the_record_options_stream_nothing_more() -> None:
@@ -56,7 +59,7 @@ async def test_with_an_observer_the_record_options_stream_nothing_more() -> None
     config = RunConfig(record_requests=True, record_tool_starts=True)
     events = [e async for e in looker("a").run("go", context=ctx, config=config)]
     assert not any(isinstance(e, RequestSent | ToolsStarting) for e in events)
-    assert len(notes.told) == 3
+    assert len(notes.told) == 4
 
 
 async def test_without_one_the_record_options_stream_the_events() -> None:

@@ -155,8 +155,9 @@ async def test_the_result_says_the_run_was_not_persisted() -> None:
 async def test_the_end_of_a_run_retries_with_bounded_backoff() -> None:
     session = Outage()
     await AsyncioRunner[None](persist_retry=FAST).run(weather(session), "Weather?", ctx(session), DURABLE)
-    # One attempt at the write before the second model call, then FAST.max_attempts at the end.
-    assert session.refused == 1 + FAST.max_attempts
+    # One attempt when the tool returned, one before the second model call, then
+    # FAST.max_attempts at the end.
+    assert session.refused == 2 + FAST.max_attempts
 
 
 async def test_a_store_back_within_the_retries_loses_nothing() -> None:

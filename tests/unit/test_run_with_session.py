@@ -239,6 +239,9 @@ class _Listening:
     async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
         pass
 
+    async def tool_returned(self, output: Any) -> None:
+        pass
+
 
 def test_a_run_given_its_own_session_inside_another_run_is_written_there() -> None:
     # E.g. a tool of a run on one session runs an agent on a session of its own.

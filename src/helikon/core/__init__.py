@@ -62,9 +62,9 @@ _EAGER = {
     ".exceptions": """
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
-        ModelError ModelRetry OtherModelError OutputRetriesExceeded RateLimited Refused RunCancelled
-        RunError RunTimeout SessionBackendError SessionConflict SessionError SessionUnavailable ToolError
-        ToolSourceError Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
+        MissingSessionEvents ModelError ModelRetry OtherModelError OutputRetriesExceeded RateLimited Refused
+        RunCancelled RunError RunTimeout SessionBackendError SessionConflict SessionError SessionUnavailable
+        ToolError ToolSourceError Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
     """,
     "._json": "JsonObject JsonValue",
 }
@@ -283,6 +283,7 @@ if typing.TYPE_CHECKING:
         MaxIterationsExceeded as MaxIterationsExceeded,
         MaxTurnsExceeded as MaxTurnsExceeded,
         MetadataConflict as MetadataConflict,
+        MissingSessionEvents as MissingSessionEvents,
         ModelError as ModelError,
         ModelRetry as ModelRetry,
         OtherModelError as OtherModelError,

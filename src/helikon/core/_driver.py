@@ -21,7 +21,7 @@ from ._captured import capture
 from ._handoff_steps import decide_handoff, hand_off
 from ._offered_tools import offer
 from ._reply import Reply
-from ._tool_calls import run_tool
+from ._tool_calls import run_reported_tool, run_tool
 from ._tracing import RunTrace, traced, tracing_possible
 from .context import RunConfig, RunContext
 from .conversation_check import valid_request
@@ -606,9 +606,11 @@ class _Run:
     async def run_tools(self, calls: tuple[ToolCall, ...]) -> TransitionInput:
         self.task = asyncio.current_task()
         self.waiting = True
+        # A runner recording the run hears of each result as it comes (see run_reported_tool).
+        run_one = run_tool if self.observer is None else run_reported_tool
         try:
             if len(calls) == 1:
-                outcomes: Sequence[ToolCallOutcome] = (await run_tool(self, calls[0]),)
+                outcomes: Sequence[ToolCallOutcome] = (await run_one(self, calls[0]),)
             else:
                 limit = self.config.parallel_tool_call_limit
                 if limit is not None and limit < len(calls):
@@ -616,11 +618,11 @@ class _Run:
 
                     async def bounded(call: ToolCall) -> ToolCallOutcome:
                         async with semaphore:
-                            return await run_tool(self, call)
+                            return await run_one(self, call)
 
                     tasks = [asyncio.ensure_future(bounded(c)) for c in calls]
                 else:
-                    tasks = [asyncio.ensure_future(run_tool(self, c)) for c in calls]
+                    tasks = [asyncio.ensure_future(run_one(self, c)) for c in calls]
                 try:
                     outcomes = await asyncio.gather(*tasks)
                 except CallbackRaised:

@@ -18,7 +18,7 @@ from ._json import JsonValue
 from ._tool_args import over_limit_message
 from ._tracing import attach, detach
 from .context import ToolContext
-from .events import PermissionDenied
+from .events import PermissionDenied, ToolOutputItem
 from .exceptions import Denied, InvalidArgs, ModelRetry
 from .governance import HookEvent
 from .governance.permissions import authorize
@@ -54,6 +54,19 @@ async def run_tool(run: _Run, call: ToolCall) -> ToolCallOutcome:
             outcome = replace(outcome, metadata=_redact_json(redactor, outcome.metadata))
     if trace is not None and span is not None:
         trace.end_tool(span, outcome)
+    return outcome
+
+
+async def run_reported_tool(run: _Run, call: ToolCall) -> ToolCallOutcome:
+    """`run_tool`, then the run's observer is told of the result before the batch goes on.
+
+    A durable runner stores the result right then: a crash while a slower sibling still runs
+    loses only the calls still running.
+    """
+    outcome = await run_tool(run, call)
+    observer = run.observer
+    if observer is not None:
+        await observer.tool_returned(ToolOutputItem(item=outcome.to_result(), metadata=outcome.metadata))
     return outcome
 
 

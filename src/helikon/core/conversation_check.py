@@ -22,9 +22,11 @@ Repairs, in the order of the rules (each a `Repair` with its `kind`):
 - `moved_result`: a result written after other items, or before its call, is moved to
   right after its call's turn;
 - `renamed_call`: a call that reuses the `call_id` of an earlier, answered call (scripted
-  models and some providers number calls per response) gets a fresh id, `<id>~<n>`, and
-  so do the results that follow it: every call keeps its own result, and ids stay unique
-  across the conversation as some providers require;
+  models and some providers number calls per response) gets a fresh id, `<id>~<index>`
+  (its place in the conversation), and so do the results that follow it: every call keeps
+  its own result, and ids stay unique across the conversation as some providers require.
+  A call id need only be unique within its turn: `ensure_provider_valid` renames a
+  conversation's new turn without looking at the rest again;
 - `duplicate_result` / `duplicate_call`: second results for one call, and a call reusing
   the id of a call still waiting for its result, are dropped;
 - `orphan_result`: a result whose call is nowhere in the conversation becomes a user
@@ -52,6 +54,7 @@ Example:
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, Literal, TypeAlias
 
@@ -121,18 +124,35 @@ class InvalidConversationError(HelikonError):
         super().__init__(f"the conversation is not provider-valid: {kinds}")
 
 
-class _ValidPrefix:
-    """The last conversation found valid, and the call ids it used (all its calls are answered)."""
+class _Checked:
+    """The last conversation checked: as given, in its provider-valid form, and the ids that form uses."""
 
-    __slots__ = ("items", "seen")
+    __slots__ = ("items", "seen", "valid")
 
-    def __init__(self, items: tuple[Item, ...], seen: set[str]) -> None:
+    def __init__(self, items: tuple[Item, ...], valid: tuple[Item, ...], seen: set[str]) -> None:
         self.items = items
+        self.valid = valid  # `items` itself when it needed nothing
         self.seen = seen
 
 
-_last_valid: _ValidPrefix | None = None
-"""One conversation, so that the next check of it (one turn longer) scans only the new items."""
+_last: _Checked | None = None
+"""One conversation, so that the next check of it (one turn longer) looks only at the new items."""
+
+
+def _take_continued(items: Sequence[Item]) -> _Checked | None:
+    """The last conversation checked, if `items` begins with it; the cache is emptied either way.
+
+    Taken out while in use: a concurrent check (another thread) starts from nothing.
+    """
+    global _last
+    cached, _last = _last, None
+    if cached is None:
+        return None
+    known = cached.items
+    size = len(known)
+    if size and len(items) >= size and tuple(items[:size]) == known:  # identity first, item by item
+        return cached
+    return None
 
 
 def is_provider_valid(items: Sequence[Item]) -> bool:
@@ -142,20 +162,42 @@ def is_provider_valid(items: Sequence[Item]) -> bool:
     begins with the last conversation found valid (the same items, compared by identity
     first), only what follows is scanned, so a long conversation costs its new turn.
     """
-    global _last_valid
-    # Taken out while in use: a concurrent check (another thread) scans from the start.
-    cached, _last_valid = _last_valid, None
-    start = 0
-    if cached is not None:
-        known = cached.items
-        size = len(known)
-        if len(items) >= size and size and tuple(items[:size]) == known:
-            start = size
-    seen: set[str] = cached.seen if cached is not None and start else set()
+    global _last
+    cached = _take_continued(items)
+    if cached is not None and cached.valid is not cached.items:
+        cached = None  # that one needed repairs: so does any continuation of it
+    start = 0 if cached is None else len(cached.items)
+    seen: set[str] = set() if cached is None else cached.seen
     if _scan(items[start:] if start else items, seen):
-        _last_valid = _ValidPrefix(tuple(items), seen)
+        known = tuple(items)
+        _last = _Checked(known, known, seen)
         return True
     return False
+
+
+def _continued_valid(items: Sequence[Item]) -> Sequence[Item] | None:
+    """`items` made provider-valid from the last conversation checked, when only its new calls need new ids.
+
+    The common repair, a model that numbers its calls per response (`call_0` every turn),
+    so costs the new turn, not the conversation. None: the caller checks the whole.
+    """
+    global _last
+    cached = _take_continued(items)
+    if cached is None:
+        return None
+    size = len(cached.items)
+    tail = items[size:]
+    renamed, _ = _distinct_ids(tail, cached.seen, size)
+    seen = cached.seen
+    if not _scan(renamed, seen):
+        return None
+    known = tuple(items)
+    if renamed is tail and cached.valid is cached.items:
+        _last = _Checked(known, known, seen)
+        return items
+    valid = (*cached.valid, *renamed)
+    _last = _Checked(known, valid, seen)
+    return valid
 
 
 def _scan(items: Sequence[Item], seen: set[str]) -> bool:
@@ -217,80 +259,92 @@ def repair_conversation(items: Sequence[Item]) -> tuple[list[Item], list[Repair]
     return fixed, repairs
 
 
-def _distinct_ids(items: Sequence[Item]) -> tuple[Sequence[Item], list[Repair]]:
+def _distinct_ids(
+    items: Sequence[Item], prior: AbstractSet[str] = frozenset(), offset: int = 0
+) -> tuple[Sequence[Item], list[Repair]]:
     """Give each later call that reuses an answered call's id a fresh one, with its results.
 
-    A result belongs to the latest call with its id before it, so it follows its call's
-    new id until that id is called again.
+    A result belongs to the latest call with its id before it, so it follows its call's new
+    id until that id is called again. The fresh id is keyed on the call's position,
+    `<id>~<index>`: renaming a conversation's next turn never renames an earlier one.
+    `prior` holds the ids of a provider-valid conversation `items` continues (each call of
+    it answered), `offset` its length.
     """
-    calls: dict[str, int] = {}  # id -> how many calls used it so far
-    answered: set[str] = set()  # ids whose latest call has a result
-    current: dict[str, str] = {}  # original id -> the id its latest call was given
+    ids = _DistinctIds(prior)
     out: list[Item] | None = None
-    repairs: list[Repair] = []
     for index, item in enumerate(items):
         new: Item = item
         if isinstance(item, ToolCall):
-            new = _renamed_call(item, calls, answered, current, index, repairs)
+            fresh = ids.call(item.call_id, index + offset)
+            if fresh != item.call_id:
+                new = replace(item, call_id=fresh)
         elif isinstance(item, AssistantMessage) and any(isinstance(p, ToolUsePart) for p in item.content):
-            parts = [
-                _renamed_part(p, calls, answered, current, index, repairs)
-                if isinstance(p, ToolUsePart)
-                else p
-                for p in item.content
-            ]
+            parts = [ids.part(p, index + offset) if isinstance(p, ToolUsePart) else p for p in item.content]
             if any(a is not b for a, b in zip(parts, item.content, strict=True)):
                 new = replace(item, content=tuple(parts))
         elif isinstance(item, ToolResult):
-            answered.add(item.call_id)
-            fresh = current.get(item.call_id)
+            fresh = ids.result(item.call_id)
             if fresh is not None:
                 new = replace(item, call_id=fresh)
         if new is not item and out is None:
             out = list(items[:index])
         if out is not None:
             out.append(new)
-    return (out if out is not None else items), repairs
+    return (out if out is not None else items), ids.repairs
 
 
-def _fresh_id(
-    call_id: str, calls: dict[str, int], answered: set[str], current: dict[str, str], index: int,
-    repairs: list[Repair],
-) -> str:  # fmt: skip
-    count = calls.get(call_id, 0)
-    calls[call_id] = count + 1
-    if count == 0 or call_id not in answered:
-        current.pop(call_id, None)
-        return call_id  # first use, or a duplicate of a call still pending: the repair pass decides
-    answered.discard(call_id)
-    fresh = f"{call_id}~{count + 1}"
-    current[call_id] = fresh
-    repairs.append(Repair(kind="renamed_call", index=index, call_id=call_id))
-    return fresh
+class _DistinctIds:
+    """Which calls `_distinct_ids` renames, one call or result at a time."""
 
+    __slots__ = ("answered", "current", "prior", "repairs", "used")
 
-def _renamed_call(
-    call: ToolCall, calls: dict[str, int], answered: set[str], current: dict[str, str], index: int,
-    repairs: list[Repair],
-) -> ToolCall:  # fmt: skip
-    fresh = _fresh_id(call.call_id, calls, answered, current, index, repairs)
-    return call if fresh == call.call_id else replace(call, call_id=fresh)
+    def __init__(self, prior: AbstractSet[str]) -> None:
+        self.prior = prior  # ids used (and answered) before the items at hand
+        self.used: set[str] = set()  # ids called among the items at hand
+        self.answered: set[str] = set()  # ids whose latest call has a result
+        self.current: dict[str, str] = {}  # original id -> the id its latest call was given
+        self.repairs: list[Repair] = []
 
+    def call(self, call_id: str, index: int) -> str:
+        if call_id in self.used:
+            reused = call_id in self.answered
+        else:
+            self.used.add(call_id)
+            reused = call_id in self.prior
+        if not reused:  # a first use, or a duplicate of a call still pending: the repair pass decides
+            self.current.pop(call_id, None)
+            return call_id
+        self.answered.discard(call_id)
+        fresh = f"{call_id}~{index}"
+        self.current[call_id] = fresh
+        self.repairs.append(Repair(kind="renamed_call", index=index, call_id=call_id))
+        return fresh
 
-def _renamed_part(
-    part: ToolUsePart, calls: dict[str, int], answered: set[str], current: dict[str, str], index: int,
-    repairs: list[Repair],
-) -> ToolUsePart:  # fmt: skip
-    fresh = _fresh_id(part.call_id, calls, answered, current, index, repairs)
-    return part if fresh == part.call_id else replace(part, call_id=fresh)
+    def part(self, part: ToolUsePart, index: int) -> ToolUsePart:
+        fresh = self.call(part.call_id, index)
+        return part if fresh == part.call_id else replace(part, call_id=fresh)
+
+    def result(self, call_id: str) -> str | None:
+        """The id the result's call was given, if it was renamed."""
+        self.answered.add(call_id)
+        return self.current.get(call_id)
 
 
 def ensure_provider_valid(items: Sequence[Item], *, strict: bool = False) -> Sequence[Item]:
     """`items` itself when provider-valid; else the repaired conversation.
 
+    A conversation repaired before every model call grows by a turn at a time: when `items`
+    begins with the last one checked and its new turn needs at most fresh call ids, only
+    that turn is looked at (renames are keyed on a call's place, so the earlier turns come
+    out as they did before).
+
     Raises:
         InvalidConversationError: with `strict`, instead of repairing.
     """
+    if not strict:
+        continued = _continued_valid(items)
+        if continued is not None:
+            return continued
     if is_provider_valid(items):
         return items
     fixed, repairs = repair_conversation(items)
@@ -303,14 +357,21 @@ def ensure_provider_valid(items: Sequence[Item], *, strict: bool = False) -> Seq
     lossy = [r for r in repairs if r.kind != "renamed_call"]
     if lossy:
         _warn(lossy)
+    _remember_repaired(items, fixed)
     return fixed
+
+
+def _remember_repaired(items: Sequence[Item], fixed: list[Item]) -> None:
+    """Keep `fixed` as the valid form of `items`: the next turn of this conversation starts from it."""
+    global _last
+    seen: set[str] = set()
+    if _scan(fixed, seen):
+        _last = _Checked(tuple(items), tuple(fixed), seen)
 
 
 def valid_request(request: ModelRequest) -> ModelRequest:
     """`request` with its messages made provider-valid (the same object when they already are)."""
     messages = request.messages
-    if is_provider_valid(messages):
-        return request
     fixed = ensure_provider_valid(messages)
     return request if fixed is messages else replace(request, messages=fixed)
 

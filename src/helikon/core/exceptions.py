@@ -23,6 +23,7 @@ HelikonError
 │   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)
 │   ├── SessionBackendError    the backend reported an error (`SessionError.Backend`)
 │   ├── SessionConflict        `append(..., expected_seq=n)` found the log past `n`; nothing written
+│   ├── MissingSessionEvents   the stored log has a hole: events were deleted behind helikon's back
 │   └── UnreadableSessionEvent a stored event is from a newer format, or of an unknown, non-ignorable type
 ├── RunError                   a run ended in `RunFailed`; `.error` is the `AgentError` carrier
 │   ├── MaxTurnsExceeded          kind `max_turns_exceeded`
@@ -304,6 +305,34 @@ class MetadataConflict(SessionError):
         self.actual_version = actual_version
 
 
+class MissingSessionEvents(SessionError):
+    """The stored log skips sequence numbers: events were deleted from the store outside helikon.
+
+    A session's log is append-only and its seqs are contiguous; reading on past a hole
+    would silently hand a run a different conversation, so reads that fold the log
+    (`events()`, `snapshot()`) refuse instead. `records()` still lists every stored row, for
+    an export or an audit.
+
+    Attributes:
+        session_id: The session.
+        seq: The first missing sequence number.
+        next_seq: The sequence number stored after the hole (None: the log ends in it).
+    """
+
+    def __init__(self, *, seq: int, next_seq: int | None, session_id: str | None = None) -> None:
+        where = f"session {session_id!r}" if session_id is not None else "the session"
+        after = f" (the next stored event is seq {next_seq})" if next_seq is not None else ""
+        super().__init__(
+            f"{where} has no event at seq {seq}{after}: it was deleted from the store outside "
+            "helikon. The log is append-only, and reading past the hole would silently change the "
+            "conversation; restore the missing events from a backup (session.records() lists "
+            "the rows still stored)"
+        )
+        self.session_id = session_id
+        self.seq = seq
+        self.next_seq = next_seq
+
+
 class UnreadableSessionEvent(SessionError):
     """A stored event this version of helikon must not skip and cannot read.
 
@@ -466,6 +495,7 @@ __all__ = [
     "MaxIterationsExceeded",
     "MaxTurnsExceeded",
     "MetadataConflict",
+    "MissingSessionEvents",
     "ModelError",
     "ModelErrorKind",
     "ModelRetry",

@@ -1,10 +1,12 @@
 """`RunObserver`: what a runner is told of a run besides its events.
 
-A runner that records a run needs two things the caller's stream does not show: what each
-model call was sent besides the conversation (for the session's request headers) and the
+A runner that records a run needs three things the caller's stream does not show (yet): what
+each model call was sent besides the conversation (for the session's request headers), the
 moment a batch of tool calls is about to run (a durable run stores the calls, and a marker,
-first). It gives the run a context carrying its observer (`RunContext.with_observer`); the
-driver calls it at those two points, and the caller's stream and `RunConfig` stay untouched.
+first) and the moment each call of the batch returns (a durable run stores its result then,
+not once its slowest sibling is done). It gives the run a context carrying its observer
+(`RunContext.with_observer`); the driver calls it at those points, and the caller's stream and
+`RunConfig` stay untouched.
 
 Nested runs whose events flow into the same stream (a handoff target, a workflow's
 children) report to the same observer; a sub-agent run as a tool (`RunContext.isolated_child`)
@@ -15,22 +17,23 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .events import RequestSent
+from .events import RequestSent, ToolOutputItem
 
 
 @runtime_checkable
 class RunObserver(Protocol):
-    """Told of each model call and each batch of tool starts of a run (and of its nested runs).
+    """Told of each model call, tool batch and tool result of a run (and of its nested runs).
 
-    Both are called from the run's own task, in stream order: every event streamed before
-    has been handed to the caller already.
+    `request_sent` and `tools_starting` are called from the run's own task, in stream
+    order: every event streamed before has been handed to the caller already;
+    `tool_returned` from the task of the call that returned.
 
     Example:
         ```python
         import asyncio
 
         from helikon import LlmAgent, RunContext
-        from helikon.core.events import RequestSent
+        from helikon.core.events import RequestSent, ToolOutputItem
         from helikon.testing import MockModel, text_turn
 
 
@@ -42,6 +45,9 @@ class RunObserver(Protocol):
                 self.sent.append(sent)
 
             async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
+                pass
+
+            async def tool_returned(self, output: ToolOutputItem) -> None:
                 pass
 
 
@@ -66,6 +72,16 @@ class RunObserver(Protocol):
 
         The calls wait for this to return (a durable runner stores them first); a cancel
         that comes meanwhile is seen right after, and the calls do not run.
+        """
+        ...
+
+    async def tool_returned(self, output: ToolOutputItem) -> None:
+        """One call of the batch returned: its result, as the stream will show it once the batch is done.
+
+        Called from the call's own task, as soon as it returns (in the order the calls finish,
+        which for a parallel batch need not be the order they were made); the batch waits
+        for it. The stream still shows the batch's `ToolOutputItem`s together, in call
+        order, after the last call returned.
         """
         ...
 

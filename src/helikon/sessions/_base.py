@@ -16,7 +16,7 @@ from types import TracebackType
 from typing import Self
 
 from helikon.core._json import JsonValue
-from helikon.core.exceptions import UserError
+from helikon.core.exceptions import MissingSessionEvents, UserError
 from helikon.core.session import (
     ConversationSnapshot,
     SequenceId,
@@ -201,13 +201,18 @@ class StoredSession(Branching):
         """The log after `since` (exclusive), in order, each event with its sequence number.
 
         A stored event this version cannot decode comes back as an `UnknownEvent`.
+
+        Raises:
+            MissingSessionEvents: The store skips a seq (events deleted outside helikon).
         """
         self._check_open()
         if since is not None and since >= 0 and len(self._log) == 0:
             # An object that has read nothing fetches only what is asked for (the cache holds
             # a prefix from seq 0, so these entries stay out of it): O(tail) for a server
             # that opens a session object per request.
-            return await self._fetch(int(since), "events")
+            entries = await self._fetch(int(since), "events")
+            self._check_contiguous(entries, int(since) + 1)
+            return entries
         await self._refresh("events")
         cached = self._log.after(since)
         if cached is None:  # started from a checkpoint: read the prefix it stands for, once
@@ -221,6 +226,10 @@ class StoredSession(Branching):
         A session object that has read nothing yet starts from the session's checkpoint (if
         it is usable, see `helikon.core.session.checkpoint`); later calls fold only new events. Once
         `CHECKPOINT_EVERY` events were folded past the checkpoint, it writes a newer one.
+
+        Raises:
+            MissingSessionEvents: The store skips a seq past the checkpoint (events deleted
+                outside helikon).
         """
         self._check_open()
         log = self._log
@@ -242,8 +251,20 @@ class StoredSession(Branching):
     async def _read_prefix(self, action: str) -> None:
         """Fetch the entries a checkpoint stood for (the cache then holds the whole log)."""
         if not self._log.fill_prefix(await self._fetch(-1, action)):
-            self._log.clear()
-            self._log.extend(await self._fetch(-1, action))
+            await self._read_all(action)
+
+    async def _read_all(self, action: str) -> None:
+        """Read the whole log afresh (what was read before no longer matches the store)."""
+        self._log.clear()
+        entries = await self._fetch(-1, action)
+        self._check_contiguous(entries, 0)
+        self._log.extend(entries)
+
+    def _check_contiguous(self, entries: Sequence[SessionEntry], first: int) -> None:
+        """Refuse a read that skips a seq: events were deleted from the store (see `MissingSessionEvents`)."""
+        for expected, entry in enumerate(entries, first):
+            if int(entry.seq) != expected:
+                raise MissingSessionEvents(seq=expected, next_seq=int(entry.seq), session_id=self._session_id)
 
     async def _start_warm(self) -> bool:
         """Continue the projection another object of this session built in this process, if it holds."""
@@ -259,8 +280,7 @@ class StoredSession(Branching):
     async def _refresh(self, action: str) -> None:
         """Fetch and decode what was appended after what this object has already read."""
         if not self._log.extend(await self._fetch(self._log.last_seq, action)):
-            self._log.clear()  # the store no longer continues what we read
-            self._log.extend(await self._fetch(-1, action))
+            await self._read_all(action)  # the store no longer continues what we read
             self._stale_checkpoint = True
 
     async def _write_checkpoint(self) -> None:

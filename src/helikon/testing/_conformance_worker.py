@@ -76,6 +76,35 @@ async def main(spec: dict[str, Any]) -> None:
             await AsyncioRunner[None]().run(
                 agent, "pay invoice 7", RunContext.ephemeral(None).with_session(session)
             )
+        elif action == "parallel_run_until_killed":
+            # Two calls in one batch: `charge` returns at once, `pay` never does. The parent
+            # kills us once the log holds charge's result.
+            from helikon.core.agent import LlmAgent
+            from helikon.core.context import RunContext
+            from helikon.core.tools import tool
+            from helikon.runtime import AsyncioRunner
+            from helikon.testing import MockModel, tool_calls_turn
+
+            @tool
+            async def pay(invoice: int) -> str:
+                """Pay an invoice."""
+                print("started", flush=True)
+                await asyncio.Event().wait()  # until SIGKILL
+                return "paid"
+
+            @tool
+            async def charge(card: str) -> str:
+                """Charge a card."""
+                return f"charged {card}"
+
+            turn = tool_calls_turn(
+                [("pay", {"invoice": 7}), ("charge", {"card": "4242"})], call_ids=["pay-1", "charge-1"]
+            )
+            model = MockModel.with_scripts([turn])
+            agent = LlmAgent[None](name="payer", model=model, tools=[pay, charge])
+            await AsyncioRunner[None]().run(
+                agent, "pay and charge", RunContext.ephemeral(None).with_session(session)
+            )
         else:
             raise SystemExit(f"unknown action {action!r}")
     finally:

@@ -136,6 +136,70 @@ async def check_a_killed_run_is_repaired(backend: ConformanceBackend) -> None:
     )
 
 
+async def check_a_killed_run_keeps_the_results_that_returned(backend: ConformanceBackend) -> None:
+    """A durable run killed while one call of a parallel batch still runs keeps its sibling's result.
+
+    The sibling returned first: its result is stored when it returns, so the repair marks
+    only the call still running as interrupted, and the conversation keeps call order.
+    """
+    require(backend.opener is not None, "backend.opener is not None")
+    from helikon.core.items import ToolResult
+    from helikon.core.session import project
+    from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT, close_interrupted_turn
+
+    sid = new_id("killed-batch")
+    argv = worker_argv(backend, sid, {"action": "parallel_run_until_killed"})
+    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout = process.stdout
+    if stdout is None:
+        raise AssertionError("the worker has no stdout")
+    try:
+        async with asyncio.timeout(120):
+            line = await stdout.readline()
+        if not line:
+            err = b"" if process.stderr is None else await process.stderr.read()
+            raise AssertionError(f"the run died before its tools started: {err.decode()[-2000:]}")
+        # The slow call runs until the kill; the quick one has returned. Wait (bounded) for
+        # its result to reach the log: a run that stores results only once the whole batch
+        # is done never gets there.
+        stored = False
+        async with asyncio.timeout(60):
+            while not stored:
+                _, events = await read_log(backend, sid)
+                stored = any(isinstance(e, ToolReturned) and e.call_id == "charge-1" for e in events)
+                if not stored:
+                    await asyncio.sleep(0.02)
+    except TimeoutError:
+        raise AssertionError(
+            "the result of a call that returned was not stored while its sibling still ran"
+        ) from None
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    session = await backend.open(sid)
+    try:
+        await close_interrupted_turn(session)
+        entries = await session.events()
+        snapshot = await session.snapshot()
+    finally:
+        await close_session(session)
+    results = {e.event.call_id: e.event for e in entries if isinstance(e.event, ToolReturned)}
+    charged = results.get("charge-1")
+    require(
+        charged is not None and not charged.is_error and _part_text(charged) == "charged 4242",
+        f"the call that returned keeps its real result: {charged}",
+    )
+    paying = results.get("pay-1")
+    require(
+        paying is not None and paying.is_error and OUTCOME_UNKNOWN_TEXT in _part_text(paying),
+        f"only the call still running is repaired as 'outcome unknown': {paying}",
+    )
+    order = [m.call_id for m in project([e.event for e in entries]).messages if isinstance(m, ToolResult)]
+    require(order == ["pay-1", "charge-1"], f"the conversation keeps the order the calls were made: {order}")
+    stored = [m.call_id for m in snapshot.messages if isinstance(m, ToolResult)]
+    require(stored == order, f"the session's snapshot shows the results as `project` does: {stored}")
+
+
 def _part_text(event: ToolReturned) -> str:
     return "".join(p.text for p in event.content if isinstance(p, TextPart))
 

@@ -24,7 +24,8 @@ sessions, enables the listing and metadata checks (a session there is expected t
 names an async function `module:function` that another process calls as
 `await function(session_id, **opener_kwargs)` to open the same store: with it the suite
 also checks writers in separate processes, resuming a run from another process, and
-(with `crash_safe=True`) that a writer killed mid-append leaves all of the append or none.
+(with `crash_safe=True`) that a writer killed mid-append leaves all of the append or none,
+and that a run killed mid-batch keeps the results of the calls that had returned.
 Sessions with an `aclose()` method are closed after use.
 """
 
@@ -79,7 +80,11 @@ from ._conformance_util import (
     user_event,
     worker_argv,
 )
-from ._crash_checks import check_a_killed_run_is_repaired, check_a_killed_writer_leaves_whole_appends
+from ._crash_checks import (
+    check_a_killed_run_is_repaired,
+    check_a_killed_run_keeps_the_results_that_returned,
+    check_a_killed_writer_leaves_whole_appends,
+)
 from ._json_checks import check_exotic_json_round_trips
 from ._metadata_checks import (
     METADATA_CHECKS,
@@ -679,7 +684,11 @@ MULTI_PROCESS: tuple[Check, ...] = (
     check_a_run_resumes_in_another_process,
     check_retries_from_separate_processes_store_one_copy,
 )
-CRASH: tuple[Check, ...] = (check_a_killed_writer_leaves_whole_appends, check_a_killed_run_is_repaired)
+CRASH: tuple[Check, ...] = (
+    check_a_killed_writer_leaves_whole_appends,
+    check_a_killed_run_is_repaired,
+    check_a_killed_run_keeps_the_results_that_returned,
+)
 """The checks that kill a writer process (they need `crash_safe`)."""
 
 
@@ -725,6 +734,7 @@ __all__ = [
     "check_requests_are_rebuilt_from_the_stored_log",
     "check_a_killed_writer_leaves_whole_appends",
     "check_a_killed_run_is_repaired",
+    "check_a_killed_run_keeps_the_results_that_returned",
     "CRASH",
     "check_a_reader_sees_what_others_append",
     "check_a_retried_append_is_a_no_op",

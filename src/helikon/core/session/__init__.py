@@ -36,6 +36,7 @@ from ..items import (
 )
 from ..model import ToolDef
 from ._pair_cut import whole_cut
+from ._result_order import result_position
 
 SequenceId = NewType("SequenceId", int)
 """A position in one session's log: 0 for the first event, then +1 per event."""
@@ -532,6 +533,9 @@ def project(events: Sequence[SessionEvent]) -> ConversationSnapshot:
     to what it was at its `to_seq` (the events in between stay in the log, on an abandoned
     branch). Deterministic: the same log always projects to the same conversation.
 
+    A turn's tool results stand in the order of their calls, whatever order they were logged
+    in (a durable run logs each as its call returns).
+
     A summary never orphans a tool call or result: where an edge of its span falls inside a
     tool turn (between a call and its result, or reasoning and its call), the span shrinks
     to keep that turn verbatim. A count starting inside a turn starts after it; a marker
@@ -606,9 +610,15 @@ class Projection:
             if target < self._barrier:
                 self._stale = True
                 return
+            popped: Item | None = None
             while origins and origins[-1] > target:  # origins ascend: the branch left is a suffix
                 origins.pop()
-                messages.pop()
+                popped = messages.pop()
+            if type(popped) is ToolResult and messages and type(messages[-1]) is ToolResult:
+                # It goes back to the middle of a turn's results, which are in call order, not
+                # log order: which of them were logged by then, the log says.
+                self._stale = True
+                return
             self._barrier = index
             return
         if isinstance(step, Compacted):
@@ -645,8 +655,12 @@ class Projection:
             messages[keep:end] = [summary or SystemMessage(text=step.summary)]
             origins[keep:end] = [origin]
             return
-        messages.append(step)
-        origins.append(index)
+        if type(step) is ToolResult and messages and type(messages[-1]) is ToolResult:
+            # A durable run logs results as their calls finish; the conversation keeps call order.
+            messages.insert(result_position(messages, step.call_id), step)
+        else:
+            messages.append(step)
+        origins.append(index)  # origins stay ascending: a turn's results hold its seqs, in order
 
     def refold(self, steps: Sequence[Step]) -> None:
         """Start over from the whole log's steps (one per event, in order), along its current branch."""

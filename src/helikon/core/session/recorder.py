@@ -54,7 +54,7 @@ class SessionRecorder:
         ```
     """
 
-    __slots__ = ("_events", "_header", "_open_calls", "_usage", "refused")
+    __slots__ = ("_events", "_header", "_open_calls", "_returned", "_usage", "refused")
 
     def __init__(
         self,
@@ -67,6 +67,7 @@ class SessionRecorder:
         self.refused = False
         """Whether an input guardrail refused the run's input (its events were dropped)."""
         self._open_calls: dict[str, str] = {}  # call_id -> tool name
+        self._returned: set[str] = set()  # calls recorded by `returned`, their ToolOutputItem still to come
         # The request fields of the header in force, as a `RequestSent` carries them.
         self._header: tuple[object, ...] | None = None if last_header is None else _key_of(last_header)
         self._usage: TokenUsage | None = None  # the last call's, for the message it answered
@@ -98,9 +99,21 @@ class SessionRecorder:
             )
         )
 
+    def returned(self, output: ToolOutputItem) -> None:
+        """Record a tool's result as soon as its call returns, ahead of the batch's `ToolOutputItem`s.
+
+        A durable run stores it at once (`take`); the same result in the stream later adds
+        nothing.
+        """
+        self._returned.add(output.item.call_id)
+        self._record_result(output.item, output.metadata)
+
     def observe(self, event: AgentEvent) -> None:
         """Record what `event` adds to the conversation (deltas and control events add nothing)."""
         if isinstance(event, ToolOutputItem):
+            if self._returned and event.item.call_id in self._returned:
+                self._returned.discard(event.item.call_id)  # recorded when its call returned
+                return
             self._record_result(event.item, event.metadata)  # the tool's metadata is kept for a UI
         elif isinstance(event, MessageOutput | ToolCallItem | RepairStarted):
             if event.item is not None:  # a RepairStarted's: the message an output is sent back with
@@ -156,6 +169,7 @@ class SessionRecorder:
             )
         self._events = []
         self._open_calls = {}
+        self._returned = set()
         return events
 
 

@@ -8,7 +8,7 @@ reader ever waits.
 
 What the children report to the run's observer (`RunObserver`: a runner recording the
 run) is queued with their events and delivered as the reader reaches it, so the observer
-hears of a child's request or tool starts right after that child's earlier events, as in
+hears of a child's request, tool starts or tool results right after that child's earlier events, as in
 a run that streams them.
 """
 
@@ -19,7 +19,7 @@ from collections import deque
 from typing import Any
 
 from ..context import RunConfig, RunContext
-from ..events import AgentEvent, RequestSent
+from ..events import AgentEvent, RequestSent, ToolOutputItem
 from ..input import AgentInput
 from ..observer import RunObserver
 from ._merge import ChildRun, aclose
@@ -28,18 +28,25 @@ from ._merge import ChildRun, aclose
 class _Report:
     """A child's report to the run's observer, waiting in the queue behind the child's events."""
 
-    __slots__ = ("call_ids", "observer", "sent")
+    __slots__ = ("call_ids", "observer", "output", "sent")
 
     def __init__(
-        self, observer: RunObserver, sent: RequestSent | None = None, call_ids: tuple[str, ...] = ()
+        self,
+        observer: RunObserver,
+        sent: RequestSent | None = None,
+        call_ids: tuple[str, ...] = (),
+        output: ToolOutputItem | None = None,
     ) -> None:
         self.observer = observer
         self.sent = sent
         self.call_ids = call_ids
+        self.output = output
 
     async def deliver(self) -> None:
         if self.sent is not None:
             self.observer.request_sent(self.sent)
+        elif self.output is not None:
+            await self.observer.tool_returned(self.output)
         else:
             await self.observer.tools_starting(self.call_ids)
 
@@ -59,6 +66,9 @@ class _Relay:
     async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
         # The child goes on: its calls are stored once the reader reaches this report.
         self._fanout.queue(_Report(self._observer, call_ids=call_ids))
+
+    async def tool_returned(self, output: ToolOutputItem) -> None:
+        self._fanout.queue(_Report(self._observer, output=output))
 
 
 class Fanout:
