@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -143,6 +144,7 @@ class BedrockModel(Model):
         A missing region is a `UserError` here, naming `AWS_REGION`.
         """
         session: Any = _aio_session.get_session()
+        region = region or _env_region()
         if region is None:
             # Reading the shared config file is blocking IO: keep it off the event loop.
             found: Any = await asyncio.to_thread(session.get_config_variable, "region")
@@ -184,7 +186,7 @@ class BedrockModel(Model):
             if self._client is None:
                 session = self._session if self._session is not None else _aio_session.get_session()
                 context: Any = session.create_client(
-                    "bedrock-runtime", region_name=self._region, config=_CLIENT_CONFIG
+                    "bedrock-runtime", region_name=self._region or _env_region(), config=_CLIENT_CONFIG
                 )
                 self._client = await context.__aenter__()
                 self._owned = context
@@ -399,6 +401,14 @@ _TRANSPORT_ERRORS = (
     _exceptions.EndpointConnectionError,
     _exceptions.ConnectionError,
 )
+
+
+def _env_region() -> str | None:
+    """`AWS_REGION`, which botocore does not read (it reads `AWS_DEFAULT_REGION` and the config file).
+
+    The AWS CLI and the other AWS SDKs read it first, and the errors here name it.
+    """
+    return os.environ.get("AWS_REGION") or None
 
 
 def _translate(exc: Exception) -> ModelError:
