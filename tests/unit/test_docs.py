@@ -14,6 +14,7 @@ import pkgutil
 import re
 import sys
 import textwrap
+import tomllib
 import types
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -226,3 +227,24 @@ def test_docstrings_and_messages_speak_of_helikon_not_of_the_book() -> None:
         if _THE_BOOK.search(str(node.value))
     ]
     assert said == []
+
+
+_FROM_THE_INDEX = re.compile(r"(?:pip install|uv add|uv pip install)\s+['\"]?paigasus-helikon\b")
+
+
+def test_no_page_installs_from_the_package_index() -> None:
+    # paigasus-helikon is not on PyPI: a page shows the checkout or a built wheel.
+    said = [
+        f"{page.relative_to(ROOT)}:{number}"
+        for page in DOC_FILES
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1)
+        if _FROM_THE_INDEX.search(line)
+    ]
+    assert said == []
+
+
+def test_the_wheel_getting_started_installs_is_the_one_uv_build_writes() -> None:
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
+    text = (ROOT / "docs" / "getting-started.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"paigasus_helikon-[^\s'\"\]\[]+\.whl", text))
+    assert named == {f"paigasus_helikon-{version}-py3-none-any.whl"}

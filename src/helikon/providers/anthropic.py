@@ -1,8 +1,8 @@
 """`AnthropicModel`: the Anthropic Messages API through the official `anthropic` SDK.
 
-Needs the `anthropic` extra (`pip install 'paigasus-helikon[anthropic]'`). Every call
-streams (`messages.create(stream=True)`); see `docs/providers-anthropic.md` for the
-request/event mapping, `ExtendedThinking`, `CacheStrategy` and the caveats.
+Needs the `anthropic` extra (`paigasus-helikon[anthropic]`). Every call streams
+(`messages.create(stream=True)`); see `docs/providers-anthropic.md` for the request/event
+mapping, `ExtendedThinking`, `CacheStrategy` and the caveats.
 
 Example:
     ```text

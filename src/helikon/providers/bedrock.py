@@ -1,6 +1,6 @@
 """`BedrockModel`: the AWS Bedrock Converse streaming API through `aiobotocore`.
 
-Needs the `bedrock` extra (`pip install 'paigasus-helikon[bedrock]'`). Every call streams
+Needs the `bedrock` extra (`paigasus-helikon[bedrock]`). Every call streams
 (`converse_stream`); see `docs/providers-bedrock.md` for the request/event mapping, the
 model families, structured output and the tool-schema rewriter.
 

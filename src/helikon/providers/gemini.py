@@ -1,6 +1,6 @@
 """`GeminiModel`: Google's Gemini models through the official `google-genai` SDK.
 
-Needs the `gemini` extra (`pip install 'paigasus-helikon[gemini]'`). Every call streams
+Needs the `gemini` extra (`paigasus-helikon[gemini]`). Every call streams
 (`client.aio.models.generate_content_stream`), on the Gemini Developer API (an API key)
 or on Vertex AI (a bearer token or Application Default Credentials). See
 `docs/providers-gemini.md` for the request/event mapping and the caveats.

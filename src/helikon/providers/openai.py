@@ -1,8 +1,8 @@
 """`OpenAIModel`: the OpenAI Chat Completions and Responses APIs, and OpenAI-compatible servers.
 
-Needs the `openai` extra (`pip install 'paigasus-helikon[openai]'`). Every call streams;
-chunks become `ModelEvent`s as they arrive, and SDK exceptions are translated into
-`ModelError` variants at this boundary. See `docs/providers-openai.md`.
+Needs the `openai` extra (`paigasus-helikon[openai]`). Every call streams; chunks become
+`ModelEvent`s as they arrive, and SDK exceptions are translated into `ModelError` variants
+at this boundary. See `docs/providers-openai.md`.
 
 Example:
     ```text
