@@ -168,6 +168,22 @@ def test_the_readme_links_only_existing_pages() -> None:
     assert [link for link in linked if not (ROOT / link).exists()] == []
 
 
+def _section(text: str, heading: str) -> str:
+    start = text.index(heading + "\n")
+    end = text.find("\n## ", start + len(heading))
+    return text[start : end if end != -1 else len(text)]
+
+
+def test_every_docs_page_is_listed_in_the_readme_and_the_index() -> None:
+    pages = {p.name for p in (ROOT / "docs").glob("*.md")}
+    readme = _section((ROOT / "README.md").read_text(encoding="utf-8"), "## Documentation")
+    in_readme = set(re.findall(r"\]\(docs/([^)#]+\.md)(?:#[^)]*)?\)", readme))
+    index = (ROOT / "docs" / "index.md").read_text(encoding="utf-8")
+    in_index = set(re.findall(r"\]\(([^)#/]+\.md)(?:#[^)]*)?\)", index))
+    assert sorted(pages - in_readme) == [], "pages missing from the README's Documentation list"
+    assert sorted(pages - in_index - {"index.md"}) == [], "pages missing from docs/index.md"
+
+
 def test_only_python_blocks_are_collected() -> None:
     text = "```bash\nexit 1\n```\n\n  ```python\n  x = 1\n  ```\n```text\nnot code\n```\n"
     assert python_blocks(text) == [Block("python", "x = 1\n", 6)]
