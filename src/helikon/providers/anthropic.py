@@ -5,12 +5,13 @@ Needs the `anthropic` extra (`paigasus-helikon[anthropic]`). Every call streams
 mapping, `ExtendedThinking`, `CacheStrategy` and the caveats.
 
 Example:
-    ```text
+    ```python replay=anthropic
     from helikon import LlmAgent
     from helikon.providers.anthropic import AnthropicModel, ExtendedThinking
 
-    model = AnthropicModel.messages("claude-opus-4-6", thinking=ExtendedThinking(budget_tokens=2048))
+    model = AnthropicModel.messages("claude-haiku-4-5", thinking=ExtendedThinking(budget_tokens=1024))
     agent = LlmAgent(name="assistant", model=model, instructions="Be brief.")
+    print(agent.run_sync("Two names for a pet pelican").final_output)
     ```
 """
 

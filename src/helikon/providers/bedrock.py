@@ -5,12 +5,20 @@ Needs the `bedrock` extra (`paigasus-helikon[bedrock]`). Every call streams
 model families, structured output and the tool-schema rewriter.
 
 Example:
-    ```text
+    ```python replay=bedrock
+    import asyncio
+
     from helikon import LlmAgent
     from helikon.providers.bedrock import BedrockModel
 
-    model = await BedrockModel.from_env("us.anthropic.claude-3-7-sonnet-20250219-v1:0")
-    agent = LlmAgent(name="assistant", model=model, instructions="Be brief.")
+
+    async def main() -> None:
+        async with await BedrockModel.from_env("us.amazon.nova-micro-v1:0") as model:
+            agent = LlmAgent(name="assistant", model=model, instructions="You are a helpful chatbot.")
+            print((await agent.run("What is the capital of France?")).final_output)
+
+
+    asyncio.run(main())
     ```
 """
 
