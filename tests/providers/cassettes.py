@@ -6,14 +6,21 @@ method and path match, in recording order, and keeps every request it saw (`requ
 so tests can assert the body the adapter built. Handles the formats described in
 `shared/fixtures/cassettes/INDEX.md`: pydantic-ai's decoded `parsed_body`, gzip
 `!!binary` bodies, SSE strings and binary event streams.
+
+`ReplayServer(interactions)` serves the same recordings from a real HTTP server on
+127.0.0.1, for code that builds its own client (a model made from an API key in the
+environment): point the SDK's base-URL variable at `server.url`.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
+import threading
 from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -121,3 +128,89 @@ class ReplayTransport(httpx2.AsyncBaseTransport):
     def sent_json(self, index: int = -1) -> Any:
         """The JSON body of the `index`-th request sent."""
         return json.loads(self.requests[index].content)
+
+
+def endpoint(path: str) -> str:
+    """The operation a request path names, without the model id in it.
+
+    `/v1/chat/completions` -> `completions`, `/v1beta/models/gemini-2.5-flash:streamGenerateContent`
+    -> `streamGenerateContent`, `/model/amazon.nova-micro-v1%3A0/converse-stream` -> `converse-stream`:
+    a recording then answers the same call made for another model.
+    """
+    return urlsplit(path).path.rsplit("/", 1)[-1].rsplit(":", 1)[-1]
+
+
+@dataclass
+class Received:
+    """One request the server got."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: ReplayServer  # pyright: ignore[reportIncompatibleVariableOverride]  (socketserver types it as the base class)
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("content-length") or 0)
+        received = Received(
+            "POST", self.path, {k.lower(): v for k, v in self.headers.items()}, self.rfile.read(length)
+        )
+        status, headers, body = self.server.answer(received)
+        self.send_response(status)
+        for name, value in headers.items():
+            if name != "connection":  # one connection per request, whatever was recorded
+                self.send_header(name, value)
+        self.send_header("content-length", str(len(body)))
+        self.send_header("connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep the test output quiet
+        pass
+
+
+class ReplayServer(ThreadingHTTPServer):
+    """Recorded responses from a real HTTP server on 127.0.0.1, in a thread.
+
+    Each request gets the next unused recording of the same method and `endpoint`; one with
+    no recording left gets a 599 and is kept in `unanswered`, so the test can name it. A
+    thread rather than the test's event loop, so synchronous callers (`run_sync`) reach it.
+    """
+
+    def __init__(self, interactions: list[Interaction]) -> None:
+        super().__init__(("127.0.0.1", 0), _Handler)
+        self.interactions = list(interactions)
+        self.received: list[Received] = []
+        self.unanswered: list[Received] = []
+        self._lock = threading.Lock()
+        self._thread = threading.Thread(target=self.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.server_address[1]}"
+
+    def answer(self, request: Received) -> tuple[int, dict[str, str], bytes]:
+        with self._lock:
+            self.received.append(request)
+            for index, interaction in enumerate(self.interactions):
+                if interaction.method == request.method and endpoint(interaction.path) == endpoint(
+                    request.path
+                ):
+                    del self.interactions[index]
+                    return interaction.status, interaction.headers, interaction.body
+            self.unanswered.append(request)
+        return 599, {"content-type": "application/json"}, b'{"error": "no recorded response left"}'
+
+    def __enter__(self) -> ReplayServer:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.shutdown()
+        self.server_close()
+        self._thread.join()

@@ -945,6 +945,19 @@ async def test_from_env_is_lazy_and_needs_a_region(monkeypatch: pytest.MonkeyPat
     assert (await BedrockModel.from_env("amazon.nova-micro-v1:0", region="eu-west-1")).model_name
 
 
+async def test_aws_region_names_the_region_as_the_errors_say(monkeypatch: pytest.MonkeyPatch) -> None:
+    # botocore itself reads only AWS_DEFAULT_REGION; the errors and the docs say AWS_REGION.
+    monkeypatch.delenv("AWS_DEFAULT_REGION")
+    monkeypatch.setenv("AWS_REGION", "eu-west-2")
+    assert (await BedrockModel.from_env("amazon.nova-micro-v1:0")).model_name == "amazon.nova-micro-v1:0"
+    recorded, model_id = replay("test_bedrock_model_stream")
+    model = BedrockModel.converse(model_id, session=recorded.session())  # no region given
+    await collect(model, ModelRequest(messages=[UserMessage.from_text("What is the capital of France?")]))
+    assert recorded.paths[0].startswith("https://bedrock-runtime.eu-west-2.amazonaws.com/")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-west-1")  # AWS_REGION comes first, as in the AWS CLI
+    assert (await BedrockModel.from_env("amazon.nova-micro-v1:0"))._region == "eu-west-2"  # pyright: ignore[reportPrivateUsage]
+
+
 # --- the schema rewriter ----------------------------------------------------------------------
 
 _FORBIDDEN = {"$ref", "$defs", "definitions", "oneOf", "anyOf", "allOf", "$schema", "format", "examples"}

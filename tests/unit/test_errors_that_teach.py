@@ -73,7 +73,7 @@ def test_the_books_run_ctx_input_shows_the_right_call(kind: str) -> None:
         message = str(info.value)
         assert "got the RunContext as its input" in message
         assert "write agent.run('How am I doing?', context=ctx)" in message
-        assert "the book's run(ctx, input) order" in message
+        assert "the context by keyword (not run(ctx, input))" in message
 
 
 @pytest.mark.parametrize("kind", list(workflows()))
@@ -354,7 +354,7 @@ def test_a_tripwire_of_the_books_kind_names_helikons() -> None:
         GuardrailVerdict.tripwire("InputPolicy")  # pyright: ignore[reportArgumentType]
     assert str(info.value) == (
         "GuardrailVerdict.tripwire(kind='InputPolicy'): use 'input_policy', 'output_policy' or 'other' "
-        "(the book's GuardrailKind::InputPolicy is 'input_policy')"
+        "(the kinds are snake_case: InputPolicy is 'input_policy')"
     )
 
 
@@ -380,7 +380,7 @@ def test_a_custom_agent_with_the_books_run_is_refused_where_it_is_composed() -> 
     expected = (
         "FromTheBook.run(ctx: 'object', input: 'object') -> 'None' takes no context= or config= keyword; "
         "helikon calls agent.run(input, context=ctx, config=config), so write "
-        "def run(self, input, *, context=None, config=None) (the book's run(ctx, input) order is Rust's)"
+        "def run(self, input, *, context=None, config=None) (the input first, the rest by keyword)"
     )
     custom: Any = FromTheBook()
     compose: list[Callable[[], object]] = [

@@ -706,7 +706,7 @@ class _Run:
                 if verdict.tripped:
                     return [RunStarted(agent=agent.name), *_input_tripped(verdict)]
             if beside:
-                # The book's guardrails run in parallel with the agent: the first model call
+                # Input guardrails run in parallel with the agent: the first model call
                 # starts now, and its result is held until the verdict (see `input_verdict`).
                 self.guard_task = asyncio.ensure_future(self.guard(beside, guard_input))
                 self.guard_task.add_done_callback(self.on_guard_done)

@@ -336,7 +336,7 @@ class LlmAgent(Generic[Ctx, OutT]):
             output_validators, "LlmAgent(output_validators=...)"
         )
 
-    builder = classmethod(LlmAgentBuilder)  # the book's LlmAgent::builder(): see agent_builder.py
+    builder = classmethod(LlmAgentBuilder)  # the builder form: see agent_builder.py
 
     def _install_handoffs(self, handoffs: Sequence[Handoff[Ctx] | Agent[Ctx]]) -> None:
         """Check and index the handoffs: one transfer tool each, no name shared with anything."""
@@ -461,7 +461,7 @@ class LlmAgent(Generic[Ctx, OutT]):
     def run(
         self,
         input: RunInput,
-        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
+        *misplaced: Never,  # run(ctx, input), context first: an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         history: History | None = None,

@@ -1,8 +1,8 @@
-"""`LlmAgentBuilder`: the book's `LlmAgent::builder()`, spelled as chained setters.
+"""`LlmAgentBuilder`: `LlmAgent.builder()`, the agent's keywords as chained setters.
 
 The keyword constructor `LlmAgent(name=..., model=..., ...)` is the primary form (a type
 checker catches a missing `name` or `model`). The builder is the same constructor one
-keyword at a time, for code written from the book: each setter is named as the keyword
+keyword at a time, for code that assembles an agent in steps: each setter is named as the keyword
 it sets (`tool`, `handoff`, `input_guardrail`, `output_guardrail` and `hook` add one),
 and `build()` calls `LlmAgent(...)`, so both check the same things and raise the same
 errors.
@@ -98,7 +98,7 @@ class LlmAgentBuilder:
         return self._add("tool_sources", source)
 
     def mcp_servers(self, handles: Sequence[ToolSource[Any]]) -> Self:
-        """The book's name for `tool_sources`: MCP server handles whose tools the agent offers."""
+        """Another name for `tool_sources`: MCP server handles whose tools the agent offers."""
         return self.tool_sources(handles)
 
     def handoffs(self, handoffs: Sequence[Handoff[Any] | Agent[Any]]) -> Self:

@@ -44,7 +44,7 @@ class CancellationToken:
         return f"CancellationToken({state})"
 
     def __call__(self) -> NoReturn:
-        """`ctx.cancel()` as the book writes it: an error saying what to write instead.
+        """`ctx.cancel()`, called as a method: an error saying what to write instead.
 
         Not an alias (as `ctx.state()` is): a bare `ctx.cancel()` reads as "cancel the run",
         and must not silently do nothing.

@@ -187,7 +187,7 @@ class SessionState:
         return copy.deepcopy(self._data)
 
     def __call__(self) -> SessionState:
-        """The state itself: `ctx.state()`, as the book writes it, is `ctx.state`."""
+        """The state itself: `ctx.state()`, called as a method, is `ctx.state`."""
         return self
 
 
@@ -213,7 +213,7 @@ class ActionsHandle:
         self._escalated = False
 
     def __call__(self) -> ActionsHandle:
-        """The handle itself: `ctx.actions().escalate()`, as the book writes it, works."""
+        """The handle itself: `ctx.actions().escalate()`, called as a method, works."""
         return self
 
 
@@ -249,7 +249,7 @@ class TracerHandle:
         return TracerHandleBuilder()
 
     def __call__(self) -> TracerHandle:
-        """The handle itself: `ctx.tracer()`, as the book writes it, is `ctx.tracer`."""
+        """The handle itself: `ctx.tracer()`, called as a method, is `ctx.tracer`."""
         return self
 
 
@@ -277,7 +277,7 @@ class TracerHandleBuilder:
         return self
 
     def with_tag(self, tag: str) -> TracerHandleBuilder:
-        """Add one tag, as the book's `.with_tag("prod")` does."""
+        """Add one tag, e.g. `.with_tag("prod")`."""
         tags: tuple[str, ...] = self._fields.get("tags", ())  # pyright: ignore[reportAssignmentType]
         self._fields["tags"] = (*tags, tag)
         return self
@@ -603,7 +603,7 @@ class RunContext(Generic[Ctx]):
         return new
 
     def isolated_child(self) -> RunContext[Ctx]:
-        """A context for a sub-agent called as a tool, isolated as the book says.
+        """A context for a sub-agent called as a tool, isolated from this one.
 
         A fresh in-memory session, no hooks and a fresh state, so the sub-agent's turns
         never touch this run's log; the user context, tracer, a child cancel token, the

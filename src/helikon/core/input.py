@@ -78,7 +78,7 @@ def to_agent_input(input: RunInput, *misplaced: object, call: str = AGENT_CALL) 
     """Normalize any `RunInput` to an `AgentInput`.
 
     `misplaced` are the positional arguments a `run` took after its input, and `call` the
-    right call, as the error shows it: the book's (Rust) order `agent.run(ctx, input)`
+    right call, as the error shows it: the context-first order `agent.run(ctx, input)`
     gets an error that says how helikon spells it.
 
     Example:
@@ -90,7 +90,7 @@ def to_agent_input(input: RunInput, *misplaced: object, call: str = AGENT_CALL) 
 
         ctx = RunContext.ephemeral(None)
         with pytest.raises(UserError) as info:
-            to_agent_input(ctx, "Hi")  # agent.run(ctx, "Hi"), as the book writes it
+            to_agent_input(ctx, "Hi")  # agent.run(ctx, "Hi"), the context first
         assert "write agent.run('Hi', context=ctx)" in str(info.value)
         ```
     """
@@ -117,7 +117,7 @@ def wrong_call(input: object, misplaced: tuple[object, ...], call: str) -> UserE
         kind = "RunContext" if isinstance(input, RunContext) else "ToolContext"
         return UserError(
             f"{name}() got the {kind} as its input: helikon takes the input first and "
-            f"the context by keyword (the book's run(ctx, input) order is Rust's); write "
+            f"the context by keyword (not run(ctx, input)); write "
             f"{call.format(input=shown)}"
         )
     if any(isinstance(arg, contexts) for arg in misplaced):
@@ -137,8 +137,8 @@ def wrong_call(input: object, misplaced: tuple[object, ...], call: str) -> UserE
 def check_run_signature(where: str, agent: object) -> None:
     """A `UserError` when `agent.run` cannot be called as helikon calls every agent.
 
-    That is `agent.run(input, context=ctx, config=config)`; an agent written from the book,
-    `def run(self, ctx, input)`, is told so when it is composed, not at its first run.
+    That is `agent.run(input, context=ctx, config=config)`; an agent written context
+    first, `def run(self, ctx, input)`, is told so when it is composed, not at its first run.
 
     Example:
         ```python
@@ -147,13 +147,13 @@ def check_run_signature(where: str, agent: object) -> None:
         from helikon import UserError
         from helikon.core.input import check_run_signature
 
-        class FromTheBook:
+        class ContextFirst:
             name, description = "custom", ""
 
             def run(self, ctx: object, input: object) -> None: ...
 
         with pytest.raises(UserError) as info:
-            check_run_signature("SequentialAgent('p').then", FromTheBook())
+            check_run_signature("SequentialAgent('p').then", ContextFirst())
         assert "write def run(self, input, *, context=None, config=None)" in str(info.value)
         ```
     """
@@ -173,7 +173,7 @@ def check_run_signature(where: str, agent: object) -> None:
             f"{where}: {type(agent).__name__}.run{signature} takes no "
             f"{' or '.join(f'{m}=' for m in missing)} keyword; helikon calls "
             "agent.run(input, context=ctx, config=config), so write "
-            "def run(self, input, *, context=None, config=None) (the book's run(ctx, input) order is Rust's)"
+            "def run(self, input, *, context=None, config=None) (the input first, the rest by keyword)"
         )
 
 

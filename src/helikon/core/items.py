@@ -1,7 +1,7 @@
 """Conversation carriers: `Item` (one message in the conversation) and `ContentPart`.
 
 Every variant is a frozen, slotted, keyword-only dataclass with a `type` tag in
-snake_case, exactly as the book's serde tags; `ITEM_ADAPTER` and
+snake_case (the stored session format's tags); `ITEM_ADAPTER` and
 `CONTENT_PART_ADAPTER` do all JSON (de)serialization.
 
 Example:

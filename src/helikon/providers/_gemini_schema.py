@@ -1,4 +1,4 @@
-"""The book's JSON-Schema sanitizer: turn any JSON Schema into the OpenAPI subset Gemini takes.
+"""The JSON-Schema sanitizer: turn any JSON Schema into the OpenAPI subset Gemini takes.
 
 Gemini's `Schema` (function `parameters`, `responseSchema`) rejects most of JSON Schema.
 `sanitize` rewrites a schema so it passes: `$ref` inlined, `[T, "null"]` as
@@ -25,7 +25,7 @@ STRIPPED = frozenset(
         "definitions",
     }
 )
-"""Keywords removed wherever they appear (the book's list, plus `$id`/`$comment`)."""
+"""Keywords removed wherever they appear (the spec's list, plus `$id`/`$comment`)."""
 
 # What Gemini's `Schema` accepts; anything else (e.g. `not`, `if`, `dependentRequired`,
 # `prefixItems`, `exclusiveMinimum`) is dropped too, since the SDK's Schema forbids extras.

@@ -1,16 +1,17 @@
 """`AnthropicModel`: the Anthropic Messages API through the official `anthropic` SDK.
 
-Needs the `anthropic` extra (`pip install 'paigasus-helikon[anthropic]'`). Every call
-streams (`messages.create(stream=True)`); see `docs/providers-anthropic.md` for the
-request/event mapping, `ExtendedThinking`, `CacheStrategy` and the caveats.
+Needs the `anthropic` extra (`paigasus-helikon[anthropic]`). Every call streams
+(`messages.create(stream=True)`); see `docs/providers-anthropic.md` for the request/event
+mapping, `ExtendedThinking`, `CacheStrategy` and the caveats.
 
 Example:
-    ```text
+    ```python replay=anthropic
     from helikon import LlmAgent
     from helikon.providers.anthropic import AnthropicModel, ExtendedThinking
 
-    model = AnthropicModel.messages("claude-opus-4-6", thinking=ExtendedThinking(budget_tokens=2048))
+    model = AnthropicModel.messages("claude-haiku-4-5", thinking=ExtendedThinking(budget_tokens=1024))
     agent = LlmAgent(name="assistant", model=model, instructions="Be brief.")
+    print(agent.run_sync("Two names for a pet pelican").final_output)
     ```
 """
 

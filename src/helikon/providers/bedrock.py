@@ -1,16 +1,24 @@
 """`BedrockModel`: the AWS Bedrock Converse streaming API through `aiobotocore`.
 
-Needs the `bedrock` extra (`pip install 'paigasus-helikon[bedrock]'`). Every call streams
+Needs the `bedrock` extra (`paigasus-helikon[bedrock]`). Every call streams
 (`converse_stream`); see `docs/providers-bedrock.md` for the request/event mapping, the
 model families, structured output and the tool-schema rewriter.
 
 Example:
-    ```text
+    ```python replay=bedrock
+    import asyncio
+
     from helikon import LlmAgent
     from helikon.providers.bedrock import BedrockModel
 
-    model = await BedrockModel.from_env("us.anthropic.claude-3-7-sonnet-20250219-v1:0")
-    agent = LlmAgent(name="assistant", model=model, instructions="Be brief.")
+
+    async def main() -> None:
+        async with await BedrockModel.from_env("us.amazon.nova-micro-v1:0") as model:
+            agent = LlmAgent(name="assistant", model=model, instructions="You are a helpful chatbot.")
+            print((await agent.run("What is the capital of France?")).final_output)
+
+
+    asyncio.run(main())
     ```
 """
 
@@ -19,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import json
+import os
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
@@ -143,6 +152,7 @@ class BedrockModel(Model):
         A missing region is a `UserError` here, naming `AWS_REGION`.
         """
         session: Any = _aio_session.get_session()
+        region = region or _env_region()
         if region is None:
             # Reading the shared config file is blocking IO: keep it off the event loop.
             found: Any = await asyncio.to_thread(session.get_config_variable, "region")
@@ -184,7 +194,7 @@ class BedrockModel(Model):
             if self._client is None:
                 session = self._session if self._session is not None else _aio_session.get_session()
                 context: Any = session.create_client(
-                    "bedrock-runtime", region_name=self._region, config=_CLIENT_CONFIG
+                    "bedrock-runtime", region_name=self._region or _env_region(), config=_CLIENT_CONFIG
                 )
                 self._client = await context.__aenter__()
                 self._owned = context
@@ -399,6 +409,14 @@ _TRANSPORT_ERRORS = (
     _exceptions.EndpointConnectionError,
     _exceptions.ConnectionError,
 )
+
+
+def _env_region() -> str | None:
+    """`AWS_REGION`, which botocore does not read (it reads `AWS_DEFAULT_REGION` and the config file).
+
+    The AWS CLI and the other AWS SDKs read it first, and the errors here name it.
+    """
+    return os.environ.get("AWS_REGION") or None
 
 
 def _translate(exc: Exception) -> ModelError:

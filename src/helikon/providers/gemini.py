@@ -1,17 +1,18 @@
 """`GeminiModel`: Google's Gemini models through the official `google-genai` SDK.
 
-Needs the `gemini` extra (`pip install 'paigasus-helikon[gemini]'`). Every call streams
+Needs the `gemini` extra (`paigasus-helikon[gemini]`). Every call streams
 (`client.aio.models.generate_content_stream`), on the Gemini Developer API (an API key)
 or on Vertex AI (a bearer token or Application Default Credentials). See
 `docs/providers-gemini.md` for the request/event mapping and the caveats.
 
 Example:
-    ```text
+    ```python replay=gemini
     from helikon import LlmAgent
     from helikon.providers.gemini import GeminiModel
 
     model = GeminiModel.from_env("gemini-2.5-flash")  # GEMINI_API_KEY or GOOGLE_API_KEY
-    agent = LlmAgent(name="assistant", model=model, instructions="Be brief.")
+    agent = LlmAgent(name="assistant", model=model, instructions="You are a helpful chatbot.")
+    print(agent.run_sync("What is the capital of France?").final_output)
     ```
 """
 

@@ -1,16 +1,18 @@
 """`OpenAIModel`: the OpenAI Chat Completions and Responses APIs, and OpenAI-compatible servers.
 
-Needs the `openai` extra (`pip install 'paigasus-helikon[openai]'`). Every call streams;
-chunks become `ModelEvent`s as they arrive, and SDK exceptions are translated into
-`ModelError` variants at this boundary. See `docs/providers-openai.md`.
+Needs the `openai` extra (`paigasus-helikon[openai]`). Every call streams; chunks become
+`ModelEvent`s as they arrive, and SDK exceptions are translated into `ModelError` variants
+at this boundary. See `docs/providers-openai.md`.
 
 Example:
-    ```text
+    ```python replay=openai
+    from helikon import LlmAgent
     from helikon.providers.openai import OpenAIModel
 
-    model = OpenAIModel.chat("gpt-4o")             # reads OPENAI_API_KEY
-    model = OpenAIModel.responses("gpt-5-mini")    # the Responses API
+    model = OpenAIModel.chat("gpt-5")              # reads OPENAI_API_KEY
+    responses = OpenAIModel.responses("gpt-5.5")   # the Responses API
     local = OpenAIModel.chat("llama3.2", base_url="http://localhost:11434/v1")  # no key needed
+    print(LlmAgent(name="geo", model=model).run_sync("What is the capital of France?").final_output)
     ```
 """
 

@@ -163,7 +163,7 @@ class AsyncioRunner(Generic[Ctx]):
         self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
     ) -> RunStream[T]:
         """Start a run and stream its events."""
-        # Converted now, so the book's runner.run(agent, ctx, input) fails at the call, saying how.
+        # Converted now, so the context-first runner.run(agent, ctx, input) fails at the call, saying how.
         new_input = to_agent_input(input, call=RUNNER_CALL)
         # The input it knows is the new turn only (the session holds the rest): no input=.
         return RunStream(self._events(agent, new_input, context, config), agent=agent)

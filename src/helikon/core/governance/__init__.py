@@ -152,10 +152,10 @@ class GuardrailVerdict:
         cls, kind: GuardrailKind, info: JsonValue = None, *, guardrail: str | None = None
     ) -> GuardrailVerdict:
         """Halt the run; the run's `RunError` names the guardrail, the kind and `info`."""
-        if kind not in _GUARDRAIL_KINDS:  # e.g. the book's `InputPolicy`
+        if kind not in _GUARDRAIL_KINDS:  # e.g. the Rust-style `InputPolicy`
             raise UserError(
                 f"GuardrailVerdict.tripwire(kind={kind!r}): use 'input_policy', 'output_policy' or 'other' "
-                "(the book's GuardrailKind::InputPolicy is 'input_policy')"
+                "(the kinds are snake_case: InputPolicy is 'input_policy')"
             )
         return cls(True, kind, info, guardrail)
 

@@ -1,6 +1,6 @@
 """The permission pipeline every tool call passes: deny rules, guards, allow rules, mode, policy, ask.
 
-The order is the book's, and each step can only end the pipeline in the direction it
+The order is fixed, and each step can only end the pipeline in the direction it
 exists for: deny rules and guards only refuse (a guard that asks and is approved clears
 that guard alone, and the rest of the pipeline still applies), allow rules only permit,
 and the mode, the policy and the approval handler decide what is left. A policy that

@@ -111,8 +111,8 @@ class Compacted:
     With `first_kept_seq` (keep-recent-window compaction) the summary stands only for the
     events before that seq: the messages of the events from `first_kept_seq` up to this
     marker stay, verbatim, after it. `tokens_before` is the size of the conversation it
-    compacted; `summary_role` renders the summary as a system item (the book's) or as a
-    positional user message. Markers written without these fields read as the book's.
+    compacted; `summary_role` renders the summary as a system item (the default) or as a
+    positional user message. Markers written without these fields read as full-history markers.
     Neither edge of the span a summary stands for ever parts a tool call from its result:
     `project` keeps the tool turn it falls inside verbatim (see `project`).
     """
@@ -308,7 +308,7 @@ KnownSessionEvent: TypeAlias = (
     | ToolsStarted
     | CustomEvent
 )
-"""The book's six event variants, helikon's markers (`RequestHeader`, `Rewound`, `Forked`,
+"""The six base event variants, helikon's markers (`RequestHeader`, `Rewound`, `Forked`,
 `TurnOpened`, `TurnClosed`, `ToolsStarted`) and an application's own facts (`CustomEvent`)."""
 
 SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent

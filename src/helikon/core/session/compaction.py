@@ -4,7 +4,7 @@ A transparent wrapper over any `Session`. After each append it estimates the pro
 conversation's size and, past `threshold` tokens, asks `model` for a summary and appends
 a `Compacted` marker. Two modes:
 
-- full history (the default, the book's): the conversation projects to the summary
+- full history (the default): the conversation projects to the summary
   followed by what came after the marker;
 - keep-recent window (`keep_recent_tokens=N`): only an older prefix is summarized; the
   last turns, at most N tokens of them, stay verbatim after the summary. The cut falls
@@ -13,7 +13,7 @@ a `Compacted` marker. Two modes:
   the window it cuts off, so nothing the model saw is silently dropped.
 
 History is never deleted: the marker only changes how the log projects. `summary_role`
-renders the summary as a system item (the book's; providers hoist it to the top) or as
+renders the summary as a system item (the default; providers hoist it to the top) or as
 a positional user message.
 
 Example:
@@ -173,7 +173,7 @@ class CompactingSession:
         prompt: The instruction appended to the history to ask for the summary.
         keep_recent_tokens: Keep-recent-window mode: keep the latest whole turns, up to this
             many tokens, verbatim after the summary (0 < N < threshold). None (default):
-            the book's full-history summary.
+            the full-history summary.
         summary_role: `"system"` (default): the summary projects to a `SystemMessage`, which
             providers hoist to the top-level instructions. `"user"`: a `UserMessage` in
             place, starting with `DEFAULT_USER_SUMMARY_PREFIX`.
@@ -264,7 +264,7 @@ class CompactingSession:
 
     @staticmethod
     def builder(inner: Session, model: Model) -> CompactingSessionBuilder:
-        """Start building, as the book does: `.threshold(n)`, the optional setters, `.build()`."""
+        """Start building: `.threshold(n)`, the optional setters, `.build()`."""
         return CompactingSessionBuilder(inner, model)
 
     @property
@@ -385,7 +385,7 @@ class CompactingSession:
                 await self.inner.append([marker], ids=[marker_id], expected_seq=last)
             except SessionConflict:
                 return None
-        else:  # a Session with the book's plain append(events)
+        else:  # a Session with only the base append(events)
             await self.inner.append([marker])
         self.compactions += 1
         rendered: Item = (

@@ -41,7 +41,7 @@ class WorkflowAgent(ABC, Generic[Ctx]):
     def run(
         self,
         input: RunInput,
-        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
+        *misplaced: Never,  # run(ctx, input), context first: an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,

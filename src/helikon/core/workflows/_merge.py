@@ -1,6 +1,6 @@
 """What every workflow agent shares: checking its parts, and folding one child's run into its own.
 
-The merge convention (the book's, the same for every workflow agent): a child's
+The merge convention (the same for every workflow agent): a child's
 `RunStarted` is swallowed, its `RunCompleted` / `RunFailed` are folded into the parent's
 running usage and outcome, and every other event passes through in arrival order.
 """

@@ -20,7 +20,7 @@ Example:
         model=MockModel.with_scripts([text_turn("Cut dining out by a third.")]),
     )
     swarm = SwarmAgent(name="support", members=[triage, budgeting], max_handoffs=4)
-    # or, as the book builds it: SwarmAgent.builder().name("support").member(triage)...build()
+    # or in the builder form: SwarmAgent.builder().name("support").member(triage)...build()
     assert swarm.run_sync("I overspend every month").final_output == "Cut dining out by a third."
     ```
 """
@@ -108,7 +108,7 @@ class SwarmAgent(Generic[Ctx]):
 
     @staticmethod
     def builder() -> SwarmBuilder[Any]:
-        """Start building a swarm, as the book does: `.name()`, `.member()`..., then `.build()`."""
+        """Start building a swarm: `.name()`, `.member()`..., then `.build()`."""
         return SwarmBuilder()
 
     def __repr__(self) -> str:
@@ -117,7 +117,7 @@ class SwarmAgent(Generic[Ctx]):
     def run(
         self,
         input: RunInput,
-        *misplaced: Never,  # the book's run(ctx, input): an error that shows the right call
+        *misplaced: Never,  # run(ctx, input), context first: an error that shows the right call
         context: RunContext[Ctx] | None = None,
         config: RunConfig | None = None,
         session: Session | None = None,
