@@ -379,8 +379,6 @@ def test_no_helikon_code_hides_in_an_untested_block() -> None:
 
 
 _THE_BOOK = re.compile(r"\bthe book\b|\bbook's\b|\bbook-style\b", re.IGNORECASE)
-# Docstrings of the ready-made tools, which another change in flight rewrites.
-_BOOK_PENDING = {"src/helikon/tools/web_fetch.py", "src/helikon/tools/web_search.py"}
 
 
 def test_the_pages_speak_of_helikon_not_of_the_book() -> None:
@@ -403,11 +401,7 @@ def _strings(path: Path) -> Iterator[ast.Constant]:
 
 
 def test_docstrings_and_messages_speak_of_helikon_not_of_the_book() -> None:
-    paths = [
-        p
-        for p in sorted((ROOT / "src" / "helikon").rglob("*.py"))
-        if p.relative_to(ROOT).as_posix() not in _BOOK_PENDING
-    ]
+    paths = sorted((ROOT / "src" / "helikon").rglob("*.py"))
     said = [
         f"{path.relative_to(ROOT)}:{node.lineno}"
         for path in paths

@@ -73,8 +73,8 @@ _RESOLVER_SHAPE = "async (host, port) -> [ip, ...]"
 class WebFetchTool:
     """Fetch an http(s) URL and return its main article as Markdown, behind the SSRF guard.
 
-    Make one with these keyword arguments, or with `WebFetchTool.builder()` (the book's
-    spelling, one method per option); both check each option the same way.
+    Make one with these keyword arguments, or with `WebFetchTool.builder()` (one method
+    per option); both check each option the same way.
 
     Args:
         allow_hosts: If given, only these domains (and their subdomains) are fetched.
@@ -141,7 +141,7 @@ class WebFetchTool:
 
     @staticmethod
     def builder() -> WebFetchToolBuilder:
-        """Options one method each, as the book writes it: `WebFetchTool.builder().max_bytes(n).build()`."""
+        """Options one method each, as a builder chain: `WebFetchTool.builder().max_bytes(n).build()`."""
         return WebFetchToolBuilder()
 
     def __repr__(self) -> str:

@@ -186,7 +186,7 @@ class WebSearchTool:
     """Search the web through a `SearchBackend`; the model gets a Markdown list of the hits.
 
     Make one with `WebSearchTool(backend, max_results=...)`, or with
-    `WebSearchTool.builder(backend)` (the book's spelling); both check the options the same way.
+    `WebSearchTool.builder(backend)` (a builder chain); both check the options the same way.
 
     Args:
         backend: The provider (`BraveBackend`, `TavilyBackend`, or your own `SearchBackend`).
@@ -208,7 +208,7 @@ class WebSearchTool:
 
     @staticmethod
     def builder(backend: SearchBackend) -> WebSearchToolBuilder:
-        """Options one method each, as the book writes it: `WebSearchTool.builder(backend).build()`."""
+        """Options one method each, as a builder chain: `WebSearchTool.builder(backend).build()`."""
         return WebSearchToolBuilder(backend)
 
     def __repr__(self) -> str:
