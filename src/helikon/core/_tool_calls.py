@@ -115,7 +115,7 @@ async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonVal
             ask=ask if isinstance(ask, str) else None,
         )
         if not verdict.allowed:
-            run.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))
+            _denied(run, call, verdict.reason)
             return args, _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
         args = verdict.args
     return args, None
@@ -152,7 +152,7 @@ async def _invoke(
     except Denied as exc:
         # A refusal (a path outside the sandbox, say) is data for the model, streamed
         # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
-        run.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
+        _denied(run, call, exc.reason)
         return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
     except CallbackRaised:
         raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
@@ -181,6 +181,14 @@ async def _post_tool_use(
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
         return (TextPart(text=text),)
     return content
+
+
+def _denied(run: _Run, call: ToolCall, reason: str) -> None:
+    """Stream `PermissionDenied`: its reason redacted as the result the model reads is."""
+    redactor = run.redactor
+    if redactor is not None:
+        reason = redactor.redact(reason)
+    run.emit(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
 
 
 def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
