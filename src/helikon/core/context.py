@@ -18,7 +18,7 @@ from dataclasses import field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from ._callbacks import CallbackRaised
+from ._callbacks import call_user
 from ._carrier import carrier
 from ._json import JsonValue
 from .cancel import CancellationToken
@@ -691,11 +691,10 @@ class ToolContext(Generic[Ctx]):
         hooks do: let what this raises propagate out of the tool.
         """
         run = self._run
+        event = HookEvent("on_subagent_stop", agent=agent)
         for hook in run.hooks:
-            try:
-                await hook.on_event(run, HookEvent("on_subagent_stop", agent=agent))
-            except Exception as exc:
-                raise CallbackRaised(f"the on_subagent_stop hook {type(hook).__name__}", "hook", exc) from exc
+            what = f"the on_subagent_stop hook {type(hook).__name__}"
+            await call_user(what, "hook", lambda hook=hook: hook.on_event(run, event), object, "anything")
 
     def subagent_context(self) -> RunContext[Ctx]:
         """The context for a sub-agent this tool runs: `RunContext.isolated_child()` of the run."""
