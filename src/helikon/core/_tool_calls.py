@@ -72,14 +72,24 @@ async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutco
     args, refused = await _admitted(run, call, tool)
     if refused is not None:
         return refused
-    ran = await _invoke(run, call, tool, args, span)
+    tool_ctx = ToolContext(
+        run.ctx,
+        call_id=call.call_id,
+        tool_name=call.name,
+        max_agent_depth=run.config.max_agent_depth,
+        span=span,
+    )
+    ran = await _invoke(run, call, tool, tool_ctx, args, span)
+    used = tool_ctx._usage  # pyright: ignore[reportPrivateUsage]  (what the tool's models spent)
     if isinstance(ran, ToolCallOutcome):
-        return ran
+        return ran if used is None else replace(ran, usage=used)
     content = ran.to_parts()
     if run.hooks:
         # A hook's replacement is what the model reads; the metadata still tells what the tool did.
         content = await _post_tool_use(run, call, content)
-    return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content, metadata=ran.metadata)
+    return ToolCallOutcome(
+        call_id=call.call_id, name=call.name, content=content, metadata=ran.metadata, usage=used
+    )
 
 
 async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonValue, ToolCallOutcome | None]:
@@ -122,16 +132,9 @@ async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonVal
 
 
 async def _invoke(
-    run: _Run, call: ToolCall, tool: Tool[Any], args: JsonValue, span: Span | None
+    run: _Run, call: ToolCall, tool: Tool[Any], tool_ctx: ToolContext[Any], args: JsonValue, span: Span | None
 ) -> ToolOutput | ToolCallOutcome:
     """What the tool returned, or the outcome of its failure."""
-    tool_ctx = ToolContext(
-        run.ctx,
-        call_id=call.call_id,
-        tool_name=call.name,
-        max_agent_depth=run.config.max_agent_depth,
-        span=span,
-    )
     # The tool's own spans (an HTTP client's, say) nest under execute_tool: the span is
     # current while the tool runs, in this task only.
     token = attach(span) if span is not None else None
