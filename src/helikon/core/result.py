@@ -23,7 +23,7 @@ from .events import (
     TurnStarted,
 )
 from .exceptions import RunError, UserError
-from .items import Item, SystemMessage
+from .items import Item, SystemMessage, ToolCall
 from .model import TokenDelta
 
 if TYPE_CHECKING:
@@ -85,6 +85,32 @@ class RunResult(Generic[OutT]):
             if isinstance(e, MessageOutput | ToolCallItem | ToolOutputItem | RepairStarted)
         )
         return tuple(item for item in items if item is not None)
+
+    @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every tool call the model made in this run, in order: each one's `name` and `args`.
+
+        The arguments are the model's (as a hook or policy rewrote them, the tool ran with
+        other ones). Calls refused or failed are here too (their results in `new_items` say
+        so), and so are handoffs, as calls of their transfer tools (`HandoffItem` events say
+        where control went). The calls of an agent run as a tool are its own run's.
+
+        Example:
+            ```python
+            from helikon import LlmAgent, tool
+            from helikon.testing import MockModel, text_turn, tool_call_turn
+
+            @tool
+            def add(a: int, b: int) -> int:
+                \"\"\"Add two numbers.\"\"\"
+                return a + b
+
+            model = MockModel.with_scripts([tool_call_turn("add", {"a": 2, "b": 3}), text_turn("5")])
+            result = LlmAgent(name="calc", model=model, tools=[add]).run_sync("2+3?")
+            assert [(call.name, call.args) for call in result.tool_calls] == [("add", {"a": 2, "b": 3})]
+            ```
+        """
+        return tuple(e.item for e in self.events if type(e) is ToolCallItem)
 
     @property
     def all_items(self) -> tuple[Item, ...]:
