@@ -59,6 +59,7 @@ _EAGER = {
         HookEvent HookRegistry PermissionDecision PermissionMode PermissionPolicy
     """,
     ".governance.settings": "Governance",
+    ".governance.guardrails": "FunctionGuardrail input_guardrail output_guardrail",
     ".exceptions": """
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
@@ -272,6 +273,11 @@ if typing.TYPE_CHECKING:
         PermissionPolicy as PermissionPolicy,
     )
     from .governance.settings import Governance as Governance
+    from .governance.guardrails import (
+        FunctionGuardrail as FunctionGuardrail,
+        input_guardrail as input_guardrail,
+        output_guardrail as output_guardrail,
+    )
     from .exceptions import (
         ContextLengthExceeded as ContextLengthExceeded,
         Denied as Denied,

@@ -41,6 +41,7 @@ from .agent_builder import LlmAgentBuilder
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
+from .governance.guardrails import checked_guardrails
 from .handoff import Handoff
 from .input import History, RunInput, continue_from, to_agent_input
 from .items import SystemMessage
@@ -278,8 +279,12 @@ class LlmAgent(Generic[Ctx, OutT]):
         self.model_settings = model_settings or ModelSettings()
         self.run_config = run_config or RunConfig()
         self.hooks: tuple[Hook[Ctx], ...] = tuple(hooks)
-        self.input_guardrails: tuple[Guardrail[Ctx], ...] = tuple(input_guardrails)
-        self.output_guardrails: tuple[Guardrail[Ctx], ...] = tuple(output_guardrails)
+        self.input_guardrails: tuple[Guardrail[Ctx], ...] = checked_guardrails(
+            input_guardrails, "input", "LlmAgent(input_guardrails=[...])"
+        )
+        self.output_guardrails: tuple[Guardrail[Ctx], ...] = checked_guardrails(
+            output_guardrails, "output", "LlmAgent(output_guardrails=[...])"
+        )
 
         self.tools: tuple[Tool[Ctx], ...] = tuple(
             t for item in tools for t in (item.tools if isinstance(item, Toolset) else (item,))
