@@ -30,7 +30,7 @@ _EAGER = {
         SystemMessage TextPart ToolCall ToolResult ToolUsePart UrlSource UserMessage
     """,
     ".model": """
-        Finish FinishReason Model ModelCapabilities ModelEvent ModelRequest ModelSettings
+        Finish FinishReason Model ModelCapabilities ModelEvent ModelFallback ModelRequest ModelSettings
         NamedToolChoice ReasoningDelta ResponseFormat TokenDelta ToolCallDelta ToolChoice ToolDef Usage
     """,
     ".model_strings": "LazyModel model_prefixes register_model_prefix resolve_model unregister_model_prefix",
@@ -176,6 +176,7 @@ if typing.TYPE_CHECKING:
         Model as Model,
         ModelCapabilities as ModelCapabilities,
         ModelEvent as ModelEvent,
+        ModelFallback as ModelFallback,
         ModelRequest as ModelRequest,
         ModelSettings as ModelSettings,
         NamedToolChoice as NamedToolChoice,
