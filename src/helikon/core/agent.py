@@ -36,6 +36,7 @@ from contextvars import ContextVar
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, overload, runtime_checkable
 
+from ._peer_hints import AGENT_HINTS, PeerHints, no_attribute
 from ._sync import run_sync
 from .agent_builder import LlmAgentBuilder
 from .context import RunConfig, RunContext
@@ -88,7 +89,7 @@ def _driver() -> ModuleType:
 
 
 @runtime_checkable
-class Agent(Protocol[Ctx, AgentOutT]):
+class Agent(Protocol[Ctx, AgentOutT], metaclass=PeerHints):
     """Anything that runs: an `LlmAgent` or a workflow agent. `run` streams `AgentEvent`s."""
 
     @property
@@ -383,6 +384,11 @@ class LlmAgent(Generic[Ctx, OutT]):
 
     def __repr__(self) -> str:
         return f"LlmAgent(name={self.name!r}, model={self.model!r}, tools={[t.name for t in self.tools]})"
+
+    if not TYPE_CHECKING:  # type checkers still see a misspelt attribute
+
+        def __getattr__(self, name: str) -> Never:
+            raise no_attribute(self, name, AGENT_HINTS)  # a peer's name says helikon's
 
     @property
     def model(self) -> Model:

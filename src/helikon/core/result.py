@@ -6,9 +6,10 @@ import json
 import sys
 from collections.abc import AsyncIterator, Generator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Generic, TextIO, overload
+from typing import TYPE_CHECKING, Any, Generic, Never, TextIO, overload
 
 from ._carrier import carrier
+from ._peer_hints import RESULT_HINTS, STREAM_HINTS, forgotten_await, no_attribute
 from .events import (
     AgentEvent,
     HandoffItem,
@@ -175,6 +176,11 @@ class RunResult(Generic[OutT]):
                 return event
         return None
 
+    if not TYPE_CHECKING:  # type checkers still see a misspelt attribute
+
+        def __getattr__(self, name: str) -> Never:
+            raise no_attribute(self, name, RESULT_HINTS)  # a peer's name says helikon's
+
     @property
     def persisted(self) -> bool:
         """Whether the runner stored every event of the run it meant to (True without a runner).
@@ -256,6 +262,13 @@ class RunStream(Generic[OutT]):
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         self._claim("iterated", "iterate it")
         return self._events
+
+    if not TYPE_CHECKING:  # type checkers still see a misspelt attribute
+
+        def __getattr__(self, name: str) -> Never:
+            if name in _RESULT_NAMES:  # a RunResult's: the `await` was forgotten
+                raise no_attribute(self, name, {name: forgotten_await(name)})
+            raise no_attribute(self, name, STREAM_HINTS)
 
     def __await__(self) -> Generator[Any, None, RunResult[OutT]]:
         return self.collect().__await__()
@@ -452,6 +465,9 @@ class RunStream(Generic[OutT]):
             if value != last:
                 yield value
 
+
+_RESULT_NAMES = frozenset({*(n for n in vars(RunResult) if not n.startswith("_")), *RESULT_HINTS})
+"""What a `RunResult` has (or a peer's result has): read on a `RunStream`, an `await` is missing."""
 
 _HOW = {
     "iterated": "consumed (iterated with async for)",
