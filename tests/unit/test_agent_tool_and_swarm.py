@@ -18,21 +18,26 @@ from helikon import (
     MemorySession,
     PermissionDenied,
     PermissionMode,
+    RunCompleted,
     RunConfig,
     RunContext,
     SwarmAgent,
     SwarmBuildError,
+    TokenUsage,
     ToolContext,
     ToolEffect,
     ToolOutputItem,
     TracerHandle,
+    Unavailable,
+    Usage,
+    UsageLimits,
     tool,
 )
 from helikon.core.events import AgentEvent
 from helikon.core.exceptions import UserError
 from helikon.core.items import ToolResult
 from helikon.runtime import AsyncioRunner
-from helikon.testing import MockModel, text_turn, tool_call_turn
+from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
 
 # --- AgentAsTool ---------------------------------------------------------------------------------
 
@@ -130,6 +135,44 @@ async def test_bad_arguments_failures_and_depth_become_error_results() -> None:
     )
     [text] = [e.item.text for e in result.events if isinstance(e, ToolOutputItem)]
     assert "max_agent_depth" in text
+
+
+def caller_with_agent_tools() -> LlmAgent[None]:
+    """A caller that asks two agent-tools at once (one answers, one fails), then answers."""
+    helper = LlmAgent[None](
+        name="helper",
+        model=MockModel.with_scripts([text_turn("42", usage=Usage(input_tokens=7, output_tokens=3))]),
+    )
+    failing = LlmAgent[None](
+        name="failing",
+        model=MockModel.with_scripts(
+            [
+                tool_call_turn("missing", {}, usage=Usage(input_tokens=11)),  # no such tool: an error result
+                [Unavailable("down")],  # then the run fails, having spent the first call
+            ]
+        ),
+    )
+    model = MockModel.with_scripts(
+        [
+            tool_calls_turn(
+                [("helper", {"input": "x"}), ("failing", {"input": "y"})], usage=Usage(input_tokens=100)
+            ),
+            text_turn("done", usage=Usage(input_tokens=120, output_tokens=5)),
+        ]
+    )
+    return LlmAgent[None](name="caller", model=model, tools=[AgentAsTool(helper), AgentAsTool(failing)])
+
+
+async def test_the_callers_usage_includes_what_its_agent_tools_spent() -> None:
+    """`RunResult.usage` counts an agent-tool's run (a failed one too), as the usage limits do."""
+    result = await caller_with_agent_tools().run("go")
+    # caller: 2 calls, 220 in, 5 out; helper: 1 call, 7 in, 3 out; failing: 1 answered call, 11 in
+    assert result.usage == TokenUsage(input_tokens=238, output_tokens=8, requests=4)
+    assert result.events[-1] == RunCompleted(usage=result.usage)
+    for cap, passes in ((238, True), (237, False)):  # the limits count the same tokens
+        config = RunConfig(usage_limits=UsageLimits(input_tokens_limit=cap))
+        events = [e async for e in caller_with_agent_tools().run("go", config=config)]
+        assert isinstance(events[-1], RunCompleted) == passes, events[-1]
 
 
 # --- SwarmAgent ----------------------------------------------------------------------------------

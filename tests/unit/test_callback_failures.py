@@ -78,6 +78,23 @@ class Raises:
         return HookDecision.allow()
 
 
+class CancelsItself:
+    """A hook, guardrail and policy that raises `asyncio.CancelledError` itself (its own bug, no cancel)."""
+
+    run_in_parallel = True
+
+    def __init__(self, event_type: str = "") -> None:
+        self.event_type = event_type
+
+    async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
+        if event.type == self.event_type:
+            raise asyncio.CancelledError
+        return HookDecision.allow()
+
+    async def check(self, ctx: RunContext[Any], *args: Any) -> Any:
+        raise asyncio.CancelledError
+
+
 class BrokenGuardrail:
     def __init__(self, *, run_in_parallel: bool = True) -> None:
         self.run_in_parallel = run_in_parallel
@@ -286,6 +303,40 @@ CASES: dict[str, Case] = {
         ),
         "other",
         "the approval handler YesApprover returned True, not an ApprovalOutcome",
+    ),
+    # `asyncio.CancelledError` raised by the code itself (the run was not cancelled) is its failure too.
+    **{
+        f"{event} hook raising CancelledError": (
+            plain(lambda event=event: tool_agent(hooks=[CancelsItself(event)])),
+            "other",
+            f"the {event} hook CancelsItself raised CancelledError",
+        )
+        for event in ("on_run_start", "on_turn_start", "pre_tool_use", "post_tool_use")
+    },
+    "on_handoff hook raising CancelledError": (
+        plain(
+            lambda: handoff_agent(
+                LlmAgent(name="billing", model=MockModel.with_scripts([text_turn("paid")])),
+                hooks=[CancelsItself("on_handoff")],
+            )
+        ),
+        "other",
+        "the on_handoff hook CancelsItself raised CancelledError",
+    ),
+    "permission policy raising CancelledError": (
+        lambda: (tool_agent(), RunContext.ephemeral(None).with_permission_policy(CancelsItself())),  # type: ignore[arg-type]
+        "other",
+        "the permission policy CancelsItself raised CancelledError",
+    ),
+    "input guardrail beside the model raising CancelledError": (
+        plain(lambda: tool_agent(input_guardrails=[CancelsItself()])),
+        "guardrail_tripwire",
+        "the input guardrail CancelsItself raised CancelledError",
+    ),
+    "output guardrail raising CancelledError": (
+        plain(lambda: tool_agent(output_guardrails=[CancelsItself()])),
+        "guardrail_tripwire",
+        "the output guardrail CancelsItself raised CancelledError",
     ),
 }
 
@@ -564,6 +615,59 @@ async def test_a_runner_closes_the_turn_of_a_workflow_whose_hook_raised(
     stream = AsyncioRunner[Any]().run_streamed(build(), "hi", ctx, RunConfig())
     assert_failed_with(await all_events(stream), "other", message)
     await assert_turn_closed(sqlite_session)
+
+
+@pytest.mark.parametrize("kind", ["SequentialAgent", "ParallelAgent", "AgentAsTool"])
+async def test_an_on_subagent_stop_hook_raising_cancelled_error_fails_the_run(kind: str) -> None:
+    build, event_type, _ = WORKFLOWS[kind]
+    ctx = RunContext.ephemeral(None).with_hooks(registry_with(CancelsItself(event_type)))
+    events = await all_events(build().run("hi", context=ctx))
+    assert_failed_with(events, "other", "the on_subagent_stop hook CancelsItself raised CancelledError")
+
+
+# --- a real cancellation still cancels -----------------------------------------------------------
+
+
+class Waits:
+    """A hook, guardrail and policy that wait until the test cancels the consumer."""
+
+    run_in_parallel = False
+
+    def __init__(self, event_type: str = "") -> None:
+        self.event_type = event_type
+        self.entered = asyncio.Event()
+
+    async def wait(self) -> None:
+        self.entered.set()
+        await asyncio.Event().wait()
+
+    async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
+        if event.type == self.event_type:
+            await self.wait()
+        return HookDecision.allow()
+
+    async def check(self, ctx: RunContext[Any], *args: Any) -> Any:
+        await self.wait()
+
+
+WAITING: dict[str, Callable[[Waits], tuple[LlmAgent[Any], RunContext[Any]]]] = {
+    "on_run_start hook": lambda w: (tool_agent(hooks=[w]), RunContext.ephemeral(None)),
+    "pre_tool_use hook": lambda w: (tool_agent(hooks=[w]), RunContext.ephemeral(None)),
+    "input guardrail": lambda w: (tool_agent(input_guardrails=[w]), RunContext.ephemeral(None)),
+    "permission policy": lambda w: (tool_agent(), RunContext.ephemeral(None).with_permission_policy(w)),  # type: ignore[arg-type]
+}
+
+
+@pytest.mark.parametrize("case", list(WAITING))
+async def test_cancelling_the_consumer_while_user_code_waits_cancels_it(case: str) -> None:
+    waits = Waits(case.removesuffix(" hook"))
+    agent, ctx = WAITING[case](waits)
+    consumer = asyncio.ensure_future(all_events(agent.run("hi", context=ctx)))
+    await asyncio.wait_for(waits.entered.wait(), HANG_GUARD)
+    consumer.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await consumer
+    assert consumer.cancelled()
 
 
 # --- a CompactingSession's token counter ---------------------------------------------------------

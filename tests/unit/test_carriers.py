@@ -28,6 +28,7 @@ from helikon import (
     ImagePart,
     MessageOutput,
     ModelCapabilities,
+    ModelFallback,
     ModelSettings,
     NamedToolChoice,
     PermissionDenied,
@@ -166,10 +167,12 @@ items = st.lists(item, max_size=4).map(tuple)
 token_delta = st.builds(TokenDelta, text=text)
 reasoning_delta = st.builds(ReasoningDelta, text=text, signature=opt_text)
 tool_call_delta = st.builds(ToolCallDelta, call_id=text, name=text, args_delta=text)
+model_fallback = st.builds(ModelFallback, from_model=text, to_model=text, error_kind=text, error=text)
 MODEL_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     TokenDelta: token_delta,
     ReasoningDelta: reasoning_delta,
     ToolCallDelta: tool_call_delta,
+    ModelFallback: model_fallback,
     Usage: st.builds(
         Usage,
         input_tokens=small_ints,
@@ -203,6 +206,7 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     TokenDelta: token_delta,
     ReasoningDelta: reasoning_delta,
     ToolCallDelta: tool_call_delta,
+    ModelFallback: model_fallback,
     MessageOutput: st.builds(MessageOutput, item=assistant_message),
     ToolCallItem: st.builds(ToolCallItem, item=tool_call),
     ToolOutputItem: st.builds(ToolOutputItem, item=tool_result, metadata=json_objects),
@@ -539,6 +543,7 @@ TAGS: dict[type, str] = {
     ToolCallDelta: "tool_call_delta",
     Usage: "usage",
     Finish: "finish",
+    ModelFallback: "model_fallback",
     # agent events
     RunStarted: "run_started",
     TurnStarted: "turn_started",

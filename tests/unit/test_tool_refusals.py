@@ -12,6 +12,7 @@ import pytest
 from helikon import (
     Denied,
     LlmAgent,
+    PermissionDecision,
     PermissionDenied,
     RunCompleted,
     RunContext,
@@ -188,3 +189,34 @@ def test_arguments_at_the_depth_limit_parse_and_one_level_more_does_not() -> Non
 )
 def test_nesting_is_read_with_strings_skipped(text: str, deeper: bool) -> None:
     assert nested_deeper(text, 3) is deeper
+
+
+# --- the reason is redacted like the result ------------------------------------------------------
+
+SECRET = "s3cr3t-value-9f8e7d"
+
+
+class DeniesWithTheArgs:
+    """A policy whose reason quotes the call's arguments (a secret among them)."""
+
+    async def check(self, ctx: RunContext[None], tool: str, args: Any) -> PermissionDecision:
+        return PermissionDecision.deny(f"not with {args}")
+
+
+@tool
+async def login(password: str) -> str:
+    """Log in."""
+    raise Denied(f"the password {password} is not allowed here")
+
+
+@pytest.mark.parametrize("where", ["the permission policy", "the tool"])
+async def test_a_denied_calls_reason_is_redacted_in_its_event_as_in_what_the_model_reads(where: str) -> None:
+    ctx = RunContext.ephemeral(None).with_extra_secrets([SECRET])
+    if where == "the permission policy":
+        ctx = ctx.with_permission_policy(DeniesWithTheArgs())
+    model = MockModel.with_scripts([tool_call_turn("login", {"password": SECRET}), text_turn("ok")])
+    result = await LlmAgent[None](name="a", model=model, tools=[login]).run("hi", context=ctx)
+    [denied] = [e for e in result.events if isinstance(e, PermissionDenied)]
+    [output] = [e.item.text for e in result.events if isinstance(e, ToolOutputItem)]
+    assert SECRET not in output and "***" in output
+    assert SECRET not in denied.reason and "***" in denied.reason, denied.reason

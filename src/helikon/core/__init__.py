@@ -30,7 +30,7 @@ _EAGER = {
         SystemMessage TextPart ToolCall ToolResult ToolUsePart UrlSource UserMessage
     """,
     ".model": """
-        Finish FinishReason Model ModelCapabilities ModelEvent ModelRequest ModelSettings
+        Finish FinishReason Model ModelCapabilities ModelEvent ModelFallback ModelRequest ModelSettings
         NamedToolChoice ReasoningDelta ResponseFormat TokenDelta ToolCallDelta ToolChoice ToolDef Usage
     """,
     ".model_strings": "LazyModel model_prefixes register_model_prefix resolve_model unregister_model_prefix",
@@ -59,6 +59,7 @@ _EAGER = {
         HookEvent HookRegistry PermissionDecision PermissionMode PermissionPolicy
     """,
     ".governance.settings": "Governance",
+    ".governance.guardrails": "FunctionGuardrail input_guardrail output_guardrail",
     ".exceptions": """
         ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
         MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
@@ -175,6 +176,7 @@ if typing.TYPE_CHECKING:
         Model as Model,
         ModelCapabilities as ModelCapabilities,
         ModelEvent as ModelEvent,
+        ModelFallback as ModelFallback,
         ModelRequest as ModelRequest,
         ModelSettings as ModelSettings,
         NamedToolChoice as NamedToolChoice,
@@ -272,6 +274,11 @@ if typing.TYPE_CHECKING:
         PermissionPolicy as PermissionPolicy,
     )
     from .governance.settings import Governance as Governance
+    from .governance.guardrails import (
+        FunctionGuardrail as FunctionGuardrail,
+        input_guardrail as input_guardrail,
+        output_guardrail as output_guardrail,
+    )
     from .exceptions import (
         ContextLengthExceeded as ContextLengthExceeded,
         Denied as Denied,

@@ -8,6 +8,7 @@ into the run's `RunFailed` (never an exception out of the stream).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -18,7 +19,24 @@ _MAX_REPR = 80  # a returned value is quoted this far: enough to recognise it
 
 def raised(what: str, exc: BaseException) -> str:
     """How a run's error says that `what` raised `exc`."""
-    return f"{what} raised {type(exc).__name__}: {exc}"
+    return f"{what} raised {described(exc)}"
+
+
+def described(exc: BaseException) -> str:
+    """`exc` as an error message quotes it: its type, then its text if it has one."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def cancelled_here() -> bool:
+    """Whether this task is being cancelled: a `CancelledError` is then a real cancellation.
+
+    Otherwise the user code that raised it raised it by itself (its own bug, or a future
+    of its own that was cancelled): a failure of that code like any other, not a reason
+    to end the consumer's task.
+    """
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def returned(what: str, value: object, expected: str) -> str:
@@ -59,6 +77,10 @@ async def call_user(
     try:
         value = await call()
     except Exception as exc:
+        raise CallbackRaised(what, cause, exc) from exc
+    except asyncio.CancelledError as exc:
+        if cancelled_here():
+            raise
         raise CallbackRaised(what, cause, exc) from exc
     # User code, typed or not: None, say, from a forgotten `return`.
     if not isinstance(value, expected):

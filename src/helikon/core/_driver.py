@@ -16,7 +16,7 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._callbacks import CallbackRaised, call_user, short_repr
+from ._callbacks import CallbackRaised, call_user, cancelled_here, described, short_repr
 from ._captured import capture
 from ._handoff_steps import decide_handoff, hand_off
 from ._offered_tools import offer
@@ -744,11 +744,11 @@ class _Run:
             *(self.check_one(g, input) for g in guardrails), return_exceptions=True
         )
         for guardrail, verdict in zip(guardrails, verdicts, strict=True):
-            if isinstance(verdict, asyncio.CancelledError):
-                raise verdict
+            if isinstance(verdict, asyncio.CancelledError) and cancelled_here():
+                raise verdict  # else the guardrail raised it by itself: it trips like any error
             name = guardrail_name(guardrail)
             if isinstance(verdict, BaseException):
-                error = f"{type(verdict).__name__}: {verdict}"
+                error = described(verdict)
                 return GuardrailVerdict.tripwire("other", {"guardrail": name, "error": error}, guardrail=name)
             if not isinstance(verdict, GuardrailVerdict):  # e.g. None: a `return` forgotten
                 return GuardrailVerdict.tripwire(

@@ -11,6 +11,7 @@ from typing import Literal, TypeAlias
 
 from ._carrier import carrier
 from ._json import JsonObject
+from .events import TokenUsage
 from .items import ContentPart, ToolResult
 
 ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied", "retry", "fatal"]
@@ -32,6 +33,8 @@ class ToolCallOutcome:
     """How often in the run the model may be sent back to correct this tool (`invalid_args`, `retry`)."""
     metadata: JsonObject | None = None
     """The tool's `ToolOutput.metadata` (what a UI shows; the model never sees it)."""
+    usage: TokenUsage | None = None
+    """What the call spent on models (`ToolContext.add_usage`, e.g. an agent-tool): the run adds it."""
 
     def to_result(self) -> ToolResult:
         """The `ToolResult` item the model sees."""

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 from ._tool_args import parse_args
 from .events import TokenUsage
 from .items import AssistantMessage, ContentPart, Item, ReasoningPart, TextPart, ToolCall
-from .model import Finish, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
+from .model import Finish, ModelFallback, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
 
 if TYPE_CHECKING:
     from .agent import LlmAgent
@@ -30,7 +30,7 @@ class Reply:
         self.finish: Any = "stop"
 
     def add(self, event: Any) -> bool:
-        """Fold `event` in; whether it streams (deltas do; the usage and the finish reason do not)."""
+        """Fold `event` in; whether it streams (deltas and fallbacks do; the usage and the finish do not)."""
         cls = event.__class__
         if cls is TokenDelta:
             self.text.append(event.text)
@@ -58,6 +58,8 @@ class Reply:
             )
         elif cls is Finish:
             self.finish = event.reason
+        elif cls is ModelFallback:
+            return True  # the switch to another model is the run's event too
         return False
 
     def items(self, agent: LlmAgent[Any, Any]) -> tuple[Item, ...]:

@@ -85,14 +85,24 @@ async def _layers(run: _Run, call: ToolCall, span: Span | None) -> ToolCallOutco
     args, refused = await _admitted(run, call, tool)
     if refused is not None:
         return refused
-    ran = await _invoke(run, call, tool, args, span)
+    tool_ctx = ToolContext(
+        run.ctx,
+        call_id=call.call_id,
+        tool_name=call.name,
+        max_agent_depth=run.config.max_agent_depth,
+        span=span,
+    )
+    ran = await _invoke(run, call, tool, tool_ctx, args, span)
+    used = tool_ctx._usage  # pyright: ignore[reportPrivateUsage]  (what the tool's models spent)
     if isinstance(ran, ToolCallOutcome):
-        return ran
+        return ran if used is None else replace(ran, usage=used)
     content = ran.to_parts()
     if run.hooks:
         # A hook's replacement is what the model reads; the metadata still tells what the tool did.
         content = await _post_tool_use(run, call, content)
-    return ToolCallOutcome(call_id=call.call_id, name=call.name, content=content, metadata=ran.metadata)
+    return ToolCallOutcome(
+        call_id=call.call_id, name=call.name, content=content, metadata=ran.metadata, usage=used
+    )
 
 
 async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonValue, ToolCallOutcome | None]:
@@ -128,23 +138,16 @@ async def _admitted(run: _Run, call: ToolCall, tool: Tool[Any]) -> tuple[JsonVal
             ask=ask if isinstance(ask, str) else None,
         )
         if not verdict.allowed:
-            run.emit(PermissionDenied(tool=call.name, reason=verdict.reason, call_id=call.call_id))
+            _denied(run, call, verdict.reason)
             return args, _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
         args = verdict.args
     return args, None
 
 
 async def _invoke(
-    run: _Run, call: ToolCall, tool: Tool[Any], args: JsonValue, span: Span | None
+    run: _Run, call: ToolCall, tool: Tool[Any], tool_ctx: ToolContext[Any], args: JsonValue, span: Span | None
 ) -> ToolOutput | ToolCallOutcome:
     """What the tool returned, or the outcome of its failure."""
-    tool_ctx = ToolContext(
-        run.ctx,
-        call_id=call.call_id,
-        tool_name=call.name,
-        max_agent_depth=run.config.max_agent_depth,
-        span=span,
-    )
     # The tool's own spans (an HTTP client's, say) nest under execute_tool: the span is
     # current while the tool runs, in this task only.
     token = attach(span) if span is not None else None
@@ -165,7 +168,7 @@ async def _invoke(
     except Denied as exc:
         # A refusal (a path outside the sandbox, say) is data for the model, streamed
         # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
-        run.emit(PermissionDenied(tool=call.name, reason=exc.reason, call_id=call.call_id))
+        _denied(run, call, exc.reason)
         return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
     except CallbackRaised:
         raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
@@ -194,6 +197,14 @@ async def _post_tool_use(
         text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
         return (TextPart(text=text),)
     return content
+
+
+def _denied(run: _Run, call: ToolCall, reason: str) -> None:
+    """Stream `PermissionDenied`: its reason redacted as the result the model reads is."""
+    redactor = run.redactor
+    if redactor is not None:
+        reason = redactor.redact(reason)
+    run.emit(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
 
 
 def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:

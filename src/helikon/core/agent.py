@@ -36,11 +36,13 @@ from contextvars import ContextVar
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, overload, runtime_checkable
 
+from ._peer_hints import AGENT_HINTS, PeerHints, no_attribute
 from ._sync import run_sync
 from .agent_builder import LlmAgentBuilder
 from .context import RunConfig, RunContext
 from .exceptions import UserError
 from .governance import Guardrail, Hook
+from .governance.guardrails import checked_guardrails
 from .handoff import Handoff
 from .input import History, RunInput, continue_from, to_agent_input
 from .items import SystemMessage
@@ -87,7 +89,7 @@ def _driver() -> ModuleType:
 
 
 @runtime_checkable
-class Agent(Protocol[Ctx, AgentOutT]):
+class Agent(Protocol[Ctx, AgentOutT], metaclass=PeerHints):
     """Anything that runs: an `LlmAgent` or a workflow agent. `run` streams `AgentEvent`s."""
 
     @property
@@ -278,8 +280,12 @@ class LlmAgent(Generic[Ctx, OutT]):
         self.model_settings = model_settings or ModelSettings()
         self.run_config = run_config or RunConfig()
         self.hooks: tuple[Hook[Ctx], ...] = tuple(hooks)
-        self.input_guardrails: tuple[Guardrail[Ctx], ...] = tuple(input_guardrails)
-        self.output_guardrails: tuple[Guardrail[Ctx], ...] = tuple(output_guardrails)
+        self.input_guardrails: tuple[Guardrail[Ctx], ...] = checked_guardrails(
+            input_guardrails, "input", "LlmAgent(input_guardrails=[...])"
+        )
+        self.output_guardrails: tuple[Guardrail[Ctx], ...] = checked_guardrails(
+            output_guardrails, "output", "LlmAgent(output_guardrails=[...])"
+        )
 
         self.tools: tuple[Tool[Ctx], ...] = tuple(
             t for item in tools for t in (item.tools if isinstance(item, Toolset) else (item,))
@@ -378,6 +384,11 @@ class LlmAgent(Generic[Ctx, OutT]):
 
     def __repr__(self) -> str:
         return f"LlmAgent(name={self.name!r}, model={self.model!r}, tools={[t.name for t in self.tools]})"
+
+    if not TYPE_CHECKING:  # type checkers still see a misspelt attribute
+
+        def __getattr__(self, name: str) -> Never:
+            raise no_attribute(self, name, AGENT_HINTS)  # a peer's name says helikon's
 
     @property
     def model(self) -> Model:

@@ -18,7 +18,7 @@ from dataclasses import field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from ._callbacks import CallbackRaised
+from ._callbacks import call_user
 from ._carrier import carrier
 from ._json import JsonValue
 from .cancel import CancellationToken
@@ -31,6 +31,7 @@ from .session.memory import MemorySession
 from .usage import UsageLimits
 
 if TYPE_CHECKING:
+    from .events import TokenUsage
     from .governance.compiled import CompiledRules
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardRule
@@ -625,7 +626,7 @@ class RunContext(Generic[Ctx]):
 class ToolContext(Generic[Ctx]):
     """What a tool sees of the run: no session handle, so tools cannot bypass persistence."""
 
-    __slots__ = ("_max_agent_depth", "_run", "_span", "call_id", "tool_name")
+    __slots__ = ("_max_agent_depth", "_run", "_span", "_usage", "call_id", "tool_name")
 
     def __init__(
         self,
@@ -639,6 +640,7 @@ class ToolContext(Generic[Ctx]):
         self._run = run
         self._max_agent_depth = max_agent_depth
         self._span = span  # the call's execute_tool span: sub-agent runs nest under it
+        self._usage: TokenUsage | None = None  # what `add_usage` was given: the call's outcome carries it
         self.call_id = call_id
         """The id of the call being served."""
         self.tool_name = tool_name
@@ -691,11 +693,19 @@ class ToolContext(Generic[Ctx]):
         hooks do: let what this raises propagate out of the tool.
         """
         run = self._run
+        event = HookEvent("on_subagent_stop", agent=agent)
         for hook in run.hooks:
-            try:
-                await hook.on_event(run, HookEvent("on_subagent_stop", agent=agent))
-            except Exception as exc:
-                raise CallbackRaised(f"the on_subagent_stop hook {type(hook).__name__}", "hook", exc) from exc
+            what = f"the on_subagent_stop hook {type(hook).__name__}"
+            await call_user(what, "hook", lambda hook=hook: hook.on_event(run, event), object, "anything")
+
+    def add_usage(self, usage: TokenUsage) -> None:
+        """Count `usage` into the calling run's usage (`RunResult.usage`, `RunCompleted.usage`).
+
+        For what this tool spent on models: a sub-agent's run (`AgentAsTool` reports its
+        sub-run's), or a model it called itself. The usage limits are not changed by it: a
+        sub-agent run on `subagent_context()` counts against them by itself.
+        """
+        self._usage = usage if self._usage is None else self._usage + usage
 
     def subagent_context(self) -> RunContext[Ctx]:
         """The context for a sub-agent this tool runs: `RunContext.isolated_child()` of the run."""

@@ -21,7 +21,7 @@ from ._adapter import LazyAdapter
 from ._carrier import carrier
 from ._json import JsonObject, JsonValue
 from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
-from .model import ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
+from .model import ModelFallback, ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
 
 # --- carriers used by events -----------------------------------------------------------------
 
@@ -312,6 +312,7 @@ AgentEvent: TypeAlias = (
     | TokenDelta
     | ReasoningDelta
     | ToolCallDelta
+    | ModelFallback
     | MessageOutput
     | ToolCallItem
     | ToolOutputItem

@@ -66,6 +66,11 @@ def handoff_slug(name: str) -> str:
     return _NON_ALNUM.sub("_", name.lower()).strip("_")
 
 
+def transfer_tool_name(agent_name: str) -> str:
+    """The tool a handoff to the agent named `agent_name` becomes, unless renamed: `transfer_to_<slug>`."""
+    return f"transfer_to_{handoff_slug(agent_name)}"
+
+
 @carrier
 class HandoffInputData:
     """What a handoff's `input_filter` is given, and returns: the conversation the target is sent.
@@ -193,7 +198,7 @@ class Handoff(Generic[Ctx]):
         if not callable(getattr(agent, "run", None)) or not isinstance(getattr(agent, "name", None), str):
             raise UserError(f"Handoff.to({agent!r}): expected an agent (an object with a name and run())")
         check_run_signature(f"Handoff.to({agent.name!r})", agent)
-        name = tool_name if tool_name is not None else f"transfer_to_{handoff_slug(agent.name)}"
+        name = tool_name if tool_name is not None else transfer_tool_name(agent.name)
         if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name):
             raise UserError(
                 f"Handoff.to({agent.name!r}): the transfer tool name {name!r} must be 1-{_MAX_TOOL_NAME} "
@@ -428,4 +433,5 @@ __all__ = [
     "handoff_slug",
     "keep_last_user_message",
     "remove_tool_calls",
+    "transfer_tool_name",
 ]

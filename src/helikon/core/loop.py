@@ -540,6 +540,9 @@ def _after_tools(
     state: ExecutingTools, input: ToolResults, ctx: TransitionCtx, conversation: Sequence[Item]
 ) -> TransitionOutcome:
     usage = state.usage
+    for outcome in input.outcomes:
+        if outcome.usage is not None:  # an agent-tool's run: the run's usage includes it
+            usage = usage + outcome.usage
     events: list[AgentEvent] = []
     results: list[Item] = []
     retried = state.args_retried

@@ -225,7 +225,25 @@ class Finish:
     reason: FinishReason = "stop"
 
 
-ModelEvent: TypeAlias = TokenDelta | ReasoningDelta | ToolCallDelta | Usage | Finish
+@carrier
+class ModelFallback:
+    """A `FallbackModel`'s model failed before it streamed anything; the next one is called.
+
+    Also an `AgentEvent`: the run streams it between `TurnStarted` and the next model's
+    first delta, and a runner records it in the session (a `CustomEvent` of kind
+    `helikon.model_fallback`). Models are named `provider:model_name`.
+    """
+
+    type: Literal["model_fallback"] = "model_fallback"
+    from_model: str
+    to_model: str
+    error_kind: str
+    """The failure's `ModelError.kind` (`unavailable`, `rate_limited`, ...)."""
+    error: str = ""
+    """The failure's message."""
+
+
+ModelEvent: TypeAlias = TokenDelta | ReasoningDelta | ToolCallDelta | Usage | Finish | ModelFallback
 """One streamed event of a model call."""
 
 
@@ -348,6 +366,7 @@ __all__ = [
     "Model",
     "ModelCapabilities",
     "ModelEvent",
+    "ModelFallback",
     "ModelRequest",
     "ModelSettings",
     "NamedToolChoice",

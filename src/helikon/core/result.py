@@ -6,9 +6,10 @@ import json
 import sys
 from collections.abc import AsyncIterator, Generator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Generic, TextIO, overload
+from typing import TYPE_CHECKING, Any, Generic, Never, TextIO, overload
 
 from ._carrier import carrier
+from ._peer_hints import RESULT_HINTS, STREAM_HINTS, forgotten_await, no_attribute
 from .events import (
     AgentEvent,
     HandoffItem,
@@ -23,7 +24,7 @@ from .events import (
     TurnStarted,
 )
 from .exceptions import RunError, UserError
-from .items import Item, SystemMessage
+from .items import Item, SystemMessage, ToolCall
 from .model import TokenDelta
 
 if TYPE_CHECKING:
@@ -87,6 +88,32 @@ class RunResult(Generic[OutT]):
         return tuple(item for item in items if item is not None)
 
     @property
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        """Every tool call the model made in this run, in order: each one's `name` and `args`.
+
+        The arguments are the model's (as a hook or policy rewrote them, the tool ran with
+        other ones). Calls refused or failed are here too (their results in `new_items` say
+        so), and so are handoffs, as calls of their transfer tools (`HandoffItem` events say
+        where control went). The calls of an agent run as a tool are its own run's.
+
+        Example:
+            ```python
+            from helikon import LlmAgent, tool
+            from helikon.testing import MockModel, text_turn, tool_call_turn
+
+            @tool
+            def add(a: int, b: int) -> int:
+                \"\"\"Add two numbers.\"\"\"
+                return a + b
+
+            model = MockModel.with_scripts([tool_call_turn("add", {"a": 2, "b": 3}), text_turn("5")])
+            result = LlmAgent(name="calc", model=model, tools=[add]).run_sync("2+3?")
+            assert [(call.name, call.args) for call in result.tool_calls] == [("add", {"a": 2, "b": 3})]
+            ```
+        """
+        return tuple(e.item for e in self.events if type(e) is ToolCallItem)
+
+    @property
     def all_items(self) -> tuple[Item, ...]:
         """The whole conversation after this run: its history, its new turn, then `new_items`.
 
@@ -148,6 +175,11 @@ class RunResult(Generic[OutT]):
             if isinstance(event, MessageOutput):
                 return event
         return None
+
+    if not TYPE_CHECKING:  # type checkers still see a misspelt attribute
+
+        def __getattr__(self, name: str) -> Never:
+            raise no_attribute(self, name, RESULT_HINTS)  # a peer's name says helikon's
 
     @property
     def persisted(self) -> bool:
@@ -230,6 +262,13 @@ class RunStream(Generic[OutT]):
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         self._claim("iterated", "iterate it")
         return self._events
+
+    if not TYPE_CHECKING:  # type checkers still see a misspelt attribute
+
+        def __getattr__(self, name: str) -> Never:
+            if name in _RESULT_NAMES:  # a RunResult's: the `await` was forgotten
+                raise no_attribute(self, name, {name: forgotten_await(name)})
+            raise no_attribute(self, name, STREAM_HINTS)
 
     def __await__(self) -> Generator[Any, None, RunResult[OutT]]:
         return self.collect().__await__()
@@ -426,6 +465,9 @@ class RunStream(Generic[OutT]):
             if value != last:
                 yield value
 
+
+_RESULT_NAMES = frozenset({*(n for n in vars(RunResult) if not n.startswith("_")), *RESULT_HINTS})
+"""What a `RunResult` has (or a peer's result has): read on a `RunStream`, an `await` is missing."""
 
 _HOW = {
     "iterated": "consumed (iterated with async for)",

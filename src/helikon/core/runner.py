@@ -13,6 +13,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar, cast, runtime_checkable
 
+from ._peer_hints import RUNNER_RUN, RUNNER_RUN_STREAMED, PeerHints, protocol_stub
 from .exceptions import UserError
 
 if TYPE_CHECKING:
@@ -27,19 +28,21 @@ T = TypeVar("T")
 
 
 @runtime_checkable
-class Runner(Protocol[Ctx]):
+class Runner(Protocol[Ctx], metaclass=PeerHints):
     """Drives an agent to a result, owning what a bare `agent.run` does not.
 
     A runner loads the session before the run, records and persists the run's events,
     and enforces `RunConfig.timeout`. `helikon.runtime.AsyncioRunner` is the default.
     """
 
+    @protocol_stub(RUNNER_RUN_STREAMED)
     def run_streamed(
         self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
     ) -> RunStream[T]:
         """Start a run and stream its events."""
         ...
 
+    @protocol_stub(RUNNER_RUN)
     async def run(
         self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
     ) -> RunResult[T]:

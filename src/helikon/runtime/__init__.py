@@ -1,12 +1,13 @@
-"""Runtimes: where runs execute. `AsyncioRunner` (the default) and `RetryingModel`.
+"""Runtimes: where runs execute. `AsyncioRunner` (the default), `RetryingModel`, `FallbackModel`.
 
 Example:
     ```python
-    from helikon.runtime import AsyncioRunner, RetryingModel, RetryPolicy
+    from helikon.runtime import AsyncioRunner, FallbackModel, RetryingModel, RetryPolicy
     ```
 """
 
 from ._asyncio_runner import AsyncioRunner
+from ._fallback import FallbackModel
 from ._retry import RetryingModel, RetryPolicy
 
-__all__ = ["AsyncioRunner", "RetryPolicy", "RetryingModel"]
+__all__ = ["AsyncioRunner", "FallbackModel", "RetryPolicy", "RetryingModel"]

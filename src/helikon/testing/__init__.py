@@ -12,7 +12,16 @@ Example:
 from ._capture import CapturedRequest, capture_requests
 from ._mock_model import FunctionModel, MockModel, ScriptFunction
 from ._script_file import ScriptFile
-from ._scripts import Delay, Script, ScriptStep, reasoning_turn, text_turn, tool_call_turn, tool_calls_turn
+from ._scripts import (
+    Delay,
+    Script,
+    ScriptStep,
+    handoff_turn,
+    reasoning_turn,
+    text_turn,
+    tool_call_turn,
+    tool_calls_turn,
+)
 from ._test_model import TestModel
 
 __all__ = [
@@ -26,6 +35,7 @@ __all__ = [
     "ScriptStep",
     "TestModel",
     "capture_requests",
+    "handoff_turn",
     "reasoning_turn",
     "text_turn",
     "tool_call_turn",

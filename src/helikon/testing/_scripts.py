@@ -4,10 +4,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 from helikon.core._carrier import carrier
 from helikon.core._json import JsonValue
+from helikon.core.exceptions import UserError
+from helikon.core.handoff import Handoff, transfer_tool_name
 from helikon.core.model import Finish, ModelEvent, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
+
+if TYPE_CHECKING:
+    from helikon.core.agent import Agent
 
 
 @carrier(kw_only=False)
@@ -55,6 +61,45 @@ def tool_call_turn(
 ) -> list[ScriptStep]:
     """A turn that calls one tool with `args` (a JSON value, or a raw argument string)."""
     return tool_calls_turn([(name, args)], call_ids=[call_id] if call_id else None, usage=usage)
+
+
+def handoff_turn(
+    target: Agent[Any] | Handoff[Any] | str,
+    args: JsonValue = None,
+    *,
+    call_id: str | None = None,
+    usage: Usage | None = None,
+) -> list[ScriptStep]:
+    """A turn that hands off to `target`: an agent, its name, or the `Handoff` to it.
+
+    It calls the handoff's transfer tool (`transfer_to_<slug of the name>`, or the
+    `tool_name` a `Handoff` was given), so a script need not spell the tool out.
+
+    Example:
+        ```python
+        from helikon import LlmAgent
+        from helikon.testing import MockModel, handoff_turn, text_turn
+
+        billing = LlmAgent(name="Billing Desk", model=MockModel.with_scripts([text_turn("Refunded.")]))
+        model = MockModel.with_scripts([handoff_turn(billing)])  # calls transfer_to_billing_desk
+        triage = LlmAgent(name="triage", model=model, handoffs=[billing])
+        assert triage.run_sync("refund please").final_output == "Refunded."
+        ```
+    """
+    name = _transfer_tool(target)
+    return tool_call_turn(name, {} if args is None else args, call_id=call_id, usage=usage)
+
+
+def _transfer_tool(target: object) -> str:
+    """The transfer tool of a handoff to `target` (an agent, its name, or the `Handoff`)."""
+    if isinstance(target, Handoff):
+        return cast("Handoff[Any]", target).tool_name
+    if isinstance(target, str) and target.strip():
+        return transfer_tool_name(target)
+    name = getattr(target, "name", None)
+    if isinstance(name, str) and name.strip() and callable(getattr(target, "run", None)):
+        return transfer_tool_name(name)
+    raise UserError(f"handoff_turn({target!r}): give the target agent, its name, or the Handoff to it")
 
 
 def tool_calls_turn(

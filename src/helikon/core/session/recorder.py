@@ -17,8 +17,10 @@ from ..events import (
     ToolOutputItem,
 )
 from ..items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
+from ..model import ModelFallback
 from . import (
     AssistantMessageEvent,
+    CustomEvent,
     HandoffOccurred,
     RequestHeader,
     SessionEvent,
@@ -29,6 +31,9 @@ from . import (
 )
 
 INTERRUPTED_TOOL_TEXT = "The tool call was interrupted before it returned a result."
+
+FALLBACK_KIND = "helikon.model_fallback"
+"""The `CustomEvent` kind a `ModelFallback` is recorded as."""
 
 
 class SessionRecorder:
@@ -124,6 +129,8 @@ class SessionRecorder:
             self._forget_blocked(event)
         elif type(event) is RequestSent:
             self._request_sent(event)
+        elif type(event) is ModelFallback:  # which model answered is worth keeping
+            self._events.append(CustomEvent(kind=FALLBACK_KIND, data=_fallback_data(event)))
 
     def _request_sent(self, sent: RequestSent) -> None:
         self._usage = sent.usage
@@ -173,6 +180,15 @@ class SessionRecorder:
         return events
 
 
+def _fallback_data(event: ModelFallback) -> JsonObject:
+    return {
+        "from_model": event.from_model,
+        "to_model": event.to_model,
+        "error_kind": event.error_kind,
+        "error": event.error,
+    }
+
+
 def _key_of(header: RequestHeader) -> tuple[object, ...]:
     """The comparison key of a logged header, in the shape `RequestSent` carries it.
 
@@ -199,4 +215,4 @@ def _key_of(header: RequestHeader) -> tuple[object, ...]:
 _last_key: tuple[RequestHeader, tuple[object, ...]] | None = None
 
 
-__all__ = ["INTERRUPTED_TOOL_TEXT", "SessionRecorder"]
+__all__ = ["FALLBACK_KIND", "INTERRUPTED_TOOL_TEXT", "SessionRecorder"]

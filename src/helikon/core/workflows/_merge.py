@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .._callbacks import CallbackRaised
+from .._callbacks import CallbackRaised, call_user
 from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
@@ -150,10 +150,8 @@ async def subagent_stopped(ctx: RunContext[Any], agent: str) -> None:
     if len(ctx.hooks):
         event = HookEvent("on_subagent_stop", agent=agent)
         for hook in ctx.hooks:
-            try:
-                await hook.on_event(ctx, event)
-            except Exception as exc:
-                raise CallbackRaised(f"the on_subagent_stop hook {type(hook).__name__}", "hook", exc) from exc
+            what = f"the on_subagent_stop hook {type(hook).__name__}"
+            await call_user(what, "hook", lambda hook=hook: hook.on_event(ctx, event), object, "anything")
 
 
 def hook_failed(exc: CallbackRaised, usage: TokenUsage) -> RunFailed:

@@ -5,7 +5,8 @@ the tool's result and keeps reasoning. The sub-run is isolated (a fresh in-memor
 no hooks, its own `RunConfig`), while the user context, tracer, cancel token, nesting depth,
 the caller's permission configuration and its usage count cross over
 (`RunContext.isolated_child`): the sub-run's requests, tokens and tool calls count against the
-caller's `RunConfig.usage_limits`, and a cap it passes fails the caller's run too.
+caller's `RunConfig.usage_limits`, and a cap it passes fails the caller's run too. What the
+sub-run spent is in the caller's `RunResult.usage` (`ToolContext.add_usage`), failed or not.
 
 Example:
     ```python
@@ -138,9 +139,12 @@ class AgentAsTool(Generic[Ctx]):
             async for event in self.agent.run(text, context=ctx.subagent_context(), config=config):
                 if isinstance(event, MessageOutput):
                     answer = event.item.text
-                elif isinstance(event, RunCompleted) and event.output is not None:
-                    answer = event.output  # an output validator rewrote the answer
+                elif isinstance(event, RunCompleted):
+                    ctx.add_usage(event.usage)  # the caller's usage includes the sub-run's
+                    if event.output is not None:
+                        answer = event.output  # an output validator rewrote the answer
                 elif isinstance(event, RunFailed):
+                    ctx.add_usage(event.usage)
                     failure = event
         finally:
             await ctx.subagent_stopped(self.agent.name)
