@@ -19,7 +19,12 @@ from redis.backoff import NoBackoff
 from redis.typing import EncodableT, FieldT
 from session_helpers import say, seqs, texts
 
-from helikon.core.exceptions import SessionBackendError, SessionUnavailable, UnreadableSessionEvent
+from helikon.core.exceptions import (
+    MissingSessionEvents,
+    SessionBackendError,
+    SessionUnavailable,
+    UnreadableSessionEvent,
+)
 from helikon.core.session import SequenceId, UnknownEvent, UserMessageEvent
 from helikon.core.session.codec import FORMAT_VERSION, encode_event
 from helikon.sessions import _redis_reads
@@ -86,12 +91,20 @@ async def test_foreign_entries_are_skipped_wherever_they_are(client: aioredis.Re
 
 
 async def test_the_seq_field_is_the_truth(client: aioredis.Redis) -> None:
-    # A stray copy of seq 0 under a later ID is dropped by a read after seq 0, and a gap is kept.
-    for seq, entry_id in ((0, "0-1"), (1, "1-1"), (0, "1-2"), (3, "3-1")):
+    # A stray copy of seq 0 under a later ID is dropped, and the gap at seq 2 is named.
+    for seq, entry_id in ((0, "0-1"), (1, "1-1"), (0, "1-2"), (2, "2-1"), (3, "3-1")):
         await add(client, "odd", entry_id, stored(f"s{seq}", seq))
     after_zero = await RedisSession(client, "odd").events(since=SequenceId(0))
-    assert seqs(after_zero) == [1, 3] and texts(after_zero) == ["s1", "s3"]
-    assert seqs(await RedisSession(client, "odd").events()) == [0, 1, 0, 3]
+    assert seqs(after_zero) == [1, 2, 3] and texts(after_zero) == ["s1", "s2", "s3"]
+    assert seqs(await RedisSession(client, "odd").events()) == [0, 1, 2, 3]
+    await client.xdel(stream_key("odd"), "2-1")  # pyright: ignore[reportUnknownMemberType]
+    for read in (
+        RedisSession(client, "odd").events(since=SequenceId(0)),
+        RedisSession(client, "odd").events(),
+    ):
+        with pytest.raises(MissingSessionEvents) as hole:
+            await read
+        assert (hole.value.seq, hole.value.next_seq) == (2, 3)
 
 
 async def test_format_one_entries_read_with_later_ones(client: aioredis.Redis) -> None:

@@ -210,9 +210,7 @@ class StoredSession(Branching):
             # An object that has read nothing fetches only what is asked for (the cache holds
             # a prefix from seq 0, so these entries stay out of it): O(tail) for a server
             # that opens a session object per request.
-            entries = await self._fetch(int(since), "events")
-            self._check_contiguous(entries, int(since) + 1)
-            return entries
+            return self._contiguous(await self._fetch(int(since), "events"), int(since) + 1)
         await self._refresh("events")
         cached = self._log.after(since)
         if cached is None:  # started from a checkpoint: read the prefix it stands for, once
@@ -256,15 +254,29 @@ class StoredSession(Branching):
     async def _read_all(self, action: str) -> None:
         """Read the whole log afresh (what was read before no longer matches the store)."""
         self._log.clear()
-        entries = await self._fetch(-1, action)
-        self._check_contiguous(entries, 0)
-        self._log.extend(entries)
+        self._log.extend(self._contiguous(await self._fetch(-1, action), 0))
 
-    def _check_contiguous(self, entries: Sequence[SessionEntry], first: int) -> None:
-        """Refuse a read that skips a seq: events were deleted from the store (see `MissingSessionEvents`)."""
-        for expected, entry in enumerate(entries, first):
-            if int(entry.seq) != expected:
-                raise MissingSessionEvents(seq=expected, next_seq=int(entry.seq), session_id=self._session_id)
+    def _contiguous(self, entries: list[SessionEntry], first: int) -> list[SessionEntry]:
+        """`entries` read after seq `first - 1`, checked to hold every seq from `first` on.
+
+        The seq is the truth: a stray copy of an entry already read (a Redis entry copied under
+        a later ID) is dropped. A skipped seq means events were deleted from the store:
+        `MissingSessionEvents`.
+        """
+        expected = first
+        kept: list[SessionEntry] | None = None
+        for index, entry in enumerate(entries):
+            seq = int(entry.seq)
+            if seq == expected:
+                expected += 1
+                if kept is not None:
+                    kept.append(entry)
+            elif seq < expected:  # a copy of one already read
+                if kept is None:
+                    kept = entries[:index]
+            else:
+                raise MissingSessionEvents(seq=expected, next_seq=seq, session_id=self._session_id)
+        return entries if kept is None else kept
 
     async def _start_warm(self) -> bool:
         """Continue the projection another object of this session built in this process, if it holds."""
@@ -279,7 +291,8 @@ class StoredSession(Branching):
 
     async def _refresh(self, action: str) -> None:
         """Fetch and decode what was appended after what this object has already read."""
-        if not self._log.extend(await self._fetch(self._log.last_seq, action)):
+        after = self._log.last_seq
+        if not self._log.extend(self._contiguous(await self._fetch(after, action), after + 1)):
             await self._read_all(action)  # the store no longer continues what we read
             self._stale_checkpoint = True
 
