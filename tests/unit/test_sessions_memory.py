@@ -46,6 +46,8 @@ from helikon import (
     project,
 )
 from helikon.core.conversation_check import is_provider_valid
+from helikon.core.session import event_step, fold
+from helikon.core.session._pair_cut import whole_cut
 from helikon.core.session.recorder import INTERRUPTED_TOOL_TEXT
 
 TS = datetime(2024, 1, 1, tzinfo=UTC)
@@ -229,15 +231,14 @@ def test_a_full_compaction_hides_everything_before_it(before: list[Any], after: 
     marker = Compacted(summary="SUMMARY", original_count=len(before))
     hidden = project(before).messages
     combined = project([*before, marker, *after]).messages
-    tail = project(after).messages
-    assert combined[0] == SystemMessage(text="SUMMARY")
-    assert combined[len(combined) - len(tail) :] == tail
-    # But a tool turn still open at the marker (a call waiting for its result, reasoning for
-    # its call) stays verbatim after the summary: its result must not be orphaned.
-    kept = combined[1 : len(combined) - len(tail)]
-    assert kept == hidden[len(hidden) - len(kept) :]
+    # A tool turn still open at the marker (a call waiting for its result, reasoning for its
+    # call) stays verbatim after the summary: its result must not be orphaned.
+    kept = hidden[whole_cut(hidden, len(hidden), -1) :]
     assert all(isinstance(m, ToolCall | ToolResult | AssistantMessage) for m in kept)
     assert not kept or not is_provider_valid(hidden)
+    # Everything else before it is hidden: what follows the summary is that turn, then the
+    # events after the marker (a result of that turn takes its place in it, in call order).
+    assert combined == (SystemMessage(text="SUMMARY"), *fold([*kept, *map(event_step, after)]).messages)
 
 
 # --- MemorySession ----------------------------------------------------------------------------

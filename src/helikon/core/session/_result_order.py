@@ -33,7 +33,7 @@ def result_position(messages: Sequence[Item], call_id: str) -> int:
     while position > first:
         before = messages[position - 1]
         placed = order.get(before.call_id) if isinstance(before, ToolResult) else None
-        if placed is None or placed < rank:
+        if placed is None or placed <= rank:  # a second result of one call goes after the first
             break
         position -= 1
     return position
