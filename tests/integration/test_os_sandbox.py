@@ -27,6 +27,7 @@ from exec_helpers import children_of_this_process, sh
 from helikon.core.exceptions import Denied
 from helikon.tools import (
     BashTool,
+    EgressPolicy,
     ExecOutput,
     ExecRequest,
     HostBackend,
@@ -43,7 +44,7 @@ SECRET = "TOP-SECRET-7f3a"
 
 
 class Listener:
-    """A local server that only records who connected (TCP, UDP or a UNIX socket file)."""
+    """A local server that only records who connected (TCP, UDP or a UNIX socket file, stream or datagram)."""
 
     def __init__(self, family: int, kind: int, address: tuple[str, int] | str) -> None:
         self.sock = socket.socket(family, kind)
@@ -89,12 +90,17 @@ class World:
     tcp: Listener
     udp: Listener
     unix: Listener
+    unix_dgram: Listener
     sandbox: Sandbox
     backends: list[OsSandboxBackend] = field(default_factory=lambda: list[OsSandboxBackend]())
 
     def fill(self, template: str) -> str:
         return template.format(
-            outside=self.outside, tcp=self.tcp.port, udp=self.udp.port, sock=self.outside / "sock"
+            outside=self.outside,
+            tcp=self.tcp.port,
+            udp=self.udp.port,
+            sock=self.outside / "sock",
+            dgram=self.outside / "dgram",
         )
 
     def confined(self) -> OsSandboxBackend:
@@ -116,12 +122,13 @@ def world(tmp_path: Path) -> Iterator[World]:
     tcp = Listener(socket.AF_INET, socket.SOCK_STREAM, ("127.0.0.1", 0))
     udp = Listener(socket.AF_INET, socket.SOCK_DGRAM, ("127.0.0.1", 0))
     unix = Listener(socket.AF_UNIX, socket.SOCK_STREAM, str(outside / "sock"))
+    unix_dgram = Listener(socket.AF_UNIX, socket.SOCK_DGRAM, str(outside / "dgram"))  # like /dev/log
     with Sandbox.open(root) as sandbox:
-        made = World(root, outside, tcp, udp, unix, sandbox)
+        made = World(root, outside, tcp, udp, unix, unix_dgram, sandbox)
         yield made
         for backend in made.backends:
             backend.close()
-    for server in (tcp, udp, unix):
+    for server in (tcp, udp, unix, unix_dgram):
         server.close()
 
 
@@ -205,6 +212,16 @@ ESCAPES = [
         "connect to a UNIX socket outside (a host daemon's)",
         py("import socket; s = socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.close()"),
         lambda world, out: _eventually(lambda: world.unix.hits > 0),
+    ),
+    Escape(
+        # socket(AF_UNIX) is refused, but an unbound datagram socket of a socketpair can
+        # still send to any datagram socket file by its path (syslog's /dev/log, journald).
+        "send a datagram to a UNIX socket outside from a socketpair",
+        py(
+            "import socket as s; a, b = s.socketpair(s.AF_UNIX, s.SOCK_DGRAM | s.SOCK_CLOEXEC); "
+            "a.sendto(b'x', '{dgram}')"
+        ),
+        lambda world, out: _eventually(lambda: world.unix_dgram.hits > 0),
     ),
     Escape(
         "make a network namespace (unshare)",
@@ -397,6 +414,46 @@ async def test_a_denied_system_call_fails_with_eperm_inside_and_not_on_the_host(
     assert inside == ["-1", str(expected)]
     host = (await HostBackend.builder(world.sandbox).build().run(ExecRequest(argv))).stdout.split()
     assert host and host != inside
+
+
+_SOCKETPAIRS = (
+    "import socket as s, sys\n"
+    "for family, kind in [\n"
+    "    (s.AF_UNIX, s.SOCK_STREAM),\n"
+    "    (s.AF_UNIX, s.SOCK_SEQPACKET),\n"
+    "    (s.AF_UNIX, s.SOCK_STREAM | s.SOCK_NONBLOCK | s.SOCK_CLOEXEC),\n"
+    "    (s.AF_UNIX, s.SOCK_SEQPACKET | s.SOCK_CLOEXEC),\n"
+    "    (s.AF_UNIX, s.SOCK_DGRAM),\n"
+    "    (s.AF_UNIX, s.SOCK_DGRAM | s.SOCK_CLOEXEC | s.SOCK_NONBLOCK),\n"
+    "    (s.AF_INET, s.SOCK_STREAM),\n"
+    "]:\n"
+    "    try:\n"
+    "        for end in s.socketpair(family, kind):\n"
+    "            end.close()\n"
+    "        print('ok')\n"
+    "    except OSError as error:\n"
+    "        print(error.errno)\n"
+)
+
+
+@pytest.mark.parametrize("network", ["closed", "open", "egress"])
+async def test_only_stream_and_seqpacket_unix_socketpairs_can_be_made(world: World, network: str) -> None:
+    # Each branch of the filter's socketpair rule, with and without the type's flag bits: the
+    # family, stream, seqpacket, and the datagram pairs that fall through to the refusal.
+    builder = OsSandboxBackend.builder(world.sandbox).timeout(20)
+    if network == "open":
+        builder = builder.allow_network(True)
+    elif network == "egress":
+        builder = builder.egress_policy(EgressPolicy.deny_all())
+    backend = builder.build()
+    world.backends.append(backend)
+    inside = await backend.run(ExecRequest(("python3", "-c", _SOCKETPAIRS)))
+    eperm = str(errno.EPERM)
+    assert inside.stdout.split() == ["ok", "ok", "ok", "ok", eperm, eperm, eperm], inside.stderr
+    # The twin: on the host the datagram pairs are made (AF_INET pairs do not exist anywhere).
+    host = await HostBackend.builder(world.sandbox).build().run(ExecRequest(("python3", "-c", _SOCKETPAIRS)))
+    assert host.stdout.split()[:6] == ["ok"] * 6, host.stderr
+    assert host.stdout.split()[6] != eperm
 
 
 def test_a_dead_launcher_is_an_error_that_says_so(world: World) -> None:
