@@ -22,6 +22,7 @@ from helikon.tools import EgressPolicy, OsSandboxBackend, OsSandboxUnsupported, 
 pytestmark = pytest.mark.integration
 
 LANDLOCK_CREATE_RULESET = 444
+LANDLOCK_ADD_RULE = 445
 LANDLOCK_RESTRICT_SELF = 446
 PRCTL = 157
 UNSHARE = 272
@@ -33,12 +34,12 @@ _BUILD = textwrap.dedent(
     from helikon.tools import EgressPolicy, OsSandboxBackend, OsSandboxUnsupported, Sandbox
     from helikon.tools import _seccomp as bpf
 
-    number, errno, arg0 = (int(value) for value in sys.argv[1:4])
-    egress, root = sys.argv[4:6]
+    number, errno, index, value = (int(arg) for arg in sys.argv[1:5])
+    egress, root = sys.argv[5:7]
     insn = bpf._insn
     match = [insn(bpf._JEQ, number, jf=3)]
-    if arg0 >= 0:  # only when the first argument is arg0 (prctl's option)
-        match = [insn(bpf._JEQ, number, jf=4), insn(bpf._LD_ABS, 16), insn(bpf._JEQ, arg0, jf=2)]
+    if index >= 0:  # only when argument `index` is `value` (prctl's option, a call's flags)
+        match = [insn(bpf._JEQ, number, jf=4), insn(bpf._LD_ABS, 16 + 8 * index), insn(bpf._JEQ, value, jf=2)]
     program = b"".join([
         insn(bpf._LD_ABS, 0), *match, insn(bpf._RET, 0x00050000 | errno), insn(bpf._RET, bpf.RET_ALLOW),
         insn(bpf._RET, bpf.RET_ALLOW), insn(bpf._RET, bpf.RET_ALLOW),
@@ -65,8 +66,13 @@ _BUILD = textwrap.dedent(
 )
 
 
-def build_under(tmp_path: Path, syscall: int, errno: int, *, arg0: int = -1, egress: bool = False) -> str:
-    """`build()`'s outcome in a process where `syscall` (with `arg0`, if given) returns `-errno`."""
+def build_under(
+    tmp_path: Path, syscall: int, errno: int, *, arg: tuple[int, int] = (-1, 0), egress: bool = False
+) -> str:
+    """`build()`'s outcome in a process where `syscall` returns `-errno`.
+
+    With `arg=(index, value)`, only the calls whose argument `index` (low 32 bits) is `value`.
+    """
     done = subprocess.run(
         [
             sys.executable,
@@ -74,7 +80,7 @@ def build_under(tmp_path: Path, syscall: int, errno: int, *, arg0: int = -1, egr
             _BUILD,
             str(syscall),
             str(errno),
-            str(arg0),
+            *(str(part) for part in arg),
             "egress" if egress else "-",
             str(tmp_path),
         ],
@@ -97,18 +103,36 @@ def test_no_landlock_in_the_kernel(tmp_path: Path) -> None:
     assert outcome.startswith("unsupported:") and "Landlock is not enabled" in outcome
 
 
+def test_landlock_refused_by_a_container_profile(tmp_path: Path) -> None:
+    # Older container seccomp profiles answer the Landlock calls with EPERM: build() once
+    # raised the private LandlockError (a bare OSError), not the documented error.
+    outcome = build_under(tmp_path, LANDLOCK_CREATE_RULESET, 1)  # EPERM
+    assert outcome.startswith("unsupported:") and "refused Landlock" in outcome and "EPERM" in outcome
+
+
+def test_a_kernel_that_reports_an_abi_it_then_refuses(tmp_path: Path) -> None:
+    # The version query (flags = 1) answers; making the ruleset itself (flags = 0) fails.
+    outcome = build_under(tmp_path, LANDLOCK_CREATE_RULESET, 22, arg=(2, 0))  # EINVAL
+    assert outcome.startswith("unsupported:") and "refused Landlock" in outcome and "EINVAL" in outcome
+
+
+def test_a_kernel_that_refuses_a_landlock_rule(tmp_path: Path) -> None:
+    outcome = build_under(tmp_path, LANDLOCK_ADD_RULE, 22)  # EINVAL
+    assert outcome.startswith("unsupported:") and "refused Landlock" in outcome and "EINVAL" in outcome
+
+
 def test_a_kernel_that_pretends_to_apply_landlock(tmp_path: Path) -> None:
     outcome = build_under(tmp_path, LANDLOCK_RESTRICT_SELF, 0)  # "success", nothing done
     assert outcome.startswith("unsupported:") and "Landlock is not enforced" in outcome
 
 
 def test_a_kernel_that_pretends_to_load_the_seccomp_filter(tmp_path: Path) -> None:
-    outcome = build_under(tmp_path, PRCTL, 0, arg0=PR_SET_SECCOMP)
+    outcome = build_under(tmp_path, PRCTL, 0, arg=(0, PR_SET_SECCOMP))
     assert outcome.startswith("unsupported:") and "seccomp filter is not enforced" in outcome
 
 
 def test_a_kernel_that_refuses_seccomp(tmp_path: Path) -> None:
-    outcome = build_under(tmp_path, PRCTL, 22, arg0=PR_SET_SECCOMP)  # EINVAL: no CONFIG_SECCOMP_FILTER
+    outcome = build_under(tmp_path, PRCTL, 22, arg=(0, PR_SET_SECCOMP))  # EINVAL: no CONFIG_SECCOMP_FILTER
     assert outcome.startswith("unsupported:") and "refused to confine" in outcome
 
 

@@ -41,6 +41,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
@@ -54,7 +55,7 @@ from typing import TYPE_CHECKING, Self
 from helikon.core.exceptions import HelikonError, UserError
 
 from ._confine import open_dir
-from ._landlock import abi_version
+from ._landlock import LandlockError, abi_version
 from ._launcher_client import Launcher, LauncherError
 from ._local_options import LocalOptions
 from ._os_policy import MIN_ABI, PROXY_PORT, NetworkMode, build_ruleset
@@ -143,7 +144,10 @@ class OsSandboxBackendBuilder(LocalOptions):
                 f"OsSandboxBackend needs Linux (Landlock and seccomp); this is {sys.platform}. "
                 "Use HostBackend under a permission policy, or a ForkdBackend"
             )
-        abi = abi_version()
+        try:
+            abi = abi_version()
+        except LandlockError as error:
+            raise _refused(error) from None
         if abi < MIN_ABI:
             why = "Landlock is not enabled (CONFIG_SECURITY_LANDLOCK, and 'landlock' in the lsm= boot list)"
             raise OsSandboxUnsupported(
@@ -211,6 +215,8 @@ class OsSandboxBackendBuilder(LocalOptions):
                 )
             finally:
                 ruleset.close()  # the launcher holds its own copy
+        except LandlockError as error:
+            raise _refused(error) from None
         except LauncherError as error:
             raise OsSandboxUnsupported(f"OsSandboxBackend cannot confine commands here: {error}") from None
         finally:
@@ -329,6 +335,19 @@ def _shutdown(launcher: Launcher, proxy: ProxyThread | None, private: str, root_
     if proxy is not None:
         proxy.close()
     shutil.rmtree(private, ignore_errors=True)
+
+
+def _refused(error: LandlockError) -> OsSandboxUnsupported:
+    """What a Landlock call the kernel refused means for `build()` (fail closed, the documented error)."""
+    name = errno.errorcode.get(error.errno or 0, str(error.errno))
+    hint = ""
+    if error.errno == errno.EPERM:
+        hint = "; a container's seccomp profile may block the landlock_* system calls"
+    elif error.errno == errno.EINVAL:
+        hint = "; the kernel reports a Landlock ABI it does not accept"
+    return OsSandboxUnsupported(
+        f"OsSandboxBackend: the kernel refused Landlock ({name}: {error.strerror}){hint}"
+    )
 
 
 def _rlimits(limits: ResourceLimits) -> dict[str, tuple[int, int]]:
