@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from exec_helpers import sh
+from exec_helpers import gone, launched, on_host, sh, wait_until
 
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import UserError
@@ -48,20 +48,6 @@ def local(request: pytest.FixtureRequest) -> Local:
     if request.param == "host":
         return HostBackend.builder
     return OsSandboxBackend.builder
-
-
-def gone(pid: int, within: float = 3.0) -> bool:
-    """Whether `pid` no longer runs (absent, or a zombie waiting for its reaper)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.02)
-    return False
 
 
 async def test_guarantees_say_no_containment(sandbox: Sandbox) -> None:
@@ -150,11 +136,17 @@ async def test_a_program_that_cannot_start_is_a_result_not_an_exception(
 
 
 async def test_a_timeout_kills_the_whole_process_group(local: Local, sandbox: Sandbox) -> None:
-    backend = local(sandbox).timeout(0.5).build()
-    out = await backend.run(sh("(sleep 30; touch survived) & echo $! > grandchild; sleep 30"))
+    # A timeout that fires before the command started its grandchild proves nothing: on a
+    # machine too slow for that, the same run again with a longer one.
+    for limit in (0.5, 2.0, 8.0, 30.0):
+        backend, launcher = launched(local(sandbox).timeout(limit).build)
+        out = await backend.run(sh("(sleep 60; touch survived) & echo $! > grandchild; sleep 60"))
+        written = sandbox.root / "grandchild"
+        if written.exists() and written.read_text().endswith("\n"):
+            break
     assert out.timed_out and out.exit_code is None and out.signal == signal.SIGKILL
     grandchild = int((sandbox.root / "grandchild").read_text())
-    assert gone(grandchild)
+    assert gone(on_host(grandchild, launcher))
 
 
 async def test_without_pidfds_a_thread_waits_for_the_exit(
@@ -187,9 +179,10 @@ def test_the_twin_a_plain_kill_of_the_child_leaves_the_grandchild_running(tmp_pa
 
 
 async def test_what_a_command_leaves_running_is_killed_when_it_exits(local: Local, sandbox: Sandbox) -> None:
-    out = await local(sandbox).timeout(10).build().run(sh("sleep 30 & echo $!"))
+    backend, launcher = launched(local(sandbox).timeout(10).build)
+    out = await backend.run(sh("sleep 30 & echo $!"))
     assert out.exit_code == 0 and not out.timed_out  # returned without waiting for the sleep
-    assert gone(int(out.stdout))
+    assert gone(on_host(int(out.stdout), launcher))
 
 
 async def test_output_past_the_cap_is_cut_and_the_command_stopped(local: Local, sandbox: Sandbox) -> None:
@@ -253,26 +246,38 @@ async def test_the_default_limits_are_the_books(local: Local, sandbox: Sandbox) 
 
 async def test_a_cancelled_token_kills_the_command(local: Local, sandbox: Sandbox) -> None:
     token = CancellationToken()
-    backend = local(sandbox).timeout(30).build()
-    loop = asyncio.get_running_loop()
-    loop.call_later(0.3, token.cancel)
+    backend, launcher = launched(local(sandbox).timeout(30).build)
+    bg = sandbox.root / "bg"
+
+    async def cancel_once_started() -> int:
+        await asyncio.to_thread(
+            wait_until, lambda: bg.exists() and bg.read_text().endswith("\n"), "the start"
+        )
+        found = on_host(int(bg.read_text()), launcher)
+        token.cancel()
+        return found
+
+    cancelling = asyncio.ensure_future(cancel_once_started())
     out = await backend.run(sh("sleep 30 & echo $! > bg; sleep 30"), cancel=token)
     assert out.cancelled and not out.timed_out and out.exit_code is None
-    assert gone(int((sandbox.root / "bg").read_text()))
+    background = await cancelling
+    assert background and gone(background)
 
 
 async def test_a_cancelled_task_kills_the_command(local: Local, sandbox: Sandbox) -> None:
-    backend = local(sandbox).timeout(30).build()
+    backend, launcher = launched(local(sandbox).timeout(30).build)
     task = asyncio.create_task(backend.run(sh("echo $$ > pid; sleep 30")))
     pid_file = sandbox.root / "pid"
-    for _ in range(250):  # until the command has started (a file, not an event: another process)
-        if pid_file.exists() and pid_file.read_text():
-            break
-        await asyncio.sleep(0.02)
+
+    def started() -> bool:  # a file, not an event: another process
+        return pid_file.exists() and pid_file.read_text().endswith("\n")
+
+    await asyncio.to_thread(wait_until, started, "the command's start")
+    command = on_host(int(pid_file.read_text()), launcher)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert gone(int(pid_file.read_text()))
+    assert command and gone(command)
 
 
 @pytest.mark.parametrize(

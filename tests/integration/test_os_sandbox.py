@@ -16,13 +16,20 @@ import signal
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from exec_helpers import children_of_this_process, sh
+from exec_helpers import (
+    gone,
+    launched,
+    own_pid_namespace,
+    running,
+    sh,
+    stray_in_its_session,
+    wait_until,
+)
 
 from helikon.core.exceptions import Denied
 from helikon.tools import (
@@ -43,33 +50,65 @@ pytestmark = pytest.mark.integration
 SECRET = "TOP-SECRET-7f3a"
 
 
+_SENTINEL = b"helikon-test-sentinel"
+
+
 class Listener:
-    """A local server that only records who connected (TCP, UDP or a UNIX socket file, stream or datagram)."""
+    """A local server that only records who reached it (TCP, UDP or a UNIX socket file, stream or datagram).
+
+    `settled()` says how many did, once everything sent before the call was served: it sends
+    a sentinel of its own, which arrives after them (a socket's queue is first in, first
+    out), and waits for it. So a check never depends on how soon the serving thread runs.
+    """
 
     def __init__(self, family: int, kind: int, address: tuple[str, int] | str) -> None:
         self.sock = socket.socket(family, kind)
         self.sock.bind(address)
+        self.family, self.kind = family, kind
         self.hits = 0
+        self._sentinels = 0
         if kind == socket.SOCK_STREAM:
             self.sock.listen(16)
         self.sock.settimeout(0.2)
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._serve, args=(kind,), daemon=True)
+        self._thread = threading.Thread(target=self._serve, daemon=True)
         self._thread.start()
 
-    def _serve(self, kind: int) -> None:
+    def _serve(self) -> None:
         while not self._stop.is_set():
             try:
-                if kind == socket.SOCK_STREAM:
-                    conn, _ = self.sock.accept()
-                    conn.close()
-                else:
-                    self.sock.recv(64)
+                data = self._receive()
             except TimeoutError:
                 continue
             except OSError:
                 return
-            self.hits += 1
+            if data == _SENTINEL:
+                self._sentinels += 1
+            else:
+                self.hits += 1
+
+    def _receive(self) -> bytes:
+        if self.kind != socket.SOCK_STREAM:
+            return self.sock.recv(64)
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.settimeout(1.0)
+            try:
+                return conn.recv(64)  # a sentinel says so; a command connects and says nothing
+            except OSError:
+                return b""
+
+    def settled(self) -> int:
+        """The hits, once what was sent before this call has been served."""
+        sent = self._sentinels + 1
+        with socket.socket(self.family, self.kind) as client:
+            if self.kind == socket.SOCK_STREAM:
+                client.connect(self.sock.getsockname())
+                client.sendall(_SENTINEL)
+            else:
+                client.sendto(_SENTINEL, self.sock.getsockname())
+        wait_until(lambda: self._sentinels >= sent, "the listener serving its sentinel")
+        return self.hits
 
     @property
     def port(self) -> int:
@@ -96,6 +135,7 @@ class World:
 
     def fill(self, template: str) -> str:
         return template.format(
+            agent=os.getpid(),
             outside=self.outside,
             tcp=self.tcp.port,
             udp=self.udp.port,
@@ -189,8 +229,8 @@ ESCAPES = [
         "list another user's home", "ls -a /root && echo listed", lambda world, out: "listed" in out.stdout
     ),
     Escape(
-        "read another process's environment in /proc",
-        "set -o pipefail; cat /proc/$PPID/environ | tr '\\0' '\\n'",
+        "read the agent's environment in /proc",
+        "set -o pipefail; cat /proc/{agent}/environ | tr '\\0' '\\n'",
         lambda world, out: "PATH=" in out.stdout,
     ),
     Escape(
@@ -201,17 +241,17 @@ ESCAPES = [
     Escape(
         "connect over TCP to a local server",
         py("import socket; socket.create_connection(('127.0.0.1', {tcp}), timeout=5).close()"),
-        lambda world, out: world.tcp.hits > 0,
+        lambda world, out: world.tcp.settled() > 0,
     ),
     Escape(
         "send a UDP datagram",
         py("import socket as s; s.socket(s.AF_INET, s.SOCK_DGRAM).sendto(b'x', ('127.0.0.1', {udp}))"),
-        lambda world, out: _eventually(lambda: world.udp.hits > 0),
+        lambda world, out: world.udp.settled() > 0,
     ),
     Escape(
         "connect to a UNIX socket outside (a host daemon's)",
         py("import socket; s = socket.socket(socket.AF_UNIX); s.connect('{sock}'); s.close()"),
-        lambda world, out: _eventually(lambda: world.unix.hits > 0),
+        lambda world, out: world.unix.settled() > 0,
     ),
     Escape(
         # socket(AF_UNIX) is refused, but an unbound datagram socket of a socketpair can
@@ -221,7 +261,7 @@ ESCAPES = [
             "import socket as s; a, b = s.socketpair(s.AF_UNIX, s.SOCK_DGRAM | s.SOCK_CLOEXEC); "
             "a.sendto(b'x', '{dgram}')"
         ),
-        lambda world, out: _eventually(lambda: world.unix_dgram.hits > 0),
+        lambda world, out: world.unix_dgram.settled() > 0,
     ),
     Escape(
         "make a network namespace (unshare)",
@@ -229,13 +269,13 @@ ESCAPES = [
         lambda world, out: "made" in out.stdout,
     ),
     Escape(
-        "read another process's resource limits",
-        "prlimit --pid $PPID --nofile --output SOFT --noheadings",
+        "read the agent's resource limits",
+        "prlimit --pid {agent} --nofile --output SOFT --noheadings",
         lambda world, out: out.exit_code == 0 and out.stdout.strip() != "",
     ),
     Escape(
-        "change another process's priority",
-        "renice -n 0 -p $PPID && echo reniced",
+        "change the agent's priority",
+        "renice -n 0 -p {agent} && echo reniced",
         lambda world, out: "reniced" in out.stdout,
     ),
     Escape(
@@ -244,8 +284,8 @@ ESCAPES = [
         lambda world, out: _shm_made(out),
     ),
     Escape(
-        "signal the process that started it",
-        "kill -0 $PPID && echo signalled",
+        "signal the agent",
+        "kill -0 {agent} && echo signalled",
         lambda world, out: "signalled" in out.stdout,
     ),
 ]
@@ -258,15 +298,6 @@ def _shm_made(out: ExecOutput) -> bool:
         return False
     subprocess.run(["ipcrm", "-m", made.group(1)], check=False)
     return True
-
-
-def _eventually(check: Callable[[], bool]) -> bool:
-    """A server thread records a hit a moment after the client's call returns."""
-    for _ in range(50):
-        if check():
-            return True
-        threading.Event().wait(0.02)
-    return False
 
 
 @pytest.mark.parametrize("escape", ESCAPES, ids=lambda escape: escape.name)
@@ -346,11 +377,11 @@ async def test_allow_network_opens_sockets(world: World) -> None:
     world.backends.append(opened)
     connect = py("import socket; socket.create_connection(('127.0.0.1', {tcp}), timeout=5).close()")
     out = await opened.run(sh(world.fill(connect)))
-    assert out.exit_code == 0 and world.tcp.hits == 1, out.stderr
+    assert out.exit_code == 0 and world.tcp.settled() == 1, out.stderr
     # Still no UNIX sockets: host daemons (docker, dbus) listen on socket files.
     unix = py("import socket; s = socket.socket(socket.AF_UNIX); s.connect('{sock}')")
     refused = await opened.run(sh(world.fill(unix)))
-    assert "PermissionError" in refused.stderr and not _eventually(lambda: world.unix.hits > 0)
+    assert "PermissionError" in refused.stderr and world.unix.settled() == 0
 
 
 async def test_extra_read_only_and_writable_paths(world: World, tmp_path: Path) -> None:
@@ -457,25 +488,23 @@ async def test_only_stream_and_seqpacket_unix_socketpairs_can_be_made(world: Wor
 
 
 def test_a_dead_launcher_is_an_error_that_says_so(world: World) -> None:
-    before = children_of_this_process()
-    backend = world.confined()
-    (launcher,) = children_of_this_process() - before
-    assert "_os_launcher.py" in Path(f"/proc/{launcher}/cmdline").read_text()
+    backend, launcher = launched(world.confined)
+    assert launcher is not None and "_os_launcher.py" in Path(f"/proc/{launcher}/cmdline").read_text()
     os.kill(launcher, signal.SIGKILL)
     os.waitpid(launcher, 0)
     with pytest.raises(OsSandboxError, match="launcher"):
         asyncio.run(backend.run(sh("true")))
 
 
-def test_the_child_kept_ready_for_the_next_command_dies_with_the_launcher(world: World) -> None:
-    before = children_of_this_process()
-    world.confined()
-    (launcher,) = children_of_this_process() - before
-    (spare,) = (int(pid) for pid in Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split())
-    assert _running(spare, within=0.2)
+def test_what_the_launcher_keeps_dies_with_it(world: World) -> None:
+    _, launcher = launched(world.confined)
+    assert launcher is not None
+    # The child kept ready for the next command, and the pid namespace's init where there is one.
+    kept = [int(pid) for pid in Path(f"/proc/{launcher}/task/{launcher}/children").read_text().split()]
+    assert len(kept) == (2 if own_pid_namespace(launcher) else 1) and all(running(pid) for pid in kept)
     os.kill(launcher, signal.SIGKILL)
     os.waitpid(launcher, 0)
-    assert not _running(spare, within=3.0)
+    assert all(gone(pid) for pid in kept)
 
 
 _SIGNAL_THE_OTHER = "while [ ! -s a.pid ]; do sleep 0.02; done; kill -0 $(cat a.pid) && echo signalled"
@@ -500,36 +529,38 @@ async def test_a_command_cannot_signal_another_command_of_the_same_backend(world
     assert host.stdout == "signalled\n", host.stderr
 
 
-def _running(pid: int, within: float) -> bool:
-    """Whether `pid` still runs after `within` seconds (a zombie counts as gone)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return False
-        if state == "Z":
-            return False
-        time.sleep(0.05)
-    return True
+_LEAVE_ITS_GROUP = (
+    "setsid bash -c 'echo $$ > stray.pid; until [ -e ping ]; do sleep 0.02; done; echo pong > pong; "
+    "exec sleep 60' & until [ -e go ]; do sleep 0.02; done"
+)
+"""A command that leaves a stray in a session of its own, and ends once the test says `go`; the
+stray answers a `ping` with a `pong`, so the test can tell it still runs after the call."""
+
+
+async def _run_leaving_a_stray(
+    backend: HostBackend | OsSandboxBackend, root: Path, launcher: int | None
+) -> int:
+    """Run `_LEAVE_ITS_GROUP` to its end; the stray's host pid, found before the command ended."""
+    run = asyncio.ensure_future(backend.run(sh(_LEAVE_ITS_GROUP)))
+    stray = await asyncio.to_thread(stray_in_its_session, root / "stray.pid", launcher)
+    (root / "go").touch()
+    out = await run
+    assert out.exit_code == 0 and not out.timed_out, out.stderr
+    return stray
 
 
 def test_a_process_that_leaves_its_group_is_killed_once_the_command_is_done(world: World) -> None:
-    backend = world.confined()
-    out = asyncio.run(backend.run(sh("setsid sleep 60 & echo $!; sleep 0.3")))
-    assert out.exit_code == 0
-    assert not _running(int(out.stdout), within=3.0)
+    backend, launcher = launched(world.confined)
+    stray = asyncio.run(_run_leaving_a_stray(backend, world.root, launcher))
+    assert gone(stray)
 
 
 def test_the_twin_on_the_host_a_process_that_leaves_its_group_outlives_the_command(world: World) -> None:
-    out = asyncio.run(
-        HostBackend.builder(world.sandbox).build().run(sh("setsid sleep 60 & echo $!; sleep 0.3"))
-    )
-    stray = int(out.stdout)
+    # It holds the output pipes, but the call returns once the command is done.
+    stray = asyncio.run(_run_leaving_a_stray(HostBackend.builder(world.sandbox).build(), world.root, None))
     try:
-        assert _running(stray, within=0.5)
-        # It holds the output pipes, but the call returns once the command is done.
-        assert out.exit_code == 0 and not out.timed_out
+        (world.root / "ping").touch()
+        wait_until(lambda: (world.root / "pong").exists(), "the stray answering after the call")
     finally:
         os.kill(stray, signal.SIGKILL)
 
@@ -565,10 +596,9 @@ def test_a_command_cannot_leave_its_session_to_dodge_the_timeout(world: World) -
         "    print('refused', flush=True)\n"
         "time.sleep(60)\n"
     )
-    started = time.monotonic()
     out = asyncio.run(backend.run(ExecRequest(("python3", "-c", source))))
-    assert out.timed_out and out.stdout == "refused\n"
-    assert time.monotonic() - started < 20
+    # Still in its own group, so the timeout's group kill reached it.
+    assert out.timed_out and out.stdout == "refused\n" and out.signal == signal.SIGKILL
 
 
 def test_a_symlinked_working_directory_is_refused(world: World) -> None:

@@ -3,18 +3,18 @@
 This kernel supports everything the sandbox needs, so the tests make kernels that do not:
 each runs `build()` in a fresh Python process under a seccomp filter that makes one system
 call fail (`ENOSYS`: "not built in"), or *pretend to succeed* without doing anything
-(errno 0) — the case a probe is for. The filter is inherited by the launcher and its
-children, as a real kernel's refusal would be.
+(errno 0) — the case a probe is for (`kernel_faults.run_refusing`). The filter is inherited
+by the launcher and its children, as a real kernel's refusal would be.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+from kernel_faults import run_refusing
 
 from helikon.core.exceptions import UserError
 from helikon.tools import EgressPolicy, OsSandboxBackend, OsSandboxUnsupported, Sandbox
@@ -30,29 +30,9 @@ PR_SET_SECCOMP = 22
 
 _BUILD = textwrap.dedent(
     """
-    import ctypes, struct, sys
     from helikon.tools import EgressPolicy, OsSandboxBackend, OsSandboxUnsupported, Sandbox
-    from helikon.tools import _seccomp as bpf
 
-    number, errno, index, value = (int(arg) for arg in sys.argv[1:5])
-    egress, root = sys.argv[5:7]
-    insn = bpf._insn
-    match = [insn(bpf._JEQ, number, jf=3)]
-    if index >= 0:  # only when argument `index` is `value` (prctl's option, a call's flags)
-        match = [insn(bpf._JEQ, number, jf=4), insn(bpf._LD_ABS, 16 + 8 * index), insn(bpf._JEQ, value, jf=2)]
-    program = b"".join([
-        insn(bpf._LD_ABS, 0), *match, insn(bpf._RET, 0x00050000 | errno), insn(bpf._RET, bpf.RET_ALLOW),
-        insn(bpf._RET, bpf.RET_ALLOW), insn(bpf._RET, bpf.RET_ALLOW),
-    ])
-
-    class Prog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    buffer = ctypes.create_string_buffer(program)
-    assert libc.prctl(38, 1, 0, 0, 0) == 0
-    fprog = Prog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    assert libc.syscall(317, 1, 0, ctypes.byref(fprog)) == 0  # seccomp(SECCOMP_SET_MODE_FILTER)
+    egress, root = sys.argv[1:3]
     builder = OsSandboxBackend.builder(Sandbox.open(root))
     if egress == "egress":
         builder = builder.egress_policy(EgressPolicy.deny_all().allow_domains(["example.com"]))
@@ -69,28 +49,8 @@ _BUILD = textwrap.dedent(
 def build_under(
     tmp_path: Path, syscall: int, errno: int, *, arg: tuple[int, int] = (-1, 0), egress: bool = False
 ) -> str:
-    """`build()`'s outcome in a process where `syscall` returns `-errno`.
-
-    With `arg=(index, value)`, only the calls whose argument `index` (low 32 bits) is `value`.
-    """
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _BUILD,
-            str(syscall),
-            str(errno),
-            *(str(part) for part in arg),
-            "egress" if egress else "-",
-            str(tmp_path),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
+    """`build()`'s outcome in a process where `syscall` returns `-errno` (`kernel_faults.run_refusing`)."""
+    return run_refusing(_BUILD, syscall, errno, "egress" if egress else "-", str(tmp_path), arg=arg)
 
 
 def test_the_twin_an_unrelated_refusal_still_builds(tmp_path: Path) -> None:
