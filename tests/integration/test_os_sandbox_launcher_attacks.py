@@ -25,9 +25,12 @@ import pytest
 from exec_helpers import (
     LEAVES_ITS_SESSION,
     gone,
+    kill_the_launcher_under_a_stray,
     launched,
     namespace_pid,
+    nobodys_directory,
     own_pid_namespace,
+    run_as_nobody,
     running,
     sh,
     stray_in_its_session,
@@ -543,6 +546,14 @@ def _stray_must_be_gone(stray: int) -> None:
             os.kill(stray, signal.SIGKILL)
 
 
+def test_a_setsid_stray_dies_even_when_the_launcher_is_killed_from_outside(tmp_path: Path) -> None:
+    # The commands run in a pid namespace whose init dies with the launcher, and the kernel
+    # then kills every process in it (an OOM kill or a `kill -9` runs no wind-down).
+    stray, own_pids = kill_the_launcher_under_a_stray(tmp_path)
+    assert own_pids, "this test needs a pid namespace for the sandbox: root, or user namespaces for all"
+    _stray_must_be_gone(stray)
+
+
 _KILL_THE_LAUNCHER = """
 import sys
 from pathlib import Path
@@ -550,6 +561,16 @@ from exec_helpers import kill_the_launcher_under_a_stray
 stray, own_pids = kill_the_launcher_under_a_stray(Path(sys.argv[1]))
 print(stray, int(own_pids))
 """
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="switching to an unprivileged user needs root")
+def test_the_same_for_an_unprivileged_user_through_a_user_namespace() -> None:
+    with nobodys_directory() as root:
+        done = run_as_nobody(_KILL_THE_LAUNCHER, str(root))
+    assert done.returncode == 0, done.stderr
+    stray, own_pids = (int(word) for word in done.stdout.split())
+    assert own_pids, "no pid namespace for nobody: are unprivileged user namespaces disabled?"
+    _stray_must_be_gone(stray)
 
 
 @pytest.mark.xfail(
@@ -621,3 +642,12 @@ def test_without_a_pid_namespace_the_launcher_still_kills_the_strays_it_outlives
     # subreaper, and kills strays once no command runs, and at close().
     out = run_refusing(_STRAYS, UNSHARE, errno.EPERM, str(tmp_path))
     assert out.splitlines() == ["own pid namespace: False", "done: True", "closed: True"]
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="switching to an unprivileged user needs root")
+def test_an_unprivileged_users_sandbox_kills_its_strays_in_its_own_namespaces() -> None:
+    # The keeper's kill(-1) and close() in a user namespace, without a capability.
+    with nobodys_directory() as root:
+        done = run_as_nobody(_STRAYS, str(root))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["own pid namespace: True", "done: True", "closed: True"]

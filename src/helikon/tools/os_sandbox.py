@@ -10,7 +10,9 @@ The rules are listed in full in `docs/tools-bash.md`. A violation is an ordinary
 The confinement is applied by a small launcher process, started by `build()`, that forks
 each command and confines the child before `exec` (not `preexec_fn`: forking a threaded
 program and running Python before `exec` can deadlock). The launcher stays up, so a
-command costs a `fork`, not an interpreter start. `build()` fails closed: it raises
+command costs a `fork`, not an interpreter start. Where the kernel allows, the commands run
+in a pid namespace whose init dies with the launcher, so nothing they start outlives it
+(`docs/tools-bash.md` has the tiers). `build()` fails closed: it raises
 `OsSandboxUnsupported` unless a probe child was really refused outside the root (and
 refused a socket, when the network is closed) on this kernel. Never a silent downgrade.
 
