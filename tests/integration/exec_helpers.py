@@ -106,6 +106,14 @@ def wait_until(ready: Callable[[], bool], what: str, within: float = 10.0) -> No
         time.sleep(0.02)
 
 
+def written(path: Path, within: float = 10.0) -> str:
+    """What another process wrote to `path`, once it ends with a newline (a whole line)."""
+    wait_until(
+        lambda: path.exists() and path.read_text().endswith("\n"), f"{path.name} being written", within
+    )
+    return path.read_text()
+
+
 def gone(pid: int, within: float = 3.0) -> bool:
     """Whether `pid` stops running within `within` seconds."""
     deadline = time.monotonic() + within

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from exec_helpers import gone, launched, on_host, sh, wait_until
+from exec_helpers import gone, launched, on_host, running, sh, wait_until, written
 
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import UserError
@@ -183,6 +183,84 @@ async def test_what_a_command_leaves_running_is_killed_when_it_exits(local: Loca
     out = await backend.run(sh("sleep 30 & echo $!"))
     assert out.exit_code == 0 and not out.timed_out  # returned without waiting for the sleep
     assert gone(on_host(int(out.stdout), launcher))
+
+
+# A background process that moves to a process group of its own (`setpgid`, as bash's job
+# control does) and still holds the output; it starts a child that leaves the session too.
+# Both say who they are once they have moved, and the command ends then.
+_MOVES_TO_ITS_OWN_GROUP = (
+    "python3 -c 'import os, time\n"
+    "os.setpgid(0, 0)\n"
+    "if os.fork() == 0:\n"
+    "    os.setsid()\n"
+    '    open("left.pid", "w").write(f"{os.getpid()}\\n")\n'
+    "else:\n"
+    '    open("moved.pid", "w").write(f"{os.getpid()}\\n")\n'
+    "time.sleep(60)' & "
+    "until [ -s moved.pid ] && [ -s left.pid ]; do sleep 0.02; done"
+)
+
+
+async def test_what_moves_to_another_group_of_the_session_is_killed_when_the_command_exits(
+    local: Local, sandbox: Sandbox
+) -> None:
+    backend, launcher = launched(local(sandbox).timeout(30).build)
+    run = asyncio.ensure_future(backend.run(sh(_MOVES_TO_ITS_OWN_GROUP)))
+    found: dict[str, int] = {}
+    for name in ("moved", "left"):
+        found[name] = on_host(int(await asyncio.to_thread(written, sandbox.root / f"{name}.pid")), launcher)
+    out = await run
+    try:
+        assert out.exit_code == 0 and not out.timed_out, out.stderr
+        assert found["moved"] and gone(found["moved"]), "a process in another group outlived the call"
+        assert found["left"] and gone(found["left"]), "its child in a session of its own outlived the call"
+    finally:
+        for pid in found.values():
+            if running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+# The same move, with the output let go (a daemon's `> /dev/null 2>&1`); it answers a `ping`.
+_MOVES_AND_LETS_GO = (
+    "python3 -c 'import os, time\n"
+    "os.setpgid(0, 0)\n"
+    'open("moved.pid", "w").write(f"{os.getpid()}\\n")\n'
+    'while not os.path.exists("ping"):\n'
+    "    time.sleep(0.02)\n"
+    'open("pong", "w").write("pong\\n")\n'
+    "time.sleep(60)' > /dev/null 2>&1 & "
+    "until [ -s moved.pid ]; do sleep 0.02; done"
+)
+
+
+async def test_what_moves_to_another_group_of_the_session_is_killed_at_the_timeout(
+    local: Local, sandbox: Sandbox
+) -> None:
+    backend, launcher = launched(local(sandbox).timeout(30).build)
+    run = asyncio.ensure_future(backend.run(sh(_MOVES_AND_LETS_GO + "; sleep 60", timeout=2)))
+    moved = on_host(int(await asyncio.to_thread(written, sandbox.root / "moved.pid")), launcher)
+    out = await run
+    try:
+        assert out.timed_out
+        assert moved and gone(moved), "a process in another group of its session outlived the timeout"
+    finally:
+        if running(moved):
+            os.kill(moved, signal.SIGKILL)
+
+
+async def test_on_the_host_what_moves_to_another_group_and_lets_go_of_the_output_outlives_the_call(
+    sandbox: Sandbox,
+) -> None:
+    # The limit docs/tools-bash.md states: nothing shows it is left, and a scan of every
+    # process for each command would cost more than the command (the OS sandbox kills it).
+    out = await HostBackend.builder(sandbox).build().run(sh(_MOVES_AND_LETS_GO))
+    moved = int((sandbox.root / "moved.pid").read_text())
+    try:
+        assert out.exit_code == 0
+        (sandbox.root / "ping").touch()
+        await asyncio.to_thread(written, sandbox.root / "pong")  # it still runs, and answers
+    finally:
+        os.kill(moved, signal.SIGKILL)
 
 
 async def test_output_past_the_cap_is_cut_and_the_command_stopped(local: Local, sandbox: Sandbox) -> None:
