@@ -16,13 +16,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
 from helikon.tools import ExecRequest, OsSandboxBackend, Sandbox
 
 B = TypeVar("B")
+T = TypeVar("T")
 
 
 def sh(command: str, **kwargs: object) -> ExecRequest:
@@ -112,6 +113,22 @@ def written(path: Path, within: float = 10.0) -> str:
         lambda: path.exists() and path.read_text().endswith("\n"), f"{path.name} being written", within
     )
     return path.read_text()
+
+
+async def once_started_before_the_timeout(
+    run: Callable[[float], Awaitable[T]], started: Callable[[T], bool]
+) -> T:
+    """`run(limit)` with a timeout of 1 s, then 4, then 16, until `started` says the command got going.
+
+    A test of a timeout needs the command to reach a point (print, start a child) before the
+    timeout fires; on a loaded machine a short one can fire first, which proves nothing and
+    fails nothing: the same run is then made with a longer timeout.
+    """
+    for limit in (1.0, 4.0):
+        out = await run(limit)
+        if started(out):
+            return out
+    return await run(16.0)
 
 
 def gone(pid: int, within: float = 3.0) -> bool:

@@ -19,11 +19,21 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from exec_helpers import gone, launched, on_host, running, sh, wait_until, written
+from exec_helpers import (
+    gone,
+    launched,
+    on_host,
+    once_started_before_the_timeout,
+    running,
+    sh,
+    wait_until,
+    written,
+)
 
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import UserError
 from helikon.tools import (
+    ExecOutput,
     ExecRequest,
     ExecutionBackend,
     HostBackend,
@@ -136,17 +146,19 @@ async def test_a_program_that_cannot_start_is_a_result_not_an_exception(
 
 
 async def test_a_timeout_kills_the_whole_process_group(local: Local, sandbox: Sandbox) -> None:
-    # A timeout that fires before the command started its grandchild proves nothing: on a
-    # machine too slow for that, the same run again with a longer one.
-    for limit in (0.5, 2.0, 8.0, 30.0):
-        backend, launcher = launched(local(sandbox).timeout(limit).build)
-        out = await backend.run(sh("(sleep 60; touch survived) & echo $! > grandchild; sleep 60"))
-        written = sandbox.root / "grandchild"
-        if written.exists() and written.read_text().endswith("\n"):
-            break
+    named = sandbox.root / "grandchild"
+    built: list[tuple[ExecutionBackend, int | None]] = []  # kept: a backend dropped stops its launcher
+
+    async def run(limit: float) -> ExecOutput:
+        named.unlink(missing_ok=True)
+        built.append(launched(local(sandbox).timeout(limit).build))
+        return await built[-1][0].run(sh("(sleep 60; touch survived) & echo $! > grandchild; sleep 60"))
+
+    out = await once_started_before_the_timeout(
+        run, lambda out: named.exists() and named.read_text().endswith("\n")
+    )
     assert out.timed_out and out.exit_code is None and out.signal == signal.SIGKILL
-    grandchild = int((sandbox.root / "grandchild").read_text())
-    assert gone(on_host(grandchild, launcher))
+    assert gone(on_host(int(named.read_text()), built[-1][1]))
 
 
 async def test_without_pidfds_a_thread_waits_for_the_exit(
@@ -154,10 +166,10 @@ async def test_without_pidfds_a_thread_waits_for_the_exit(
 ) -> None:
     # What runs where os.pidfd_open does not exist (macOS, Linux before 5.3).
     monkeypatch.delattr(os, "pidfd_open")
-    backend = HostBackend.builder(sandbox).timeout(0.5).build()
+    backend = HostBackend.builder(sandbox).timeout(30).build()
     out = await backend.run(sh("echo hi; exit 3"))
     assert (out.exit_code, out.stdout) == (3, "hi\n")
-    killed = await backend.run(sh("sleep 30"))
+    killed = await backend.run(sh("sleep 30", timeout=0.5))
     assert killed.timed_out and killed.signal == signal.SIGKILL
 
 
@@ -237,14 +249,24 @@ async def test_what_moves_to_another_group_of_the_session_is_killed_at_the_timeo
     local: Local, sandbox: Sandbox
 ) -> None:
     backend, launcher = launched(local(sandbox).timeout(30).build)
-    run = asyncio.ensure_future(backend.run(sh(_MOVES_AND_LETS_GO + "; sleep 60", timeout=2)))
-    moved = on_host(int(await asyncio.to_thread(written, sandbox.root / "moved.pid")), launcher)
-    out = await run
+    named = sandbox.root / "moved.pid"
+
+    async def run(limit: float) -> tuple[ExecOutput, int]:
+        named.unlink(missing_ok=True)
+        running_now = asyncio.ensure_future(backend.run(sh(_MOVES_AND_LETS_GO + "; sleep 60", timeout=limit)))
+        moved = 0
+        while not running_now.done() and not moved:  # found before the timeout kills it, or not at all
+            if named.exists() and named.read_text().endswith("\n"):
+                moved = on_host(int(named.read_text()), launcher)
+            await asyncio.sleep(0.02)
+        return await running_now, moved
+
+    out, moved = await once_started_before_the_timeout(run, lambda done: done[1] != 0)
     try:
         assert out.timed_out
         assert moved and gone(moved), "a process in another group of its session outlived the timeout"
     finally:
-        if running(moved):
+        if moved and running(moved):
             os.kill(moved, signal.SIGKILL)
 
 
@@ -278,7 +300,7 @@ _SPIN = "while :; do :; done"
 
 
 async def test_the_cpu_limit_kills_a_busy_loop_with_sigxcpu(local: Local, sandbox: Sandbox) -> None:
-    backend = local(sandbox).timeout(20).rlimits(ResourceLimits(cpu_seconds=1)).build()
+    backend = local(sandbox).timeout(60).rlimits(ResourceLimits(cpu_seconds=1)).build()
     out = await backend.run(sh(_SPIN))
     assert out.signal == signal.SIGXCPU and not out.timed_out
     # The twin: without the limit the same loop runs until the wall-clock timeout.

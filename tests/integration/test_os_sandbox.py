@@ -24,6 +24,7 @@ import pytest
 from exec_helpers import (
     gone,
     launched,
+    once_started_before_the_timeout,
     own_pid_namespace,
     running,
     sh,
@@ -586,8 +587,6 @@ def test_a_command_run_as_root_has_no_capabilities(world: World) -> None:
 
 
 def test_a_command_cannot_leave_its_session_to_dodge_the_timeout(world: World) -> None:
-    backend = OsSandboxBackend.builder(world.sandbox).timeout(1).build()
-    world.backends.append(backend)
     source = (
         "import os, time\n"
         "try:\n"
@@ -596,7 +595,11 @@ def test_a_command_cannot_leave_its_session_to_dodge_the_timeout(world: World) -
         "    print('refused', flush=True)\n"
         "time.sleep(60)\n"
     )
-    out = asyncio.run(backend.run(ExecRequest(("python3", "-c", source))))
+
+    async def run(limit: float) -> ExecOutput:
+        return await world.confined().run(ExecRequest(("python3", "-c", source), timeout=limit))
+
+    out = asyncio.run(once_started_before_the_timeout(run, lambda out: out.stdout != ""))
     # Still in its own group, so the timeout's group kill reached it.
     assert out.timed_out and out.stdout == "refused\n" and out.signal == signal.SIGKILL
 

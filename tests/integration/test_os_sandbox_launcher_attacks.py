@@ -29,6 +29,7 @@ from exec_helpers import (
     launched,
     namespace_pid,
     nobodys_directory,
+    once_started_before_the_timeout,
     own_pid_namespace,
     run_as_nobody,
     running,
@@ -189,13 +190,18 @@ def test_a_command_handed_a_spare_made_while_others_ran_holds_no_descriptor_but_
     sandbox: Sandbox,
 ) -> None:
     async def probes(backend: OsSandboxBackend) -> list[str]:
-        # Spares forked while other commands (their reply sockets, pipes) were running.
-        holders = [asyncio.ensure_future(backend.run(sh("sleep 3", stdin=b"x"))) for _ in range(3)]
-        await asyncio.sleep(0.3)
+        # Spares forked while other commands (their reply sockets, pipes) were running: once
+        # the three hold, each spare after them was.
+        hold = "echo > held.$$; until [ -e done ]; do sleep 0.02; done"
+        holders = [asyncio.ensure_future(backend.run(sh(hold, stdin=b"x"))) for _ in range(3)]
+        await asyncio.to_thread(
+            wait_until, lambda: len(list(sandbox.root.glob("held.*"))) == 3, "the holders"
+        )
         found = [
             (await backend.run(ExecRequest(("python3", "-c", _OPEN_FDS), stdin=b"in"))).stdout
             for _ in range(3)
         ]
+        (sandbox.root / "done").touch()
         await asyncio.gather(*holders)
         return found
 
@@ -247,19 +253,23 @@ def test_commands_at_once_keep_their_own_stdin_env_cwd_and_timeout(sandbox: Sand
         (sandbox.root / name).mkdir()
     line = 'sleep 0.$((RANDOM % 5)); read -r got; echo "$got $TAG $(basename "$PWD")"'
 
-    async def at_once(backend: HostBackend | OsSandboxBackend) -> list[ExecOutput]:
+    async def at_once(backend: HostBackend | OsSandboxBackend, limit: float) -> list[ExecOutput]:
         runs = [
             backend.run(sh(line, stdin=f"in-{name}\n".encode(), env={"TAG": f"tag-{name}"}, cwd=name))
             for name in ("a", "b", "c", "d", "e")
         ]
-        stuck = backend.run(sh("echo started; sleep 30", timeout=1))
+        stuck = backend.run(sh("echo started; sleep 30", timeout=limit))
         return await asyncio.gather(stuck, *runs)
 
+    def echoed(outs: list[ExecOutput]) -> bool:
+        return outs[0].stdout != ""
+
     if kind == "host":
-        outs = asyncio.run(at_once(HostBackend.builder(sandbox).timeout(20).build()))
+        host = HostBackend.builder(sandbox).timeout(20).build()
+        outs = asyncio.run(once_started_before_the_timeout(lambda limit: at_once(host, limit), echoed))
     else:
         with OsSandboxBackend.builder(sandbox).timeout(20).build() as backend:
-            outs = asyncio.run(at_once(backend))
+            outs = asyncio.run(once_started_before_the_timeout(lambda limit: at_once(backend, limit), echoed))
     stuck, *done = outs
     assert stuck.timed_out and stuck.stdout == "started\n"
     assert [out.stdout for out in done] == [f"in-{n} tag-{n} {n}\n" for n in ("a", "b", "c", "d", "e")]
