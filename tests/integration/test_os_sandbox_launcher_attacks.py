@@ -29,6 +29,7 @@ from exec_helpers import (
     launched,
     namespace_pid,
     nobodys_directory,
+    on_host,
     once_started_before_the_timeout,
     own_pid_namespace,
     run_as_nobody,
@@ -36,6 +37,7 @@ from exec_helpers import (
     sh,
     stray_in_its_session,
     wait_until,
+    written,
 )
 from kernel_faults import run_refusing
 
@@ -541,6 +543,28 @@ def test_two_threads_with_their_own_loops_share_one_backend(sandbox: Sandbox) ->
 
         found = asyncio.run(both())
     assert found == [[f"{tag}-{i}\n{tag}{i}" for i in range(8)] for tag in ("a", "b")]
+
+
+def test_a_killed_keeper_takes_its_namespace_and_the_launcher_with_it(sandbox: Sandbox) -> None:
+    # No process can be forked into a pid namespace whose init is gone: the launcher stops,
+    # and the backend says so, instead of failing every command with "cannot fork".
+    backend, launcher = _build(sandbox)
+    assert own_pid_namespace(launcher), "this test needs a pid namespace for the sandbox"
+    (keeper,) = (pid for pid in _children(launcher) if namespace_pid(pid) == 1)
+
+    async def kill_the_keeper_under_a_command() -> ExecOutput:
+        run = asyncio.ensure_future(backend.run(sh("echo $$ > me; exec sleep 60")))
+        command = on_host(int(await asyncio.to_thread(written, sandbox.root / "me")), launcher)
+        assert command
+        os.kill(keeper, signal.SIGKILL)
+        return await run
+
+    with backend:
+        out = asyncio.run(kill_the_keeper_under_a_command())
+        assert out.signal == signal.SIGKILL, out
+        assert gone(launcher)
+        with pytest.raises(OsSandboxError, match="launcher"):
+            asyncio.run(backend.run(sh("true")))
 
 
 class Survived(Exception):
