@@ -131,8 +131,8 @@ async def once_started_before_the_timeout(
     return await run(16.0)
 
 
-def gone(pid: int, within: float = 3.0) -> bool:
-    """Whether `pid` stops running within `within` seconds."""
+def gone(pid: int, within: float = 10.0) -> bool:
+    """Whether `pid` stops running within `within` seconds (a bound: a killed process goes at once)."""
     deadline = time.monotonic() + within
     while running(pid):
         if time.monotonic() > deadline:
