@@ -120,7 +120,7 @@ async def test_the_output_is_formatted_for_the_model_with_ui_metadata(sandbox: S
     assert cut.metadata is not None and cut.metadata["truncated"] is True
     slow = BashTool(HostBackend.builder(sandbox).timeout(0.3).build())
     assert (await slow.run("sleep 5")).value == "timed out; the command and everything it started were killed"
-    spin = BashTool(HostBackend.builder(sandbox).timeout(20).rlimits(ResourceLimits(cpu_seconds=1)).build())
+    spin = BashTool(HostBackend.builder(sandbox).timeout(60).rlimits(ResourceLimits(cpu_seconds=1)).build())
     assert (await spin.run("while :; do :; done")).value == "killed by signal SIGXCPU"
 
 

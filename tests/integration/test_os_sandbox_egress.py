@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import http.server
 import os
-import shutil
-import subprocess
-import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from exec_helpers import sh
+from exec_helpers import nobodys_directory, run_as_nobody, sh
 
 from helikon.tools import EgressPolicy, ExecRequest, HostBackend, Isolation, OsSandboxBackend, Sandbox
 
@@ -162,52 +158,12 @@ asyncio.run(main())
 def test_an_unprivileged_user_gets_the_namespace_through_a_user_namespace(upstream: Upstream) -> None:
     # As root the launcher makes a plain network namespace; everyone else needs a user
     # namespace around it. Run the same check as `nobody`, with an interpreter it can read.
-    site = next(p for p in sys.path if p.endswith("site-packages"))
-    src = str(Path(__file__).parents[2] / "src")
-    python = _interpreter_for_others()
-    assert shutil.which("setpriv"), "this test runs commands as nobody with setpriv: install util-linux"
-    assert python is not None, "no Python of this version that another user may run (/usr/bin/python3)"
-    assert all(_world_readable(Path(p)) for p in (site, src)), "the checkout must be readable by others"
-    root = Path(tempfile.mkdtemp(prefix="helikon-nobody-"))
-    try:
-        root.chmod(0o755)
-        os.chown(root, 65534, 65534)
-        command = (
-            f"curl -sS -m 10 http://localhost:{upstream.port}/; "
-            "curl -sS -m 10 -w '%{http_code}' http://denied.invalid/"
-        )
-        as_nobody = ["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"]
-        done = subprocess.run(
-            [*as_nobody, python, "-c", _AS_NOBODY, str(root), str(upstream.port), command],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-            env={"PATH": "/usr/bin:/bin", "PYTHONPATH": os.pathsep.join([src, site])},
-        )
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    command = (
+        f"curl -sS -m 10 http://localhost:{upstream.port}/; "
+        "curl -sS -m 10 -w '%{http_code}' http://denied.invalid/"
+    )
+    with nobodys_directory() as root:
+        done = run_as_nobody(_AS_NOBODY, str(root), str(upstream.port), command)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("65534 hello from upstream\n"), done.stdout
     assert done.stdout.rstrip().endswith("403")
-
-
-def _interpreter_for_others() -> str | None:
-    """This Python, or the system's of the same version, if another user can run it."""
-    for candidate in (Path(sys.executable).resolve(), Path("/usr/bin/python3").resolve()):
-        if not candidate.exists() or not _world_readable(candidate):
-            continue
-        version = subprocess.run(
-            [str(candidate), "-c", "import sys; print(sys.version_info[:2])"],
-            capture_output=True,
-            text=True,
-            check=False,
-        ).stdout.strip()
-        if version == str(sys.version_info[:2]):
-            return str(candidate)
-    return None
-
-
-def _world_readable(path: Path) -> bool:
-    """Whether `path` and every directory above it let other users in."""
-    return all(part.stat().st_mode & 0o005 for part in [path, *path.parents])

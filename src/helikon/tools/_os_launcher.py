@@ -23,7 +23,13 @@ touches is a copy-on-write fault) are done while the previous command runs, or w
 Why a launcher process and not `preexec_fn`: forking the parent, a threaded asyncio program,
 and running Python before `exec` can deadlock on a lock another thread held. This process
 has one thread, so forking it is safe, and it stays up so a command costs no interpreter
-start. It is also the subreaper of everything the commands start (`_kill_strays`).
+start.
+
+What commands leave behind: where the kernel allows, the commands run in a pid namespace of
+their own (`_enter_namespaces`), whose init (`_Keeper`) dies with this process, and the
+kernel then kills everything in it; the keeper also kills the strays once no command runs.
+Elsewhere this process is the subreaper of everything the commands start (`_kill_strays`),
+which a launcher killed from outside cannot do.
 
 Protocol, over a `SOCK_SEQPACKET` UNIX socket (`control_fd` in the config): the parent sends
 a short message with six descriptors (stdin, stdout, stderr, a reply socket, the working
@@ -74,6 +80,7 @@ SECCOMP_MODE_FILTER = 2
 SYS_LANDLOCK_RESTRICT_SELF = 446
 CLONE_NEWNET = 0x40000000
 CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
 SIOCGIFFLAGS = 0x8913
 SIOCSIFFLAGS = 0x8914
 IFF_UP = 0x1
@@ -140,8 +147,12 @@ def _capabilities_left() -> bool:
     return any(data.raw)
 
 
-def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
-    """In a child forked ahead of its command: confine, wait for the command, exec it; never returns."""
+def _spare(config: _Config, sock: socket.socket, parent: int) -> NoReturn:
+    """In a child forked ahead of its command: confine, wait for the command, exec it; never returns.
+
+    `parent` is what `getppid()` says while the launcher lives: its pid, or 0 when the child
+    is in a pid namespace the launcher is outside of.
+    """
     failure: BaseException | None = None
     try:
         # A session of its own: it leads its process group and cannot move to another one
@@ -149,7 +160,7 @@ def _spare(config: _Config, sock: socket.socket, launcher: int) -> NoReturn:
         os.setsid()
         # Killed with the launcher while it waits (the launcher kills its commands itself).
         _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != launcher:  # it died before the line above
+        if os.getppid() != parent:  # it died before the line above
             os._exit(DENIED)
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         signal.signal(signal.SIGXFSZ, signal.SIG_DFL)
@@ -214,8 +225,9 @@ class _Request:
 class _Spares:
     """The child forked ahead of the next command (`_spare`), made again after each use."""
 
-    def __init__(self, config: _Config) -> None:
+    def __init__(self, config: _Config, *, own_pids: bool) -> None:
         self.config = config
+        self.parent = 0 if own_pids else os.getpid()  # what `getppid()` says in the child (`_spare`)
         self.pid = 0
         self.sock: socket.socket | None = None
         self.failure = "the child made for it exited before it was ready"
@@ -232,7 +244,6 @@ class _Spares:
         except OSError as error:
             self.failure = f"cannot make its socket: {error}"
             return
-        launcher = os.getpid()
         try:
             pid = os.fork()
         except OSError as error:
@@ -242,7 +253,7 @@ class _Spares:
             return
         if pid == 0:
             ours.close()
-            _spare(self.config, theirs, launcher)
+            _spare(self.config, theirs, self.parent)
         theirs.close()
         self.pid, self.sock = pid, ours
 
@@ -311,20 +322,27 @@ def _probe(config: _Config) -> str | None:
     }.get(os.waitstatus_to_exitcode(status), f"the probe process ended with status {status}")
 
 
-def _enter_network_namespace(port: int) -> socket.socket:
-    """Move this process into a new network namespace with only loopback up; listen on 127.0.0.1:`port`.
+def _enter_namespaces(proxy_port: int | None) -> tuple[bool, socket.socket | None]:
+    """Make the namespaces the commands run in; whether they have a pid namespace, and the proxy's listener.
 
-    Every command forked from here shares the namespace: it can reach nothing but this
-    listener, which the parent's egress proxy serves (a socket keeps the namespace it was
-    made in, so the proxy reaches the outside from its own).
+    A pid namespace where the kernel allows one (root, or a user who may make a user namespace):
+    the first process forked into it is its init (`_Keeper`), and when that dies the kernel
+    kills every process in it, so nothing a command started outlives a launcher killed from
+    outside. This process stays outside it and sees its children's pids as the parent does.
+    Where the kernel refuses (no user namespaces for this user, a container's seccomp
+    profile), the commands share this pid namespace and only the wind-down kills their strays.
+
+    With `proxy_port` (an egress policy), a network namespace too, which is required: only
+    loopback is up, and 127.0.0.1:`proxy_port` listens there for the parent's egress proxy (a
+    socket keeps the namespace it was made in, so the proxy reaches the outside from its own).
     """
-    flags = CLONE_NEWNET
     uid, gid = os.getuid(), os.getgid()
-    if uid != 0:
-        flags |= CLONE_NEWUSER  # an unprivileged process may make a network namespace in a user namespace
-    if _libc.unshare(flags) != 0:
+    user = CLONE_NEWUSER if uid != 0 else 0  # others may make namespaces inside a user namespace
+    net = CLONE_NEWNET if proxy_port is not None else 0
+    own_pids = _libc.unshare(user | net | CLONE_NEWPID) == 0
+    if not own_pids and net and _libc.unshare(user | net) != 0:
         raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNET)")
-    if uid != 0:
+    if user and (own_pids or net):
         for name, text in (
             ("setgroups", "deny"),
             ("uid_map", f"{uid} {uid} 1"),
@@ -332,11 +350,79 @@ def _enter_network_namespace(port: int) -> socket.socket:
         ):
             with open(f"/proc/self/{name}", "w") as file:
                 file.write(text)
+    if proxy_port is None:
+        return own_pids, None
     with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
         request = struct.pack("16sh22x", b"lo", 0)
         flags_now = struct.unpack("16sh22x", fcntl.ioctl(probe, SIOCGIFFLAGS, request))[1]
         fcntl.ioctl(probe, SIOCSIFFLAGS, struct.pack("16sh22x", b"lo", flags_now | IFF_UP))
-    return socket.create_server(("127.0.0.1", port), backlog=128)
+    return own_pids, socket.create_server(("127.0.0.1", proxy_port), backlog=128)
+
+
+class _Keeper:
+    """Init of the commands' pid namespace: the namespace, and everything in it, lives as long as it does.
+
+    Forked first after `unshare(CLONE_NEWPID)`, it dies with the launcher (`PR_SET_PDEATHSIG`,
+    and EOF on its socket if the launcher died before that was set), and the kernel then
+    kills every process in the namespace: commands, and the `setsid` strays they left. The
+    strays are its children (an orphan goes to its own namespace's init, never to a subreaper
+    outside it), and the kernel reaps them (it ignores SIGCHLD). Asked to `purge` when no
+    command runs, it kills every other process in the namespace in one `kill(-1)`, which a
+    process forking in a loop cannot outrun; the spare child dies too and is made again.
+    """
+
+    def __init__(self) -> None:
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        pid = os.fork()
+        if pid == 0:
+            ours.close()
+            _keep(theirs)
+        theirs.close()
+        self.pid, self.sock = pid, ours
+
+    def purge(self, spares: _Spares) -> None:
+        """Kill the strays, if commands left any; the spare child is made again if it died with them."""
+        try:
+            with open(f"/proc/{self.pid}/task/{self.pid}/children") as listed:
+                if not listed.read().split():
+                    return  # nothing was left: no round trip, the spare lives on
+        except OSError:
+            pass  # no CONFIG_PROC_CHILDREN: the keeper looks for itself
+        try:
+            self.sock.send(b"purge")
+            purged = self.sock.recv(16) == b"purged"
+        except OSError:
+            return  # it is gone: `_reap` sees it exit, and the launcher stops
+        if purged:
+            spares.stop()
+            spares.make()
+
+    def stop(self) -> None:
+        """Kill it, and with it every process in the namespace."""
+        if self.pid:
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+
+
+def _keep(sock: socket.socket) -> NoReturn:
+    """The keeper's life (`_Keeper`): wait for purges until the launcher is gone; never returns."""
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal.set_wakeup_fd(-1)
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # the kernel reaps orphans as they exit
+    os.closerange(0, sock.fileno())
+    os.closerange(sock.fileno() + 1, _MAX_FD)
+    try:
+        while sock.recv(16):  # EOF: the launcher is gone
+            try:
+                os.waitpid(-1, os.WNOHANG)  # raises when it has no child: no command left a stray
+            except ChildProcessError:
+                sock.send(b"none")
+                continue
+            with contextlib.suppress(OSError):
+                os.kill(-1, signal.SIGKILL)  # every process in the namespace but this one
+            sock.send(b"purged")
+    finally:
+        os._exit(0)
 
 
 def _send(sock: socket.socket, message: dict[str, object]) -> None:
@@ -355,22 +441,25 @@ def main() -> None:
     signal.signal(signal.SIGCHLD, _ignore)
     signal.set_wakeup_fd(wake_write)
     running: dict[int, socket.socket] = {}
-    _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of commands become ours (_kill_strays)
     try:
-        listener = None if config.proxy_port is None else _enter_network_namespace(config.proxy_port)
+        own_pids, listener = _enter_namespaces(config.proxy_port)
     except OSError as error:
-        _send(control, {"error": f"cannot make a network namespace for the egress proxy: {error}"})
+        made = "a network namespace for the egress proxy" if config.proxy_port else "a pid namespace"
+        _send(control, {"error": f"cannot make {made}: {error}"})
         return
+    if not own_pids:
+        _libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)  # orphans of commands become ours (_kill_strays)
     try:
         _drop_capabilities()  # for good, and for every child it forks
+        keeper = _Keeper() if own_pids else None  # the first child: the namespace's init
     except OSError as error:
-        _send(control, {"error": f"cannot drop the launcher's capabilities: {error}"})
+        _send(control, {"error": f"cannot start the launcher: {error}"})
         return
     failure = _probe(config)
     if failure is not None:
         _send(control, {"error": failure})
         return
-    spares = _Spares(config)
+    spares = _Spares(config, own_pids=own_pids)
     spares.make()
     ready = json.dumps({"ready": True}).encode()
     if listener is None:
@@ -392,14 +481,16 @@ def main() -> None:
             with contextlib.suppress(BlockingIOError):
                 while os.read(wake_read, 512):
                     pass
-        _reap(running, spares)
-    _wind_down(running, spares)
+        if not _reap(running, spares, keeper):
+            break
+    _wind_down(running, spares, keeper)
 
 
-def _wind_down(running: dict[int, socket.socket], spares: _Spares) -> None:
+def _wind_down(running: dict[int, socket.socket], spares: _Spares, keeper: _Keeper | None) -> None:
     """Kill every command still running, and everything they started, before exiting.
 
-    One pass is not enough: a process a running command started with `setsid` is still that
+    In a pid namespace, killing its init (the keeper) kills them all. Without one, one pass
+    is not enough: a process a running command started with `setsid` is still that
     command's child when its group is killed, and becomes this subreaper's only once the
     command is reaped. So reap until no child is left, killing each that is handed over.
     """
@@ -409,7 +500,10 @@ def _wind_down(running: dict[int, socket.socket], spares: _Spares) -> None:
     for pid in running:
         with contextlib.suppress(OSError):
             os.killpg(pid, signal.SIGKILL)
-    while _kill_strays(0):
+    if keeper is not None:
+        keeper.stop()  # the kernel kills every process in its namespace
+    # Reap until no child is left; without a keeper, kill each stray as it is handed over.
+    while keeper is not None or _kill_strays(0):
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
@@ -438,8 +532,12 @@ def _start(request: bytes, fds: list[int], spares: _Spares, running: dict[int, s
     spares.make()  # the next command's child, made ready while this one runs
 
 
-def _reap(running: dict[int, socket.socket], spares: _Spares) -> None:
-    """Reap every exited child; tell each command's reply socket how its command ended."""
+def _reap(running: dict[int, socket.socket], spares: _Spares, keeper: _Keeper | None) -> bool:
+    """Reap every exited child; tell each command's reply socket how its command ended.
+
+    `False` once the keeper is gone: every command died with its namespace, and no process
+    can be forked into it any more, so the launcher stops.
+    """
     while True:
         try:
             pid, status = os.waitpid(-1, os.WNOHANG)
@@ -447,13 +545,20 @@ def _reap(running: dict[int, socket.socket], spares: _Spares) -> None:
             break
         if pid == 0:
             break
+        if keeper is not None and pid == keeper.pid:
+            keeper.pid = 0  # reaped: its pid may name another process now
+            return False
         spares.died(pid)
         reply = running.pop(pid, None)
         if reply is not None:
             _send(reply, {"status": status})
             reply.close()
     if not running:
-        _kill_strays(spares.pid)
+        if keeper is not None:
+            keeper.purge(spares)
+        else:
+            _kill_strays(spares.pid)
+    return True
 
 
 def _kill_strays(spare: int) -> bool:

@@ -7,11 +7,14 @@ learns of the exit from a pidfd; the OS sandbox spawns through its launcher
 by the event loop's own reader and writer callbacks: a command costs no thread, no task and
 no transport, which is most of what asyncio's subprocess support adds to a short command.
 
-The child leads its own process group, and everything it starts joins that group: a
-timeout, the output cap, a cancelled token or a cancelled task sends `SIGKILL` to the
-group, and grandchildren die with their parent. When the child exits, whatever it left
+The child leads its own session and process group, and everything it starts joins that
+group: a timeout, the output cap, a cancelled token or a cancelled task sends `SIGKILL` to
+the group, and grandchildren die with their parent. When the child exits, whatever it left
 running in the group is killed too, so a backgrounded process cannot hold the output pipes
-open (or outlive the call).
+open (or outlive the call). A process can move to another group of the session (`setpgid`,
+as bash's job control does): at the timeout, or when something still holds the output half
+a second after the group kill, every process of the session is killed too, with its
+descendants (`_kill_session`).
 """
 
 from __future__ import annotations
@@ -202,6 +205,57 @@ def _kill_group(pid: int) -> None:
         os.killpg(pid, signal.SIGKILL)
 
 
+def _kill_session(leader: int) -> int:
+    """SIGKILL every process of the session `leader` started, and their descendants; how many.
+
+    No system call signals a session, so this reads /proc: every process's session, then the
+    children of those found (one that started a session of its own is found while its parent
+    lives). About a millisecond for a few hundred processes, which is why `supervise` looks
+    only at a timeout or when something still holds the output: never for a command that
+    leaves nothing behind. Without /proc (macOS) the group kill is all.
+    """
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return 0
+    found = {pid for pid in (int(name) for name in names if name.isdigit()) if _session(pid) == leader}
+    unvisited = list(found)
+    while unvisited:
+        for child in _children(unvisited.pop()):
+            if child not in found:
+                found.add(child)
+                unvisited.append(child)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return len(found)
+
+
+def _session(pid: int) -> int:
+    """The session of `pid` (the fourth field after the name in /proc/PID/stat); -1 if it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            return int(stat.read().rsplit(b")", 1)[1].split()[3])
+    except (OSError, IndexError, ValueError):
+        return -1
+
+
+def _children(pid: int) -> list[int]:
+    """The children of every thread of `pid` (none if it is gone, or /proc cannot list them)."""
+    found: list[int] = []
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return found
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/children") as listed:
+                found.extend(int(child) for child in listed.read().split())
+        except OSError:
+            continue
+    return found
+
+
 async def run_process(
     argv: Sequence[str],
     *,
@@ -343,12 +397,15 @@ async def supervise(
         remove = cancel.add_callback(kill) if cancel is not None else None
         if await exited.wait(time_limit):
             kill()  # what the command left running in its group
-            # A process that left the group (setsid) may still hold the pipes: it gets a
-            # moment to let go, not the rest of the timeout.
-            await pipes.drained.wait(_DRAIN_GRACE)
+            # A process outside the group may still hold the pipes: it gets a moment to let
+            # go, not the rest of the timeout. One still in the command's session (it moved
+            # to a group of its own) is killed then; one in a session of its own is left.
+            if not await pipes.drained.wait(_DRAIN_GRACE) and await asyncio.to_thread(_kill_session, pid):
+                await pipes.drained.wait(_DRAIN_GRACE)
         else:
             timed_out = True
             kill()
+            await asyncio.to_thread(_kill_session, pid)
             await exited.wait(_REAP_TIMEOUT)
     finally:
         # Also on a cancelled task: nothing of the command outlives the call.

@@ -16,7 +16,8 @@ nothing and a deny-list of what a contained command never needs, in four rules:
 3. Calls that act on another process by pid (`prlimit64`, `setpriority`, the `sched_set*`
    calls, `ioprio_set`) fail unless they name the caller itself (0).
 4. Network: `NETWORK_NONE` fails every `socket()` (even UNIX ones, which reach host daemons
-   through socket files) and every `socketpair()` that is not `AF_UNIX`;
+   through socket files); in every mode, `socketpair()` makes only `AF_UNIX` stream or
+   seqpacket pairs (a datagram socket could send to a daemon's socket file by its path);
    `NETWORK_TCP_ONLY` lets `socket()` make TCP sockets only (IPv4/IPv6, stream, protocol
    TCP), and refuses TCP Fast Open sends — no UDP (DNS, QUIC), no raw or packet sockets, no
    UNIX sockets; `NETWORK_OPEN` allows IPv4, IPv6 and netlink sockets, but no raw or packet
@@ -243,7 +244,20 @@ def _when(number: int, index: int, test: list[bytes]) -> list[bytes]:
 
 def _socket_rules(network: str) -> list[bytes]:
     """`socket()` and `socketpair()` by network mode (see the module docstring)."""
-    unix_pairs = _when(SYS_SOCKETPAIR, 0, [_insn(_JEQ, socket.AF_UNIX, jf=1), _insn(_RET, RET_ALLOW)])
+    # A pair of connected UNIX sockets (a pipe both ways), stream or seqpacket only: an
+    # unbound datagram socket of a pair can `sendto` any datagram socket file by its path
+    # (/dev/log, the journal's socket, a daemon's), which Landlock (before ABI 9) does not see.
+    unix_pairs = _when(
+        SYS_SOCKETPAIR,
+        0,
+        [
+            _insn(_JEQ, socket.AF_UNIX, jf=4),  # another family: to the EPERM
+            _insn(_LD_ABS, _arg(1)),
+            _insn(_AND, SOCK_TYPE_MASK),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
+            _insn(_JEQ, socket.SOCK_STREAM, jt=2),  # to the RET_ALLOW past the EPERM
+            _insn(_JEQ, socket.SOCK_SEQPACKET, jt=1),  # the same; anything else falls into the EPERM
+        ],
+    )
     if network == NETWORK_NONE:
         return [*unix_pairs, _insn(_JEQ, SYS_SOCKET, jf=1), _insn(_RET, RET_EPERM)]
     if network == NETWORK_OPEN:

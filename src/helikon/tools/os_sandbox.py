@@ -10,7 +10,9 @@ The rules are listed in full in `docs/tools-bash.md`. A violation is an ordinary
 The confinement is applied by a small launcher process, started by `build()`, that forks
 each command and confines the child before `exec` (not `preexec_fn`: forking a threaded
 program and running Python before `exec` can deadlock). The launcher stays up, so a
-command costs a `fork`, not an interpreter start. `build()` fails closed: it raises
+command costs a `fork`, not an interpreter start. Where the kernel allows, the commands run
+in a pid namespace whose init dies with the launcher, so nothing they start outlives it
+(`docs/tools-bash.md` has the tiers). `build()` fails closed: it raises
 `OsSandboxUnsupported` unless a probe child was really refused outside the root (and
 refused a socket, when the network is closed) on this kernel. Never a silent downgrade.
 
@@ -41,6 +43,7 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import socket
@@ -54,7 +57,7 @@ from typing import TYPE_CHECKING, Self
 from helikon.core.exceptions import HelikonError, UserError
 
 from ._confine import open_dir
-from ._landlock import abi_version
+from ._landlock import LandlockError, abi_version
 from ._launcher_client import Launcher, LauncherError
 from ._local_options import LocalOptions
 from ._os_policy import MIN_ABI, PROXY_PORT, NetworkMode, build_ruleset
@@ -143,7 +146,10 @@ class OsSandboxBackendBuilder(LocalOptions):
                 f"OsSandboxBackend needs Linux (Landlock and seccomp); this is {sys.platform}. "
                 "Use HostBackend under a permission policy, or a ForkdBackend"
             )
-        abi = abi_version()
+        try:
+            abi = abi_version()
+        except LandlockError as error:
+            raise _refused(error) from None
         if abi < MIN_ABI:
             why = "Landlock is not enabled (CONFIG_SECURITY_LANDLOCK, and 'landlock' in the lsm= boot list)"
             raise OsSandboxUnsupported(
@@ -211,6 +217,8 @@ class OsSandboxBackendBuilder(LocalOptions):
                 )
             finally:
                 ruleset.close()  # the launcher holds its own copy
+        except LandlockError as error:
+            raise _refused(error) from None
         except LauncherError as error:
             raise OsSandboxUnsupported(f"OsSandboxBackend cannot confine commands here: {error}") from None
         finally:
@@ -329,6 +337,19 @@ def _shutdown(launcher: Launcher, proxy: ProxyThread | None, private: str, root_
     if proxy is not None:
         proxy.close()
     shutil.rmtree(private, ignore_errors=True)
+
+
+def _refused(error: LandlockError) -> OsSandboxUnsupported:
+    """What a Landlock call the kernel refused means for `build()` (fail closed, the documented error)."""
+    name = errno.errorcode.get(error.errno or 0, str(error.errno))
+    hint = ""
+    if error.errno == errno.EPERM:
+        hint = "; a container's seccomp profile may block the landlock_* system calls"
+    elif error.errno == errno.EINVAL:
+        hint = "; the kernel reports a Landlock ABI it does not accept"
+    return OsSandboxUnsupported(
+        f"OsSandboxBackend: the kernel refused Landlock ({name}: {error.strerror}){hint}"
+    )
 
 
 def _rlimits(limits: ResourceLimits) -> dict[str, tuple[int, int]]:
