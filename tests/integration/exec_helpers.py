@@ -99,7 +99,7 @@ def leads_its_session(pid: int) -> bool:
         return False
 
 
-def wait_until(ready: Callable[[], bool], what: str, within: float = 10.0) -> None:
+def expect_eventually(ready: Callable[[], bool], what: str, within: float = 10.0) -> None:
     """Poll `ready` until it holds; fail saying `what` did not happen (a bound, not a timing)."""
     deadline = time.monotonic() + within
     while not ready():
@@ -109,7 +109,7 @@ def wait_until(ready: Callable[[], bool], what: str, within: float = 10.0) -> No
 
 def written(path: Path, within: float = 10.0) -> str:
     """What another process wrote to `path`, once it ends with a newline (a whole line)."""
-    wait_until(
+    expect_eventually(
         lambda: path.exists() and path.read_text().endswith("\n"), f"{path.name} being written", within
     )
     return path.read_text()
@@ -155,7 +155,7 @@ def stray_in_its_session(pid_file: Path, launcher: int | None) -> int:
         stray = on_host(int(text), launcher) if text.endswith("\n") else 0
         return stray != 0 and leads_its_session(stray)
 
-    wait_until(left, f"the stray named in {pid_file.name} leaving its command's session")
+    expect_eventually(left, f"the stray named in {pid_file.name} leaving its command's session")
     return stray
 
 

@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 from exec_helpers import (
+    expect_eventually,
     gone,
     launched,
     on_host,
     once_started_before_the_timeout,
     running,
     sh,
-    wait_until,
     written,
 )
 
@@ -351,7 +351,7 @@ async def test_a_cancelled_token_kills_the_command(local: Local, sandbox: Sandbo
 
     async def cancel_once_started() -> int:
         await asyncio.to_thread(
-            wait_until, lambda: bg.exists() and bg.read_text().endswith("\n"), "the start"
+            expect_eventually, lambda: bg.exists() and bg.read_text().endswith("\n"), "the start"
         )
         found = on_host(int(bg.read_text()), launcher)
         token.cancel()
@@ -372,7 +372,7 @@ async def test_a_cancelled_task_kills_the_command(local: Local, sandbox: Sandbox
     def started() -> bool:  # a file, not an event: another process
         return pid_file.exists() and pid_file.read_text().endswith("\n")
 
-    await asyncio.to_thread(wait_until, started, "the command's start")
+    await asyncio.to_thread(expect_eventually, started, "the command's start")
     command = on_host(int(pid_file.read_text()), launcher)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from exec_helpers import (
+    expect_eventually,
     gone,
     launched,
     once_started_before_the_timeout,
@@ -29,7 +30,6 @@ from exec_helpers import (
     running,
     sh,
     stray_in_its_session,
-    wait_until,
 )
 
 from helikon.core.exceptions import Denied
@@ -108,7 +108,7 @@ class Listener:
                 client.sendall(_SENTINEL)
             else:
                 client.sendto(_SENTINEL, self.sock.getsockname())
-        wait_until(lambda: self._sentinels >= sent, "the listener serving its sentinel")
+        expect_eventually(lambda: self._sentinels >= sent, "the listener serving its sentinel")
         return self.hits
 
     @property
@@ -561,7 +561,7 @@ def test_the_twin_on_the_host_a_process_that_leaves_its_group_outlives_the_comma
     stray = asyncio.run(_run_leaving_a_stray(HostBackend.builder(world.sandbox).build(), world.root, None))
     try:
         (world.root / "ping").touch()
-        wait_until(lambda: (world.root / "pong").exists(), "the stray answering after the call")
+        expect_eventually(lambda: (world.root / "pong").exists(), "the stray answering after the call")
     finally:
         os.kill(stray, signal.SIGKILL)
 

@@ -24,6 +24,7 @@ from pathlib import Path
 import pytest
 from exec_helpers import (
     LEAVES_ITS_SESSION,
+    expect_eventually,
     gone,
     kill_the_launcher_under_a_stray,
     launched,
@@ -36,7 +37,6 @@ from exec_helpers import (
     running,
     sh,
     stray_in_its_session,
-    wait_until,
     written,
 )
 from kernel_faults import run_refusing
@@ -142,7 +142,7 @@ def test_a_command_cannot_act_on_the_launcher_or_the_child_kept_for_the_next_com
             return spare != 0
 
         await asyncio.to_thread(
-            wait_until, spare_made, "the launcher making a spare child while the command ran"
+            expect_eventually, spare_made, "the launcher making a spare child while the command ran"
         )
         # Each named as the command sees it. In a pid namespace of the sandbox's own, the
         # launcher has no pid there (nothing inside can name it) and its init, the keeper, is 1.
@@ -197,7 +197,7 @@ def test_a_command_handed_a_spare_made_while_others_ran_holds_no_descriptor_but_
         hold = "echo > held.$$; until [ -e done ]; do sleep 0.02; done"
         holders = [asyncio.ensure_future(backend.run(sh(hold, stdin=b"x"))) for _ in range(3)]
         await asyncio.to_thread(
-            wait_until, lambda: len(list(sandbox.root.glob("held.*"))) == 3, "the holders"
+            expect_eventually, lambda: len(list(sandbox.root.glob("held.*"))) == 3, "the holders"
         )
         found = [
             (await backend.run(ExecRequest(("python3", "-c", _OPEN_FDS), stdin=b"in"))).stdout
@@ -370,7 +370,7 @@ class _Chain:
         if self.beats():
             (self.root / "beat").unlink()
             (self.root / "beat").mkdir()
-            wait_until(lambda: not self.alive(), "the fork chain ending")
+            expect_eventually(lambda: not self.alive(), "the fork chain ending")
         os.close(self.reader)
 
 
@@ -380,7 +380,7 @@ def test_a_stray_that_keeps_changing_its_pid_is_killed_once_the_command_is_done(
         try:
             out = asyncio.run(backend.run(chain.request(0)))
             assert out.exit_code == 0 and chain.beats() > 0, out.stderr
-            wait_until(lambda: not chain.alive(), "the killing of the fork chain")
+            expect_eventually(lambda: not chain.alive(), "the killing of the fork chain")
         finally:
             chain.stop()
 
@@ -391,7 +391,7 @@ def test_the_twin_on_the_host_the_same_stray_outlives_its_command(sandbox: Sandb
     try:
         assert out.exit_code == 0 and chain.alive()
         after = chain.beats()
-        wait_until(lambda: chain.beats() > after, "the chain beating after its command returned")
+        expect_eventually(lambda: chain.beats() > after, "the chain beating after its command returned")
     finally:
         chain.stop()
 
@@ -421,13 +421,13 @@ def test_closing_the_backend_kills_a_stray_that_keeps_changing_its_pid(sandbox: 
 
     async def close_while_running() -> None:
         run = asyncio.ensure_future(backend.run(chain.request(60)))
-        await asyncio.to_thread(wait_until, lambda: chain.beats() > 0, "the chain beating")
+        await asyncio.to_thread(expect_eventually, lambda: chain.beats() > 0, "the chain beating")
         backend.close()
         await asyncio.gather(run, return_exceptions=True)
 
     try:
         asyncio.run(close_while_running())
-        wait_until(lambda: not chain.alive(), "the killing of the fork chain")
+        expect_eventually(lambda: not chain.alive(), "the killing of the fork chain")
     finally:
         chain.stop()
 
@@ -639,7 +639,7 @@ def test_a_run_cancelled_before_it_learns_the_pid_still_kills_its_command(sandbo
         # The launcher reads requests in order: once this one ran, it had started the first.
         assert asyncio.run(backend.run(sh("echo next"))).stdout == "next\n"
         # Nothing of it is left: the launcher's one child (but the keeper) is the next spare.
-        wait_until(lambda: len(_kept(launcher)) == 1, "the cancelled command's end")
+        expect_eventually(lambda: len(_kept(launcher)) == 1, "the cancelled command's end")
 
 
 _STRAYS = """

@@ -209,7 +209,7 @@ def _without_provider_credentials(monkeypatch: pytest.MonkeyPatch, tmp_path: Pat
     monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "aws-credentials"))
 
 
-def run_block(
+def check_doc_block(
     block: Block, filename: str, line: int, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """Run `block` as a newcomer would: no credentials; a `replay=` block against its recordings."""
@@ -252,7 +252,7 @@ def check_block_runs(block: Block, filename: str, line: int) -> None:
 @pytest.mark.parametrize(("path", "block"), _doc_params())
 def test_docs_example_runs(path: str, block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)  # an example that writes a file (`sqlite:///chat.db`) writes it here
-    run_block(block, str(ROOT / path), block.line, monkeypatch, tmp_path)
+    check_doc_block(block, str(ROOT / path), block.line, monkeypatch, tmp_path)
 
 
 @pytest.mark.parametrize(("qualname", "block"), _docstring_params())
@@ -260,7 +260,7 @@ def test_docstring_example_runs(
     qualname: str, block: Block, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    run_block(block, f"<docstring of {qualname}>", 1, monkeypatch, tmp_path)
+    check_doc_block(block, f"<docstring of {qualname}>", 1, monkeypatch, tmp_path)
 
 
 # --- the collectors themselves ----------------------------------------------------------------
@@ -319,13 +319,13 @@ def test_blocks_run_without_the_developers_credentials(
     monkeypatch.setenv("OPENAI_API_KEY", "sk-a-real-key")
     monkeypatch.setenv("AWS_PROFILE", "prod")
     source = "import os\nassert not {'OPENAI_API_KEY', 'AWS_PROFILE'} & set(os.environ)\n"
-    run_block(Block("python", source, 1), "<test>", 1, monkeypatch, tmp_path)
+    check_doc_block(Block("python", source, 1), "<test>", 1, monkeypatch, tmp_path)
 
 
 def test_a_replay_block_must_call_the_provider(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     source = "from helikon.providers.openai import OpenAIModel\n\nOpenAIModel.chat('gpt-5')\n"
     with pytest.raises(AssertionError, match="a replay=openai block made no call to the provider"):
-        run_block(Block("python", source, 1, "openai"), "<test>", 1, monkeypatch, tmp_path)
+        check_doc_block(Block("python", source, 1, "openai"), "<test>", 1, monkeypatch, tmp_path)
 
 
 def test_a_replay_block_runs_against_the_recording(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -336,7 +336,7 @@ def test_a_replay_block_runs_against_the_recording(tmp_path: Path, monkeypatch: 
         "agent = LlmAgent(name='geo', model='openai:gpt-5')\n"
         "assert agent.run_sync('What is the capital of France?').final_output == 'Paris.'\n"
     )
-    run_block(Block("python", source, 1, "openai"), "<test>", 1, monkeypatch, tmp_path)
+    check_doc_block(Block("python", source, 1, "openai"), "<test>", 1, monkeypatch, tmp_path)
 
 
 _PRIVATE_IMPORT = re.compile(r"^\s*(?:from|import)\s+helikon(?:\.\w+)*\._\w+", re.MULTILINE)
