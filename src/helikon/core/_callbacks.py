@@ -8,7 +8,6 @@ into the run's `RunFailed` (never an exception out of the stream).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
@@ -35,6 +34,8 @@ def cancelled_here() -> bool:
     of its own that was cancelled): a failure of that code like any other, not a reason
     to end the consumer's task.
     """
+    import asyncio  # loaded already when code runs in a task; `import helikon` does not load it
+
     task = asyncio.current_task()
     return task is None or task.cancelling() > 0
 
@@ -78,9 +79,11 @@ async def call_user(
         value = await call()
     except Exception as exc:
         raise CallbackRaised(what, cause, exc) from exc
-    except asyncio.CancelledError as exc:
-        if cancelled_here():
-            raise
+    except BaseException as exc:
+        import asyncio  # loaded already: user code is awaited in a task
+
+        if not isinstance(exc, asyncio.CancelledError) or cancelled_here():
+            raise  # KeyboardInterrupt, SystemExit, a real cancellation: as they are
         raise CallbackRaised(what, cause, exc) from exc
     # User code, typed or not: None, say, from a forgotten `return`.
     if not isinstance(value, expected):
