@@ -12,11 +12,16 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from helikon.core._extras import missing_extra
 
 from .errors import Connect, McpError
 
-__all__ = ["Connection", "TransportFactory", "describe"]
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
+
+__all__ = ["Connection", "TransportFactory", "client_session", "describe"]
 
 TransportFactory = Callable[[], AbstractAsyncContextManager[Any]]
 """A callable returning an async context manager that yields the SDK's (read, write[, ...]) streams."""
@@ -72,12 +77,10 @@ class Connection:
         return connection
 
     async def _hold(self, factory: TransportFactory, session_options: dict[str, Any]) -> None:
-        from mcp.client.session import ClientSession
-
         try:
             async with factory() as streams:
                 read_stream, write_stream = streams[0], streams[1]
-                async with ClientSession(read_stream, write_stream, **session_options) as session:
+                async with client_session()(read_stream, write_stream, **session_options) as session:
                     self.initialize_result = await session.initialize()
                     self.session = session
                     self._ready.set_result(None)
@@ -137,6 +140,19 @@ class Connection:
             return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(self._closing.set)
+
+
+def client_session() -> type[ClientSession]:
+    """The SDK's `ClientSession` (mcp_types, anyio and httpx2 come with it), or what to install.
+
+    Imported on the first connect, before its timeout starts: it takes a second or more, which
+    `import helikon.mcp` does not pay.
+    """
+    try:
+        from mcp.client.session import ClientSession
+    except ImportError as exc:
+        raise missing_extra("connecting to an MCP server needs the official MCP SDK", "mcp") from exc
+    return ClientSession
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -50,7 +50,7 @@ from typing import IO, TYPE_CHECKING, Any
 from helikon.core.exceptions import ToolError
 
 from ._calls import SessionExpired, call_once, session_expired
-from ._connection import Connection, describe
+from ._connection import Connection, client_session, describe
 from ._lazy import SearchTools
 from ._mcp_tool import McpTool, tool_name
 from ._results import tool_output
@@ -166,6 +166,7 @@ class McpServerHandle:
     @classmethod
     async def connect_with(cls, options: Options) -> McpServerHandle:
         """Connect with `options` (what `McpConnectBuilder.connect()` does)."""
+        client_session()  # without the `mcp` extra, this says what to install
         handle = cls(options, _Link())
         async with handle._lock:
             await handle._reconnect()

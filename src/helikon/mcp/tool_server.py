@@ -41,8 +41,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import anyio
-import mcp_types as types
+from helikon.core._extras import missing_extra
+
+try:
+    import anyio
+    import mcp_types as types
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("McpToolServer needs the official MCP SDK", "mcp") from exc
 
 from helikon.core.context import RunConfig, ToolContext
 from helikon.core.exceptions import InvalidArgs, ModelRetry, ToolError, UserError
