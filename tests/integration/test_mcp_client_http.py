@@ -9,6 +9,7 @@ resumed from its event store.
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -29,7 +30,8 @@ PY_SERVER = Path(__file__).parent / "mcp_servers" / "py_server.py"
 class HttpServer:
     """`py_server.py PORT` in a child process, on a port that stays the same across restarts."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None) -> None:
+        self.env = None if env is None else {**os.environ, **env}
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port: int = probe.getsockname()[1]
@@ -38,7 +40,7 @@ class HttpServer:
 
     async def start(self) -> None:
         self.process = await asyncio.create_subprocess_exec(
-            sys.executable, str(PY_SERVER), str(self.port), stderr=subprocess.DEVNULL
+            sys.executable, str(PY_SERVER), str(self.port), stderr=subprocess.DEVNULL, env=self.env
         )
         for _ in range(600):
             try:
@@ -65,6 +67,50 @@ async def http() -> AsyncIterator[HttpServer]:
         yield server
     finally:
         await server.kill()
+
+
+@pytest.fixture
+async def guarded() -> AsyncIterator[HttpServer]:
+    """The server behind the SDK's bearer-token auth (see py_server.py for its tokens)."""
+    server = HttpServer(env={"PY_SERVER_AUTH": "1"})
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.kill()
+
+
+async def test_refused_credentials_name_the_status_the_url_and_what_to_check(guarded: HttpServer) -> None:
+    async def refusal(headers: dict[str, str] | None) -> str:
+        with pytest.raises(McpError.Connect) as caught:
+            await McpServerHandle.streamable_http(guarded.url, headers=headers).connect()
+        return str(caught.value)
+
+    none, bad = await refusal(None), await refusal({"Authorization": "Bearer bad"})
+    narrow = await refusal({"Authorization": "Bearer narrow"})
+    for message in (none, bad):
+        assert message.startswith(
+            f"{guarded.url}: the server refused `initialize` with HTTP 401 Unauthorized"
+        )
+        assert 'error="invalid_token"' in message  # what the server said, from WWW-Authenticate
+    assert none.endswith(
+        "no `Authorization` header was sent: pass the credentials, e.g. "
+        "McpServerHandle.streamable_http(url, headers={'Authorization': 'Bearer <token>'})"
+    )
+    assert bad.endswith(
+        "check the credentials in the `Authorization` header: is the token valid, unexpired and meant "
+        "for this server?"
+    )
+    assert narrow.startswith(f"{guarded.url}: the server refused `initialize` with HTTP 403 Forbidden")
+    assert 'error_description="Required scope: tools"' in narrow
+    assert narrow.endswith(
+        "the credentials in the `Authorization` header were accepted but lack access: check the "
+        "token's scopes or the account's permissions on this server"
+    )
+    async with McpServerHandle.streamable_http(
+        guarded.url, headers={"Authorization": "Bearer good"}
+    ) as handle:
+        assert (await handle.call_tool("echo", {"text": "in"})).value == {"result": "in"}
 
 
 async def test_calls_headers_and_an_agent_over_http(http: HttpServer) -> None:
