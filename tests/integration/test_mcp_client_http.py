@@ -9,9 +9,9 @@ resumed from its event store.
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -30,8 +30,9 @@ PY_SERVER = Path(__file__).parent / "mcp_servers" / "py_server.py"
 class HttpServer:
     """`py_server.py PORT` in a child process, on a port that stays the same across restarts."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, log: Path | None = None) -> None:
         self.env = None if env is None else {**os.environ, **env}
+        self.log = log  # where its stderr (the SDK's session manager logs there) goes; nowhere by default
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port: int = probe.getsockname()[1]
@@ -39,9 +40,10 @@ class HttpServer:
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable, str(PY_SERVER), str(self.port), stderr=subprocess.DEVNULL, env=self.env
-        )
+        with self.log.open("ab") if self.log is not None else open(os.devnull, "wb") as stderr:  # noqa: ASYNC230
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, str(PY_SERVER), str(self.port), stderr=stderr, env=self.env
+            )
         for _ in range(600):
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -157,6 +159,38 @@ async def test_a_restarted_server_that_forgot_the_session_gets_a_fresh_one(http:
         await http.kill()
         await http.start()
         assert [p.name for p in await handle.prompts()] == []
+
+
+async def test_closing_ends_the_session_on_the_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = HttpServer(log=tmp_path / "server.log")
+    await server.start()
+    try:
+        handle = await McpServerHandle.streamable_http(server.url).connect()
+        with caplog.at_level(logging.WARNING):
+            await handle.close()
+        for _ in range(1000):  # the server's log may lag its answer
+            if "Terminating session: " in (tmp_path / "server.log").read_text():
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the server never saw the session's DELETE")
+    finally:
+        await server.kill()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_closing_after_the_server_restarted_logs_nothing(
+    http: HttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    handle = await McpServerHandle.streamable_http(http.url).connect()
+    await http.kill()
+    await http.start()  # it no longer knows the handle's session: the DELETE on close is refused
+    with caplog.at_level(logging.DEBUG):
+        await handle.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "the server no longer knows the session" in caplog.text  # said at DEBUG level only
 
 
 async def test_an_unreachable_server_is_a_connect_error_and_a_failed_call_a_tool_error(

@@ -1,13 +1,17 @@
 """The streamable-HTTP transport: the SDK's `streamable_http_client`, with what helikon adds.
 
-A server that refuses the credentials (401, 403) reaches the SDK's session as "Server
-returned an error response", with the status dropped. The HTTP client notes the refusal, and
-a handshake that fails after one says which status, which URL, and what to check.
+- A server that refuses the credentials (401, 403) reaches the SDK's session as "Server
+  returned an error response", with the status dropped. The HTTP client notes the refusal, and
+  a handshake that fails after one says which status, which URL, and what to check.
+- Ending the session on close (DELETE) is sent here rather than by the SDK, which logs a
+  warning for any answer but 2xx: a server that restarted answers 404 (or 400) for the session
+  it forgot, which is normal. Only an answer worth a look is a warning.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -18,14 +22,29 @@ if TYPE_CHECKING:
 
 __all__ = ["http_transport"]
 
+_log = logging.getLogger("helikon.mcp")
+
+# The headers that name a session; the DELETE that ends it carries them as the requests did.
+_SESSION_HEADERS = ("mcp-session-id", "mcp-protocol-version")
+# What a server answers a DELETE for a session it does not know (any more): nothing to report.
+_SESSION_GONE = frozenset({400, 404})
+_NOT_ALLOWED = 405  # the server does not let clients end sessions (the spec allows that)
+
 
 class _Seen:
-    """What the HTTP client saw: a refusal."""
+    """What the HTTP client saw: the session's headers as last sent, and a refusal."""
 
-    __slots__ = ("refusal",)
+    __slots__ = ("refusal", "session")
 
     def __init__(self) -> None:
+        self.session: dict[str, str] = {}
         self.refusal: tuple[int, str, str | None] | None = None  # status, reason, WWW-Authenticate
+
+    async def request(self, request: httpx2.Request) -> None:
+        if "mcp-session-id" in request.headers:
+            self.session = {
+                name: request.headers[name] for name in _SESSION_HEADERS if name in request.headers
+            }
 
     async def response(self, response: httpx2.Response) -> None:
         if response.status_code in (401, 403):
@@ -44,17 +63,17 @@ async def http_transport(
     seen = _Seen()
     # The SDK's own defaults: a response stream may stay open for minutes.
     timeout = httpx2.Timeout(30.0, read=300.0)
-    hooks: dict[str, list[Any]] = {"response": [seen.response]}
+    hooks: dict[str, list[Any]] = {"request": [seen.request], "response": [seen.response]}
     async with httpx2.AsyncClient(headers=headers, timeout=timeout, event_hooks=hooks) as client:
         try:
-            async with streamable_http_client(
-                url, http_client=client, terminate_on_close=terminate_on_close
-            ) as streams:
+            async with streamable_http_client(url, http_client=client, terminate_on_close=False) as streams:
                 yield streams
         except Exception as exc:
             if seen.refusal is not None:
                 raise Connect(_refused(url, *seen.refusal, headers)) from exc
             raise
+        if terminate_on_close and seen.session:
+            await _end_session(client, url, seen.session)
 
 
 def _refused(
@@ -78,3 +97,21 @@ def _refused(
         )
     said = f" ({challenge})" if challenge else ""
     return f"{url}: the server refused `initialize` with HTTP {status} {reason}{said}; {check}"
+
+
+async def _end_session(client: httpx2.AsyncClient, url: str, session: dict[str, str]) -> None:
+    """DELETE the session; a server that forgot it, or is gone, is fine."""
+    import httpx2
+
+    try:
+        response = await client.delete(url, headers=session)
+    except httpx2.HTTPError as exc:
+        _log.debug("%s: could not end the MCP session (%s): the server is gone", url, exc)
+        return
+    status = response.status_code
+    if status in _SESSION_GONE:
+        _log.debug("%s: the server no longer knows the session (DELETE: HTTP %d)", url, status)
+    elif status == _NOT_ALLOWED:
+        _log.debug("%s: the server does not let clients end sessions (DELETE: HTTP 405)", url)
+    elif status >= 300:
+        _log.warning("%s: ending the MCP session failed: HTTP %d %s", url, status, response.reason_phrase)
