@@ -42,7 +42,7 @@ class Connection:
         self.closed = False  # the transport ended, or close() was called
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # `open()` may have stopped waiting (a timeout): its failure is retrieved here, not logged.
+        # `handshake()` may have stopped waiting (a timeout): its failure is retrieved here, not logged.
         self._ready.add_done_callback(_retrieve)
         self._task: asyncio.Task[None] | None = None
 
