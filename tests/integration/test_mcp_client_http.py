@@ -9,8 +9,9 @@ resumed from its event store.
 from __future__ import annotations
 
 import asyncio
+import logging
+import os
 import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -29,7 +30,9 @@ PY_SERVER = Path(__file__).parent / "mcp_servers" / "py_server.py"
 class HttpServer:
     """`py_server.py PORT` in a child process, on a port that stays the same across restarts."""
 
-    def __init__(self) -> None:
+    def __init__(self, env: dict[str, str] | None = None, log: Path | None = None) -> None:
+        self.env = None if env is None else {**os.environ, **env}
+        self.log = log  # where its stderr (the SDK's session manager logs there) goes; nowhere by default
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", 0))
             self.port: int = probe.getsockname()[1]
@@ -37,9 +40,10 @@ class HttpServer:
         self.process: asyncio.subprocess.Process | None = None
 
     async def start(self) -> None:
-        self.process = await asyncio.create_subprocess_exec(
-            sys.executable, str(PY_SERVER), str(self.port), stderr=subprocess.DEVNULL
-        )
+        with self.log.open("ab") if self.log is not None else open(os.devnull, "wb") as stderr:  # noqa: ASYNC230
+            self.process = await asyncio.create_subprocess_exec(
+                sys.executable, str(PY_SERVER), str(self.port), stderr=stderr, env=self.env
+            )
         for _ in range(600):
             try:
                 _, writer = await asyncio.open_connection("127.0.0.1", self.port)
@@ -65,6 +69,50 @@ async def http() -> AsyncIterator[HttpServer]:
         yield server
     finally:
         await server.kill()
+
+
+@pytest.fixture
+async def guarded() -> AsyncIterator[HttpServer]:
+    """The server behind the SDK's bearer-token auth (see py_server.py for its tokens)."""
+    server = HttpServer(env={"PY_SERVER_AUTH": "1"})
+    await server.start()
+    try:
+        yield server
+    finally:
+        await server.kill()
+
+
+async def test_refused_credentials_name_the_status_the_url_and_what_to_check(guarded: HttpServer) -> None:
+    async def refusal(headers: dict[str, str] | None) -> str:
+        with pytest.raises(McpError.Connect) as caught:
+            await McpServerHandle.streamable_http(guarded.url, headers=headers).connect()
+        return str(caught.value)
+
+    none, bad = await refusal(None), await refusal({"Authorization": "Bearer bad"})
+    narrow = await refusal({"Authorization": "Bearer narrow"})
+    for message in (none, bad):
+        assert message.startswith(
+            f"{guarded.url}: the server refused `initialize` with HTTP 401 Unauthorized"
+        )
+        assert 'error="invalid_token"' in message  # what the server said, from WWW-Authenticate
+    assert none.endswith(
+        "no `Authorization` header was sent: pass the credentials, e.g. "
+        "McpServerHandle.streamable_http(url, headers={'Authorization': 'Bearer <token>'})"
+    )
+    assert bad.endswith(
+        "check the credentials in the `Authorization` header: is the token valid, unexpired and meant "
+        "for this server?"
+    )
+    assert narrow.startswith(f"{guarded.url}: the server refused `initialize` with HTTP 403 Forbidden")
+    assert 'error_description="Required scope: tools"' in narrow
+    assert narrow.endswith(
+        "the credentials in the `Authorization` header were accepted but lack access: check the "
+        "token's scopes or the account's permissions on this server"
+    )
+    async with McpServerHandle.streamable_http(
+        guarded.url, headers={"Authorization": "Bearer good"}
+    ) as handle:
+        assert (await handle.call_tool("echo", {"text": "in"})).value == {"result": "in"}
 
 
 async def test_calls_headers_and_an_agent_over_http(http: HttpServer) -> None:
@@ -111,6 +159,38 @@ async def test_a_restarted_server_that_forgot_the_session_gets_a_fresh_one(http:
         await http.kill()
         await http.start()
         assert [p.name for p in await handle.prompts()] == []
+
+
+async def test_closing_ends_the_session_on_the_server(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    server = HttpServer(log=tmp_path / "server.log")
+    await server.start()
+    try:
+        handle = await McpServerHandle.streamable_http(server.url).connect()
+        with caplog.at_level(logging.WARNING):
+            await handle.close()
+        for _ in range(1000):  # the server's log may lag its answer
+            if "Terminating session: " in (tmp_path / "server.log").read_text():
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError("the server never saw the session's DELETE")
+    finally:
+        await server.kill()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+async def test_closing_after_the_server_restarted_logs_nothing(
+    http: HttpServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    handle = await McpServerHandle.streamable_http(http.url).connect()
+    await http.kill()
+    await http.start()  # it no longer knows the handle's session: the DELETE on close is refused
+    with caplog.at_level(logging.DEBUG):
+        await handle.close()
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+    assert "the server no longer knows the session" in caplog.text  # said at DEBUG level only
 
 
 async def test_an_unreachable_server_is_a_connect_error_and_a_failed_call_a_tool_error(

@@ -147,6 +147,48 @@ async def test_a_failing_tool_is_an_error_result_that_says_why() -> None:
     assert "b: Field required" in _text(wrong)
 
 
+@tool
+def sloppy(kind: str) -> ToolOutput:
+    """Returns a malformed ToolOutput."""
+    if kind == "parts":
+        return ToolOutput(parts=("plain text",))  # pyright: ignore[reportArgumentType]
+    return ToolOutput(value={"ids": {1, 2}})  # pyright: ignore[reportArgumentType]
+
+
+class Bare:
+    """A hand-written Tool whose `invoke` returns a string instead of a ToolOutput."""
+
+    name = "bare"
+    description = "Returns a bare string."
+    schema: dict[str, Any] = {"type": "object"}  # noqa: RUF012
+    output_schema = None
+    effect = ToolEffect.READ_ONLY
+
+    async def invoke(self, ctx: ToolContext[Any], args: Any) -> Any:
+        return "just a string"
+
+
+async def test_a_malformed_tool_output_is_an_error_result_that_says_what_is_wrong() -> None:
+    async with http_client(McpToolServer([sloppy, Bare(), add]).streamable_http_app()) as session:
+        parts = await session.call_tool("sloppy", {"kind": "parts"})
+        value = await session.call_tool("sloppy", {"kind": "value"})
+        bare = await session.call_tool("bare", {})
+        still = await session.call_tool("add", {"a": 1, "b": 2})
+    assert parts.is_error and value.is_error and bare.is_error
+    assert _text(parts) == (
+        "'sloppy' returned a malformed result: its ToolOutput.parts[0] is a str 'plain text', not a "
+        "content part (TextPart, ImagePart, AudioPart, ...): e.g. ToolOutput(parts=(TextPart(text='...'),))"
+    )
+    assert _text(value) == (
+        "'sloppy' returned a malformed result: its ToolOutput value is not JSON "
+        "(Object of type set is not JSON serializable): dict {'ids': {1, 2}}"
+    )
+    assert (
+        _text(bare) == "'bare' returned a malformed result: it returned str 'just a string', not a ToolOutput"
+    )
+    assert still.structured_content == {"result": 3}  # the server goes on
+
+
 async def test_an_unknown_tool_is_a_protocol_error_naming_the_tools() -> None:
     async with http_client(McpToolServer([add, shout]).streamable_http_app()) as session:
         with pytest.raises(MCPError) as caught:

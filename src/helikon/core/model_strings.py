@@ -35,6 +35,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
+from ._extras import missing_extra
 from .exceptions import UserError
 from .model import Model, ModelCapabilities, ModelEvent, ModelRequest
 
@@ -205,11 +206,9 @@ def _parse(spec: str) -> tuple[_Prefix, str, str]:
             f"e.g. 'openai:gpt-5-mini'"
         )
     name = entry.model_name(rest) if entry.model_name is not None else rest
-    if entry.sdk is not None and importlib.util.find_spec(entry.sdk) is None:
-        raise ImportError(
-            f"model string {spec!r} needs the {entry.extra} extra: "
-            f"pip install 'paigasus-helikon[{entry.extra}]'"
-        )
+    extra = entry.extra
+    if entry.sdk is not None and extra is not None and importlib.util.find_spec(entry.sdk) is None:
+        raise missing_extra(f"model string {spec!r} needs the {extra} extra", extra)
     return entry, rest, name
 
 

@@ -5,8 +5,9 @@
 - **Server**: `McpAgentServer` serves an agent as one MCP tool; `McpToolServer` serves plain
   helikon tools.
 
-`import helikon` never imports this package; `import helikon.mcp` needs the extra
-(`pip install 'paigasus-helikon[mcp]'`).
+`import helikon` never imports this package, and `import helikon.mcp` does not load the SDK:
+connecting, or the servers' first access, does, and without the extra it raises an
+`ImportError` that says `pip install 'paigasus-helikon[mcp]'`.
 """
 
 from typing import TYPE_CHECKING, Any

@@ -15,8 +15,13 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import anyio
-import mcp_types as types
+from helikon.core._extras import missing_extra
+
+try:
+    import anyio
+    import mcp_types as types
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("McpAgentServer needs the official MCP SDK", "mcp") from exc
 
 from helikon.core.agent import Agent
 from helikon.core.context import RunConfig, RunContext

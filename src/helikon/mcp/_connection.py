@@ -12,17 +12,22 @@ import asyncio
 import contextlib
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from helikon.core._extras import missing_extra
 
 from .errors import Connect, McpError
 
-__all__ = ["Connection", "TransportFactory", "describe"]
+if TYPE_CHECKING:
+    from mcp.client.session import ClientSession
+
+__all__ = ["Connection", "TransportFactory", "client_session", "describe"]
 
 TransportFactory = Callable[[], AbstractAsyncContextManager[Any]]
 """A callable returning an async context manager that yields the SDK's (read, write[, ...]) streams."""
 
-# How long `close()` waits for the holder task to wind down (the stdio shutdown is bounded by
-# its own timeouts, a few seconds at worst) before it cancels it.
+# How long `close()` waits for a live session's holder task to wind down (the stdio shutdown is
+# bounded by its own timeouts, a few seconds at worst) before it cancels it.
 _CLOSE_WAIT = 10.0
 
 
@@ -37,26 +42,31 @@ class Connection:
         self.closed = False  # the transport ended, or close() was called
         self._closing = asyncio.Event()
         self._ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        # `open()` may have stopped waiting (a timeout): its failure is retrieved here, not logged.
+        # `handshake()` may have stopped waiting (a timeout): its failure is retrieved here, not logged.
         self._ready.add_done_callback(_retrieve)
         self._task: asyncio.Task[None] | None = None
 
     @classmethod
-    async def open(
-        cls, factory: TransportFactory, session_options: dict[str, Any], wait: float | None, label: str
-    ) -> Connection:
-        """Start the transport and run `initialize`; `McpError.Connect` (or `.Spawn`) if that fails."""
+    def start(cls, factory: TransportFactory, session_options: dict[str, Any], label: str) -> Connection:
+        """Start the transport and `initialize` in a task of their own; `handshake()` waits for them."""
         connection = cls()
         connection._task = asyncio.create_task(
             connection._hold(factory, session_options), name=f"mcp {label}"
         )
+        return connection
+
+    async def handshake(self, wait: float | None, label: str) -> None:
+        """Wait for `initialize`; `McpError.Connect` (or `.Spawn`) if it fails, times out or is closed."""
         try:
-            await asyncio.wait_for(asyncio.shield(connection._ready), wait)
+            await asyncio.wait_for(asyncio.shield(self._ready), wait)
         except TimeoutError:
-            await connection.close()
+            await self.close()
             raise Connect(f"{label}: no answer to `initialize` within {wait:g}s") from None
         except Exception as exc:
-            await connection.close()
+            closed_here = self._closing.is_set()
+            await self.close()
+            if closed_here:
+                raise Connect(f"{label}: closed during the `initialize` handshake") from None
             leaf = _leaf(exc)
             if isinstance(leaf, McpError):
                 raise leaf from None
@@ -67,17 +77,14 @@ class Connection:
             )
             raise Connect(f"{label}: the MCP handshake failed: {describe(leaf)}{hint}") from exc
         except BaseException:
-            await connection.close()
+            await self.close()
             raise
-        return connection
 
     async def _hold(self, factory: TransportFactory, session_options: dict[str, Any]) -> None:
-        from mcp.client.session import ClientSession
-
         try:
             async with factory() as streams:
                 read_stream, write_stream = streams[0], streams[1]
-                async with ClientSession(read_stream, write_stream, **session_options) as session:
+                async with client_session()(read_stream, write_stream, **session_options) as session:
                     self.initialize_result = await session.initialize()
                     self.session = session
                     self._ready.set_result(None)
@@ -100,7 +107,12 @@ class Connection:
         self._closing.set()
 
     async def close(self) -> None:
-        """End the session and its transport (a stdio child is stopped); safe to call twice."""
+        """End the session and its transport (a stdio child is stopped); safe to call twice.
+
+        A live session winds down gracefully (for up to `_CLOSE_WAIT`); a handshake still in
+        progress is cancelled at once: the server has not answered, so there is no session to
+        end, and a hung one would only make the caller wait longer than the timeout it set.
+        """
         self.closed = True
         self._closing.set()
         task = self._task
@@ -108,11 +120,13 @@ class Connection:
             return
         if task is asyncio.current_task():
             return
-        done, _ = await asyncio.wait({task}, timeout=_CLOSE_WAIT)
-        if not done:
-            task.cancel()
-            with contextlib.suppress(BaseException):
-                await task
+        if self._ready.done():
+            done, _ = await asyncio.wait({task}, timeout=_CLOSE_WAIT)
+            if done:
+                return
+        task.cancel()
+        # The transport's own shutdown is bounded (and shielded): wait for it, not for the server.
+        await asyncio.wait({task})
 
     def on_this_loop(self) -> bool:
         """Whether the running event loop is the one this connection lives on."""
@@ -137,6 +151,19 @@ class Connection:
             return
         with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
             loop.call_soon_threadsafe(self._closing.set)
+
+
+def client_session() -> type[ClientSession]:
+    """The SDK's `ClientSession` (mcp_types, anyio and httpx2 come with it), or what to install.
+
+    Imported on the first connect, before its timeout starts: it takes a second or more, which
+    `import helikon.mcp` does not pay.
+    """
+    try:
+        from mcp.client.session import ClientSession
+    except ImportError as exc:
+        raise missing_extra("connecting to an MCP server needs the official MCP SDK", "mcp") from exc
+    return ClientSession
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -14,13 +14,15 @@ import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
+from helikon.core._extras import missing_extra
+
 try:
     import mcp_types as types
     from mcp.server.lowlevel import Server
     from mcp.server.stdio import stdio_server
     from mcp.shared.exceptions import MCPError
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError("helikon.mcp needs the official MCP SDK: pip install 'paigasus-helikon[mcp]'") from exc
+    raise missing_extra("helikon.mcp needs the official MCP SDK", "mcp") from exc
 
 from helikon.core.exceptions import UserError
 

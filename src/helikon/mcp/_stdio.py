@@ -96,13 +96,17 @@ async def _exited(process: asyncio.subprocess.Process, seconds: float) -> bool:
     return True
 
 
-async def _stop(process: asyncio.subprocess.Process) -> None:
-    """The MCP shutdown sequence: close stdin, wait, SIGTERM, wait, SIGKILL the group."""
+async def _stop(process: asyncio.subprocess.Process, *, answered: bool) -> None:
+    """The MCP shutdown sequence: close stdin, wait, SIGTERM, wait, SIGKILL the group.
+
+    A server that never `answered` gets no wait after its stdin closes: it has no session to
+    end, and one hung before its first answer is not reading stdin either.
+    """
     stdin = process.stdin
     if stdin is not None:
         with contextlib.suppress(OSError):
             stdin.close()
-    if not await _exited(process, _EXIT_GRACE):
+    if not (answered and await _exited(process, _EXIT_GRACE)):
         kill_group(process.pid, signal.SIGTERM)
         if not await _exited(process, _EXIT_GRACE):
             kill_group(process.pid)
@@ -137,11 +141,14 @@ async def stdio_transport(
     assert stdin is not None
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](0)
+    answered = False
 
     async def read() -> None:
+        nonlocal answered
         async with read_writer:
             with contextlib.suppress(anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
                 while line := await stdout.readline():
+                    answered = True
                     if not line.strip():
                         continue
                     try:
@@ -173,6 +180,6 @@ async def stdio_transport(
             # Bounded, and shielded: a cancelled caller must not leave the server running.
             with anyio.CancelScope(shield=True):
                 write_stream.close()
-                await _stop(process)
+                await _stop(process, answered=answered)
                 on_spawn(process.pid, False)
             group.cancel_scope.cancel()

@@ -8,12 +8,22 @@ the official SDK's own server does.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, cast
 
 import mcp_types as types
 
-from helikon.core.items import AudioPart, Base64Source, ContentPart, ImagePart, TextPart
+from helikon.core.items import (
+    AudioPart,
+    Base64Source,
+    ImagePart,
+    ReasoningPart,
+    TextPart,
+    ToolUsePart,
+)
 from helikon.core.tools import Tool, ToolEffect, ToolOutput
+
+_PARTS = (TextPart, ReasoningPart, ImagePart, AudioPart, ToolUsePart)  # ContentPart's members
 
 
 def definition(tool: Tool[Any]) -> types.Tool:
@@ -43,14 +53,29 @@ def output_schema(tool: Tool[Any]) -> dict[str, Any] | None:
     return {"type": "object", "properties": {"result": schema}, "required": ["result"]}
 
 
-def call_result(tool: Tool[Any], output: ToolOutput) -> types.CallToolResult:
-    """`output` as MCP content: a string as text; any other value as JSON text and `structuredContent`."""
-    if output.parts is not None:
-        return types.CallToolResult(content=[_block(part) for part in output.parts])
+def call_result(tool: Tool[Any], output: object) -> types.CallToolResult:
+    """`output` as MCP content: a string as text; any other value as JSON text and `structuredContent`.
+
+    Raises:
+        ValueError: `output` is not a `ToolOutput` MCP can carry; the message says what is wrong.
+    """
+    if not isinstance(output, ToolOutput):
+        raise ValueError(f"it returned {_shown(output)}, not a ToolOutput")
+    parts: object = output.parts
+    if parts is not None:
+        if not isinstance(parts, tuple | list):
+            raise ValueError(f"its ToolOutput.parts is a {_shown(parts)}, not a tuple of content parts")
+        items = cast("Sequence[object]", parts)
+        return types.CallToolResult(content=[_block(i, part) for i, part in enumerate(items)])
     value = output.value
     if isinstance(value, str) and output_schema(tool) is None:
         return types.CallToolResult(content=[types.TextContent(text=value)])
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    try:
+        text = (
+            value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        )
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"its ToolOutput value is not JSON ({exc}): {_shown(value)}") from exc
     schema = tool.output_schema
     wrapped = not _is_object(schema) if schema else not isinstance(value, dict)
     structured = {"result": value} if wrapped else value
@@ -64,7 +89,17 @@ def _is_object(schema: object) -> bool:
     return kind == "object"
 
 
-def _block(part: ContentPart) -> types.ContentBlock:
+def _shown(value: object) -> str:
+    text = repr(value)
+    return f"{type(value).__name__} {text[:60]}{'...' if len(text) > 60 else ''}"
+
+
+def _block(index: int, part: object) -> types.ContentBlock:
+    if not isinstance(part, _PARTS):
+        raise ValueError(
+            f"its ToolOutput.parts[{index}] is a {_shown(part)}, not a content part "
+            "(TextPart, ImagePart, AudioPart, ...): e.g. ToolOutput(parts=(TextPart(text='...'),))"
+        )
     if isinstance(part, TextPart):
         return types.TextContent(text=part.text)
     if isinstance(part, ImagePart) and isinstance(part.source, Base64Source):

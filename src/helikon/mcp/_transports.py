@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import AsyncGenerator, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import IO, Any, cast
 
 from helikon.core.exceptions import UserError
 
 from ._connection import TransportFactory
+from ._http import http_transport
 from ._options import Options
 from ._stdio import stdio_transport
 
@@ -83,20 +84,8 @@ def http_options(url: object, headers: object, terminate_on_close: bool) -> Opti
         raise UserError(f"McpServerHandle.streamable_http({url!r}, headers=...): give a dict of str to str")
     endpoint = url
 
-    @contextlib.asynccontextmanager
-    async def transport() -> AsyncGenerator[Any]:
-        import httpx2
-        from mcp.client.streamable_http import streamable_http_client
-
-        # The SDK's own defaults: a response stream may stay open for minutes.
-        timeout = httpx2.Timeout(30.0, read=300.0)
-        async with (
-            httpx2.AsyncClient(headers=sent, timeout=timeout) as client,
-            streamable_http_client(
-                endpoint, http_client=client, terminate_on_close=terminate_on_close
-            ) as streams,
-        ):
-            yield streams
+    def transport() -> AbstractAsyncContextManager[Any]:
+        return http_transport(endpoint, sent, terminate_on_close)
 
     return Options(label=endpoint, make_transport=lambda on_spawn: transport)
 

@@ -50,7 +50,7 @@ from typing import IO, TYPE_CHECKING, Any
 from helikon.core.exceptions import ToolError
 
 from ._calls import SessionExpired, call_once, session_expired
-from ._connection import Connection, describe
+from ._connection import Connection, client_session, describe
 from ._lazy import SearchTools
 from ._mcp_tool import McpTool, tool_name
 from ._results import tool_output
@@ -77,10 +77,11 @@ _MAX_PAGES = 1000
 class _Link:
     """What the background task and the finalizer share, so neither keeps the handle alive."""
 
-    __slots__ = ("connection", "pids", "tools_stale")
+    __slots__ = ("connection", "opening", "pids", "tools_stale")
 
     def __init__(self) -> None:
         self.connection: Connection | None = None
+        self.opening: Connection | None = None  # one in its handshake, not yet `connection`
         self.pids: list[int] = []  # the live stdio child, if any
         self.tools_stale = False
 
@@ -166,6 +167,7 @@ class McpServerHandle:
     @classmethod
     async def connect_with(cls, options: Options) -> McpServerHandle:
         """Connect with `options` (what `McpConnectBuilder.connect()` does)."""
+        client_session()  # without the `mcp` extra, this says what to install
         handle = cls(options, _Link())
         async with handle._lock:
             await handle._reconnect()
@@ -204,9 +206,15 @@ class McpServerHandle:
         if old is not None:
             await old.close()
         factory = self.options.make_transport(link.on_spawn)
-        connection = await Connection.open(
-            factory, self._session_options(), self.options.connect_timeout, self.label
-        )
+        connection = Connection.start(factory, self._session_options(), self.label)
+        link.opening = connection  # so that `close()` meanwhile ends it too
+        try:
+            await connection.handshake(self.options.connect_timeout, self.label)
+        finally:
+            link.opening = None
+        if self._finalizer.alive is False:  # closed as the handshake finished
+            await connection.close()
+            raise Connect(f"{self.label}: the handle was closed while it connected")
         link.connection = connection
         wait = self.options.connect_timeout
         try:
@@ -251,12 +259,16 @@ class McpServerHandle:
         return None if connection is None else connection.initialize_result.instructions
 
     async def close(self) -> None:
-        """Close the connection (a stdio child is stopped: stdin closed, then SIGTERM, SIGKILL)."""
+        """Close the connection (a stdio child is stopped: stdin closed, then SIGTERM, SIGKILL).
+
+        A connection still in its `initialize` handshake (a reconnect) is ended at once.
+        """
         link = self._link
         self._finalizer.detach()
         connection, link.connection = link.connection, None
-        if connection is not None:
-            await connection.close()
+        for each in (link.opening, connection):
+            if each is not None:
+                await each.close()
         link.pids.clear()
 
     async def __aenter__(self) -> McpServerHandle:

@@ -36,7 +36,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
-import mcp_types as types
+from helikon.core._extras import missing_extra
+
+try:
+    import mcp_types as types
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("McpAgentServer needs the official MCP SDK", "mcp") from exc
 
 from helikon.core.agent import Agent
 from helikon.core.context import RunConfig

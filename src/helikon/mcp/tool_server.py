@@ -3,8 +3,9 @@
 Every tool keeps its name, description and argument schema; its effect becomes MCP's
 hints (`READ_ONLY` -> `readOnlyHint: true`). A string result is a text block; any other
 value is JSON text plus `structuredContent`. A tool that raises (`ToolError`,
-`ModelRetry`, invalid arguments, anything) answers with an `isError` result that says
-why; a call of a tool the server does not have is a protocol error (-32602).
+`ModelRetry`, invalid arguments, anything), or returns what MCP cannot carry, answers
+with an `isError` result that says why; a call of a tool the server does not have is a
+protocol error (-32602).
 
 The calls run the tools directly: the permission pipeline belongs to the agent that calls
 them (an MCP client marks a `destructiveHint` tool as needing approval), not to this server.
@@ -41,8 +42,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-import anyio
-import mcp_types as types
+from helikon.core._extras import missing_extra
+
+try:
+    import anyio
+    import mcp_types as types
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise missing_extra("McpToolServer needs the official MCP SDK", "mcp") from exc
 
 from helikon.core.context import RunConfig, ToolContext
 from helikon.core.exceptions import InvalidArgs, ModelRetry, ToolError, UserError
@@ -99,7 +105,10 @@ class _Tools(Generic[Ctx]):
             if not isinstance(error, Exception):
                 raise error
             return error_result(_failure(name, error))
-        return call_result(tool, task.result())
+        try:
+            return call_result(tool, task.result())
+        except ValueError as exc:  # the tool broke its contract: the caller reads how, not a protocol error
+            return error_result(f"{name!r} returned a malformed result: {exc}")
 
 
 def _failure(name: str, exc: Exception) -> str:

@@ -21,12 +21,12 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
+from helikon.core._extras import missing_extra
+
 try:
     import anthropic
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "helikon.providers.anthropic needs the Anthropic SDK: pip install 'paigasus-helikon[anthropic]'"
-    ) from exc
+    raise missing_extra("helikon.providers.anthropic needs the Anthropic SDK", "anthropic") from exc
 
 from helikon.core.exceptions import (
     ContextLengthExceeded,

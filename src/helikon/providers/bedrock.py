@@ -33,14 +33,14 @@ from typing import TYPE_CHECKING, Any, cast
 
 # aiobotocore ships no type information: its modules are held as `Any` rather than
 # letting every use of them leak unknown types into the adapter.
+from helikon.core._extras import missing_extra
+
 try:
     _exceptions: Any = importlib.import_module("botocore.exceptions")
     _config: Any = importlib.import_module("aiobotocore.config")
     _aio_session: Any = importlib.import_module("aiobotocore.session")
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "helikon.providers.bedrock needs aiobotocore: pip install 'paigasus-helikon[bedrock]'"
-    ) from exc
+    raise missing_extra("helikon.providers.bedrock needs aiobotocore", "bedrock") from exc
 
 from helikon.core.exceptions import (
     ContextLengthExceeded,

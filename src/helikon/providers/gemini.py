@@ -26,14 +26,14 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
+from helikon.core._extras import missing_extra
+
 try:
     from google import genai
     from google.genai import errors as genai_errors
     from google.genai import types as genai_types
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "helikon.providers.gemini needs the Google GenAI SDK: pip install 'paigasus-helikon[gemini]'"
-    ) from exc
+    raise missing_extra("helikon.providers.gemini needs the Google GenAI SDK", "gemini") from exc
 
 from helikon.core.exceptions import (
     ContextLengthExceeded,

@@ -25,13 +25,13 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
+from helikon.core._extras import missing_extra
+
 try:
     import openai
     from openai import AsyncOpenAI, AsyncStream
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "helikon.providers.openai needs the OpenAI SDK: pip install 'paigasus-helikon[openai]'"
-    ) from exc
+    raise missing_extra("helikon.providers.openai needs the OpenAI SDK", "openai") from exc
 
 from helikon.core._carrier import carrier
 from helikon.core.cancel import CancellationToken

@@ -54,12 +54,12 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, Self, cast
 
+from helikon.core._extras import missing_extra
+
 try:
     import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 except ImportError as exc:  # pragma: no cover - the extra is installed for the test suite
-    raise ImportError(
-        "helikon.sessions.postgres needs asyncpg: pip install 'paigasus-helikon[sessions-postgres]'"
-    ) from exc
+    raise missing_extra("helikon.sessions.postgres needs asyncpg", "sessions-postgres") from exc
 
 from helikon.core._json import JsonValue
 from helikon.core.exceptions import (

@@ -35,6 +35,8 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self, cast
 
+from helikon.core._extras import missing_extra
+
 try:
     import redis.asyncio as aioredis
     from redis.asyncio.retry import Retry
@@ -43,9 +45,7 @@ try:
     from redis.exceptions import RedisError, ResponseError
     from redis.exceptions import TimeoutError as RedisTimeoutError
 except ImportError as exc:  # pragma: no cover - the extra is installed for the test suite
-    raise ImportError(
-        "helikon.sessions.redis needs redis-py: pip install 'paigasus-helikon[sessions-redis]'"
-    ) from exc
+    raise missing_extra("helikon.sessions.redis needs redis-py", "sessions-redis") from exc
 
 from helikon.core._json import JsonValue
 from helikon.core.exceptions import (

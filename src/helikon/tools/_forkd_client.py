@@ -18,6 +18,7 @@ from datetime import datetime
 from typing import Self
 from urllib.parse import urlsplit
 
+from helikon.core._extras import missing_extra
 from helikon.core._json import JsonObject, JsonValue
 from helikon.core.exceptions import ToolError, UserError
 
@@ -26,7 +27,7 @@ from .execution import ExecOutput
 try:
     import httpx2
 except ImportError as exc:  # pragma: no cover - the extra is installed in the suite
-    raise ImportError("ForkdBackend needs httpx2: pip install 'paigasus-helikon[tools-microvm]'") from exc
+    raise missing_extra("ForkdBackend needs httpx2", "tools-microvm") from exc
 
 _ERROR_TEXT = 300
 """Characters of a controller's error message kept in a `ForkdError`."""

@@ -15,13 +15,13 @@ import socket
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from typing import Any, cast
 
+from helikon.core._extras import missing_extra
+
 try:
     import httpcore2
     import httpx2
 except ImportError as exc:  # pragma: no cover - the extra is installed in the suite
-    raise ImportError(
-        "WebFetch/WebSearch need httpx2 and trafilatura: pip install 'paigasus-helikon[tools-web]'"
-    ) from exc
+    raise missing_extra("WebFetch/WebSearch need httpx2 and trafilatura", "tools-web") from exc
 
 from ._ssrf import SsrfGuard
 

@@ -27,6 +27,7 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
+from helikon.core._extras import missing_extra
 from helikon.core._json import JsonObject, JsonValue
 from helikon.core._tool_args import args_object
 from helikon.core.context import ToolContext
@@ -50,9 +51,7 @@ try:
     import httpx2
     import trafilatura
 except ImportError as exc:  # pragma: no cover - the extra is installed in the suite
-    raise ImportError(
-        "WebFetch needs httpx2 and trafilatura: pip install 'paigasus-helikon[tools-web]'"
-    ) from exc
+    raise missing_extra("WebFetch needs httpx2 and trafilatura", "tools-web") from exc
 
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _HTML_TYPES = ("text/html", "application/xhtml+xml")

@@ -21,6 +21,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from helikon.core._extras import missing_extra
 from helikon.core._json import JsonObject, JsonValue
 from helikon.core._tool_args import args_object
 from helikon.core.context import ToolContext
@@ -30,7 +31,7 @@ from helikon.core.tools import ToolEffect, ToolOutput
 try:
     import httpx2
 except ImportError as exc:  # pragma: no cover - the extra is installed in the suite
-    raise ImportError("WebSearch needs httpx2: pip install 'paigasus-helikon[tools-web]'") from exc
+    raise missing_extra("WebSearch needs httpx2", "tools-web") from exc
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,9 @@ let a test watch what the client does: `slow` writes "started" to a marker file 
 "cancelled" when the client cancels it; `add_tool` grows the list and says so with
 `notifications/tools/list_changed`; `pid` names the process serving. With
 PY_SERVER_LINGER set it keeps running after its stdin closes, as a badly behaved server
-might.
+might. With PY_SERVER_AUTH set, the HTTP server wants a bearer token with the scope
+"tools": "Bearer good" has it, "Bearer narrow" does not (403), any other token or none is
+refused (401), by the SDK's own auth middleware.
 """
 
 from __future__ import annotations
@@ -15,10 +17,35 @@ import sys
 from typing import Any
 
 import anyio
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.streamable_http import EventMessage, EventStore
+from pydantic import AnyHttpUrl
 
-server = MCPServer("py-test-server", instructions="A server for helikon's MCP client tests.")
+
+class Tokens(TokenVerifier):
+    """Two known tokens: "good" has the scope "tools", "narrow" has none."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        scopes = {"good": ["tools"], "narrow": []}.get(token)
+        return None if scopes is None else AccessToken(token=token, client_id="test", scopes=scopes)
+
+
+def _auth() -> dict[str, Any]:
+    if not os.environ.get("PY_SERVER_AUTH"):
+        return {}
+    url = f"http://127.0.0.1:{sys.argv[1]}"
+    settings = AuthSettings(
+        issuer_url=AnyHttpUrl(url),
+        resource_server_url=AnyHttpUrl(f"{url}/mcp"),
+        required_scopes=["tools"],
+        validate_token_resource=False,
+    )
+    return {"token_verifier": Tokens(), "auth": settings}
+
+
+server = MCPServer("py-test-server", instructions="A server for helikon's MCP client tests.", **_auth())
 
 
 @server.tool()
