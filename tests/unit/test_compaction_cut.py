@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from log_events import THINKING, call, result, said, user
 
 from helikon.core.conversation_check import is_provider_valid
 from helikon.core.items import (
@@ -17,7 +18,6 @@ from helikon.core.items import (
     Item,
     ReasoningPart,
     SystemMessage,
-    TextPart,
     ToolCall,
     ToolResult,
     ToolUsePart,
@@ -27,33 +27,12 @@ from helikon.core.session import (
     AssistantMessageEvent,
     Compacted,
     SessionEvent,
-    ToolCalled,
-    ToolReturned,
-    UserMessageEvent,
     active_path,
     event_step,
     project,
 )
 from helikon.testing._compaction_checks import random_log, settled
 
-
-def user(text: str) -> UserMessageEvent:
-    return UserMessageEvent(content=(TextPart(text=text),))
-
-
-def said(text: str) -> AssistantMessageEvent:
-    return AssistantMessageEvent(content=(TextPart(text=text),))
-
-
-def call(call_id: str) -> ToolCalled:
-    return ToolCalled(call_id=call_id, name="lookup", args={"q": call_id})
-
-
-def result(call_id: str) -> ToolReturned:
-    return ToolReturned(call_id=call_id, content=(TextPart(text=f"result {call_id}"),), name="lookup")
-
-
-THINKING = AssistantMessageEvent(content=(ReasoningPart(text="thinking", signature="sig"),))
 S = SystemMessage(text="S")
 
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from log_events import THINKING, call, result, user
 
 from helikon import LlmAgent, MemorySession, RunConfig, RunContext, tool
 from helikon.core.items import (
     AssistantMessage,
     Item,
-    ReasoningPart,
-    TextPart,
     ToolCall,
     ToolResult,
     ToolUsePart,
@@ -26,30 +25,13 @@ from helikon.core.session import (
     Projection,
     Rewound,
     SessionEvent,
-    ToolCalled,
     ToolReturned,
-    UserMessageEvent,
     event_step,
     project,
 )
 from helikon.core.session.checkpoint import decode_state, encode_state, restored_projection
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_calls_turn
-
-
-def user(text: str) -> UserMessageEvent:
-    return UserMessageEvent(content=(TextPart(text=text),))
-
-
-def call(call_id: str) -> ToolCalled:
-    return ToolCalled(call_id=call_id, name="lookup", args={"q": call_id})
-
-
-def result(call_id: str) -> ToolReturned:
-    return ToolReturned(call_id=call_id, content=(TextPart(text=f"result {call_id}"),), name="lookup")
-
-
-THINKING = AssistantMessageEvent(content=(ReasoningPart(text="thinking", signature="sig"),))
 
 
 def results(messages: tuple[Item, ...] | list[Item]) -> list[str]:

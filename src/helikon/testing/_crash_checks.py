@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import signal
 import subprocess
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING
 
 from helikon.core.items import TextPart
@@ -91,20 +93,8 @@ async def check_a_killed_run_is_repaired(backend: ConformanceBackend) -> None:
     from helikon.runtime import AsyncioRunner
 
     sid = new_id("killed-run")
-    argv = worker_argv(backend, sid, {"action": "run_until_killed"})
-    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    stdout = process.stdout
-    if stdout is None:
-        raise AssertionError("the worker has no stdout")
-    try:
-        async with asyncio.timeout(120):
-            line = await stdout.readline()
-        if not line:
-            err = b"" if process.stderr is None else await process.stderr.read()
-            raise AssertionError(f"the run died before its tool started: {err.decode()[-2000:]}")
-    finally:
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
+    async with _killed_when_done(backend, sid, "run_until_killed", "its tool started"):
+        pass
     seqs, events = await read_log(backend, sid)
     kinds = [e.type for e in events]
     require(
@@ -148,34 +138,22 @@ async def check_a_killed_run_keeps_the_results_that_returned(backend: Conformanc
     from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT, close_interrupted_turn
 
     sid = new_id("killed-batch")
-    argv = worker_argv(backend, sid, {"action": "parallel_run_until_killed"})
-    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    stdout = process.stdout
-    if stdout is None:
-        raise AssertionError("the worker has no stdout")
     try:
-        async with asyncio.timeout(120):
-            line = await stdout.readline()
-        if not line:
-            err = b"" if process.stderr is None else await process.stderr.read()
-            raise AssertionError(f"the run died before its tools started: {err.decode()[-2000:]}")
-        # The slow call runs until the kill; the quick one has returned. Wait (bounded) for
-        # its result to reach the log: a run that stores results only once the whole batch
-        # is done never gets there.
-        stored = False
-        async with asyncio.timeout(60):
-            while not stored:
-                _, events = await read_log(backend, sid)
-                stored = any(isinstance(e, ToolReturned) and e.call_id == "charge-1" for e in events)
-                if not stored:
-                    await asyncio.sleep(0.02)
+        async with _killed_when_done(backend, sid, "parallel_run_until_killed", "its tools started"):
+            # The slow call runs until the kill; the quick one has returned. Wait (bounded)
+            # for its result to reach the log: a run that stores results only once the whole
+            # batch is done never gets there.
+            stored = False
+            async with asyncio.timeout(60):
+                while not stored:
+                    _, events = await read_log(backend, sid)
+                    stored = any(isinstance(e, ToolReturned) and e.call_id == "charge-1" for e in events)
+                    if not stored:
+                        await asyncio.sleep(0.02)
     except TimeoutError:
         raise AssertionError(
             "the result of a call that returned was not stored while its sibling still ran"
         ) from None
-    finally:
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
     session = await backend.open(sid)
     try:
         await close_interrupted_turn(session)
@@ -198,6 +176,31 @@ async def check_a_killed_run_keeps_the_results_that_returned(backend: Conformanc
     require(order == ["pay-1", "charge-1"], f"the conversation keeps the order the calls were made: {order}")
     stored = [m.call_id for m in snapshot.messages if isinstance(m, ToolResult)]
     require(stored == order, f"the session's snapshot shows the results as `project` does: {stored}")
+
+
+@contextlib.asynccontextmanager
+async def _killed_when_done(
+    backend: ConformanceBackend, sid: str, action: str, what: str
+) -> AsyncGenerator[None]:
+    """A worker running `action` on session `sid`, entered once it printed that `what`.
+
+    SIGKILLed on leaving.
+    """
+    argv = worker_argv(backend, sid, {"action": action})
+    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    stdout = process.stdout
+    if stdout is None:
+        raise AssertionError("the worker has no stdout")
+    try:
+        async with asyncio.timeout(120):
+            line = await stdout.readline()
+        if not line:
+            err = b"" if process.stderr is None else await process.stderr.read()
+            raise AssertionError(f"the run died before {what}: {err.decode()[-2000:]}")
+        yield
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
 
 
 def _part_text(event: ToolReturned) -> str:
