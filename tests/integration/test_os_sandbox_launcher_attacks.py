@@ -12,6 +12,7 @@ a process of the test's own) where the same command really does what it aims at.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import resource
@@ -368,10 +369,22 @@ class _Chain:
     def stop(self) -> None:
         """A directory where `beat` was: the chain's next write fails and it ends."""
         if self.beats():
-            (self.root / "beat").unlink()
-            (self.root / "beat").mkdir()
+            expect_eventually(self._blocked, "a directory where the chain writes its beat")
             expect_eventually(lambda: not self.alive(), "the fork chain ending")
         os.close(self.reader)
+
+    def _blocked(self) -> bool:
+        """Put a directory where `beat` is; False if the chain wrote it again in between (try again)."""
+        beat = self.root / "beat"
+        if beat.is_dir():
+            return True
+        with contextlib.suppress(FileNotFoundError):
+            beat.unlink()
+        try:
+            beat.mkdir()
+        except FileExistsError:
+            return False
+        return True
 
 
 def test_a_stray_that_keeps_changing_its_pid_is_killed_once_the_command_is_done(sandbox: Sandbox) -> None:
