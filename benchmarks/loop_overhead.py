@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import itertools
 import json
 import math
 import os
@@ -154,14 +153,13 @@ def build_helikon() -> Bench:
         """Get the weather for a city."""
         return _count_tool_call()
 
-    calls = itertools.count(1)
-
     def script(request: Any) -> Any:
         if request.messages[-1].type == "tool_result":
             return text_turn(EXPECTED)
-        # A fresh id per call, as every provider gives: a persisted conversation (the
-        # sessions benchmark runs this agent 200 times on one) then holds no reused ids.
-        return tool_call_turn("get_weather", TOOL_ARGS, call_id=f"call_{next(calls)}")
+        # "call_1" every time, as the peers' fake models here (and local OpenAI-compatible
+        # servers) number calls per response: a persisted conversation (the sessions
+        # benchmark runs this agent 200 times on one) reuses it every run.
+        return tool_call_turn("get_weather", TOOL_ARGS, call_id="call_1")
 
     agent = LlmAgent(
         name="bench", model=FunctionModel(script), instructions=INSTRUCTIONS, tools=[get_weather]
