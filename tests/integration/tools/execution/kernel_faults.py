@@ -20,18 +20,15 @@ _HERE = str(Path(__file__).parent)
 _REFUSE = textwrap.dedent(
     """
     import ctypes, sys
-    from helikon.tools.execution.os_sandbox import _seccomp as bpf
+    from helikon.tools.execution.os_sandbox._bpf import Label, assemble, jeq, load, ret
+    from helikon.tools.execution.os_sandbox._seccomp import RET_ALLOW
 
     number, errno, index, value = (int(arg) for arg in sys.argv[1:5])
     del sys.argv[1:5]
-    insn = bpf._insn
-    match = [insn(bpf._JEQ, number, jf=3)]
+    match = [jeq(number, jf="allow")]
     if index >= 0:  # only when argument `index` is `value` (prctl's option, a call's flags)
-        match = [insn(bpf._JEQ, number, jf=4), insn(bpf._LD_ABS, 16 + 8 * index), insn(bpf._JEQ, value, jf=2)]
-    program = b"".join([
-        insn(bpf._LD_ABS, 0), *match, insn(bpf._RET, 0x00050000 | errno), insn(bpf._RET, bpf.RET_ALLOW),
-        insn(bpf._RET, bpf.RET_ALLOW), insn(bpf._RET, bpf.RET_ALLOW),
-    ])
+        match += [load(16 + 8 * index), jeq(value, jf="allow")]
+    program = assemble([load(0), *match, ret(0x00050000 | errno), Label("allow"), ret(RET_ALLOW)])
 
     class Prog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]

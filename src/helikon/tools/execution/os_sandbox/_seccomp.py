@@ -3,7 +3,7 @@
 The filter is a classic-BPF program over `struct seccomp_data` (syscall number, audit arch,
 arguments), built here as bytes and loaded by the launcher with
 `prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ...)` just before `exec`. It is an allow-list of
-nothing and a deny-list of what a contained command never needs, in four rules:
+nothing and a deny-list of what a contained command never needs, in five rules:
 
 1. A call made through another ABI (i386 `int 0x80`, x32) kills the process: the numbers
    below mean other calls there.
@@ -11,8 +11,10 @@ nothing and a deny-list of what a contained command never needs, in four rules:
    (`ptrace`, `process_vm_*`, `pidfd_getfd`, `kcmp`), mounting and namespaces, kernel modules
    and kexec, eBPF and perf, keyrings, io_uring (its requests are not seen by seccomp), file
    handles (`open_by_handle_at` escapes a directory confinement), `fanotify` (it hands out
-   descriptors of files others open), the system clock, and `clone`/`clone3` making new
-   namespaces. These matter most where commands run as root, which Landlock confines too.
+   descriptors of files others open), the system clock, `clone` making new namespaces
+   (`clone3`, whose flags seccomp cannot read, fails with `ENOSYS`: libc falls back to
+   `clone`), and the `ioctl`s that push input into a terminal (`TIOCSTI`, `TIOCLINUX`).
+   These matter most where commands run as root, which Landlock confines too.
 3. Calls that act on another process by pid (`prlimit64`, `setpriority`, the `sched_set*`
    calls, `ioprio_set`) fail unless they name the caller itself (0).
 4. Network: `NETWORK_NONE` fails every `socket()` (even UNIX ones, which reach host daemons
@@ -24,6 +26,10 @@ nothing and a deny-list of what a contained command never needs, in four rules:
    ones and still no UNIX sockets.
 5. Calls newer than this table fail with `ENOSYS`; everything else is allowed.
 
+Each rule is a block of the program written with labels (`_bpf.assemble` counts the jumps),
+and `tests/unit/tools/execution/test_seccomp_rules.py` runs every branch of each network
+mode's program in a BPF interpreter over a table of calls and verdicts.
+
 Only x86-64 has a table here; `build_filter` raises `UnsupportedArch` elsewhere, and the
 sandbox fails closed.
 """
@@ -33,8 +39,9 @@ from __future__ import annotations
 import errno
 import platform
 import socket
-import struct
 from types import MappingProxyType
+
+from ._bpf import Insn, Label, and_, assemble, jeq, jge, jset, load, ret
 
 NETWORK_NONE = "none"
 NETWORK_TCP_ONLY = "tcp-only"
@@ -181,21 +188,8 @@ def _arg(index: int) -> int:
     return 16 + 8 * index
 
 
-# Classic BPF opcodes.
-_LD_ABS = 0x20  # BPF_LD | BPF_W | BPF_ABS
-_JEQ = 0x15  # BPF_JMP | BPF_JEQ | BPF_K
-_JGE = 0x35  # BPF_JMP | BPF_JGE | BPF_K
-_JSET = 0x45  # BPF_JMP | BPF_JSET | BPF_K
-_AND = 0x54  # BPF_ALU | BPF_AND | BPF_K
-_RET = 0x06  # BPF_RET | BPF_K
-
-
 class UnsupportedArch(Exception):
     """No syscall table for this machine's architecture."""
-
-
-def _insn(code: int, k: int, jt: int = 0, jf: int = 0) -> bytes:
-    return struct.pack("=HBBI", code, jt, jf, k)
 
 
 def build_filter(network: str) -> bytes:
@@ -206,91 +200,135 @@ def build_filter(network: str) -> bytes:
         )
     if network not in (NETWORK_NONE, NETWORK_TCP_ONLY, NETWORK_OPEN):
         raise ValueError(f"network mode {network!r}")
-    program: list[bytes] = [
-        _insn(_LD_ABS, _ARCH),
-        _insn(_JEQ, AUDIT_ARCH_X86_64, jt=1),
-        _insn(_RET, RET_KILL_PROCESS),
-        _insn(_LD_ABS, _NR),
-        _insn(_JGE, X32_SYSCALL_BIT, jf=1),
-        _insn(_RET, RET_KILL_PROCESS),
+    return assemble(
+        [
+            *_native_abi_only(),
+            *_denied_calls(),
+            *_argument_rules(),
+            *_socket_rules(network),
+            ret(RET_ALLOW),
+        ]
+    )
+
+
+def _native_abi_only() -> list[Insn | Label]:
+    """Rule 1, and rule 5's refusal of calls newer than the table."""
+    return [
+        load(_ARCH),
+        jeq(AUDIT_ARCH_X86_64, jt="native"),
+        ret(RET_KILL_PROCESS),
+        Label("native"),
+        load(_NR),
+        jge(X32_SYSCALL_BIT, jf="not-x32"),
+        ret(RET_KILL_PROCESS),
+        Label("not-x32"),
         # Calls newer than this table: refused as if the kernel had none (libc falls back).
-        _insn(_JGE, FIRST_UNKNOWN, jf=1),
-        _insn(_RET, RET_ENOSYS),
+        jge(FIRST_UNKNOWN, jf="known"),
+        ret(RET_ENOSYS),
+        Label("known"),
     ]
-    for number in sorted(DENIED_X86_64.values()):
-        program += [_insn(_JEQ, number, jf=1), _insn(_RET, RET_EPERM)]
+
+
+def _denied_calls() -> list[Insn | Label]:
+    """Rule 2, by number alone."""
+    program: list[Insn | Label] = []
+    for name, number in sorted(DENIED_X86_64.items(), key=lambda entry: entry[1]):
+        program += _refuse(name, number, RET_EPERM)
     # clone3 passes its flags in memory seccomp cannot read: say it does not exist, and
     # libc falls back to clone, whose flags are checked.
-    program += [_insn(_JEQ, SYS_CLONE3, jf=1), _insn(_RET, RET_ENOSYS)]
-    program += _when(SYS_CLONE, 0, [_insn(_JSET, CLONE_NAMESPACE_FLAGS, jt=1), _insn(_RET, RET_ALLOW)])
-    program += _when(SYS_IOCTL, 1, [_insn(_JEQ, TIOCSTI, jt=1), _insn(_JEQ, TIOCLINUX, jf=1)])
+    program += _refuse("clone3", SYS_CLONE3, RET_ENOSYS)
+    return program
+
+
+def _argument_rules() -> list[Insn | Label]:
+    """Rule 2's `clone` and `ioctl` by an argument, and rule 3."""
+    program = [
+        *_when("clone", SYS_CLONE, 0, [jset(CLONE_NAMESPACE_FLAGS, jt="clone:deny"), ret(RET_ALLOW)]),
+        *_when("ioctl", SYS_IOCTL, 1, [jeq(TIOCSTI, jt="ioctl:deny"), jeq(TIOCLINUX, jf="ioctl:allow")]),
+    ]
     # Calls that name another process: allowed on the caller itself only (pid or who 0).
-    for number, index in ONLY_ON_SELF_X86_64.values():
-        program += _when(number, index, [_insn(_JEQ, 0, jf=1), _insn(_RET, RET_ALLOW)])
-    program += _socket_rules(network)
-    program.append(_insn(_RET, RET_ALLOW))
-    return b"".join(program)
+    for name, (number, index) in ONLY_ON_SELF_X86_64.items():
+        program += _when(name, number, index, [jeq(0, jf=f"{name}:deny"), ret(RET_ALLOW)])
+    return program
 
 
-def _when(number: int, index: int, test: list[bytes]) -> list[bytes]:
-    """`if nr == number: load arg[index]; <test>; EPERM`, else on to the next rule.
+def _refuse(name: str, number: int, action: int) -> list[Insn | Label]:
+    """`if nr == number: return action`, else on to the next rule."""
+    return [jeq(number, jf=f"not-{name}"), ret(action), Label(f"not-{name}")]
 
-    `test` lets the call through by returning `RET_ALLOW` or jumping one past the EPERM (to
-    this block's `RET_ALLOW`), and refuses it by falling into the EPERM.
+
+def _when(name: str, number: int, index: int, test: list[Insn | Label]) -> list[Insn | Label]:
+    """`if nr == number: A = arg[index]; <test>`, else on to the next rule (A = nr again).
+
+    `test` lets the call through by jumping to `<name>:allow` (or returning `RET_ALLOW`), and
+    refuses it by jumping to `<name>:deny` or falling through into it.
     """
-    body = [_insn(_LD_ABS, _arg(index)), *test, _insn(_RET, RET_EPERM), _insn(_RET, RET_ALLOW)]
-    return [_insn(_LD_ABS, _NR), _insn(_JEQ, number, jf=len(body)), *body, _insn(_LD_ABS, _NR)]
+    return [
+        load(_NR),
+        jeq(number, jf=f"{name}:next"),
+        load(_arg(index)),
+        *test,
+        Label(f"{name}:deny"),
+        ret(RET_EPERM),
+        Label(f"{name}:allow"),
+        ret(RET_ALLOW),
+        Label(f"{name}:next"),
+        load(_NR),
+    ]
 
 
-def _socket_rules(network: str) -> list[bytes]:
-    """`socket()` and `socketpair()` by network mode (see the module docstring)."""
+def _socket_rules(network: str) -> list[Insn | Label]:
+    """Rule 4: `socket()` and `socketpair()` by network mode, and TCP Fast Open."""
     # A pair of connected UNIX sockets (a pipe both ways), stream or seqpacket only: an
     # unbound datagram socket of a pair can `sendto` any datagram socket file by its path
     # (/dev/log, the journal's socket, a daemon's), which Landlock (before ABI 9) does not see.
     unix_pairs = _when(
+        "socketpair",
         SYS_SOCKETPAIR,
         0,
         [
-            _insn(_JEQ, socket.AF_UNIX, jf=4),  # another family: to the EPERM
-            _insn(_LD_ABS, _arg(1)),
-            _insn(_AND, SOCK_TYPE_MASK),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
-            _insn(_JEQ, socket.SOCK_STREAM, jt=2),  # to the RET_ALLOW past the EPERM
-            _insn(_JEQ, socket.SOCK_SEQPACKET, jt=1),  # the same; anything else falls into the EPERM
+            jeq(socket.AF_UNIX, jf="socketpair:deny"),
+            load(_arg(1)),
+            and_(SOCK_TYPE_MASK),  # without SOCK_NONBLOCK / SOCK_CLOEXEC
+            jeq(socket.SOCK_STREAM, jt="socketpair:allow"),
+            jeq(socket.SOCK_SEQPACKET, jt="socketpair:allow"),
         ],
     )
     if network == NETWORK_NONE:
-        return [*unix_pairs, _insn(_JEQ, SYS_SOCKET, jf=1), _insn(_RET, RET_EPERM)]
+        return [*unix_pairs, *_refuse("socket", SYS_SOCKET, RET_EPERM)]
     if network == NETWORK_OPEN:
         # IPv4, IPv6 (any type but raw and packet) and netlink (getaddrinfo asks it for the
         # host's addresses); never UNIX sockets, which reach host daemons through socket files.
-        family = [
-            _insn(_JEQ, socket.AF_INET, jt=2),
-            _insn(_JEQ, socket.AF_INET6, jt=1),
-            _insn(_JEQ, socket.AF_NETLINK, jt=5, jf=4),
-            _insn(_LD_ABS, _arg(1)),
-            _insn(_AND, SOCK_TYPE_MASK),
-            _insn(_JEQ, socket.SOCK_RAW, jt=1),
-            _insn(_JEQ, SOCK_PACKET, jf=1),
+        family: list[Insn | Label] = [
+            jeq(socket.AF_INET, jt="socket:type"),
+            jeq(socket.AF_INET6, jt="socket:type"),
+            jeq(socket.AF_NETLINK, jt="socket:allow", jf="socket:deny"),
+            Label("socket:type"),
+            load(_arg(1)),
+            and_(SOCK_TYPE_MASK),
+            jeq(socket.SOCK_RAW, jt="socket:deny"),
+            jeq(SOCK_PACKET, jf="socket:allow"),
         ]
-        return [*unix_pairs, *_when(SYS_SOCKET, 0, family)]
+        return [*unix_pairs, *_when("socket", SYS_SOCKET, 0, family)]
     # NETWORK_TCP_ONLY: TCP over IPv4/IPv6, and no TCP Fast Open (a send that connects
     # without connect(), which Landlock's connect rule does not see).
-    tcp = [
-        _insn(_JEQ, socket.AF_INET, jt=1),
-        _insn(_JEQ, socket.AF_INET6, jf=7),
-        _insn(_LD_ABS, _arg(1)),
-        _insn(_AND, SOCK_TYPE_MASK),
-        _insn(_JEQ, socket.SOCK_STREAM, jf=4),
-        _insn(_LD_ABS, _arg(2)),
-        _insn(_JEQ, 0, jt=1),
-        _insn(_JEQ, IPPROTO_TCP, jf=1),
-        _insn(_RET, RET_ALLOW),
+    tcp: list[Insn | Label] = [
+        jeq(socket.AF_INET, jt="socket:type"),
+        jeq(socket.AF_INET6, jf="socket:deny"),
+        Label("socket:type"),
+        load(_arg(1)),
+        and_(SOCK_TYPE_MASK),
+        jeq(socket.SOCK_STREAM, jf="socket:deny"),
+        load(_arg(2)),
+        jeq(0, jt="socket:tcp"),  # protocol 0: a stream socket's default, TCP
+        jeq(IPPROTO_TCP, jf="socket:deny"),
+        Label("socket:tcp"),
+        ret(RET_ALLOW),
     ]
-    no_fast_open = [_insn(_JSET, MSG_FASTOPEN, jf=1)]
     return [
         *unix_pairs,
-        *_when(SYS_SOCKET, 0, tcp),
-        *_when(SYS_SENDTO, 3, no_fast_open),
-        *_when(SYS_SENDMSG, 2, no_fast_open),
-        *_when(SYS_SENDMMSG, 3, no_fast_open),
+        *_when("socket", SYS_SOCKET, 0, tcp),
+        *_when("sendto", SYS_SENDTO, 3, [jset(MSG_FASTOPEN, jf="sendto:allow")]),
+        *_when("sendmsg", SYS_SENDMSG, 2, [jset(MSG_FASTOPEN, jf="sendmsg:allow")]),
+        *_when("sendmmsg", SYS_SENDMMSG, 3, [jset(MSG_FASTOPEN, jf="sendmmsg:allow")]),
     ]
