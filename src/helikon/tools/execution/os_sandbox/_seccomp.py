@@ -243,12 +243,12 @@ def _denied_calls() -> list[Insn | Label]:
 def _argument_rules() -> list[Insn | Label]:
     """Rule 2's `clone` and `ioctl` by an argument, and rule 3."""
     program = [
-        *_when("clone", SYS_CLONE, 0, [jset(CLONE_NAMESPACE_FLAGS, jt="clone:deny"), ret(RET_ALLOW)]),
+        *_when("clone", SYS_CLONE, 0, [jset(CLONE_NAMESPACE_FLAGS, jf="clone:allow")]),
         *_when("ioctl", SYS_IOCTL, 1, [jeq(TIOCSTI, jt="ioctl:deny"), jeq(TIOCLINUX, jf="ioctl:allow")]),
     ]
     # Calls that name another process: allowed on the caller itself only (pid or who 0).
     for name, (number, index) in ONLY_ON_SELF_X86_64.items():
-        program += _when(name, number, index, [jeq(0, jf=f"{name}:deny"), ret(RET_ALLOW)])
+        program += _when(name, number, index, [jeq(0, jt=f"{name}:allow")])
     return program
 
 
@@ -260,8 +260,8 @@ def _refuse(name: str, number: int, action: int) -> list[Insn | Label]:
 def _when(name: str, number: int, index: int, test: list[Insn | Label]) -> list[Insn | Label]:
     """`if nr == number: A = arg[index]; <test>`, else on to the next rule (A = nr again).
 
-    `test` lets the call through by jumping to `<name>:allow` (or returning `RET_ALLOW`), and
-    refuses it by jumping to `<name>:deny` or falling through into it.
+    `test` lets the call through by jumping to `<name>:allow`, and refuses it by jumping to
+    `<name>:deny` or by falling through into it.
     """
     return [
         load(_NR),
@@ -320,10 +320,8 @@ def _socket_rules(network: str) -> list[Insn | Label]:
         and_(SOCK_TYPE_MASK),
         jeq(socket.SOCK_STREAM, jf="socket:deny"),
         load(_arg(2)),
-        jeq(0, jt="socket:tcp"),  # protocol 0: a stream socket's default, TCP
-        jeq(IPPROTO_TCP, jf="socket:deny"),
-        Label("socket:tcp"),
-        ret(RET_ALLOW),
+        jeq(0, jt="socket:allow"),  # protocol 0: a stream socket's default, TCP
+        jeq(IPPROTO_TCP, jt="socket:allow"),
     ]
     return [
         *unix_pairs,
