@@ -31,7 +31,15 @@ import tempfile
 import time
 from pathlib import Path
 
-LAUNCHER = Path(__file__).resolve().parent.parent / "src" / "helikon" / "tools" / "_os_launcher.py"
+LAUNCHER = (
+    Path(__file__).resolve().parents[1]
+    / "src"
+    / "helikon"
+    / "tools"
+    / "execution"
+    / "os_sandbox"
+    / "_launcher.py"
+)
 RUNS = 300
 TRUE = shutil.which("true") or "/bin/true"
 
@@ -80,9 +88,9 @@ def _child_side(ruleset_fd: int, program_hex: str) -> None:
 
 
 def main() -> None:
-    from helikon.tools._landlock import abi_version
-    from helikon.tools._os_policy import NetworkMode, build_ruleset
-    from helikon.tools._seccomp import build_filter
+    from helikon.tools.execution.os_sandbox._landlock import abi_version
+    from helikon.tools.execution.os_sandbox._policy import NetworkMode, build_ruleset
+    from helikon.tools.execution.os_sandbox._seccomp import build_filter
 
     network = NetworkMode.closed()
     with tempfile.TemporaryDirectory() as root:

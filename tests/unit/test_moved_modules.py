@@ -1,4 +1,4 @@
-"""The flat `helikon.core.*` paths of before the re-housing still import, as the moved modules themselves."""
+"""The flat `helikon.core.*` and `helikon.tools.*` paths of before the families import as the modules now."""
 
 from __future__ import annotations
 
@@ -9,10 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import helikon.core
-from helikon.core._moved import MOVED
+import helikon
+from helikon.core._moved import MOVED as CORE_MOVED
+from helikon.core._moved import MovedModules
+from helikon.tools._moved import MOVED as TOOLS_MOVED
 
-CORE = Path(helikon.core.__file__).parent
+SRC = Path(helikon.__file__).parent.parent
+MOVED = {**CORE_MOVED, **TOOLS_MOVED}
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
@@ -22,8 +25,9 @@ def test_an_old_path_imports_the_module_it_is_now(old: str, new: str) -> None:
 
 @pytest.mark.parametrize("old", sorted(MOVED))
 def test_no_old_path_is_still_a_file(old: str) -> None:
-    leaf = old.removeprefix("helikon.core.")
-    assert not (CORE / f"{leaf}.py").exists(), f"{old} moved to {MOVED[old]}: delete the old file"
+    path = SRC.joinpath(*old.split("."))
+    assert not path.with_suffix(".py").exists(), f"{old} moved to {MOVED[old]}: delete the old file"
+    assert not path.is_dir(), f"{old} moved to {MOVED[old]}: a package of that name hides the move"
 
 
 def test_old_paths_work_in_a_fresh_interpreter_in_every_import_form() -> None:
@@ -39,6 +43,32 @@ def test_old_paths_work_in_a_fresh_interpreter_in_every_import_form() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_an_unknown_name_is_still_an_import_error() -> None:
+def test_old_tool_paths_work_in_a_fresh_interpreter_in_every_import_form() -> None:
+    code = (
+        "from helikon.tools import bash\n"
+        "from helikon.tools.os_sandbox import OsSandboxBackend\n"
+        "import helikon.tools.web_fetch as web_fetch\n"
+        "from helikon.tools.egress_policy import *\n"
+        # `execution` was a module and is the family's package now, with every name the module had.
+        "from helikon.tools.execution import DEFAULT_ENV_ALLOWLIST, DEFAULT_MAX_OUTPUT, DEFAULT_TIMEOUT\n"
+        "from helikon.tools.execution import ExecOutput, ExecRequest, ExecutionBackend, ResourceLimits\n"
+        "import helikon.tools.execution.bash as bash_now, helikon.tools.web.fetch as fetch_now\n"
+        "import helikon.tools.execution.os_sandbox.backend as o\n"
+        "assert bash is bash_now and web_fetch is fetch_now and OsSandboxBackend is o.OsSandboxBackend\n"
+        "import helikon.tools\n"
+        "assert EgressPolicy is helikon.tools.EgressPolicy and ExecRequest is helikon.tools.ExecRequest\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_the_tables_are_one_mechanism_installed_once() -> None:
+    import helikon.tools  # noqa: F401  (installs its table)
+
+    finders = [finder for finder in sys.meta_path if isinstance(finder, MovedModules)]
+    assert sorted(id(finder.moves) for finder in finders) == sorted([id(CORE_MOVED), id(TOOLS_MOVED)])
+
+
+@pytest.mark.parametrize("name", ["helikon.core.no_such_module", "helikon.tools.no_such_module"])
+def test_an_unknown_name_is_still_an_import_error(name: str) -> None:
     with pytest.raises(ModuleNotFoundError):
-        importlib.import_module("helikon.core.no_such_module")
+        importlib.import_module(name)

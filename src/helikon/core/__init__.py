@@ -341,4 +341,4 @@ if typing.TYPE_CHECKING:
 
 from . import _moved  # noqa: E402  (last: the old flat paths, helikon.core.codec and the like, still import)
 
-_moved.install()
+_moved.install(_moved.MOVED)

@@ -1,10 +1,11 @@
-"""Old import paths of the modules that moved into `core`'s families.
+"""Old import paths of modules that moved: importing an old name gives the module it is now.
 
 `core/` was one flat folder until 0.2; its session, governance and shell modules now live in
 `core/session/`, `core/governance/` and `core/governance/shell/`, the other compositions of
-agents in `core/workflows/`, and `@tool` beside the `Tool` protocol in `core/tools.py`. Code
-written against the old paths keeps working: importing an old name gives the new module
-itself (the same object, so patching either name patches both).
+agents in `core/workflows/`, and `@tool` beside the `Tool` protocol in `core/tools.py`
+(`MOVED`). A package whose modules moved too keeps its own table and hands it to `install`
+(`helikon.tools._moved`). Code written against the old paths keeps working: importing an old
+name gives the new module itself (the same object, so patching either name patches both).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import importlib
 import importlib.machinery
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType, ModuleType
 
 MOVED = MappingProxyType(
@@ -49,31 +50,38 @@ MOVED = MappingProxyType(
         "helikon.core._function_tool": "helikon.core.tools",
     }
 )
-"""Old module name -> the module it is now."""
+"""`core`'s old module names -> the module each is now."""
 
 
 class _Alias:  # a loader (duck-typed: importlib.abc costs ~9 ms to import)
+    def __init__(self, new: str) -> None:
+        self.new = new
+
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
         return None  # a throwaway module; exec_module puts the real one in its place
 
     def exec_module(self, module: ModuleType) -> None:
         # The import system reads sys.modules again after exec_module, so the import
         # statement binds the moved module itself.
-        sys.modules[module.__name__] = importlib.import_module(MOVED[module.__name__])
+        sys.modules[module.__name__] = importlib.import_module(self.new)
 
 
 class MovedModules:
-    """A meta path finder: an old module name in `MOVED` loads as the module it is now."""
+    """A meta path finder: an old module name in `moves` loads as the module it is now."""
+
+    def __init__(self, moves: Mapping[str, str]) -> None:
+        self.moves = moves
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
     ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in MOVED:
+        new = self.moves.get(fullname)
+        if new is None:
             return None
-        return importlib.machinery.ModuleSpec(fullname, _Alias())  # pyright: ignore[reportArgumentType]  (a duck-typed Loader)
+        return importlib.machinery.ModuleSpec(fullname, _Alias(new))  # pyright: ignore[reportArgumentType]  (a duck-typed Loader)
 
 
-def install() -> None:
-    """Put the finder on `sys.meta_path` once (a no-op when it is already there)."""
-    if not any(isinstance(finder, MovedModules) for finder in sys.meta_path):
-        sys.meta_path.append(MovedModules())
+def install(moves: Mapping[str, str]) -> None:
+    """Put a finder for the table `moves` on `sys.meta_path` once (a no-op when it is already there)."""
+    if not any(isinstance(finder, MovedModules) and finder.moves is moves for finder in sys.meta_path):
+        sys.meta_path.append(MovedModules(moves))

@@ -17,7 +17,7 @@ HelikonError
 ├── ToolError                  a tool failed; the model sees it as an error result
 │   ├── InvalidArgs            the arguments did not match the schema, or passed the depth/size limits
 │   ├── Denied                 the tool refused; the model reads why (`fail_on_tool_denied` fails the run)
-│   └── ForkdError             a forkd controller call failed, or its egress proxy probe (`tools.forkd`)
+│   └── ForkdError             a forkd controller call or egress proxy probe failed (`tools.execution.forkd`)
 ├── ModelRetry                 raised by a tool or an output validator: the model tries again, told why
 ├── SessionError               a session backend failed
 │   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)

@@ -1,7 +1,10 @@
-"""The ready-made tools: confined file tools, shell execution backends, web tools.
+"""The ready-made tools, one folder a family: `files/`, `execution/`, `egress/`, `web/`.
 
 Everything a model may touch on the user's machine goes through a `Sandbox`: a directory
-capability the file tools resolve paths beneath, with the kernel's confinement. The web
+capability the file tools (`files/`: Read, Write, Edit, Glob, Grep) resolve paths beneath,
+with the kernel's confinement. `execution/` runs shell commands (`BashTool`) on a backend of
+a chosen containment tier (host, `os_sandbox/`, `forkd/`); `egress/` decides and enforces
+which hosts a sandbox's commands may reach. Every name is importable from here. The web
 tools (`WebFetchTool`, `WebSearchTool`, `tools-web` extra) load httpx2 and trafilatura only
 when first used, and so does the experimental microVM backend (`ForkdBackend`,
 `tools-microvm` extra).
@@ -20,36 +23,42 @@ Example:
 from typing import TYPE_CHECKING, Any
 
 from helikon._lazy import lazy_attribute
+from helikon.core._moved import install as _install_moved
 
-from .bash import BashTool
-from .edit import EditTool
-from .egress_policy import EgressDecision, EgressPolicy
-from .egress_proxy import EgressProxy
+from ._moved import MOVED as _MOVED
+from .egress import EgressDecision, EgressPolicy, EgressProxy
 from .execution import (
     DEFAULT_ENV_ALLOWLIST,
     DEFAULT_MAX_OUTPUT,
     DEFAULT_TIMEOUT,
+    BashTool,
     ExecOutput,
     ExecRequest,
     ExecutionBackend,
+    HostBackend,
+    HostBackendBuilder,
+    Isolation,
+    OsSandboxBackend,
+    OsSandboxBackendBuilder,
+    OsSandboxError,
+    OsSandboxUnsupported,
     ResourceLimits,
+    SandboxGuarantees,
 )
-from .guarantees import Isolation, SandboxGuarantees
-from .host import HostBackend, HostBackendBuilder
-from .os_sandbox import OsSandboxBackend, OsSandboxBackendBuilder, OsSandboxError, OsSandboxUnsupported
-from .read import ReadTool
-from .sandbox import Sandbox
-from .search import GlobTool, GrepTool
-from .write import WriteTool
+from .files import EditTool, GlobTool, GrepTool, ReadTool, Sandbox, WriteTool
+
+# The flat paths of before the families (helikon.tools.bash and the like) still import.
+_install_moved(_MOVED)
 
 if TYPE_CHECKING:
-    from .forkd import ForkdBackend, ForkdBackendBuilder, ForkdError, ReconcileReport
-    from .web_fetch import WebFetchTool, WebFetchToolBuilder
-    from .web_search import (
+    from .execution.forkd import ForkdBackend, ForkdBackendBuilder, ForkdError, ReconcileReport
+    from .web import (
         BraveBackend,
         SearchBackend,
         SearchResult,
         TavilyBackend,
+        WebFetchTool,
+        WebFetchToolBuilder,
         WebSearchTool,
         WebSearchToolBuilder,
     )
@@ -57,18 +66,18 @@ if TYPE_CHECKING:
 # Names -> their module, imported on first access: they need httpx2 (the tools-web or
 # tools-microvm extra), which `import helikon.tools` must not load.
 _LAZY = {
-    "BraveBackend": "web_search",
-    "ForkdBackend": "forkd",
-    "ForkdBackendBuilder": "forkd",
-    "ForkdError": "forkd",
-    "ReconcileReport": "forkd",
-    "SearchBackend": "web_search",
-    "SearchResult": "web_search",
-    "TavilyBackend": "web_search",
-    "WebFetchTool": "web_fetch",
-    "WebFetchToolBuilder": "web_fetch",
-    "WebSearchTool": "web_search",
-    "WebSearchToolBuilder": "web_search",
+    "BraveBackend": "web.search",
+    "ForkdBackend": "execution.forkd",
+    "ForkdBackendBuilder": "execution.forkd",
+    "ForkdError": "execution.forkd",
+    "ReconcileReport": "execution.forkd",
+    "SearchBackend": "web.search",
+    "SearchResult": "web.search",
+    "TavilyBackend": "web.search",
+    "WebFetchTool": "web.fetch",
+    "WebFetchToolBuilder": "web.fetch",
+    "WebSearchTool": "web.search",
+    "WebSearchToolBuilder": "web.search",
 }
 
 
