@@ -199,7 +199,8 @@ async def test_what_a_command_leaves_running_is_killed_when_it_exits(local: Loca
 
 # A background process that moves to a process group of its own (`setpgid`, as bash's job
 # control does) and still holds the output; it starts a child that leaves the session too.
-# Both say who they are once they have moved, and the command ends then.
+# Both say who they are once they have moved, and the command ends once the test has read
+# them (`go`): the backend may kill them the moment it ends, before a pid could be looked up.
 _MOVES_TO_ITS_OWN_GROUP = (
     "python3 -c 'import os, time\n"
     "os.setpgid(0, 0)\n"
@@ -209,7 +210,7 @@ _MOVES_TO_ITS_OWN_GROUP = (
     "else:\n"
     '    open("moved.pid", "w").write(f"{os.getpid()}\\n")\n'
     "time.sleep(60)' & "
-    "until [ -s moved.pid ] && [ -s left.pid ]; do sleep 0.02; done"
+    "until [ -s moved.pid ] && [ -s left.pid ] && [ -e go ]; do sleep 0.02; done"
 )
 
 
@@ -221,6 +222,7 @@ async def test_what_moves_to_another_group_of_the_session_is_killed_when_the_com
     found: dict[str, int] = {}
     for name in ("moved", "left"):
         found[name] = on_host(int(await asyncio.to_thread(written, sandbox.root / f"{name}.pid")), launcher)
+    (sandbox.root / "go").touch()
     out = await run
     try:
         assert out.exit_code == 0 and not out.timed_out, out.stderr
