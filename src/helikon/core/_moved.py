@@ -20,7 +20,6 @@ from types import MappingProxyType, ModuleType
 MOVED = MappingProxyType(
     {
         "helikon.core.codec": "helikon.core.session.codec",
-        "helikon.core._fast_decode": "helikon.core.session._fast_decode",
         "helikon.core._envelope": "helikon.core.session._envelope",
         "helikon.core._log_cache": "helikon.core.session._log_cache",
         "helikon.core._memory_session": "helikon.core.session.memory",
