@@ -12,7 +12,7 @@ from .._carrier import carrier
 from .._json import JsonObject, JsonValue
 from ..events import TokenUsage
 from ..exceptions import UserError
-from ..items import ContentPart
+from ..items import ContentParts
 from ..model import ToolDef
 
 
@@ -25,7 +25,7 @@ class UserMessageEvent:
     """The user said something."""
 
     type: Literal["user_message"] = "user_message"
-    content: tuple[ContentPart, ...]
+    content: ContentParts
     ts: datetime = field(default_factory=_now)
 
 
@@ -34,7 +34,7 @@ class AssistantMessageEvent:
     """An agent answered; `usage` is the token count of the model call that produced it, if known."""
 
     type: Literal["assistant_message"] = "assistant_message"
-    content: tuple[ContentPart, ...]
+    content: ContentParts
     agent: str | None = None
     ts: datetime = field(default_factory=_now)
     usage: TokenUsage | None = None
@@ -61,7 +61,7 @@ class ToolReturned:
 
     type: Literal["tool_returned"] = "tool_returned"
     call_id: str
-    content: tuple[ContentPart, ...]
+    content: ContentParts
     is_error: bool = False
     name: str | None = None
     ts: datetime = field(default_factory=_now)
