@@ -472,15 +472,14 @@ async def decode_alone(log: Log) -> Callable[[], Awaitable[int]]:
     """A cold helikon read with the IO taken away: the whole log's stored payloads, joined as
     the backends fetch them, decoded into typed events and wrapped as entries (the floor
     under any cold read of typed events, whatever the database)."""
-    from helikon.core.session.codec import decode_joined, encode_event, gc_paused, new_entry
+    from helikon.core.session.codec import decode_joined, encode_event, new_entry
 
     entries = await log.session.events()
     text, count = ",".join(encode_event(entry.event) for entry in entries), len(entries)
 
     async def decode() -> int:
-        with gc_paused(count):
-            events = decode_joined(text, count) or []
-            return len(list(map(new_entry, zip(range(count), events, strict=True))))
+        events = decode_joined(text, count) or []
+        return len(list(map(new_entry, zip(range(count), events, strict=True))))
 
     return decode
 

@@ -72,23 +72,6 @@ NAMED_USES: dict[str, list[str]] = {
 
 # Extras whose packages only speed things up or serve the examples: helikon works without them.
 WORKS_WITHOUT = {
-    # orjson: the session codec falls back to json.
-    "sessions-sqlite": textwrap.dedent(
-        """
-        import asyncio, tempfile
-        from helikon import CustomEvent
-        from helikon.sessions import open_session
-
-        async def main():
-            with tempfile.TemporaryDirectory() as tmp:
-                async with open_session(f"sqlite:///{tmp}/s.db", "s") as session:
-                    await session.append([CustomEvent(kind="k", data={"n": 1})])
-                    [(seq, event)] = await session.events()
-                    assert seq == 0 and event.data == {"n": 1}
-
-        asyncio.run(main())
-        """
-    ),
     # The OpenTelemetry SDK and exporter: runs trace through the API alone (a no-op without an SDK).
     "otel": textwrap.dedent(
         """

@@ -1,7 +1,8 @@
 """The facade: `helikon.__all__` is sorted and complete, lazy names stay lazy, type checkers see every name.
 
-The names are written once, in `helikon.core`'s two tables; the `TYPE_CHECKING` imports
-there mirror the tables for type checkers, and these tests keep the mirror identical.
+The names are written once in `helikon.core`: the eager ones as its plain imports, the lazy
+ones in its `_LAZY` table, which its `TYPE_CHECKING` imports mirror for type checkers; these
+tests keep `__all__` their union and the mirror identical to the table.
 """
 
 from __future__ import annotations
@@ -18,8 +19,21 @@ import helikon
 import helikon.core
 
 CORE_INIT = Path(helikon.core.__file__)
-TABLES = {**helikon.core._EAGER, **helikon.core._LAZY}  # pyright: ignore[reportPrivateUsage]
 LAZY = helikon.core._LAZY  # pyright: ignore[reportPrivateUsage]
+
+
+def _relative_imports(body: list[ast.stmt]) -> dict[str, list[str]]:
+    """The `from .x import a, b` statements in `body`: module -> names (`from . import _moved` aside)."""
+    imports: dict[str, list[str]] = {}
+    for node in body:
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            assert all(alias.asname is None for alias in node.names), ast.unparse(node)
+            imports.setdefault("." + node.module, []).extend(alias.name for alias in node.names)
+    return imports
+
+
+EAGER = _relative_imports(ast.parse(CORE_INIT.read_text()).body)
+TABLES = {**{module: " ".join(names) for module, names in EAGER.items()}, **LAZY}
 
 
 def _public(module: types.ModuleType) -> set[str]:
@@ -41,6 +55,12 @@ def _fresh(code: str) -> object:
 def test_all_is_sorted_and_has_each_name_once() -> None:
     for module in (helikon, helikon.core):
         assert module.__all__ == sorted(set(module.__all__)), module.__name__
+
+
+def test_core_all_is_its_eager_imports_and_its_lazy_table() -> None:
+    names = [name for table in TABLES.values() for name in table.split()]
+    assert helikon.core.__all__ == sorted(names)
+    assert not set(EAGER) & set(LAZY), "a module is either imported or lazy"
 
 
 def test_helikon_exports_exactly_core_open_session_and_its_version() -> None:
@@ -102,8 +122,8 @@ def test_import_helikon_loads_no_lazy_module_and_dir_shows_the_lazy_names() -> N
     assert lazy_names <= set(seen["core_dir"])
 
 
-def _mirror() -> list[tuple[str, list[tuple[str, str | None]]]]:
-    """The `if typing.TYPE_CHECKING:` imports of core/__init__.py: (module, [(name, alias)])."""
+def _mirror() -> dict[str, list[str]]:
+    """The `if typing.TYPE_CHECKING:` imports of core/__init__.py: module -> names."""
     tree = ast.parse(CORE_INIT.read_text())
     blocks = [
         node
@@ -111,16 +131,12 @@ def _mirror() -> list[tuple[str, list[tuple[str, str | None]]]]:
         if isinstance(node, ast.If) and ast.unparse(node.test) == "typing.TYPE_CHECKING"
     ]
     assert len(blocks) == 1, "core/__init__.py has one TYPE_CHECKING block"
-    imports: list[tuple[str, list[tuple[str, str | None]]]] = []
-    for statement in blocks[0].body:
-        assert isinstance(statement, ast.ImportFrom) and statement.level == 1, ast.unparse(statement)
-        imports.append(("." + (statement.module or ""), [(a.name, a.asname) for a in statement.names]))
-    return imports
+    assert all(isinstance(statement, ast.ImportFrom) for statement in blocks[0].body)
+    return _relative_imports(blocks[0].body)
 
 
-def test_the_type_checking_imports_mirror_the_tables() -> None:
+def test_the_type_checking_imports_mirror_the_lazy_table() -> None:
     mirror = _mirror()
-    assert [module for module, _ in mirror] == list(TABLES), "one import per module, in the tables' order"
-    for module, aliases in mirror:
-        assert [name for name, _ in aliases] == TABLES[module].split(), module
-        assert all(alias == name for name, alias in aliases), f"{module}: write `X as X` to re-export X"
+    assert sorted(mirror) == sorted(LAZY), "one import per lazy module, and no other"
+    for module, names in mirror.items():
+        assert sorted(names) == sorted(LAZY[module].split()), module

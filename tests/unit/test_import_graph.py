@@ -2,12 +2,14 @@
 
 Imports under `if TYPE_CHECKING:` are for the type checker only and are left out; every other
 import counts, wherever it stands, because a deferred import that closes a loop is a cycle
-held open by hand (issue 17).
+held open by hand (issue 17). `from . import sibling` imports the sibling module, not a name
+the package defines: it counts as an import of the sibling alone.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Container
 from pathlib import Path
 
 import helikon
@@ -32,7 +34,7 @@ def _absolute(node: ast.ImportFrom, module: str, is_package: bool) -> str:
     return ".".join([*base, *([node.module] if node.module else [])])
 
 
-def _imports(tree: ast.Module, module: str, is_package: bool) -> list[str]:
+def _imports(tree: ast.Module, module: str, is_package: bool, modules: Container[str] = ()) -> list[str]:
     found: list[str] = []
 
     def visit(nodes: list[ast.stmt]) -> None:
@@ -43,8 +45,10 @@ def _imports(tree: ast.Module, module: str, is_package: bool) -> list[str]:
                 found.extend(alias.name for alias in node.names)
             elif isinstance(node, ast.ImportFrom):
                 base = _absolute(node, module, is_package)
-                found.append(base)
-                found.extend(f"{base}.{alias.name}" for alias in node.names)
+                names = [f"{base}.{alias.name}" for alias in node.names]
+                if not all(name in modules for name in names):  # a name the package defines
+                    found.append(base)
+                found.extend(names)
             else:
                 for child in ast.iter_child_nodes(node):
                     if isinstance(child, ast.stmt):
@@ -58,7 +62,7 @@ def _graph() -> dict[str, set[str]]:
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
     for name, (path, is_package) in modules.items():
-        for target in _imports(ast.parse(path.read_text()), name, is_package):
+        for target in _imports(ast.parse(path.read_text()), name, is_package, modules):
             while target and target not in modules:
                 target = target.rpartition(".")[0]
             if target and target != name:

@@ -1,4 +1,4 @@
-"""The flat `helikon.core.*` and `helikon.tools.*` paths of before the families import as the modules now."""
+"""Old paths (flat `helikon.core.*` and `helikon.tools.*`, a renamed module) import as the modules now."""
 
 from __future__ import annotations
 
@@ -12,10 +12,11 @@ import pytest
 import helikon
 from helikon.core._moved import MOVED as CORE_MOVED
 from helikon.core._moved import MovedModules
+from helikon.sessions._moved import MOVED as SESSIONS_MOVED
 from helikon.tools._moved import MOVED as TOOLS_MOVED
 
 SRC = Path(helikon.__file__).parent.parent
-MOVED = {**CORE_MOVED, **TOOLS_MOVED}
+MOVED = {**CORE_MOVED, **TOOLS_MOVED, **SESSIONS_MOVED}
 
 
 @pytest.mark.parametrize(("old", "new"), sorted(MOVED.items()))
@@ -39,6 +40,10 @@ def test_old_paths_work_in_a_fresh_interpreter_in_every_import_form() -> None:
         "import helikon.core.session.codec as now, helikon.core.governance.shell as shell_now\n"
         "import helikon.core.governance.permissions as p\n"
         "assert codec is now and shell is shell_now and authorize is p.authorize\n"
+        "from helikon.sessions.lazy import LazySession, open_session\n"
+        "import helikon.sessions\n"
+        "assert open_session is helikon.sessions.open_session\n"
+        "assert LazySession is helikon.sessions.LazySession\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -62,13 +67,17 @@ def test_old_tool_paths_work_in_a_fresh_interpreter_in_every_import_form() -> No
 
 
 def test_the_tables_are_one_mechanism_installed_once() -> None:
-    import helikon.tools  # noqa: F401  (installs its table)
+    import helikon.sessions
+    import helikon.tools  # noqa: F401  (each installs its table)
 
     finders = [finder for finder in sys.meta_path if isinstance(finder, MovedModules)]
-    assert sorted(id(finder.moves) for finder in finders) == sorted([id(CORE_MOVED), id(TOOLS_MOVED)])
+    tables = [CORE_MOVED, TOOLS_MOVED, SESSIONS_MOVED]
+    assert sorted(id(finder.moves) for finder in finders) == sorted(map(id, tables))
 
 
-@pytest.mark.parametrize("name", ["helikon.core.no_such_module", "helikon.tools.no_such_module"])
+@pytest.mark.parametrize(
+    "name", ["helikon.core.no_such_module", "helikon.tools.no_such_module", "helikon.sessions.no_such_module"]
+)
 def test_an_unknown_name_is_still_an_import_error(name: str) -> None:
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(name)

@@ -8,7 +8,6 @@ row, which the end-to-end checks here confirm still gives the whole log, in orde
 
 from __future__ import annotations
 
-import gc
 import json
 import sqlite3
 from collections.abc import Iterator
@@ -19,7 +18,7 @@ import pytest
 
 from helikon.core.items import TextPart
 from helikon.core.session import UserMessageEvent
-from helikon.core.session.codec import decode_joined, gc_paused
+from helikon.core.session.codec import decode_joined
 from helikon.sessions._sqlite_jobs import append_rows, event_row, joined_in_order, migrate_schema, read_joined
 from helikon.sessions.sqlite import SqliteDatabase, SqliteSession
 
@@ -92,25 +91,6 @@ async def test_rows_stored_out_of_insertion_order_read_in_sequence_order(tmp_pat
         assert kind == "user_message"
     finally:
         await db.aclose()
-
-
-def test_gc_paused_restores_the_collector_and_leaves_a_disabled_one_alone() -> None:
-    assert gc.isenabled()
-    with gc_paused(10_000):
-        assert not gc.isenabled()
-    assert gc.isenabled()
-    with gc_paused(3):  # a small batch does not touch the collector
-        assert gc.isenabled()
-    gc.disable()
-    try:
-        with gc_paused(10_000):
-            pass
-        assert not gc.isenabled()
-    finally:
-        gc.enable()
-    with pytest.raises(ValueError), gc_paused(10_000):
-        raise ValueError
-    assert gc.isenabled()
 
 
 def test_decode_joined_of_a_read_gives_the_events() -> None:

@@ -10,15 +10,18 @@ import pytest
 from workflow_support import Gate, digest, failing, other_tasks, scripted
 
 from helikon import (
+    GraphAgent,
     HookDecision,
     HookEvent,
     HookRegistry,
     LlmAgent,
+    LoopAgent,
     MessageOutput,
     ParallelAgent,
     RunContext,
     RunError,
     RunFailed,
+    SequentialAgent,
     UserError,
 )
 from helikon.testing import Delay, MockModel, text_turn
@@ -137,6 +140,27 @@ async def test_on_subagent_stop_fires_once_per_branch() -> None:
     ]
     assert events[-1].type == "run_failed"
     assert sorted(stops) == ["a", "b"]
+
+
+@pytest.mark.parametrize("kind", ["sequential", "loop", "parallel", "graph"])
+async def test_on_subagent_stop_fires_before_the_childs_text_lands_in_state(kind: str) -> None:
+    seen: list[object] = []
+
+    class Recorder:
+        async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
+            if event.type == "on_subagent_stop":
+                seen.append(ctx.state.get("a"))
+            return HookDecision.allow()
+
+    workflows: dict[str, Any] = {
+        "sequential": lambda: SequentialAgent("w").then(scripted("a", "A")),
+        "loop": lambda: LoopAgent("w", max_iterations=1).then(scripted("a", "A")),
+        "parallel": lambda: ParallelAgent("w").add(scripted("a", "A")),
+        "graph": lambda: GraphAgent("w", nodes={"a": scripted("a", "A")}),
+    }
+    ctx = RunContext.ephemeral(None).with_hooks(HookRegistry([Recorder()]))
+    [e async for e in workflows[kind]().run("x", context=ctx)]
+    assert seen == [None] and ctx.state.get("a") == "A"  # every workflow: the hook, then the state
 
 
 async def test_cancelling_the_outer_run_cancels_every_branch_promptly() -> None:

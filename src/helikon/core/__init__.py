@@ -3,73 +3,185 @@
 Depends on the standard library (and pydantic, imported lazily when something is
 serialized or a tool/output schema is built). Never imports a sibling package.
 
-The names `helikon` exports are written once, in the two tables below, under the module
-that defines them; `__all__` is their sorted union, and `helikon/__init__.py` re-exports it.
+The names `helikon` exports are written here once: imported from the module that defines
+them when `import helikon` loads it anyway, or listed in `_LAZY` under a module loaded on
+the first access to one of its names. `__all__` is their sorted union (a test keeps it so),
+and `helikon/__init__.py` re-exports it.
 """
 
 import importlib
 import typing
 
-_EAGER = {
-    ".agent": "Agent Instructions LlmAgent",
-    ".agent_builder": "LlmAgentBuilder",
-    ".input": "AgentInput RunInput",
-    ".handoff": "Handoff HandoffFilter HandoffInputData keep_last_user_message remove_tool_calls",
-    ".result": "RunResult RunStream print_stream",
-    ".runner": "Runner",
-    ".output": "OutputType",
-    ".output_validators": "OutputValidatorFunc",
-    ".context": "ActionsHandle RunConfig RunContext SessionState ToolContext TracerHandle",
-    ".usage": "UsageLimits",
-    ".cancel": "CancellationToken",
-    ".tools": "FunctionTool PrepareTools Tool ToolEffect ToolOutput tool",
-    ".tool_sources": "ToolSource",
-    ".toolsets": "Toolset",
-    ".items": """
-        AssistantMessage AudioPart Base64Source ContentPart ITEM_ADAPTER ImagePart Item ReasoningPart
-        SystemMessage TextPart ToolCall ToolResult ToolUsePart UrlSource UserMessage
-    """,
-    ".model": """
-        Finish FinishReason Model ModelCapabilities ModelEvent ModelFallback ModelRequest ModelSettings
-        NamedToolChoice ReasoningDelta ResponseFormat TokenDelta ToolCallDelta ToolChoice ToolDef Usage
-    """,
-    ".model_strings": "LazyModel model_prefixes register_model_prefix resolve_model unregister_model_prefix",
-    ".events": """
-        AGENT_EVENT_ADAPTER AgentError AgentEvent AgentUpdated ApprovalRequested GuardrailTriggered
-        HandoffItem MessageOutput PermissionDenied PersistFailed RepairStarted RequestSent RunCompleted
-        RunFailed RunStarted StructuredOutputFailed TokenUsage ToolCallItem ToolOutputItem TurnStarted
-    """,
-    ".session": """
-        AssistantMessageEvent Compacted ConversationSnapshot CustomEvent Forked HandoffOccurred
-        KnownSessionEvent RequestHeader Rewound SESSION_EVENT_ADAPTER SequenceId Session SessionEntry
-        SessionEvent SessionInfo SessionMetadata SessionRecord ToolCalled ToolReturned UnknownEvent
-        UserMessageEvent project
-    """,
-    ".session.branches": "Branch Lineage",
-    ".session.compaction": "CompactingSession CompactingSessionBuilder HeuristicTokenCounter TokenCounter",
-    ".session.memory": "MemorySession MemoryStore",
-    ".session.recorder": "SessionRecorder",
-    ".observer": "RunObserver",
-    ".session.request_log": "rebuild_request rebuild_requests",
-    ".conversation_check": """
-        InvalidConversationError Repair ensure_provider_valid is_provider_valid repair_conversation
-    """,
-    ".governance": """
-        ApprovalHandler ApprovalOutcome Guardrail GuardrailInput GuardrailVerdict Hook HookDecision
-        HookEvent HookRegistry PermissionDecision PermissionMode PermissionPolicy
-    """,
-    ".governance.settings": "Governance",
-    ".governance.guardrails": "FunctionGuardrail input_guardrail output_guardrail",
-    ".exceptions": """
-        ContextLengthExceeded Denied HelikonError InvalidArgs InvalidStructuredOutput
-        MaxAgentDepthExceeded MaxHandoffsExceeded MaxIterationsExceeded MaxTurnsExceeded MetadataConflict
-        MissingSessionEvents ModelError ModelRetry OtherModelError OutputRetriesExceeded RateLimited Refused
-        RunCancelled RunError RunTimeout SessionBackendError SessionConflict SessionError SessionUnavailable
-        ToolError ToolSourceError Transport Unavailable UnreadableSessionEvent UsageLimitExceeded UserError
-    """,
-    "._json": "JsonObject JsonValue",
-}
-"""Module -> the names exported from it, for the modules that `import helikon` loads anyway."""
+from ._json import JsonObject, JsonValue
+from .agent import Agent, Instructions, LlmAgent
+from .agent_builder import LlmAgentBuilder
+from .cancel import CancellationToken
+from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
+from .conversation_check import (
+    InvalidConversationError,
+    Repair,
+    ensure_provider_valid,
+    is_provider_valid,
+    repair_conversation,
+)
+from .events import (
+    AGENT_EVENT_ADAPTER,
+    AgentError,
+    AgentEvent,
+    AgentUpdated,
+    ApprovalRequested,
+    GuardrailTriggered,
+    HandoffItem,
+    MessageOutput,
+    PermissionDenied,
+    PersistFailed,
+    RepairStarted,
+    RequestSent,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    StructuredOutputFailed,
+    TokenUsage,
+    ToolCallItem,
+    ToolOutputItem,
+    TurnStarted,
+)
+from .exceptions import (
+    ContextLengthExceeded,
+    Denied,
+    HelikonError,
+    InvalidArgs,
+    InvalidStructuredOutput,
+    MaxAgentDepthExceeded,
+    MaxHandoffsExceeded,
+    MaxIterationsExceeded,
+    MaxTurnsExceeded,
+    MetadataConflict,
+    MissingSessionEvents,
+    ModelError,
+    ModelRetry,
+    OtherModelError,
+    OutputRetriesExceeded,
+    RateLimited,
+    Refused,
+    RunCancelled,
+    RunError,
+    RunTimeout,
+    SessionBackendError,
+    SessionConflict,
+    SessionError,
+    SessionUnavailable,
+    ToolError,
+    ToolSourceError,
+    Transport,
+    Unavailable,
+    UnreadableSessionEvent,
+    UsageLimitExceeded,
+    UserError,
+)
+from .governance import (
+    ApprovalHandler,
+    ApprovalOutcome,
+    Guardrail,
+    GuardrailInput,
+    GuardrailVerdict,
+    Hook,
+    HookDecision,
+    HookEvent,
+    HookRegistry,
+    PermissionDecision,
+    PermissionMode,
+    PermissionPolicy,
+)
+from .governance.guardrails import FunctionGuardrail, input_guardrail, output_guardrail
+from .governance.settings import Governance
+from .handoff import Handoff, HandoffFilter, HandoffInputData, keep_last_user_message, remove_tool_calls
+from .input import AgentInput, RunInput
+from .items import (
+    ITEM_ADAPTER,
+    AssistantMessage,
+    AudioPart,
+    Base64Source,
+    ContentPart,
+    ImagePart,
+    Item,
+    ReasoningPart,
+    SystemMessage,
+    TextPart,
+    ToolCall,
+    ToolResult,
+    ToolUsePart,
+    UrlSource,
+    UserMessage,
+)
+from .model import (
+    Finish,
+    FinishReason,
+    Model,
+    ModelCapabilities,
+    ModelEvent,
+    ModelFallback,
+    ModelRequest,
+    ModelSettings,
+    NamedToolChoice,
+    ReasoningDelta,
+    ResponseFormat,
+    TokenDelta,
+    ToolCallDelta,
+    ToolChoice,
+    ToolDef,
+    Usage,
+)
+from .model_strings import (
+    LazyModel,
+    model_prefixes,
+    register_model_prefix,
+    resolve_model,
+    unregister_model_prefix,
+)
+from .observer import RunObserver
+from .output import OutputType
+from .output_validators import OutputValidatorFunc
+from .result import RunResult, RunStream, print_stream
+from .runner import Runner
+from .session import (
+    SESSION_EVENT_ADAPTER,
+    AssistantMessageEvent,
+    Compacted,
+    ConversationSnapshot,
+    CustomEvent,
+    Forked,
+    HandoffOccurred,
+    KnownSessionEvent,
+    RequestHeader,
+    Rewound,
+    SequenceId,
+    Session,
+    SessionEntry,
+    SessionEvent,
+    SessionInfo,
+    SessionMetadata,
+    SessionRecord,
+    ToolCalled,
+    ToolReturned,
+    UnknownEvent,
+    UserMessageEvent,
+    project,
+)
+from .session.branches import Branch, Lineage
+from .session.compaction import (
+    CompactingSession,
+    CompactingSessionBuilder,
+    HeuristicTokenCounter,
+    TokenCounter,
+)
+from .session.memory import MemorySession, MemoryStore
+from .session.recorder import SessionRecorder
+from .session.request_log import rebuild_request, rebuild_requests
+from .tool_sources import ToolSource
+from .tools import FunctionTool, PrepareTools, Tool, ToolEffect, ToolOutput, tool
+from .toolsets import Toolset
+from .usage import UsageLimits
 
 _LAZY = {
     # core/workflows/ brings every workflow, the tracing module and opentelemetry's API (~20 ms);
@@ -89,24 +201,212 @@ _LAZY = {
 
 _HOME = {name: module for module, names in _LAZY.items() for name in names.split()}
 
-__all__ = sorted(name for table in (_EAGER, _LAZY) for names in table.values() for name in names.split())  # pyright: ignore[reportUnsupportedDunderAll]
-
-
-def _bind(module: str) -> None:
-    loaded = importlib.import_module(module, __name__)
-    names = _EAGER.get(module) or _LAZY[module]
-    globals().update({name: getattr(loaded, name) for name in names.split()})
-
-
-for _module in _EAGER:
-    _bind(_module)
+__all__ = [
+    "AGENT_EVENT_ADAPTER",
+    "ActionsHandle",
+    "Agent",
+    "AgentAsTool",
+    "AgentError",
+    "AgentEvent",
+    "AgentInput",
+    "AgentUpdated",
+    "AllowRule",
+    "ApprovalHandler",
+    "ApprovalOutcome",
+    "ApprovalRequested",
+    "AssistantMessage",
+    "AssistantMessageEvent",
+    "AudioPart",
+    "Base64Source",
+    "Branch",
+    "CancellationToken",
+    "Compacted",
+    "CompactingSession",
+    "CompactingSessionBuilder",
+    "ContentPart",
+    "ContextLengthExceeded",
+    "ConversationSnapshot",
+    "CustomEvent",
+    "Denied",
+    "DenyRule",
+    "Finish",
+    "FinishReason",
+    "Forked",
+    "FunctionGuardrail",
+    "FunctionTool",
+    "Governance",
+    "GraphAgent",
+    "GraphBuildError",
+    "GraphBuilder",
+    "GuardAction",
+    "GuardRule",
+    "Guardrail",
+    "GuardrailInput",
+    "GuardrailTriggered",
+    "GuardrailVerdict",
+    "Handoff",
+    "HandoffFilter",
+    "HandoffInputData",
+    "HandoffItem",
+    "HandoffOccurred",
+    "HelikonError",
+    "HeuristicTokenCounter",
+    "Hook",
+    "HookDecision",
+    "HookEvent",
+    "HookRegistry",
+    "ITEM_ADAPTER",
+    "ImagePart",
+    "Instructions",
+    "InvalidArgs",
+    "InvalidConversationError",
+    "InvalidStructuredOutput",
+    "Item",
+    "JsonObject",
+    "JsonValue",
+    "KnownSessionEvent",
+    "LazyModel",
+    "Lineage",
+    "LlmAgent",
+    "LlmAgentBuilder",
+    "LoopAgent",
+    "MaxAgentDepthExceeded",
+    "MaxHandoffsExceeded",
+    "MaxIterationsExceeded",
+    "MaxTurnsExceeded",
+    "MemorySession",
+    "MemoryStore",
+    "MessageOutput",
+    "MetadataConflict",
+    "MissingSessionEvents",
+    "Model",
+    "ModelCapabilities",
+    "ModelError",
+    "ModelEvent",
+    "ModelFallback",
+    "ModelRequest",
+    "ModelRetry",
+    "ModelSettings",
+    "NamedToolChoice",
+    "OtherModelError",
+    "OutputRetriesExceeded",
+    "OutputType",
+    "OutputValidatorFunc",
+    "ParallelAgent",
+    "PermissionDecision",
+    "PermissionDenied",
+    "PermissionMode",
+    "PermissionPolicy",
+    "PermissionVerdict",
+    "PersistFailed",
+    "PrepareTools",
+    "RateLimited",
+    "ReasoningDelta",
+    "ReasoningPart",
+    "Redactor",
+    "Refused",
+    "Repair",
+    "RepairStarted",
+    "RequestHeader",
+    "RequestSent",
+    "ResponseFormat",
+    "Rewound",
+    "RunCancelled",
+    "RunCompleted",
+    "RunConfig",
+    "RunContext",
+    "RunError",
+    "RunFailed",
+    "RunInput",
+    "RunObserver",
+    "RunResult",
+    "RunStarted",
+    "RunStream",
+    "RunTimeout",
+    "Runner",
+    "SESSION_EVENT_ADAPTER",
+    "SequenceId",
+    "SequentialAgent",
+    "Session",
+    "SessionBackendError",
+    "SessionConflict",
+    "SessionEntry",
+    "SessionError",
+    "SessionEvent",
+    "SessionInfo",
+    "SessionMetadata",
+    "SessionRecord",
+    "SessionRecorder",
+    "SessionState",
+    "SessionUnavailable",
+    "StructuredOutputFailed",
+    "SwarmAgent",
+    "SwarmBuildError",
+    "SwarmBuilder",
+    "SystemMessage",
+    "TextPart",
+    "TokenCounter",
+    "TokenDelta",
+    "TokenUsage",
+    "Tool",
+    "ToolCall",
+    "ToolCallDelta",
+    "ToolCallItem",
+    "ToolCalled",
+    "ToolChoice",
+    "ToolContext",
+    "ToolDef",
+    "ToolEffect",
+    "ToolError",
+    "ToolOutput",
+    "ToolOutputItem",
+    "ToolResult",
+    "ToolReturned",
+    "ToolSource",
+    "ToolSourceError",
+    "ToolSubject",
+    "ToolUsePart",
+    "Toolset",
+    "TracerHandle",
+    "Transport",
+    "TurnStarted",
+    "Unavailable",
+    "UnknownEvent",
+    "UnreadableSessionEvent",
+    "UrlSource",
+    "Usage",
+    "UsageLimitExceeded",
+    "UsageLimits",
+    "UserError",
+    "UserMessage",
+    "UserMessageEvent",
+    "ensure_provider_valid",
+    "input_guardrail",
+    "is_provider_valid",
+    "keep_last_user_message",
+    "model_prefixes",
+    "output_guardrail",
+    "print_stream",
+    "project",
+    "rebuild_request",
+    "rebuild_requests",
+    "register_model_prefix",
+    "remove_tool_calls",
+    "repair_conversation",
+    "resolve_model",
+    "tool",
+    "unregister_model_prefix",
+    "use_tracer_provider",
+]
 
 
 def __getattr__(name: str) -> typing.Any:
     module = _HOME.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    _bind(module)
+    loaded = importlib.import_module(module, __name__)
+    for lazy_name in _LAZY[module].split():
+        globals()[lazy_name] = getattr(loaded, lazy_name)
     return globals()[name]
 
 
@@ -114,230 +414,22 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-# What type checkers read: the two tables as imports (`X as X` re-exports X). A test keeps
-# these identical to the tables (tests/unit/test_facade.py).
-# One import per module, in the tables' order (isort would split the `X as X` imports apart).
-# isort: off
+# What type checkers read of the lazy names (a test keeps these imports identical to `_LAZY`).
 if typing.TYPE_CHECKING:
-    from .agent import Agent as Agent, Instructions as Instructions, LlmAgent as LlmAgent
-    from .agent_builder import LlmAgentBuilder as LlmAgentBuilder
-    from .input import AgentInput as AgentInput, RunInput as RunInput
-    from .handoff import (
-        Handoff as Handoff,
-        HandoffFilter as HandoffFilter,
-        HandoffInputData as HandoffInputData,
-        keep_last_user_message as keep_last_user_message,
-        remove_tool_calls as remove_tool_calls,
-    )
-    from .result import RunResult as RunResult, RunStream as RunStream, print_stream as print_stream
-    from .runner import Runner as Runner
-    from .output import OutputType as OutputType
-    from .output_validators import OutputValidatorFunc as OutputValidatorFunc
-    from .context import (
-        ActionsHandle as ActionsHandle,
-        RunConfig as RunConfig,
-        RunContext as RunContext,
-        SessionState as SessionState,
-        ToolContext as ToolContext,
-        TracerHandle as TracerHandle,
-    )
-    from .usage import UsageLimits as UsageLimits
-    from .cancel import CancellationToken as CancellationToken
-    from .tools import (
-        FunctionTool as FunctionTool,
-        PrepareTools as PrepareTools,
-        Tool as Tool,
-        ToolEffect as ToolEffect,
-        ToolOutput as ToolOutput,
-        tool as tool,
-    )
-    from .tool_sources import ToolSource as ToolSource
-    from .toolsets import Toolset as Toolset
-    from .items import (
-        AssistantMessage as AssistantMessage,
-        AudioPart as AudioPart,
-        Base64Source as Base64Source,
-        ContentPart as ContentPart,
-        ITEM_ADAPTER as ITEM_ADAPTER,
-        ImagePart as ImagePart,
-        Item as Item,
-        ReasoningPart as ReasoningPart,
-        SystemMessage as SystemMessage,
-        TextPart as TextPart,
-        ToolCall as ToolCall,
-        ToolResult as ToolResult,
-        ToolUsePart as ToolUsePart,
-        UrlSource as UrlSource,
-        UserMessage as UserMessage,
-    )
-    from .model import (
-        Finish as Finish,
-        FinishReason as FinishReason,
-        Model as Model,
-        ModelCapabilities as ModelCapabilities,
-        ModelEvent as ModelEvent,
-        ModelFallback as ModelFallback,
-        ModelRequest as ModelRequest,
-        ModelSettings as ModelSettings,
-        NamedToolChoice as NamedToolChoice,
-        ReasoningDelta as ReasoningDelta,
-        ResponseFormat as ResponseFormat,
-        TokenDelta as TokenDelta,
-        ToolCallDelta as ToolCallDelta,
-        ToolChoice as ToolChoice,
-        ToolDef as ToolDef,
-        Usage as Usage,
-    )
-    from .model_strings import (
-        LazyModel as LazyModel,
-        model_prefixes as model_prefixes,
-        register_model_prefix as register_model_prefix,
-        resolve_model as resolve_model,
-        unregister_model_prefix as unregister_model_prefix,
-    )
-    from .events import (
-        AGENT_EVENT_ADAPTER as AGENT_EVENT_ADAPTER,
-        AgentError as AgentError,
-        AgentEvent as AgentEvent,
-        AgentUpdated as AgentUpdated,
-        ApprovalRequested as ApprovalRequested,
-        GuardrailTriggered as GuardrailTriggered,
-        HandoffItem as HandoffItem,
-        MessageOutput as MessageOutput,
-        PermissionDenied as PermissionDenied,
-        PersistFailed as PersistFailed,
-        RepairStarted as RepairStarted,
-        RequestSent as RequestSent,
-        RunCompleted as RunCompleted,
-        RunFailed as RunFailed,
-        RunStarted as RunStarted,
-        StructuredOutputFailed as StructuredOutputFailed,
-        TokenUsage as TokenUsage,
-        ToolCallItem as ToolCallItem,
-        ToolOutputItem as ToolOutputItem,
-        TurnStarted as TurnStarted,
-    )
-    from .session import (
-        AssistantMessageEvent as AssistantMessageEvent,
-        Compacted as Compacted,
-        ConversationSnapshot as ConversationSnapshot,
-        CustomEvent as CustomEvent,
-        Forked as Forked,
-        HandoffOccurred as HandoffOccurred,
-        KnownSessionEvent as KnownSessionEvent,
-        RequestHeader as RequestHeader,
-        Rewound as Rewound,
-        SESSION_EVENT_ADAPTER as SESSION_EVENT_ADAPTER,
-        SequenceId as SequenceId,
-        Session as Session,
-        SessionEntry as SessionEntry,
-        SessionEvent as SessionEvent,
-        SessionInfo as SessionInfo,
-        SessionMetadata as SessionMetadata,
-        SessionRecord as SessionRecord,
-        ToolCalled as ToolCalled,
-        ToolReturned as ToolReturned,
-        UnknownEvent as UnknownEvent,
-        UserMessageEvent as UserMessageEvent,
-        project as project,
-    )
-    from .session.branches import Branch as Branch, Lineage as Lineage
-    from .session.compaction import (
-        CompactingSession as CompactingSession,
-        CompactingSessionBuilder as CompactingSessionBuilder,
-        HeuristicTokenCounter as HeuristicTokenCounter,
-        TokenCounter as TokenCounter,
-    )
-    from .session.memory import MemorySession as MemorySession, MemoryStore as MemoryStore
-    from .session.recorder import SessionRecorder as SessionRecorder
-    from .observer import RunObserver as RunObserver
-    from .session.request_log import rebuild_request as rebuild_request, rebuild_requests as rebuild_requests
-    from .conversation_check import (
-        InvalidConversationError as InvalidConversationError,
-        Repair as Repair,
-        ensure_provider_valid as ensure_provider_valid,
-        is_provider_valid as is_provider_valid,
-        repair_conversation as repair_conversation,
-    )
-    from .governance import (
-        ApprovalHandler as ApprovalHandler,
-        ApprovalOutcome as ApprovalOutcome,
-        Guardrail as Guardrail,
-        GuardrailInput as GuardrailInput,
-        GuardrailVerdict as GuardrailVerdict,
-        Hook as Hook,
-        HookDecision as HookDecision,
-        HookEvent as HookEvent,
-        HookRegistry as HookRegistry,
-        PermissionDecision as PermissionDecision,
-        PermissionMode as PermissionMode,
-        PermissionPolicy as PermissionPolicy,
-    )
-    from .governance.settings import Governance as Governance
-    from .governance.guardrails import (
-        FunctionGuardrail as FunctionGuardrail,
-        input_guardrail as input_guardrail,
-        output_guardrail as output_guardrail,
-    )
-    from .exceptions import (
-        ContextLengthExceeded as ContextLengthExceeded,
-        Denied as Denied,
-        HelikonError as HelikonError,
-        InvalidArgs as InvalidArgs,
-        InvalidStructuredOutput as InvalidStructuredOutput,
-        MaxAgentDepthExceeded as MaxAgentDepthExceeded,
-        MaxHandoffsExceeded as MaxHandoffsExceeded,
-        MaxIterationsExceeded as MaxIterationsExceeded,
-        MaxTurnsExceeded as MaxTurnsExceeded,
-        MetadataConflict as MetadataConflict,
-        MissingSessionEvents as MissingSessionEvents,
-        ModelError as ModelError,
-        ModelRetry as ModelRetry,
-        OtherModelError as OtherModelError,
-        OutputRetriesExceeded as OutputRetriesExceeded,
-        RateLimited as RateLimited,
-        Refused as Refused,
-        RunCancelled as RunCancelled,
-        RunError as RunError,
-        RunTimeout as RunTimeout,
-        SessionBackendError as SessionBackendError,
-        SessionConflict as SessionConflict,
-        SessionError as SessionError,
-        SessionUnavailable as SessionUnavailable,
-        ToolError as ToolError,
-        ToolSourceError as ToolSourceError,
-        Transport as Transport,
-        Unavailable as Unavailable,
-        UnreadableSessionEvent as UnreadableSessionEvent,
-        UsageLimitExceeded as UsageLimitExceeded,
-        UserError as UserError,
-    )
-    from ._json import JsonObject as JsonObject, JsonValue as JsonValue
+    from ._tracing import use_tracer_provider
+    from .governance.permissions import PermissionVerdict
+    from .governance.redaction import Redactor
+    from .governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
     from .workflows import (
-        GraphAgent as GraphAgent,
-        GraphBuildError as GraphBuildError,
-        GraphBuilder as GraphBuilder,
-        LoopAgent as LoopAgent,
-        ParallelAgent as ParallelAgent,
-        SequentialAgent as SequentialAgent,
+        GraphAgent,
+        GraphBuilder,
+        GraphBuildError,
+        LoopAgent,
+        ParallelAgent,
+        SequentialAgent,
     )
-    from .workflows.agent_tool import AgentAsTool as AgentAsTool
-    from .workflows.swarm import (
-        SwarmAgent as SwarmAgent,
-        SwarmBuildError as SwarmBuildError,
-        SwarmBuilder as SwarmBuilder,
-    )
-    from .governance.rules import (
-        AllowRule as AllowRule,
-        DenyRule as DenyRule,
-        GuardAction as GuardAction,
-        GuardRule as GuardRule,
-        ToolSubject as ToolSubject,
-    )
-    from .governance.permissions import PermissionVerdict as PermissionVerdict
-    from .governance.redaction import Redactor as Redactor
-    from ._tracing import use_tracer_provider as use_tracer_provider
-# isort: on
+    from .workflows.agent_tool import AgentAsTool
+    from .workflows.swarm import SwarmAgent, SwarmBuilder, SwarmBuildError
 
 from . import _moved  # noqa: E402  (last: the old flat paths, helikon.core.codec and the like, still import)
 

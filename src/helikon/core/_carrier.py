@@ -132,49 +132,5 @@ def _build(cls: type[T], kw_only: bool) -> type[T]:
     return slotted
 
 
-def raw_constructor(cls: type[T]) -> Callable[..., T]:
-    """A builder taking every field of carrier `cls` positionally, in declaration order.
-
-    No defaults, no `__post_init__`: for decoders that have already checked every value
-    and build thousands of objects (about half the cost of the keyword `__init__`).
-    """
-    if hasattr(cls, "__post_init__"):
-        raise TypeError(f"{cls.__qualname__} has a __post_init__ that a raw constructor would skip")
-    names: tuple[str, ...] = getattr(cls, "__carrier_fields__")  # noqa: B009 - set by `carrier`
-    twin = _twin(cls, names)
-    namespace: dict[str, Any] = {"_new": object.__new__, "_cls": cls, "_twin": twin}
-    if twin is not None:
-        # Plain attribute stores on a mutable twin of the same layout, then the real class:
-        # a third cheaper than a slot descriptor's `__set__` call per field.
-        body = ["o = _twin()", *(f"o.{name} = {name}" for name in names), "o.__class__ = _cls"]
-    else:
-        body = ["o = _new(_cls)"]
-        for name in names:
-            namespace[f"_set_{name}"] = cls.__dict__[name].__set__
-            body.append(f"_set_{name}(o, {name})")
-    body.append("return o")
-    exec(f"def make({', '.join(names)}):\n    " + "\n    ".join(body), namespace)
-    make = namespace["make"]
-    make.__qualname__ = f"raw_constructor({cls.__qualname__})"
-    return make
-
-
-def _twin(cls: type, names: tuple[str, ...]) -> type | None:
-    """A mutable class with `cls`'s exact layout (its instances can become `cls`), or None.
-
-    Only for a carrier straight on `object` (a base with a frozen `__setattr__` would refuse
-    the stores) whose slots are exactly its fields.
-    """
-    if cls.__bases__ != (object,) or getattr(cls, "__slots__", None) != names:
-        return None
-    twin = type(f"{cls.__name__}Raw", (), {"__slots__": names})
-    try:
-        probe: Any = twin()
-        probe.__class__ = cls
-    except TypeError:  # pragma: no cover - a layout CPython will not swap
-        return None
-    return twin
-
-
 def _no_key(_self: object) -> tuple[()]:
     return ()

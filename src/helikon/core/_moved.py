@@ -4,8 +4,9 @@
 `core/session/`, `core/governance/` and `core/governance/shell/`, the other compositions of
 agents in `core/workflows/`, and `@tool` beside the `Tool` protocol in `core/tools.py`
 (`MOVED`). A package whose modules moved too keeps its own table and hands it to `install`
-(`helikon.tools._moved`). Code written against the old paths keeps working: importing an old
-name gives the new module itself (the same object, so patching either name patches both).
+(`helikon.tools._moved`, `helikon.sessions._moved`). Code written against the old paths keeps
+working: importing an old name gives the new module itself (the same object, so patching
+either name patches both).
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from types import MappingProxyType, ModuleType
 MOVED = MappingProxyType(
     {
         "helikon.core.codec": "helikon.core.session.codec",
-        "helikon.core._fast_decode": "helikon.core.session._fast_decode",
         "helikon.core._envelope": "helikon.core.session._envelope",
         "helikon.core._log_cache": "helikon.core.session._log_cache",
         "helikon.core._memory_session": "helikon.core.session.memory",

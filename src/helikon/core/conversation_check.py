@@ -385,7 +385,8 @@ def _warn(repairs: Sequence[Repair]) -> None:
     )
 
 
-def _call_ids(item: Item) -> list[str]:
+def call_ids(item: Item) -> list[str]:
+    """The ids of the tool calls `item` makes: a `ToolCall`'s, or an answer's `ToolUsePart`s'."""
     if isinstance(item, ToolCall):
         return [item.call_id]
     if isinstance(item, AssistantMessage):
@@ -420,7 +421,7 @@ class _Repairer:
         self.call_at: dict[str, int] = {}
         self.result_of: dict[str, tuple[int, ToolResult]] = {}
         for index, item in enumerate(items):
-            for call_id in _call_ids(item):
+            for call_id in call_ids(item):
                 self.call_at.setdefault(call_id, index)
         for index, item in enumerate(items):
             if isinstance(item, ToolResult) and item.call_id in self.call_at:

@@ -1,6 +1,7 @@
 """The exceptions helikon raises, all under one root.
 
-The tree below is every one of them; those defined outside this module name their module.
+The tree below is every one of them; those defined outside this module name their module (or
+its base names it for them). A test keeps the tree complete (tests/unit/test_exception_tree.py).
 
 ```
 HelikonError
@@ -18,11 +19,14 @@ HelikonError
 │   ├── InvalidArgs            the arguments did not match the schema, or passed the depth/size limits
 │   ├── Denied                 the tool refused; the model reads why (`fail_on_tool_denied` fails the run)
 │   └── ForkdError             a forkd controller call or egress proxy probe failed (`tools.execution.forkd`)
+├── ToolSourceError            a tool source (`LlmAgent(tool_sources=...)`) cannot give the agent its tools
+│   └── DuplicateName          two tools offered to one agent share a name
 ├── ModelRetry                 raised by a tool or an output validator: the model tries again, told why
 ├── SessionError               a session backend failed
 │   ├── SessionUnavailable     the backend cannot be reached (`SessionError.Unavailable`)
 │   ├── SessionBackendError    the backend reported an error (`SessionError.Backend`)
 │   ├── SessionConflict        `append(..., expected_seq=n)` found the log past `n`; nothing written
+│   ├── MetadataConflict       `set_metadata(..., expected_version=n)` found another version; nothing written
 │   ├── MissingSessionEvents   the stored log has a hole: events were deleted behind helikon's back
 │   └── UnreadableSessionEvent a stored event is from a newer format, or of an unknown, non-ignorable type
 ├── RunError                   a run ended in `RunFailed`; `.error` is the `AgentError` carrier
@@ -39,6 +43,16 @@ HelikonError
 │                                 (any other kind, e.g. `session_error`, `tool_denied`: a plain RunError)
 ├── InvalidConversationError   a conversation is not provider-valid and `strict` forbids repair
 │                              (`core.conversation_check`)
+├── McpError                   an MCP connection or server failed; `kind` names the step (`mcp.errors`)
+│   ├── Connect                the initialize handshake (or the transport under it) failed
+│   ├── Spawn                  the stdio server's process could not be started
+│   ├── Service                a request on a live connection failed
+│   ├── Bind                   the HTTP server could not listen on the address asked for
+│   ├── Serve                  a running server stopped abnormally
+│   └── OtherMcpError          anything else (`McpError.Other`)
+├── OsSandboxError             the OS sandbox cannot run a command, its launcher is gone
+│   │                          (`tools.execution.os_sandbox`)
+│   └── OsSandboxUnsupported   the platform or kernel cannot enforce what was asked
 └── ServerError                a throwaway test server could not start or stop (`testing.servers`)
 ```
 

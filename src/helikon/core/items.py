@@ -16,9 +16,9 @@ Example:
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias
+from typing import Annotated, Literal, TypeAlias
 
-from ._adapter import LazyAdapter
+from ._adapter import BY_TYPE, LazyAdapter
 from ._carrier import carrier
 from ._json import JsonValue
 
@@ -103,6 +103,9 @@ class ToolUsePart:
 ContentPart: TypeAlias = TextPart | ReasoningPart | ImagePart | AudioPart | ToolUsePart
 """One piece of message content."""
 
+ContentParts: TypeAlias = tuple[Annotated[ContentPart, BY_TYPE], ...]
+"""A message's content, as the carriers declare it (pydantic reads each part by its `type` tag)."""
+
 # --- items -----------------------------------------------------------------------------------
 
 
@@ -126,7 +129,7 @@ class UserMessage:
     """A user turn."""
 
     type: Literal["user"] = "user"
-    content: tuple[ContentPart, ...]
+    content: ContentParts
 
     @classmethod
     def from_text(cls, text: str) -> UserMessage:
@@ -144,7 +147,7 @@ class AssistantMessage:
     """A model turn's message, tagged with the agent that produced it."""
 
     type: Literal["assistant"] = "assistant"
-    content: tuple[ContentPart, ...]
+    content: ContentParts
     agent: str | None = None
 
     @classmethod
@@ -178,7 +181,7 @@ class ToolResult:
 
     type: Literal["tool_result"] = "tool_result"
     call_id: str
-    content: tuple[ContentPart, ...]
+    content: ContentParts
     is_error: bool = False
     name: str | None = None
     """The tool's name; some providers (Gemini) need it next to the result."""

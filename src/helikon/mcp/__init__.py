@@ -12,7 +12,7 @@ connecting, or the servers' first access, does, and without the extra it raises 
 
 from typing import TYPE_CHECKING, Any
 
-from helikon._lazy import lazy_attribute
+from helikon._lazy_exports import lazy_attribute
 
 from .builder import McpConnectBuilder
 from .client import McpServerHandle

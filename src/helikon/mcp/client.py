@@ -51,9 +51,9 @@ from helikon.core.exceptions import ToolError
 
 from ._calls import SessionExpired, call_once, session_expired
 from ._connection import Connection, client_session, describe
-from ._lazy import SearchTools
 from ._mcp_tool import McpTool, tool_name
 from ._results import tool_output
+from ._search_tools import SearchTools
 from ._stdio import kill_group
 from ._transports import http_options, stdio_options, user_options
 from .builder import McpConnectBuilder

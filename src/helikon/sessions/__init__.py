@@ -5,9 +5,15 @@
 - `helikon.sessions.redis.RedisSession` (`pip install 'paigasus-helikon[sessions-redis]'`)
 
 `MemorySession` lives in core; `CompactingSession` wraps any of them. `open_session(url,
-session_id)` opens any of them from a URL or a path, lazily (see `helikon.sessions.lazy`).
+session_id)` opens any of them from a URL or a path, lazily: the `LazySession` it returns
+connects on first use.
 """
 
-from .lazy import LazySession, open_session
+from helikon.core._moved import install as _install_moved
+
+from ._moved import MOVED as _MOVED
+from ._open import LazySession, open_session
 
 __all__ = ["LazySession", "open_session"]
+
+_install_moved(_MOVED)  # `helikon.sessions.lazy`, the old path of `_open`, still imports

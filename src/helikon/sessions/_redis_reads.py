@@ -25,7 +25,7 @@ from redis.commands.core import AsyncScript
 from redis.utils import HIREDIS_AVAILABLE
 
 from helikon.core.session import SequenceId, SessionEntry
-from helikon.core.session.codec import decode_events, decode_joined, gc_paused, new_entry, upgrade_all
+from helikon.core.session.codec import decode_events, decode_joined, new_entry, upgrade_all
 
 Fields = tuple[list[int], list[int] | int, list[bytes]]
 """The seqs, format versions (one int when all alike) and payloads of a run of entries."""
@@ -144,14 +144,12 @@ def session_entries(session_id: str, after: int, fields: Fields) -> list[Session
     seqs, versions, payloads = fields
     count = len(seqs)
     if seqs and seqs == list(range(after + 1, after + 1 + count)):
-        # The usual case: exactly the next seqs, so their comma-joined payloads decode in one
-        # pass. The GC is held over the entries' wrapping too (see `gc_paused`).
-        with gc_paused(count):
-            joined = _utf8(b",".join(payloads))  # None: a payload is not UTF-8 (decoded alone below)
-            decoded = None if joined is None else decode_joined(joined, count)
-            if decoded is not None:
-                decoded = upgrade_all(session_id, seqs, versions, decoded)
-                return list(map(new_entry, zip(seqs, decoded, strict=True)))
+        # The usual case: exactly the next seqs, so their comma-joined payloads parse at once.
+        joined = _utf8(b",".join(payloads))  # None: a payload is not UTF-8 (decoded alone below)
+        decoded = None if joined is None else decode_joined(joined, count)
+        if decoded is not None:
+            decoded = upgrade_all(session_id, seqs, versions, decoded)
+            return list(map(new_entry, zip(seqs, decoded, strict=True)))
     # Entry by entry: a damaged payload is isolated, and seqs at or before `after` (an entry
     # whose ID and seq field disagree) or out of order are dealt with one by one.
     if isinstance(versions, int):

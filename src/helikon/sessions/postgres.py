@@ -93,7 +93,6 @@ from helikon.core.session.codec import (
     decode_events,
     decode_joined,
     encode_event,
-    gc_paused,
     new_entry,
     stored_version,
     upgrade_all,
@@ -587,15 +586,14 @@ class PostgresSession(StoredSession):
             if not count:
                 return []
             if last - first + 1 == count:  # contiguous, as appends write them
-                with gc_paused(count):  # held over the decoding and the entries' wrapping
-                    events = decode_joined(joined, count)
-                    # Mixed formats (an old log appended to since) matter only for unknown events.
-                    if events is not None and (
-                        low == high or (high <= FORMAT_VERSION and UnknownEvent not in set(map(type, events)))
-                    ):
-                        seqs = range(first, first + count)
-                        events = upgrade_all(sid, seqs, high, events)
-                        return list(map(new_entry, zip(seqs, events, strict=True)))
+                events = decode_joined(joined, count)
+                # Mixed formats (an old log appended to since) matter only for unknown events.
+                if events is not None and (
+                    low == high or (high <= FORMAT_VERSION and UnknownEvent not in set(map(type, events)))
+                ):
+                    seqs = range(first, first + count)
+                    events = upgrade_all(sid, seqs, high, events)
+                    return list(map(new_entry, zip(seqs, events, strict=True)))
             # A damaged payload, a gap or mixed formats: row by row, each with its own format.
             rows = await self._db.fetch(_SELECT, sid, after)
         except _ERRORS as exc:

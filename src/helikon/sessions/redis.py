@@ -67,7 +67,7 @@ from helikon.core.session._envelope import (
     retry_plan,
 )
 from helikon.core.session.checkpoint import PROJECTOR_VERSION, Checkpoint, load
-from helikon.core.session.codec import encode_event, gc_paused, stored_version
+from helikon.core.session.codec import encode_event, stored_version
 
 from ._base import StoredRow, StoredSession
 from ._redis_reads import next_id, parses_in_c, script_fields, session_entries, xrange_fields
@@ -537,12 +537,8 @@ class RedisSession(StoredSession):
             if not self._raw_reads:
                 fields = await script_fields(self._read, self._stream, after, PAGE_SIZE, PAGE_BYTES)
                 return session_entries(self._session_id, after, fields)
-            # hiredis builds two lists per entry: the GC is held over the pages as well as the
-            # decoding (until the read ends, however it ends), sparing a long read the full
-            # collections they would otherwise set off.
-            with gc_paused(PAGE_SIZE):
-                fields = await xrange_fields(self._client, self._stream, after, PAGE_SIZE)
-                return session_entries(self._session_id, after, fields)
+            fields = await xrange_fields(self._client, self._stream, after, PAGE_SIZE)
+            return session_entries(self._session_id, after, fields)
         except _ERRORS as exc:
             raise _translate(exc, action) from exc
 

@@ -47,7 +47,6 @@ from helikon.core.session.checkpoint import (
 from helikon.core.session.codec import (
     decode_events,
     decode_joined,
-    gc_paused,
     new_entry,
     upgrade_all,
 )
@@ -496,13 +495,12 @@ class SqliteSession(StoredSession):
         joined = await db._run(read_joined, self._session_id, after, key=self._session_id)
         if joined is not None:
             count, first, text, low, high = joined
-            with gc_paused(count):
-                events = decode_joined(text, count)
-                # Mixed formats (an old log appended to since) matter only for unknown events.
-                if events is not None and (low == high or all_known(events, high)):
-                    numbers = cast("Sequence[SequenceId]", range(first, first + count))  # plain ints
-                    events = upgrade_all(self._session_id, numbers, high, events)
-                    return head + list(map(new_entry, zip(numbers, events, strict=True)))
+            events = decode_joined(text, count)
+            # Mixed formats (an old log appended to since) matter only for unknown events.
+            if events is not None and (low == high or all_known(events, high)):
+                numbers = cast("Sequence[SequenceId]", range(first, first + count))  # plain ints
+                events = upgrade_all(self._session_id, numbers, high, events)
+                return head + list(map(new_entry, zip(numbers, events, strict=True)))
         # A damaged payload, mixed formats or an unexpected order: row by row, each with its version.
         seqs, payloads, versions = await db._run(read_rows, self._session_id, after, key=self._session_id)
         events = upgrade_all(self._session_id, seqs, versions, decode_events(payloads))

@@ -22,7 +22,7 @@ Example:
 
 from typing import TYPE_CHECKING, Any
 
-from helikon._lazy import lazy_attribute
+from helikon._lazy_exports import lazy_attribute
 from helikon.core._moved import install as _install_moved
 
 from ._moved import MOVED as _MOVED

@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 from types import MappingProxyType
-from typing import Protocol
 
 from ._guard_find import CHDIR_WRAPPERS as _CHDIR_WRAPPERS
 from ._guard_find import found_dotpaths as _found_dotpaths
@@ -142,18 +141,6 @@ def path_checks(path: str) -> Mapping[str, str | None]:
     if system_write is None and dotpath_write is None:
         return CLEAR
     return MappingProxyType({"rm_root": None, "system_write": system_write, "dotpath_write": dotpath_write})
-
-
-class _Subject(Protocol):
-    def guard_checks(self) -> Mapping[str, str | None]: ...
-
-
-def checks(subject: _Subject) -> Mapping[str, str | None]:
-    """Every built-in guard's detail for a tool call: `ToolSubject.guard_checks()`, computed once per subject.
-
-    Kept for the permission pipeline, which calls it by this name.
-    """
-    return subject.guard_checks()
 
 
 CLEAR: Mapping[str, str | None] = MappingProxyType(

@@ -12,15 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ..items import AssistantMessage, Item, ReasoningPart, ToolCall, ToolResult, ToolUsePart
-
-
-def _call_ids(item: Item) -> list[str]:
-    if isinstance(item, ToolCall):
-        return [item.call_id]
-    if isinstance(item, AssistantMessage):
-        return [p.call_id for p in item.content if isinstance(p, ToolUsePart)]
-    return []
+from ..conversation_check import call_ids
+from ..items import AssistantMessage, Item, ReasoningPart, ToolCall, ToolResult
 
 
 def _reasoning_only(item: Item) -> bool:
@@ -30,7 +23,7 @@ def _reasoning_only(item: Item) -> bool:
 
 def _in_turn(item: Item) -> bool:
     """Whether `item` belongs to a tool turn: a call, a result, or the reasoning before a call."""
-    return isinstance(item, ToolCall | ToolResult) or bool(_call_ids(item)) or _reasoning_only(item)
+    return isinstance(item, ToolCall | ToolResult) or bool(call_ids(item)) or _reasoning_only(item)
 
 
 def whole_cut(messages: Sequence[Item], position: int, direction: Literal[1, -1]) -> int:
@@ -73,7 +66,7 @@ def _blocked_edges(messages: Sequence[Item], start: int, end: int) -> list[bool]
     opened = [0] * (end - start + 2)  # a difference array of the blocked spans of edges
     for index in range(start, end):
         item = messages[index]
-        for call_id in _call_ids(item):
+        for call_id in call_ids(item):
             answer = first_result.get(call_id, -1)
             if answer > index:
                 last = answer  # edges index+1..answer lie between the call and its result

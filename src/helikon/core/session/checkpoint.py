@@ -39,7 +39,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import typing
@@ -47,17 +46,7 @@ from collections.abc import Sequence
 from typing import Any, Final, NamedTuple, cast
 
 from .._adapter import LazyAdapter
-from ..items import (
-    ITEM_ADAPTER,
-    AssistantMessage,
-    ContentPart,
-    Item,
-    SystemMessage,
-    TextPart,
-    ToolCall,
-    ToolResult,
-    UserMessage,
-)
+from ..items import Item
 from . import KnownSessionEvent, Projection
 
 CHECKPOINT_EVERY: Final = 128
@@ -159,7 +148,10 @@ def decode_state(state: str | bytes, as_of_seq: int) -> Projection | None:
     """
     from pydantic import ValidationError
 
-    parsed = _loads(state)
+    try:
+        parsed: Any = json.loads(state)
+    except (ValueError, RecursionError):
+        return None
     if type(parsed) is not dict:
         return None
     obj = cast("dict[str, Any]", parsed)
@@ -172,8 +164,8 @@ def decode_state(state: str | bytes, as_of_seq: int) -> Projection | None:
     if len(raw_items) != len(origins) or not _valid_origins(origins, count):
         return None
     try:
-        items = [_fast_item(item) or ITEM_ADAPTER.validate_python(item) for item in raw_items]
-    except ValidationError:
+        items = _ITEMS_ADAPTER.validate_python(raw_items)
+    except (ValidationError, RecursionError):
         return None
     projection = _Projection()
     # The last marker folded (a rewind cannot be undone in place behind it); unknown: all of it.
@@ -182,88 +174,6 @@ def decode_state(state: str | bytes, as_of_seq: int) -> Projection | None:
         return None
     projection.restore(count, items, cast("list[int]", origins), barrier)
     return projection
-
-
-# A fast path for the common items (text content), built straight from the parsed JSON: it
-# is about twice as fast as pydantic's validation, which takes every other item. It applies
-# only when an item has exactly its class's fields, so a field added to an item class later
-# falls back to pydantic rather than being dropped.
-_FIELDS: Final = {  # the fields of each item class the fast path builds
-    "system": (SystemMessage, ("type", "text")),
-    "user": (UserMessage, ("type", "content")),
-    "assistant": (AssistantMessage, ("type", "content", "agent")),
-    "tool_call": (ToolCall, ("type", "call_id", "name", "args")),
-    "tool_result": (ToolResult, ("type", "call_id", "content", "is_error", "name")),
-}
-_KEYS: Final = {
-    kind: frozenset(fields)
-    for kind, (cls, fields) in _FIELDS.items()
-    if getattr(cls, "__carrier_fields__") == fields  # noqa: B009 - a class whose fields changed: pydantic
-}
-
-
-def _texts(parts: Any) -> tuple[ContentPart, ...] | None:
-    if type(parts) is not list:
-        return None
-    out: list[ContentPart] = []
-    for part in cast("list[Any]", parts):
-        if type(part) is not dict:
-            return None
-        fields = cast("dict[str, Any]", part)
-        if fields.get("type") != "text" or len(fields) != 2:
-            return None
-        text = fields.get("text")
-        if type(text) is not str:
-            return None
-        out.append(TextPart(text=text))
-    return tuple(out)
-
-
-def _fast_item(obj: Any) -> Item | None:
-    if type(obj) is not dict:
-        return None
-    o = cast("dict[str, Any]", obj)
-    keys = _KEYS.get(o.get("type"))  # pyright: ignore[reportArgumentType]
-    if keys is None or o.keys() != keys:
-        return None
-    kind = o["type"]
-    if kind == "system":
-        return SystemMessage(text=o["text"]) if type(o["text"]) is str else None
-    if kind == "tool_call":
-        if type(o["call_id"]) is not str or type(o["name"]) is not str:
-            return None
-        return ToolCall(call_id=o["call_id"], name=o["name"], args=o["args"])
-    content = _texts(o["content"])
-    if content is None:
-        return None
-    if kind == "user":
-        return UserMessage(content=content)
-    if kind == "assistant":
-        agent = o["agent"]
-        return AssistantMessage(content=content, agent=agent) if agent is None or type(agent) is str else None
-    call_id, is_error, name = o["call_id"], o["is_error"], o["name"]
-    if type(call_id) is not str or type(is_error) is not bool or (name is not None and type(name) is not str):
-        return None
-    return ToolResult(call_id=call_id, content=content, is_error=is_error, name=name)
-
-
-def _loads(text: str | bytes) -> Any:
-    """Parse JSON with orjson when installed (about twice as fast), else `json`; None if not JSON.
-
-    orjson refuses some JSON `json` takes (NaN, integers past 64 bits): such text is parsed
-    again by `json`, so the result never depends on which parser is installed.
-    """
-    try:
-        from orjson import loads as orjson_loads
-    except ImportError:  # pragma: no cover - the sessions extras install it
-        pass
-    else:
-        with contextlib.suppress(ValueError):
-            return orjson_loads(text)
-    try:
-        return json.loads(text)
-    except ValueError:
-        return None
 
 
 def _valid_origins(origins: Sequence[object], count: int) -> bool:

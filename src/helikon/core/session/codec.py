@@ -37,12 +37,10 @@ Example:
 from __future__ import annotations
 
 import base64
-import contextlib
-import gc
 import json
 import math
 import re
-from collections.abc import Callable, Generator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
@@ -60,7 +58,6 @@ from . import (
     RequestHeader,
     SessionEntry,
     SessionEvent,
-    Step,
     ToolCalled,
     ToolReturned,
     ToolsStarted,
@@ -68,11 +65,8 @@ from . import (
     TurnOpened,
     UnknownEvent,
     UserMessageEvent,
-    event_step,
-    fold,
     project,
 )
-from ._fast_decode import IRREGULAR, decode_objects, fast_decode, fast_step
 
 
 def stored_version(event: SessionEvent) -> int:
@@ -308,7 +302,7 @@ def decode_event(payload: str | bytes | dict[str, Any]) -> SessionEvent:
     keeps it, and `append` writes it back as that object.
     """
     if isinstance(payload, dict):
-        return _decode_object(payload, None)
+        return _decode_object(payload)
     text = payload if isinstance(payload, str) else _utf8(payload)
     if text is None:
         return _undecodable(payload, "not UTF-8")
@@ -320,24 +314,29 @@ def decode_event(payload: str | bytes | dict[str, Any]) -> SessionEvent:
         return _undecodable(text, "nested too deeply to parse")
     if type(obj) is not dict:
         return _undecodable(text, f"a JSON {_json_kind(obj)}, not an object")
-    return _decode_object(cast("dict[str, Any]", obj), text)
+    return _decode_object(cast("dict[str, Any]", obj))
 
 
-def _decode_object(obj: dict[str, Any], text: str | None) -> SessionEvent:
-    """The event a parsed stored object holds (`text`: the JSON it was parsed from, if any)."""
+_ASIDE = frozenset({("assistant_message", "usage"), ("tool_returned", "metadata")})
+"""Fields a UI reads, not the conversation: a malformed one reads as absent, never costs its event."""
+
+
+def _decode_object(obj: dict[str, Any]) -> SessionEvent:
+    """The event a parsed stored object holds: `SESSION_EVENT_ADAPTER`'s, else an `UnknownEvent`."""
     from pydantic import ValidationError
 
-    event = fast_decode(obj)
-    if event is not None:
-        return event
+    # A stored event that lost its time reads as the epoch, the same on every read: the
+    # carriers' default (now) would give each read of the row another time.
+    fields = obj if "ts" in obj else {**obj, "ts": UNKNOWN_TIME}
     try:
-        if "ts" not in obj:
-            # A stored event that lost its time reads as the epoch, the same on every read:
-            # the carriers' default (now) would give each read of the row another time.
-            return SESSION_EVENT_ADAPTER.validate_python({**obj, "ts": UNKNOWN_TIME})
-        if text is None:
-            return SESSION_EVENT_ADAPTER.validate_python(obj)
-        return SESSION_EVENT_ADAPTER.validate_json(text)
+        try:
+            return SESSION_EVENT_ADAPTER.validate_python(fields)
+        except ValidationError as exc:
+            malformed = {error["loc"][:2] for error in exc.errors()}
+            if not malformed <= _ASIDE:
+                raise
+            kept = {key: value for key, value in fields.items() if (fields["type"], key) not in malformed}
+            return SESSION_EVENT_ADAPTER.validate_python(kept)
     except (ValidationError, RecursionError):
         kind = obj.get("type")
         return UnknownEvent(type=kind if isinstance(kind, str) else "unknown", data=obj)
@@ -368,142 +367,36 @@ def _undecodable(stored: str | bytes, why: str) -> UnknownEvent:
 
 
 def decode_events(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
-    """Decode many stored events: one `json.loads` for the lot, then the fast path per event."""
-    if not payloads:
-        return []
-    with gc_paused(len(payloads)):
-        return _decode_many(payloads)
+    """`decode_event` each of `payloads`."""
+    return [decode_event(payload) for payload in payloads]
 
 
 new_entry: Callable[[tuple[int, SessionEvent]], SessionEntry] = SessionEntry._make
 """`SessionEntry(seq, event)` from a `(seq, event)` pair: `list(map(new_entry, zip(seqs, events)))`."""
 
-_GC_PAUSE_MIN = 256
-
-
-@contextlib.contextmanager
-def gc_paused(count: int) -> Generator[None, None, None]:
-    """Hold the cyclic GC while a batch of `count` events (256 or more) is built.
-
-    Decoding allocates several acyclic objects per event; with a large heap the collector
-    would otherwise run repeatedly over everything alive, which costs more than the
-    decoding itself. It is switched back on (if it was on) as soon as the batch is built.
-    A backend holds it over the decoding and the wrapping of the entries both.
-    """
-    if count < _GC_PAUSE_MIN or not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
-
-
-def _decode_many(payloads: Sequence[str | bytes]) -> list[SessionEvent]:
-    joined = _joined(payloads)
-    objects = None if joined is None else _parse_array(joined)
-    if objects is None:  # at least one payload is not JSON (or UTF-8): decode them one by one
-        return [decode_event(p) for p in payloads]
-    if len(objects) != len(payloads):  # a payload held no value, or several: one by one
-        return [decode_event(p) for p in payloads]
-    out: list[SessionEvent] = []
-    for obj, payload in zip(objects, payloads, strict=True):
-        event = fast_decode(obj)
-        out.append(event if event is not None else decode_event(payload))
-    return out
-
 
 def decode_joined(joined: str, count: int) -> list[SessionEvent] | None:
     """Decode `count` stored payloads joined by commas, as a SQL aggregate returns them.
 
-    One string from the database instead of `count` row values is much cheaper to fetch.
+    One string from the database instead of `count` row values is much cheaper to fetch; it
+    is parsed as one JSON array, then each object is decoded as `decode_event` decodes it.
     Returns None when the text is not exactly `count` JSON objects (a damaged payload, or one
     holding several values): decode the rows one by one then, which isolates the bad one.
     """
     if count == 0:
         return []
-    with gc_paused(count):
-        return _decode_joined(joined, count)
-
-
-def _decode_joined(joined: str, count: int) -> list[SessionEvent] | None:
-    objects = _parse_array("[" + joined + "]")
-    if objects is None:
+    try:
+        objects: list[Any] = json.loads("[" + joined + "]")
+    except (ValueError, RecursionError):
         return None
-    if len(objects) != count:
+    if len(objects) != count or any(type(obj) is not dict for obj in objects):
         return None
-    return decode_objects(objects, decode_event)
+    return [_decode_object(obj) for obj in objects]
 
 
 def snapshot_from_payloads(payloads: Sequence[str | bytes]) -> ConversationSnapshot:
-    """`project(decode_events(payloads))`, without building the event objects on the way.
-
-    Backends' `snapshot()` reads only payloads, so it can fold them straight into the
-    conversation; the result is identical to decoding then projecting.
-    """
-    if not payloads:
-        return ConversationSnapshot()
-    joined = _joined(payloads)
-    objects = None if joined is None else _parse_array(joined)
-    if objects is None:
-        return project(decode_events(payloads))
-    if len(objects) != len(payloads):  # a payload held no value, or several
-        return project(decode_events(payloads))
-    steps: list[Step] = []
-    for obj, payload in zip(objects, payloads, strict=True):
-        step = fast_step(obj)
-        steps.append(event_step(decode_event(payload)) if step is IRREGULAR else step)  # pyright: ignore[reportArgumentType]
-    return fold(steps)
-
-
-def _joined(payloads: Sequence[str | bytes]) -> str | None:
-    """The payloads as one JSON array's text; None when one is bytes that are not UTF-8."""
-    try:
-        return "[" + ",".join(p if isinstance(p, str) else p.decode() for p in payloads) + "]"
-    except UnicodeDecodeError:
-        return None
-
-
-def _parse_array(text: str) -> list[Any] | None:
-    """Parse a long JSON array: orjson when installed (about twice as fast), else `json`.
-
-    orjson refuses some JSON that `json` takes (NaN) and reads integers past 64 bits as
-    floats; such text is parsed by `json`, so the result never depends on which parser is
-    installed. None when the text is not JSON, or nested too deeply to parse (orjson stops at
-    1,024 levels, `json` at Python's recursion limit): the caller decodes one by one then.
-    """
-    global _fast_loads
-    if _fast_loads is None:
-        try:
-            from orjson import loads as orjson_loads
-        except ImportError:  # pragma: no cover - the sessions extras install it
-            _fast_loads = json.loads
-        else:
-            _fast_loads = orjson_loads
-    try:
-        # orjson reads an integer past 64 bits as a float (silently inexact): a text with
-        # such a long run of digits goes to `json` (a digit run inside a string too: safe).
-        parsed: Any = json.loads(text) if _long_digits(text) else _fast_loads(text)
-    except (ValueError, RecursionError):
-        try:
-            parsed = json.loads(text)
-        except (ValueError, RecursionError):
-            return None
-    return cast("list[Any]", parsed) if type(parsed) is list else None
-
-
-_fast_loads: Callable[[str], Any] | None = None
-# Every ASCII digit to "0", every other byte to " ": a run of 19 digits is then a substring
-# search. A regex `[0-9]{19}` took longer than parsing the text (25 ms for a 1 MB read).
-# UTF-8 encodes no other character with a byte in the ASCII range.
-_DIGITS_AS_ZEROS = bytes(48 if 48 <= b <= 57 else 32 for b in range(256))
-_LONG_RUN = b"0" * 19
-
-
-def _long_digits(text: str) -> bool:
-    """Whether `text` holds a run of 19 or more ASCII digits (an integer JSON may hold past 64 bits)."""
-    return _LONG_RUN in text.encode("utf-8", "surrogatepass").translate(_DIGITS_AS_ZEROS)
+    """The conversation stored `payloads` hold: `project(decode_events(payloads))`."""
+    return project(decode_events(payloads))
 
 
 __all__ = [
@@ -512,7 +405,6 @@ __all__ = [
     "UNKNOWN_TIME",
     "decode_event",
     "decode_events",
-    "gc_paused",
     "new_entry",
     "decode_joined",
     "encode_event",

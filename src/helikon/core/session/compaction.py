@@ -47,7 +47,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 from .._callbacks import raised
 from .._json import JsonValue
 from ..cancel import CancellationToken
-from ..conversation_check import ensure_provider_valid
+from ..conversation_check import call_ids, ensure_provider_valid
 from ..exceptions import SessionConflict, UserError
 from ..items import (
     AssistantMessage,
@@ -409,7 +409,7 @@ class CompactingSession:
                 result_at.setdefault(item.call_id, index)
         opened = [0] * (count + 1)  # difference array of the call-to-result spans
         for index, item in enumerate(messages):
-            for call_id in _call_ids(item):
+            for call_id in call_ids(item):
                 end = result_at.get(call_id)
                 if end is not None and end > index:
                     opened[index + 1] += 1
@@ -534,16 +534,8 @@ def _in_flight(messages: Sequence[Item]) -> bool:
         elif isinstance(item, ToolResult):
             pending.discard(item.call_id)
         else:
-            pending.update(_call_ids(item))
+            pending.update(call_ids(item))
     return bool(pending)
-
-
-def _call_ids(item: Item) -> list[str]:
-    if isinstance(item, ToolCall):
-        return [item.call_id]
-    if isinstance(item, AssistantMessage):
-        return [p.call_id for p in item.content if isinstance(p, ToolUsePart)]
-    return []
 
 
 __all__ = [

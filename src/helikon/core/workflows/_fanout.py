@@ -1,10 +1,10 @@
 """`Fanout`: children running concurrently as asyncio tasks, their events merged into one stream.
 
-Each child runs in its own task (a "pump") that folds the child's outcome into its
-`ChildRun` and appends the events to forward to one queue; the workflow's generator
-reads the queue, so events arrive in the order they happened. The queue is a deque
-with a single waiter: cheaper than `asyncio.Queue` on this hot path, and only one
-reader ever waits.
+`Fanout.run` is the loop `ParallelAgent` and `GraphAgent` share. Each child runs in its own
+task (a "pump") that folds the child's outcome into its `ChildRun` and appends the events
+to forward to one queue; `run` reads the queue, so events arrive in the order they happened.
+The queue is a deque with a single waiter: cheaper than `asyncio.Queue` on this hot path, and
+only one reader ever waits.
 
 What the children report to the run's observer (`RunObserver`: a runner recording the
 run) is queued with their events and delivered as the reader reaches it, so the observer
@@ -16,13 +16,18 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
+from .._callbacks import CallbackRaised
 from ..context import RunConfig, RunContext
-from ..events import AgentEvent, RequestSent, ToolOutputItem
+from ..events import AgentEvent, AgentUpdated, RequestSent, RunFailed, TokenUsage, ToolOutputItem
 from ..input import AgentInput
 from ..observer import RunObserver
-from ._merge import ChildRun, aclose
+from ._merge import ChildRun, cancelled, hook_failed, subagent_stopped
+
+Starts = Sequence[tuple[ChildRun, AgentInput]]
+"""Children to start, each with its input."""
 
 
 class _Report:
@@ -72,22 +77,29 @@ class _Relay:
 
 
 class Fanout:
-    """The running children of one workflow run."""
+    """The running children of one workflow run (`kind` `name`, for its errors)."""
 
     __slots__ = (
+        "_child_ctx",
         "_config",
         "_ctx",
         "_items",
+        "_kind",
+        "_name",
         "_remove",
         "_tasks",
         "_waiter",
         "cancelled",
+        "ended",
         "running",
+        "usage",
     )
 
-    def __init__(self, ctx: RunContext[Any], config: RunConfig | None) -> None:
+    def __init__(self, kind: str, name: str, ctx: RunContext[Any], config: RunConfig | None) -> None:
+        self._kind, self._name = kind, name
+        self._ctx = ctx
         observer = ctx.observer
-        self._ctx = ctx if observer is None else ctx.with_observer(_Relay(self, observer))
+        self._child_ctx = ctx if observer is None else ctx.with_observer(_Relay(self, observer))
         self._config = config
         self._items: deque[AgentEvent | ChildRun | _Report] = deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -95,9 +107,48 @@ class Fanout:
         self.running: dict[int, ChildRun] = {}
         """The children started and not yet reported finished, by index."""
         self.cancelled = False
+        self.usage = TokenUsage()
+        """The children's usage, summed as each one finishes."""
+        self.ended = False
+        """Whether `run` ended the workflow's run (its last event was the run's `RunFailed`)."""
         # The outer token wakes the reader at once: the children's own tokens (children of
         # this one) stop cooperative children, and `close` tears down the rest.
         self._remove = ctx.cancel.add_callback(self._on_cancel)
+
+    async def run(self, first: Starts, finished: Callable[[ChildRun], Starts]) -> AsyncGenerator[AgentEvent]:
+        """The children's events as they happen: `first` start at once, then what `finished(run)` names.
+
+        `finished` is called as each child ends, after its `on_subagent_stop` hooks. Each start
+        is announced with `AgentUpdated`. A cancelled outer run, or a hook that raises, ends the
+        workflow's run (`ended`, its `RunFailed` the last event). Every child still running is
+        stopped when this ends, however it ends.
+        """
+        try:
+            for run, input in first:
+                yield AgentUpdated(agent=run.agent.name)
+                self.start(run, input)
+            while self.running:
+                item = await self.next()
+                if item is None:
+                    self.ended = True
+                    error = cancelled(self._kind, self._name, [r.key for r in self.running.values()])
+                    yield RunFailed(error=error, usage=self.usage)
+                    return
+                if not isinstance(item, ChildRun):
+                    yield item
+                    continue
+                self.usage = self.usage + item.usage
+                try:
+                    await subagent_stopped(self._ctx, item.agent.name)
+                except CallbackRaised as exc:  # the others stop as this ends
+                    self.ended = True
+                    yield hook_failed(exc, self.usage)
+                    return
+                for run, input in finished(item):
+                    yield AgentUpdated(agent=run.agent.name)
+                    self.start(run, input)
+        finally:
+            await self.close()
 
     def _on_cancel(self) -> None:
         self.cancelled = True
@@ -120,19 +171,9 @@ class Fanout:
 
     async def _pump(self, run: ChildRun, input: AgentInput) -> None:
         items = self._items
-        events = None
-        try:
-            events = run.start(input, self._ctx, self._config)
-            async for event in events:
-                if run.absorb(event):
-                    items.append(event)
-                    self._wake()
-        except Exception as exc:
-            run.crashed(exc)
-        finally:
-            if events is not None:
-                await aclose(events)
-        run.settle()
+        async for event in run.forwarded(input, self._child_ctx, self._config):
+            items.append(event)
+            self._wake()
         items.append(run)
         self._wake()
 

@@ -7,7 +7,7 @@ running usage and outcome, and every other event passes through in arrival order
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
 from .._callbacks import CallbackRaised, call_user
@@ -97,6 +97,27 @@ class ChildRun:
     ) -> AsyncIterator[AgentEvent]:
         """Start the child one level deeper (its own cancel token, the same state)."""
         return self.agent.run(input, context=ctx.child(), config=config).__aiter__()
+
+    async def forwarded(
+        self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
+    ) -> AsyncGenerator[AgentEvent]:
+        """Run the child: the events the parent forwards, its outcome folded in as they pass.
+
+        A child that raises fails like one ending in `RunFailed`; its stream is closed when
+        this ends, however it ends (the child's cleanup runs then, not at garbage collection).
+        """
+        events: AsyncIterator[AgentEvent] | None = None
+        try:
+            events = self.start(input, ctx, config)
+            async for event in events:
+                if self.absorb(event):
+                    yield event
+        except Exception as exc:
+            self.crashed(exc)
+        finally:
+            if events is not None:
+                await aclose(events)
+        self.settle()
 
     def absorb(self, event: AgentEvent) -> bool:
         """Fold `event` into the outcome; whether the parent forwards it."""

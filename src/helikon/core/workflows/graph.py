@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from contextlib import aclosing
 from typing import Any, Generic, Literal, Self, TypeVar
 
-from .._callbacks import CallbackRaised
 from ..agent import Agent
 from ..context import RunConfig, RunContext
-from ..events import AgentEvent, AgentUpdated, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
+from ..events import AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted
 from ..exceptions import UserError
 from ..input import AgentInput
 from ..items import AssistantMessage, Item, UserMessage
@@ -17,11 +17,8 @@ from ._merge import (
     DEFAULT_CONFIG,
     ChildRun,
     aggregate,
-    cancelled,
     check_agent,
-    hook_failed,
     preflight,
-    subagent_stopped,
 )
 from .parallel import merged_json
 
@@ -141,7 +138,7 @@ class GraphAgent(WorkflowAgent[Ctx]):
     async def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
     ) -> AsyncIterator[AgentEvent]:
-        from ._fanout import Fanout  # asyncio loads on the first run, not at `import helikon`
+        from ._fanout import Fanout, Starts  # asyncio loads on the first run, not at `import helikon`
 
         yield RunStarted(agent=self.name)
         error = preflight(self._kind, self.name, ctx, config or DEFAULT_CONFIG, empty=False)
@@ -153,41 +150,28 @@ class GraphAgent(WorkflowAgent[Ctx]):
         skipped: set[int] = set()
         failed: list[ChildRun] = []
         succs, state = self.succs, ctx.state
-        total = TokenUsage()
-        fan = Fanout(ctx, config)
-        try:
-            for run in runs:
-                if not waiting[run.index]:
-                    yield AgentUpdated(agent=run.agent.name)
-                    fan.start(run, input)
-            while fan.running:
-                item = await fan.next()
-                if item is None:
-                    error = cancelled(self._kind, self.name, [r.key for r in fan.running.values()])
-                    yield RunFailed(error=error, usage=total)
-                    return
-                if not isinstance(item, ChildRun):
-                    yield item
-                    continue
-                run = item
-                total = total + run.usage
-                try:
-                    await subagent_stopped(ctx, run.agent.name)
-                except CallbackRaised as exc:  # the others stop as `fan` closes
-                    yield hook_failed(exc, total)
-                    return
-                if run.error is not None:
-                    failed.append(run)
-                    _descendants(run.index, succs, skipped)
-                    continue
-                state.set(run.key, run.text)
-                for successor in succs[run.index]:
-                    waiting[successor] -= 1
-                    if not waiting[successor] and successor not in skipped:
-                        yield AgentUpdated(agent=runs[successor].agent.name)
-                        fan.start(runs[successor], self._node_input(input, successor, runs))
-        finally:
-            await fan.close()
+
+        def finished(run: ChildRun) -> Starts:
+            if run.error is not None:
+                failed.append(run)
+                _descendants(run.index, succs, skipped)
+                return ()
+            state.set(run.key, run.text)
+            ready: list[tuple[ChildRun, AgentInput]] = []
+            for successor in succs[run.index]:
+                waiting[successor] -= 1
+                if not waiting[successor] and successor not in skipped:
+                    ready.append((runs[successor], self._node_input(input, successor, runs)))
+            return ready
+
+        fan = Fanout(self._kind, self.name, ctx, config)
+        first = [(run, input) for run in runs if not waiting[run.index]]
+        async with aclosing(fan.run(first, finished)) as events:
+            async for event in events:
+                yield event
+        if fan.ended:
+            return
+        total = fan.usage
         if failed:
             failed.sort(key=lambda r: r.key)
             names = sorted(runs[i].key for i in skipped)

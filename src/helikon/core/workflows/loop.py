@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from .._callbacks import CallbackRaised
-from ..context import RunConfig, RunContext
-from ..events import AgentError, AgentEvent, RunCompleted, RunFailed, RunStarted, TokenUsage
+from ..events import AgentError, RunFailed, TokenUsage
 from ..exceptions import UserError
-from ..input import AgentInput
-from ._merge import DEFAULT_CONFIG, ChildRun, failed_child, hook_failed, preflight
-from ._steps import StepsAgent, run_step
+from ._steps import StepsAgent
 
 Ctx = TypeVar("Ctx")
 
@@ -54,6 +49,7 @@ class LoopAgent(StepsAgent[Ctx]):
     __slots__ = ("max_iterations",)
 
     _kind = "LoopAgent"
+    _escalates = True
 
     def __init__(self, name: str, description: str = "", max_iterations: int = 10) -> None:
         super().__init__(name, description)
@@ -61,45 +57,16 @@ class LoopAgent(StepsAgent[Ctx]):
             raise UserError(f"LoopAgent(max_iterations={max_iterations!r}): must be a positive integer")
         self.max_iterations = max_iterations
 
-    async def _events(
-        self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
-    ) -> AsyncIterator[AgentEvent]:
-        yield RunStarted(agent=self.name)
-        error = preflight(self._kind, self.name, ctx, config or DEFAULT_CONFIG, empty=not self.steps)
-        if error is not None:
-            yield RunFailed(error=error)
-            return
-        # `ctx.child()` shares the actions handle, so an escalation from any depth below
-        # (a tool of a step, or of a step's own sub-agent) lands here.
-        actions = ctx.actions
-        total = TokenUsage()
-        for _ in range(self.max_iterations):
-            for key, agent in self.steps:
-                actions.reset()
-                run = ChildRun(agent, key)
-                step = run_step(run, input, ctx, config)
-                try:
-                    async for event in step:
-                        yield event
-                except CallbackRaised as exc:  # its on_subagent_stop hook raised
-                    yield hook_failed(exc, total + run.usage)
-                    return
-                finally:
-                    await step.aclose()
-                total = total + run.usage
-                if run.error is not None:
-                    yield RunFailed(error=failed_child(self._kind, self.name, "step", run), usage=total)
-                    return
-                if actions.escalated:
-                    actions.reset()
-                    yield RunCompleted(usage=total)
-                    return
+    def _passes(self) -> int:
+        return self.max_iterations
+
+    def _exhausted(self, usage: TokenUsage) -> RunFailed:
         error = AgentError(
             kind="max_iterations_exceeded",
             message=f"LoopAgent {self.name!r} ran {self.max_iterations} iteration(s) without an escalation",
             limit=self.max_iterations,
         )
-        yield RunFailed(error=error, usage=total)
+        return RunFailed(error=error, usage=usage)
 
 
 __all__ = ["LoopAgent"]

@@ -4,20 +4,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator
+from contextlib import aclosing
 from typing import Any, Self, TypeVar
 
-from .._callbacks import CallbackRaised
 from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import (
     AgentError,
     AgentEvent,
-    AgentUpdated,
     MessageOutput,
     RunCompleted,
     RunFailed,
     RunStarted,
-    TokenUsage,
 )
 from ..input import AgentInput
 from ..items import AssistantMessage
@@ -26,12 +24,9 @@ from ._merge import (
     DEFAULT_CONFIG,
     ChildRun,
     aggregate,
-    cancelled,
     check_agent,
     check_key,
-    hook_failed,
     preflight,
-    subagent_stopped,
 )
 
 Ctx = TypeVar("Ctx")
@@ -110,7 +105,7 @@ class ParallelAgent(WorkflowAgent[Ctx]):
     async def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
     ) -> AsyncIterator[AgentEvent]:
-        from ._fanout import Fanout  # asyncio loads on the first run, not at `import helikon`
+        from ._fanout import Fanout, Starts  # asyncio loads on the first run, not at `import helikon`
 
         yield RunStarted(agent=self.name)
         error = preflight(self._kind, self.name, ctx, config or DEFAULT_CONFIG, empty=not self.branches)
@@ -121,44 +116,29 @@ class ParallelAgent(WorkflowAgent[Ctx]):
             return
         runs = [ChildRun(agent, key, index) for index, (key, agent) in enumerate(self.branches)]
         state = ctx.state
-        total = TokenUsage()
         failed: list[ChildRun] = []
-        fan = Fanout(ctx, config)
-        try:
-            for run in runs:
-                yield AgentUpdated(agent=run.agent.name)
-                fan.start(run, input)
-            while fan.running:
-                item = await fan.next()
-                if item is None:
-                    error = cancelled(self._kind, self.name, [r.key for r in fan.running.values()])
-                    yield RunFailed(error=error, usage=total)
-                    return
-                if not isinstance(item, ChildRun):
-                    yield item
-                    continue
-                run = item
-                total = total + run.usage
-                if run.error is None:
-                    state.set(run.key, run.text)
-                else:
-                    failed.append(run)
-                try:
-                    await subagent_stopped(ctx, run.agent.name)
-                except CallbackRaised as exc:  # the others stop as `fan` closes
-                    yield hook_failed(exc, total)
-                    return
-        finally:
-            await fan.close()
+
+        def finished(run: ChildRun) -> Starts:
+            if run.error is None:
+                state.set(run.key, run.text)
+            else:
+                failed.append(run)
+            return ()
+
+        fan = Fanout(self._kind, self.name, ctx, config)
+        async with aclosing(fan.run([(run, input) for run in runs], finished)) as events:
+            async for event in events:
+                yield event
+        if fan.ended:
+            return
         if failed:
             failed.sort(key=lambda r: r.key)
-            yield RunFailed(
-                error=aggregate(self._kind, self.name, "branches", failed, len(runs)), usage=total
-            )
+            error = aggregate(self._kind, self.name, "branches", failed, len(runs))
+            yield RunFailed(error=error, usage=fan.usage)
             return
         text = merged_json({run.key: run.text for run in runs})
         yield MessageOutput(item=AssistantMessage.from_text(text, agent=self.name))
-        yield RunCompleted(usage=total)
+        yield RunCompleted(usage=fan.usage)
 
 
 __all__ = ["ParallelAgent"]

@@ -2,15 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from .._callbacks import CallbackRaised
-from ..context import RunConfig, RunContext
-from ..events import AgentEvent, RunCompleted, RunFailed, RunStarted, TokenUsage
-from ..input import AgentInput
-from ._merge import DEFAULT_CONFIG, ChildRun, failed_child, hook_failed, preflight
-from ._steps import StepsAgent, run_step
+from ._steps import StepsAgent
 
 Ctx = TypeVar("Ctx")
 
@@ -42,32 +36,6 @@ class SequentialAgent(StepsAgent[Ctx]):
     __slots__ = ()
 
     _kind = "SequentialAgent"
-
-    async def _events(
-        self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
-    ) -> AsyncIterator[AgentEvent]:
-        yield RunStarted(agent=self.name)
-        error = preflight(self._kind, self.name, ctx, config or DEFAULT_CONFIG, empty=not self.steps)
-        if error is not None:
-            yield RunFailed(error=error)
-            return
-        total = TokenUsage()
-        for key, agent in self.steps:
-            run = ChildRun(agent, key)
-            step = run_step(run, input, ctx, config)
-            try:
-                async for event in step:
-                    yield event
-            except CallbackRaised as exc:  # its on_subagent_stop hook raised
-                yield hook_failed(exc, total + run.usage)
-                return
-            finally:
-                await step.aclose()
-            total = total + run.usage
-            if run.error is not None:
-                yield RunFailed(error=failed_child(self._kind, self.name, "step", run), usage=total)
-                return
-        yield RunCompleted(usage=total)
 
 
 __all__ = ["SequentialAgent"]

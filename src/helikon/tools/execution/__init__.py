@@ -12,7 +12,7 @@ holds their shared builder options.
 
 from typing import TYPE_CHECKING, Any
 
-from helikon._lazy import lazy_attribute
+from helikon._lazy_exports import lazy_attribute
 
 from .backend import (
     DEFAULT_ENV_ALLOWLIST,

@@ -9,7 +9,7 @@ tools load httpx2 and trafilatura on first access, not when this package is impo
 
 from typing import TYPE_CHECKING, Any
 
-from helikon._lazy import lazy_attribute
+from helikon._lazy_exports import lazy_attribute
 
 if TYPE_CHECKING:
     from .fetch import WebFetchTool, WebFetchToolBuilder

@@ -3,8 +3,8 @@ r"""MCP round trips: helikon's client and tool server next to the raw `mcp` SDK 
 Run in the benchmark venv (it has FastMCP; `bash benchmarks/setup_env.sh` makes it) after
 `make test-deps` (the npm MCP peers):
 
-    .bench-venv/bin/python benchmarks/mcp.py                 # both groups, ~1 minute
-    .bench-venv/bin/python benchmarks/mcp.py --only client --calls 500 --repeats 7
+    .bench-venv/bin/python benchmarks/mcp_bench.py                 # both groups, ~1 minute
+    .bench-venv/bin/python benchmarks/mcp_bench.py --only client --calls 500 --repeats 7
 
 Two groups, each a sequential `tools/call` loop over stdio (one call in flight, so the figure
 is the round trip: framing, JSON, validation, the hops through the client's tasks):
@@ -22,16 +22,7 @@ median block (round trips per second) and the fastest block. Every row's answer 
 before anything is timed.
 """
 
-# ruff: noqa: E402 (the imports follow the sys.path fix below)
 from __future__ import annotations
-
-import sys
-from pathlib import Path
-
-# Run as `python benchmarks/mcp.py`, this file's directory comes first on sys.path, and this
-# file would shadow the `mcp` SDK it measures: take the directory off before importing it.
-_HERE = str(Path(__file__).resolve().parent)
-sys.path[:] = [entry for entry in sys.path if str(Path(entry or ".").resolve()) != _HERE]
 
 import argparse
 import asyncio
@@ -39,10 +30,12 @@ import contextlib
 import json
 import os
 import statistics
+import sys
 import tempfile
 import textwrap
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from mcp import ClientSession
