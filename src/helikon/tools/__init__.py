@@ -27,6 +27,7 @@ from helikon.core._moved import install as _install_moved
 
 from ._moved import MOVED as _MOVED
 from .egress import EgressDecision, EgressPolicy, EgressProxy
+from .execution import _LAZY as _EXECUTION_LAZY
 from .execution import (
     DEFAULT_ENV_ALLOWLIST,
     DEFAULT_MAX_OUTPUT,
@@ -46,6 +47,7 @@ from .execution import (
     SandboxGuarantees,
 )
 from .files import EditTool, GlobTool, GrepTool, ReadTool, Sandbox, WriteTool
+from .web import _LAZY as _WEB_LAZY
 
 # The flat paths of before the families (helikon.tools.bash and the like) still import.
 _install_moved(_MOVED)
@@ -63,22 +65,9 @@ if TYPE_CHECKING:
         WebSearchToolBuilder,
     )
 
-# Names -> their module, imported on first access: they need httpx2 (the tools-web or
-# tools-microvm extra), which `import helikon.tools` must not load.
-_LAZY = {
-    "BraveBackend": "web.search",
-    "ForkdBackend": "execution.forkd",
-    "ForkdBackendBuilder": "execution.forkd",
-    "ForkdError": "execution.forkd",
-    "ReconcileReport": "execution.forkd",
-    "SearchBackend": "web.search",
-    "SearchResult": "web.search",
-    "TavilyBackend": "web.search",
-    "WebFetchTool": "web.fetch",
-    "WebFetchToolBuilder": "web.fetch",
-    "WebSearchTool": "web.search",
-    "WebSearchToolBuilder": "web.search",
-}
+# Names imported on first access, from the family that keeps them lazy: they need httpx2 (the
+# tools-web or tools-microvm extra), which `import helikon.tools` must not load.
+_LAZY = dict.fromkeys(_EXECUTION_LAZY, "execution") | dict.fromkeys(_WEB_LAZY, "web")
 
 
 def __getattr__(name: str) -> Any:
