@@ -35,15 +35,6 @@ __all__ = sorted([*_core.__all__, *_SIBLINGS, "__version__"])  # pyright: ignore
 _register_builtin_prefixes()
 
 
-def _default_runner() -> typing.Any:
-    from .runtime import AsyncioRunner  # on the first run on a session, not at `import helikon`
-
-    return AsyncioRunner[typing.Any]()
-
-
-# Nor a sibling package: the runner of `agent.run(q, session=s)` is installed from here too.
-_core.runner.install_default_runner(_default_runner)
-
 # The names core has loaded already; the others load from core on first access.
 globals().update({name: value for name, value in vars(_core).items() if name in _core.__all__})
 

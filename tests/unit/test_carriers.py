@@ -65,8 +65,6 @@ from helikon.core.events import (
     AgentEvent,
     GuardrailKind,
     PersistFailed,
-    RequestSent,
-    ToolsStarting,
 )
 from helikon.core.items import CONTENT_PART_ADAPTER, ContentPart, Item
 from helikon.core.loop import (
@@ -226,22 +224,6 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     StructuredOutputFailed: st.builds(
         StructuredOutputFailed, schema_errors=st.lists(text, max_size=3).map(tuple), final_text=text
     ),
-    RequestSent: st.builds(
-        RequestSent,
-        provider=text,
-        model=text,
-        system=st.lists(st.builds(SystemMessage, text=text), max_size=2).map(tuple),
-        injected=st.lists(text, max_size=2).map(tuple),
-        tools=st.lists(
-            st.builds(ToolDef, name=text, description=text, parameters=st.just({"type": "object"})),
-            max_size=2,
-        ).map(tuple),
-        settings=st.builds(
-            ModelSettings, temperature=st.none() | st.just(0.5), max_output_tokens=st.none() | st.just(64)
-        ),
-        usage=st.none() | token_usage,
-    ),
-    ToolsStarting: st.builds(ToolsStarting, call_ids=st.lists(text, max_size=3).map(tuple)),
     PersistFailed: st.builds(
         PersistFailed, unsaved=st.lists(text, max_size=3).map(tuple), error=text, held=st.booleans()
     ),
@@ -557,8 +539,6 @@ TAGS: dict[type, str] = {
     PermissionDenied: "permission_denied",
     RepairStarted: "repair_started",
     StructuredOutputFailed: "structured_output_failed",
-    RequestSent: "request_sent",
-    ToolsStarting: "tools_starting",
     PersistFailed: "persist_failed",
     RunCompleted: "run_completed",
     RunFailed: "run_failed",

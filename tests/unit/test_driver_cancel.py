@@ -32,7 +32,7 @@ from helikon import (
     ToolContext,
     tool,
 )
-from helikon.core.events import AgentEvent
+from helikon.core.events import AgentEvent, RequestSent, ToolOutputItem
 from helikon.core.model import ReasoningDelta
 from helikon.testing import Delay, MockModel, text_turn, tool_call_turn, tool_calls_turn
 
@@ -129,8 +129,7 @@ async def test_a_cancel_before_the_first_model_call_skips_it(event_type: str) ->
     assert model.requests == []
 
 
-@pytest.mark.parametrize("event_type", ["tool_call_item", "tools_starting"])
-async def test_a_cancel_once_the_calls_are_known_runs_no_tool(event_type: str) -> None:
+async def test_a_cancel_once_the_calls_are_known_runs_no_tool() -> None:
     ran: list[str] = []
 
     @tool
@@ -141,8 +140,7 @@ async def test_a_cancel_once_the_calls_are_known_runs_no_tool(event_type: str) -
 
     model = MockModel.with_scripts([tool_call_turn("record", {"text": "x"}), text_turn("never")])
     agent = LlmAgent(name="a", model=model, tools=[record])
-    config = RunConfig(record_tool_starts=True)  # what a durable runner asks for: ToolsStarting
-    events, at = await run_cancelling(agent, of_type(event_type), config=config)
+    events, at = await run_cancelling(agent, of_type("tool_call_item"))
     assert_cancelled_after(events, at)
     assert ran == [] and model.remaining == 1
 
@@ -201,11 +199,35 @@ async def test_a_cancel_on_the_final_answer_wins_over_completion() -> None:
     assert_cancelled_after(events, at)
 
 
-async def test_a_cancel_on_a_request_record_wins_over_completion() -> None:
-    model = MockModel.with_scripts([text_turn("done")])
-    config = RunConfig(record_requests=True)  # what a runner asks for: RequestSent
-    events, at = await run_cancelling(LlmAgent(name="a", model=model), of_type("request_sent"), config=config)
-    assert_cancelled_after(events, at)
+async def test_a_cancel_while_a_recorder_stores_the_calls_runs_no_tool() -> None:
+    ran: list[str] = []
+
+    @tool
+    async def record(text: str) -> str:
+        """Record a call."""
+        ran.append(text)
+        return "recorded"
+
+    token = CancellationToken()
+
+    class CancelsAtTheCalls:
+        """A recorder during whose store of the calls the run is cancelled."""
+
+        def request_sent(self, sent: RequestSent) -> None:
+            pass
+
+        async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
+            token.cancel("stop")
+
+        async def tool_returned(self, output: ToolOutputItem) -> None:
+            pass
+
+    model = MockModel.with_scripts([tool_call_turn("record", {"text": "x"}), text_turn("never")])
+    agent = LlmAgent(name="a", model=model, tools=[record])
+    ctx = RunContext.ephemeral(None).with_cancel(token).with_observer(CancelsAtTheCalls())
+    events = [e async for e in agent.run("hi", context=ctx)]
+    assert isinstance(events[-1], RunFailed) and events[-1].error.kind == "cancelled"
+    assert ran == [] and model.remaining == 1
 
 
 async def test_a_cancel_before_a_handoff_is_applied_keeps_the_run_with_its_agent() -> None:

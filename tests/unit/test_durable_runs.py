@@ -30,8 +30,8 @@ from helikon.core.session.crash_repair import (
     close_interrupted_turn,
     open_turn,
 )
+from helikon.core.session.turn import is_durable
 from helikon.runtime import AsyncioRunner
-from helikon.runtime._asyncio_runner import is_durable
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
 

@@ -13,11 +13,11 @@ from helikon import (
     DenyRule,
     Governance,
     LlmAgent,
+    MemorySession,
     RequestHeader,
     RunConfig,
     RunContext,
     RunError,
-    SessionRecorder,
     ToolCalled,
     ToolContext,
     ToolDef,
@@ -147,14 +147,13 @@ async def test_a_renamed_definition_dispatches_to_its_tool_and_is_what_the_sessi
 
     model = MockModel.with_scripts([tool_call_turn("v2_who", {}), tool_call_turn("who", {}), text_turn("ok")])
     agent = LlmAgent(name="a", model=model, tools=[who], prepare_tools=prepare)
-    recorder = SessionRecorder()
-    async for event in agent.run("Go", config=RunConfig(record_requests=True)):
-        recorder.observe(event)
+    session = MemorySession()
+    await agent.run("Go", session=session)
     assert offered(model)[0] == ["v2_who"]
     assert names == ["v2_who"]
     first, second = [m for m in model.requests[-1].messages if isinstance(m, ToolResult)]
     assert first.text == "me" and "not available now (available: v2_who)" in second.text
-    log = recorder.drain()
+    log = [entry.event for entry in await session.events()]
     assert [e.name for e in log if isinstance(e, ToolCalled)] == ["v2_who", "who"]
     [header] = [e for e in log if isinstance(e, RequestHeader)]
     assert [t.name for t in header.tools] == ["v2_who"]

@@ -157,13 +157,6 @@ async def test_a_plain_agent_run_streams_no_request_events() -> None:
     events = [e async for e in agent.run("hello")]
     assert not any(isinstance(e, RequestSent) for e in events)
 
-    model.with_script(text_turn("hi"))
-    recorded = [e async for e in agent.run("hello", config=RunConfig(record_requests=True))]
-    sent = [e for e in recorded if isinstance(e, RequestSent)]
-    assert len(sent) == 1 and sent[0].provider == "mock"
-    # right after the call, before the answer's events
-    assert recorded.index(sent[0]) == [e.type for e in recorded].index("message_output") - 1
-
 
 async def test_the_runner_does_not_pass_request_events_to_its_caller() -> None:
     agent = LlmAgent(name="a", model=MockModel.with_scripts([text_turn("hi")]))
@@ -234,9 +227,9 @@ def test_the_recorder_logs_a_header_only_when_the_request_changes() -> None:
     settings = ModelSettings(temperature=0.1)
     first = RequestSent(provider="p", model="m", tools=tools, settings=settings, usage=TokenUsage(requests=1))
     recorder = SessionRecorder([UserMessage.from_text("q")], last_header=header_of(first))
-    recorder.observe(first)
-    recorder.observe(RequestSent(provider="p", model="m", tools=tools, settings=settings))
-    recorder.observe(RequestSent(provider="p", model="other", tools=tools, settings=settings))
+    recorder.request_sent(first)
+    recorder.request_sent(RequestSent(provider="p", model="m", tools=tools, settings=settings))
+    recorder.request_sent(RequestSent(provider="p", model="other", tools=tools, settings=settings))
     assert [e.type for e in recorder.drain()] == ["user_message", "request_header"]
 
 

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any
 
 from helikon import LlmAgent, MemorySession, RunConfig, RunContext, tool
-from helikon.core.events import RequestSent, ToolOutputItem, ToolsStarting
+from helikon.core.events import RequestSent, ToolOutputItem
 from helikon.core.input import RunInput
 from helikon.core.observer import RunObserver
 from helikon.core.result import RunStream
@@ -53,22 +53,6 @@ async def test_the_driver_tells_the_observer_and_streams_what_it_always_did() ->
     assert notes.told == ["request mock-model", "tools c-a", "returned c-a", "request mock-model"]
 
 
-async def test_with_an_observer_the_record_options_stream_nothing_more() -> None:
-    notes = Notes()
-    ctx = RunContext.ephemeral(None).with_observer(notes)
-    config = RunConfig(record_requests=True, record_tool_starts=True)
-    events = [e async for e in looker("a").run("go", context=ctx, config=config)]
-    assert not any(isinstance(e, RequestSent | ToolsStarting) for e in events)
-    assert len(notes.told) == 4
-
-
-async def test_without_one_the_record_options_stream_the_events() -> None:
-    config = RunConfig(record_requests=True, record_tool_starts=True)
-    events = [e.type async for e in looker("a").run("go", config=config)]
-    assert events.count("request_sent") == 2 and events.count("tools_starting") == 1
-    assert events.index("tools_starting") == events.index("tool_call_item") + 1
-
-
 async def test_the_runner_passes_the_callers_config_as_it_is_and_its_observer_in_the_context() -> None:
     seen: list[tuple[RunConfig | None, object]] = []
 
@@ -89,7 +73,7 @@ async def test_the_runner_passes_the_callers_config_as_it_is_and_its_observer_in
     ctx = RunContext.ephemeral(None).with_session(MemorySession())
     await AsyncioRunner[None]().run(Probe(), "go", ctx, config)
     [(given, observer)] = seen
-    assert given is config and not config.record_requests and not config.record_tool_starts
+    assert given is config
     assert isinstance(observer, RunObserver)
     assert ctx.observer is None  # the caller's context is not changed either
 

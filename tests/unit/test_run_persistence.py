@@ -31,11 +31,11 @@ from helikon.core.session import (
     TurnOpened,
     UserMessageEvent,
 )
+from helikon.core.session._run_ids import _machine, new_run_id, writer_gone  # pyright: ignore[reportPrivateUsage]
 from helikon.core.session.codec import encode_event
 from helikon.core.session.compaction import CompactingSession
 from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT, close_interrupted_turn
 from helikon.runtime import AsyncioRunner, RetryPolicy
-from helikon.runtime._run_ids import _machine, new_run_id, writer_gone  # pyright: ignore[reportPrivateUsage]
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
 DURABLE = RunConfig(durable=True)

@@ -25,7 +25,6 @@ from helikon import (
     UserError,
 )
 from helikon.core._sync import run_coroutine
-from helikon.core.runner import default_runner, needs_runner
 from helikon.core.session import (
     AssistantMessageEvent,
     HandoffOccurred,
@@ -35,6 +34,7 @@ from helikon.core.session import (
     TurnOpened,
     UserMessageEvent,
 )
+from helikon.core.session.turn import SessionRunner, default_session_runner, needs_turn
 from helikon.runtime import AsyncioRunner
 from helikon.sessions.sqlite import SqliteSession, open_session
 from helikon.testing import Delay, MockModel, text_turn, tool_call_turn
@@ -108,7 +108,7 @@ async def test_a_durable_session_on_the_context_is_written_without_session_kw(tm
 async def test_a_bare_run_on_a_memory_context_stays_bare() -> None:
     chat, _ = agent(text_turn("hi"))
     ctx = RunContext.ephemeral(None)
-    assert not needs_runner(ctx, session_given=False)
+    assert not needs_turn(ctx, session_given=False)
     result = await chat.run("hello", context=ctx)
     assert result.input is not None  # the bare driver's result (a runner's knows no input)
     assert await ctx.session.events() == []
@@ -127,19 +127,19 @@ def test_run_sync_serves_a_loop_bound_session_across_calls(tmp_path: Path) -> No
     assert len(kinds(events, UserMessageEvent)) == 3
 
 
-def test_each_thread_has_its_own_default_runner() -> None:
+def test_each_thread_has_its_own_default_session_runner() -> None:
     runners: list[object] = []
 
     def grab() -> None:
-        runners.append(default_runner())
-        runners.append(default_runner())
+        runners.append(default_session_runner())
+        runners.append(default_session_runner())
 
     thread = threading.Thread(target=grab)
     thread.start()
     thread.join()
     assert runners[0] is runners[1]
-    assert isinstance(runners[0], AsyncioRunner)
-    assert default_runner() is not runners[0]
+    assert isinstance(runners[0], SessionRunner)
+    assert default_session_runner() is not runners[0]
 
 
 def test_history_and_a_session_with_a_conversation_do_not_mix() -> None:

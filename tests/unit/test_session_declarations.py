@@ -18,8 +18,8 @@ from helikon.core.session import (
 )
 from helikon.core.session.branches import Branching
 from helikon.core.session.compaction import CompactingSession
+from helikon.core.session.turn import is_durable
 from helikon.runtime import AsyncioRunner
-from helikon.runtime._asyncio_runner import is_durable
 from helikon.sessions.postgres import PostgresSession
 from helikon.sessions.redis import RedisSession
 from helikon.sessions.sqlite import SqliteSession

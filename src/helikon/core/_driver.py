@@ -1,4 +1,9 @@
-"""The async driver: performs the side effects `transition` asks for and streams the events.
+"""The async driver: performs the side effects `transition` asks for and writes the events to a sink.
+
+One coroutine per run (`drive`): each step's events go to the sink as they happen (see
+`_sink`: collected for `await agent.run(...)`, handed to the reader for `async for`), and
+each action it performs returns the next input of `transition` — the only place the loop's
+rules live.
 
 Hot path. The driver builds carriers directly (no validation of what it built itself),
 passes the model's delta objects through untouched, and raises cancellation into its
@@ -12,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -21,8 +26,8 @@ from ._captured import capture
 from ._handoff_steps import decide_handoff, hand_off
 from ._offered_tools import offer
 from ._reply import Reply
-from ._tool_calls import run_reported_tool, run_tool
-from ._tracing import RunTrace, traced, tracing_possible
+from ._tool_runner import ToolRunner
+from ._tracing import RunTrace, TracedSink, tracing_possible
 from .context import RunConfig, RunContext
 from .conversation_check import valid_request
 from .events import (
@@ -34,7 +39,6 @@ from .events import (
     RunFailed,
     RunStarted,
     TokenUsage,
-    ToolsStarting,
     TurnStarted,
 )
 from .exceptions import ModelError
@@ -59,7 +63,6 @@ from .loop import (
     NextAction,
     Start,
     Terminate,
-    ToolCallOutcome,
     ToolResults,
     TransitionCtx,
     TransitionInput,
@@ -72,6 +75,7 @@ from .output_validators import check_output
 from .usage import metered
 
 if TYPE_CHECKING:
+    from ._sink import EventSink
     from .agent import LlmAgent
     from .observer import RunObserver
     from .tools import Tool
@@ -92,30 +96,6 @@ _NOT_AFTER_LIMIT = (TurnStarted, RunCompleted)  # what a step failed by a usage 
 _TERMINATE = Terminate()
 
 
-class _Settled:
-    """Internal marker: the model call settled into this transition input."""
-
-    __slots__ = ("input",)
-
-    def __init__(self, input: TransitionInput) -> None:
-        self.input = input
-
-
-class _Nothing:
-    """An empty stream of driver items: a run that ended with nothing left to do."""
-
-    __slots__ = ()
-
-    def __aiter__(self) -> _Nothing:
-        return self
-
-    async def __anext__(self) -> AgentEvent | _Settled:
-        raise StopAsyncIteration
-
-
-_NOTHING = _Nothing()
-
-
 class _Run:
     """One run's driver state."""
 
@@ -124,7 +104,6 @@ class _Run:
         "cancelled",
         "config",
         "ctx",
-        "emit",
         "fired",
         "governed",
         "guard_task",
@@ -142,6 +121,7 @@ class _Run:
         "state",
         "task",
         "token",
+        "tools",
         "trace",
         "waiting",
     )
@@ -161,8 +141,7 @@ class _Run:
         self.observer: RunObserver | None = ctx.observer
         self.output_guarded = bool(agent.output_guardrails)
         self.state: LoopState | None = None  # None until RunStarted is out
-        # Where permission events raised while tools run go: a queue the run streams live.
-        self.emit: Callable[[AgentEvent], None] = _drop
+        self.tools: ToolRunner | None = None  # made at the first tool call
         # Cancellation: `on_cancel` interrupts `task` only while it is `waiting` on the model or
         # the tools, or `holding` on other user code (a hook, a guardrail, the instructions).
         self.task: asyncio.Task[Any] | None = None
@@ -252,8 +231,8 @@ class _Run:
         )
         return self.trace
 
-    async def events(self, input: AgentInput) -> AsyncGenerator[AgentEvent, None]:
-        """The run's events, `RunStarted` to the terminal one: `transition`'s, and those of each action."""
+    async def run(self, input: AgentInput, sink: EventSink) -> None:
+        """Write the run's events to `sink`, from `RunStarted` to the terminal one."""
         token = self.token
         self.input = input
         remove_callback = token.add_callback(self.on_cancel)
@@ -262,7 +241,7 @@ class _Run:
             refused = await self.before_run(input.messages)
             if refused is not None:
                 for event in refused:
-                    yield event
+                    await sink.put(event)
                 return
             conversation: list[Item] = []  # the run's, as the steps' `conversation_appends` build it
             state = self.state = initial_state(tctx)
@@ -281,16 +260,10 @@ class _Run:
                     if self.cancelled and event.__class__ in _TERMINAL:
                         # Cancelled while the consumer handled an event before this one.
                         event = RunFailed(error=cancel_error(token.reason), usage=_usage(state))
-                    yield event
-                next_input = None  # unless the action settles into one: the run is over
-                async for item in self.perform(action, state, tctx.system):
-                    if type(item) is _Settled:
-                        next_input = item.input
-                    else:
-                        yield item  # pyright: ignore[reportReturnType]
+                    await sink.put(event)
+                next_input = await self.perform(action, state, tctx.system, sink)
         except (_Stopped, CallbackRaised) as exc:
-            async for event in self.end_early(exc):
-                yield event
+            await self.end_early(exc, sink)
         finally:
             remove_callback()
             self.stop_guardrails()
@@ -338,81 +311,58 @@ class _Run:
             output_retries=agent.output_retries,
         )
 
-    def perform(
-        self, action: NextAction, state: LoopState, system: Sequence[SystemMessage]
-    ) -> AsyncIterator[AgentEvent | _Settled]:
-        """Do what `action` asks: its events, then a `_Settled` with the next input (none: the run ended)."""
+    async def perform(
+        self, action: NextAction, state: LoopState, system: Sequence[SystemMessage], sink: EventSink
+    ) -> TransitionInput | None:
+        """Do what `action` asks, writing its events to `sink`; the next input (None: the run ended)."""
         if isinstance(action, CallModel):
-            return self.call_model(action.request, getattr(state, "turn", 0), system)
+            return await self.call_model(action.request, getattr(state, "turn", 0), system, sink)
         if isinstance(action, ExecuteTools):
-            return self.tool_turn(action.calls)
-        if isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
-            return self.apply_handoff(state)
-        if isinstance(action, CheckOutput) and isinstance(state, CheckingOutput):
-            return self.settle(check_output(self, state))
-        if self.hooks or isinstance(state, HandedOff):
-            return self.finish(state)
-        return _NOTHING
-
-    async def tool_turn(self, calls: tuple[ToolCall, ...]) -> AsyncIterator[AgentEvent | _Settled]:
-        """One batch of tool calls, announced before they start: the events they raise, then their results."""
-        token, observer = self.token, self.observer
-        if not token.is_cancelled():
-            if observer is not None:
-                await observer.tools_starting(tuple(call.call_id for call in calls))
-            elif self.config.record_tool_starts:
-                # The consumer records the calls as started while this generator waits.
-                yield ToolsStarting(call_ids=tuple(call.call_id for call in calls))
-        if token.is_cancelled():
-            yield _Settled(Cancelled(reason=token.reason))
-        elif self.ctx.approval_handler is None:
-            # Nothing waits for a human: the pipeline's events (PermissionDenied,
-            # an unanswerable ApprovalRequested) follow once the tools are done.
-            raised: list[AgentEvent] = []
-            self.emit = raised.append
-            try:
-                results = await self.run_tools(calls)
-            finally:
-                self.emit = _drop
-            for event in raised:
-                yield event
-            yield _Settled(results)
-        else:
-            # An approval may wait on a human, who must see ApprovalRequested while
-            # the call waits: the tools run beside the stream.
-            async for item in self.run_tools_live(calls):
-                yield item
-
-    async def apply_handoff(self, state: ApplyingHandoff) -> AsyncIterator[AgentEvent | _Settled]:
-        """Whether the handoff the model asked for goes ahead (unless the run was cancelled)."""
+            return await self.tool_turn(action.calls, sink)
         token = self.token
-        if token.is_cancelled():
-            yield _Settled(Cancelled(reason=token.reason))
-        else:
-            yield _Settled(await self.hold(decide_handoff(self, state)))
-
-    async def settle(self, step: Awaitable[TransitionInput]) -> AsyncIterator[AgentEvent | _Settled]:
-        """A step of user code (the output validators) that a cancel interrupts, as its settled input."""
-        yield _Settled(await self.hold(step))
-
-    async def finish(self, state: LoopState) -> AsyncIterator[AgentEvent | _Settled]:
-        """The run is over: a handed-off one goes on in its target; then the `on_run_complete` hooks."""
+        if isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
+            if token.is_cancelled():
+                return Cancelled(reason=token.reason)
+            return await self.hold(
+                decide_handoff(self.agent, self.ctx, state, self.fire if self.hooks else None)
+            )
+        if isinstance(action, CheckOutput) and isinstance(state, CheckingOutput):
+            return await self.hold(check_output(self.agent, self.ctx, state))
         if isinstance(state, HandedOff):
-            async for event in hand_off(self, state):
-                yield event
+            await hand_off(self.agent, self.ctx, self.config, state, self.trace, self.input, self.hold, sink)
         if self.hooks:
             await self.run_complete()
+        return None
 
-    async def end_early(self, exc: _Stopped | CallbackRaised) -> AsyncIterator[AgentEvent]:
+    async def tool_turn(self, calls: tuple[ToolCall, ...], sink: EventSink) -> TransitionInput:
+        """One batch of tool calls (a recorder is told first): the events they raise, then their results."""
+        token, observer = self.token, self.observer
+        if observer is not None and not token.is_cancelled():
+            await observer.tools_starting(tuple(call.call_id for call in calls))
+        if token.is_cancelled():
+            return Cancelled(reason=token.reason)
+        if self.ctx.approval_handler is not None:
+            # An approval may wait on a human, who must see ApprovalRequested while the call
+            # waits: the tools run beside the stream.
+            return await self.run_tools_live(calls, sink)
+        # Nothing waits for a human: the pipeline's events (PermissionDenied, an unanswerable
+        # ApprovalRequested) follow once the tools are done.
+        raised: list[AgentEvent] = []
+        results = await self.run_tools(calls, raised.append)
+        for event in raised:
+            await sink.put(event)
+        return results
+
+    async def end_early(self, exc: _Stopped | CallbackRaised, sink: EventSink) -> None:
         """The run stopped by its token, or by user code that raised: it fails (started, if not yet)."""
         state = self.state
         if state is None:
-            yield RunStarted(agent=self.agent.name)
+            await sink.put(RunStarted(agent=self.agent.name))
         if isinstance(exc, CallbackRaised):
             error = AgentError(kind="other", message=str(exc), cause=exc.cause)
         else:
             error = cancel_error(self.token.reason)
-        yield RunFailed(error=error, usage=_usage(state))
+        await sink.put(RunFailed(error=error, usage=_usage(state)))
         if self.hooks and state is not None:
             await self.run_complete()
 
@@ -463,44 +413,31 @@ class _Run:
         system: Sequence[SystemMessage],
         injected: tuple[str, ...],
         settled: TransitionInput | None,
-    ) -> RequestSent | None:
-        """Tell the observer what the call was sent; the event to stream when the config asks for it."""
-        observer = self.observer
-        if observer is None and not self.config.record_requests:
-            return None
-        sent = self.request_sent(request, system, injected, settled)
-        if observer is None:
-            return sent
-        observer.request_sent(sent)
-        return None
-
-    def request_sent(
-        self,
-        request: ModelRequest,
-        system: Sequence[SystemMessage],
-        injected: tuple[str, ...],
-        settled: TransitionInput | None,
-    ) -> RequestSent:
-        """What `request` held besides the conversation, for a recorder (see `RunObserver`)."""
+    ) -> None:
+        """Tell a recorder what the call was sent besides the conversation (see `RunObserver`)."""
         model = self.model
-        tools = request.tools
-        return RequestSent(
-            provider=getattr(model, "provider", "unknown"),
-            model=getattr(model, "model_name", ""),
-            system=tuple(system),
-            injected=injected,
-            tools=tuple(tools),
-            settings=request.model_settings,
-            usage=settled.usage if isinstance(settled, ModelResponse) else None,
+        observer = self.observer
+        if observer is None:
+            return
+        observer.request_sent(
+            RequestSent(
+                provider=getattr(model, "provider", "unknown"),
+                model=getattr(model, "model_name", ""),
+                system=tuple(system),
+                injected=injected,
+                tools=tuple(request.tools),
+                settings=request.model_settings,
+                usage=settled.usage if isinstance(settled, ModelResponse) else None,
+            )
         )
 
     async def call_model(
-        self, request: ModelRequest, turn: int, system: Sequence[SystemMessage]
-    ) -> AsyncIterator[AgentEvent | _Settled]:
-        """One turn's model call: its deltas and its record, then a `_Settled` with its answer.
+        self, request: ModelRequest, turn: int, system: Sequence[SystemMessage], sink: EventSink
+    ) -> TransitionInput | None:
+        """One turn's model call: its deltas to `sink`, its record to a recorder; what it settles into.
 
         The answer is held until the input guardrails running beside the first call clear
-        the input (if they trip, their events end the run instead).
+        the input (if they trip, their events end the run instead: None).
         """
         settled: TransitionInput | None = None  # None: cancelled
         sending = await self.before_call(request, turn)
@@ -529,7 +466,7 @@ class _Run:
                     finally:
                         self.waiting = False
                     if reply.add(event):
-                        yield event
+                        await sink.put(event)
                 settled = self.answered(reply, span)
                 if self.meter is not None:
                     self.meter.add_usage(self.agent.name, reply.usage)
@@ -542,17 +479,15 @@ class _Run:
                 aclose = getattr(iterator, "aclose", None)
                 if aclose is not None:
                     await aclose()
-            sent = self.report_request(request, system, injected, settled)
-            if sent is not None:
-                yield sent
+            self.report_request(request, system, injected, settled)
         if self.guard_task is not None:
             # Nothing the model asked for happens before the input is cleared.
             failed = await self.hold(self.input_verdict(self.guard_task))
             if failed is not None:
                 for event in failed:
-                    yield event
-                return
-        yield _Settled(settled if settled is not None else Cancelled(reason=self.token.reason))
+                    await sink.put(event)
+                return None
+        return settled if settled is not None else Cancelled(reason=self.token.reason)
 
     async def before_call(
         self, request: ModelRequest, turn: int
@@ -603,61 +538,57 @@ class _Run:
 
     # --- tools -----------------------------------------------------------------------------
 
-    async def run_tools(self, calls: tuple[ToolCall, ...]) -> TransitionInput:
+    def tool_runner(self) -> ToolRunner:
+        """The run's tool runner, made at its first tool call."""
+        runner = self.tools
+        if runner is None:
+            agent = self.agent
+            runner = self.tools = ToolRunner(
+                tools=agent.tools_by_name,  # pyright: ignore[reportArgumentType]
+                agent_name=agent.name,
+                ctx=self.ctx,
+                max_agent_depth=self.config.max_agent_depth,
+                fire=self.fire if self.hooks else None,
+                governed=self.governed,
+                redactor=self.redactor,
+                trace=self.trace,
+                observer=self.observer,
+                parallel_limit=self.config.parallel_tool_call_limit,
+            )
+        return runner
+
+    async def run_tools(
+        self, calls: tuple[ToolCall, ...], emit: Callable[[AgentEvent], None]
+    ) -> TransitionInput:
+        """Run a batch of calls where a cancel interrupts them; what they settle into."""
         self.task = asyncio.current_task()
         self.waiting = True
-        # A runner recording the run hears of each result as it comes (see run_reported_tool).
-        run_one = run_tool if self.observer is None else run_reported_tool
         try:
-            if len(calls) == 1:
-                outcomes: Sequence[ToolCallOutcome] = (await run_one(self, calls[0]),)
-            else:
-                limit = self.config.parallel_tool_call_limit
-                if limit is not None and limit < len(calls):
-                    semaphore = asyncio.Semaphore(limit)
-
-                    async def bounded(call: ToolCall) -> ToolCallOutcome:
-                        async with semaphore:
-                            return await run_one(self, call)
-
-                    tasks = [asyncio.ensure_future(bounded(c)) for c in calls]
-                else:
-                    tasks = [asyncio.ensure_future(run_one(self, c)) for c in calls]
-                try:
-                    outcomes = await asyncio.gather(*tasks)
-                except CallbackRaised:
-                    # A hook or policy raised: the run fails, so the other calls stop (and
-                    # have stopped before it does).
-                    for task in tasks:
-                        task.cancel()
-                    await asyncio.wait(tasks)
-                    raise
+            outcomes = await self.tool_runner().run_batch(calls, self.offered, emit)
         except asyncio.CancelledError:
             if not self.absorb_cancel():
                 raise
             return Cancelled(reason=self.token.reason)
         finally:
             self.waiting = False
-        return ToolResults(outcomes=tuple(outcomes))
+        return ToolResults(outcomes=outcomes)
 
-    async def run_tools_live(self, calls: tuple[ToolCall, ...]) -> AsyncIterator[AgentEvent | _Settled]:
-        """Run the tools in their own task, streaming the events they raise as they happen."""
+    async def run_tools_live(self, calls: tuple[ToolCall, ...], sink: EventSink) -> TransitionInput:
+        """Run the tools in their own task, writing the events they raise to `sink` as they happen."""
         queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
-        self.emit = queue.put_nowait
-        tools = asyncio.ensure_future(self.run_tools(calls))
+        tools = asyncio.ensure_future(self.run_tools(calls, queue.put_nowait))
         try:
             while not tools.done():
                 getter = asyncio.ensure_future(queue.get())
                 await asyncio.wait((tools, getter), return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
-                    yield getter.result()
+                    await sink.put(getter.result())
                 else:
                     getter.cancel()
             while not queue.empty():
-                yield queue.get_nowait()
-            yield _Settled(tools.result())
+                await sink.put(queue.get_nowait())
+            return tools.result()
         finally:
-            self.emit = _drop
             if not tools.done():
                 tools.cancel()
 
@@ -763,10 +694,6 @@ class _Run:
         return await guardrail.check(self.ctx, input)
 
 
-def _drop(event: AgentEvent) -> None:
-    return None
-
-
 def _current_task() -> asyncio.Task[Any] | None:
     try:
         return asyncio.current_task()
@@ -791,10 +718,20 @@ def _tripwire_error(stage: str, verdict: GuardrailVerdict) -> AgentError:
     return AgentError(kind="guardrail_tripwire", message=tripwire_message(stage, verdict), cause=verdict.kind)
 
 
-def drive(
-    agent: LlmAgent[Any, Any], ctx: RunContext[Any], input: AgentInput, config: RunConfig
-) -> AsyncIterator[AgentEvent]:
-    """Run `agent` on `input` to a terminal event, streaming every event."""
+async def drive(
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], input: AgentInput, config: RunConfig, sink: EventSink
+) -> None:
+    """Run `agent` on `input` to a terminal event, writing every event to `sink`."""
     run = _Run(agent, ctx, config)
-    # Traced, the run's one extra layer is `traced`, which opens the span as the stream starts.
-    return traced(run.open_trace, run.events(input)) if tracing_possible() else run.events(input)
+    if not tracing_possible():
+        await run.run(input, sink)
+        return
+    trace = run.open_trace()
+    if trace is None:  # sampled out
+        await run.run(input, sink)
+        return
+    traced = TracedSink(sink)
+    try:
+        await run.run(input, traced)
+    finally:
+        traced.end(trace)

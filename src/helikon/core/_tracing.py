@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry import context as otel_context
@@ -29,6 +29,7 @@ from .events import RunCompleted, RunFailed
 from .items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:
+    from ._sink import EventSink
     from .context import RunContext, TracerHandle
     from .events import AgentError, AgentEvent, TokenUsage
     from .loop import ToolCallOutcome
@@ -322,6 +323,31 @@ def _messages(items: Sequence[Item]) -> list[dict[str, Any]]:
     return out
 
 
+class TracedSink:
+    """A sink that passes a run's events on and notes its terminal one, for the run span's end."""
+
+    __slots__ = ("final", "sink")
+
+    def __init__(self, sink: EventSink) -> None:
+        self.sink = sink
+        self.final: RunCompleted | RunFailed | None = None
+
+    def put(self, event: AgentEvent) -> Awaitable[None]:
+        if isinstance(event, RunCompleted | RunFailed):
+            self.final = event
+        return self.sink.put(event)
+
+    def end(self, run: RunTrace) -> None:
+        """End `run`'s span with the run's usage or error (neither, when the run was abandoned)."""
+        final = self.final
+        if final is None:
+            run.end(usage=None, error=None)
+        elif isinstance(final, RunFailed):
+            run.end(usage=final.usage, error=final.error)
+        else:
+            run.end(usage=final.usage, error=None)
+
+
 async def traced(
     start: Callable[[], RunTrace | None], events: AsyncIterator[AgentEvent]
 ) -> AsyncIterator[AgentEvent]:
@@ -329,7 +355,7 @@ async def traced(
 
     The span ends with the run's usage or error, or when the stream is abandoned. A stream
     never iterated opens no span; with `start()` None (sampled out) events just pass.
-    This is the run's only wrapping layer: every event of a traced run goes through it.
+    (A workflow's stream; an `LlmAgent`'s run writes through a `TracedSink`.)
     """
     run = start()
     final: Any = None
@@ -370,6 +396,7 @@ def detach(token: object) -> None:
 __all__ = [
     "CAPTURE_ENV",
     "RunTrace",
+    "TracedSink",
     "attach",
     "detach",
     "traced",

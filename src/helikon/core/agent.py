@@ -30,7 +30,7 @@ import copy
 import dataclasses
 import functools
 import sys
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
@@ -44,19 +44,19 @@ from .exceptions import UserError
 from .governance import Guardrail, Hook
 from .governance.guardrails import checked_guardrails
 from .handoff import Handoff
-from .input import History, RunInput, continue_from, to_agent_input
+from .input import AgentInput, History, RunInput, continue_from, to_agent_input
 from .items import SystemMessage
 from .model import Model, ModelSettings, ToolDef
 from .model_strings import checked_model
 from .output import OutputSpec
 from .output_validators import OutputCheck, OutputValidatorFunc, output_checks
 from .result import RunResult, RunStream
-from .runner import default_runner, needs_runner, on_session
 from .tool_sources import ToolSource, checked_sources
 from .tools import PrepareTools, Tool
 from .toolsets import Toolset
 
 if TYPE_CHECKING:
+    from ._sink import EventSink
     from .session import Session
 
 if sys.version_info >= (3, 13):
@@ -86,6 +86,14 @@ def _driver() -> ModuleType:
     from . import _driver as module
 
     return module
+
+
+@functools.cache
+def _turn() -> ModuleType:
+    # So does what puts a run in a turn on its session.
+    from .session import turn
+
+    return turn
 
 
 @runtime_checkable
@@ -516,16 +524,30 @@ class LlmAgent(Generic[Ctx, OutT]):
         """
         ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
         if session is not None:
-            ctx = on_session(ctx, session)
+            ctx = _turn().on_session(ctx, session)
         agent_input = to_agent_input(input, *misplaced)
         if history is not None:
             agent_input = continue_from(agent_input, history, ctx.session, "LlmAgent.run")
         config = config or self.run_config
         if model is not None or model_settings is not None:
             config = _with_model(config, model, model_settings)
-        if needs_runner(ctx, session is not None):
-            return default_runner().run_streamed(self, agent_input, ctx, config)
-        return RunStream(_driver().drive(self, ctx, agent_input, config), agent=self, input=agent_input)
+        turn = _turn()
+        if turn.needs_turn(ctx, session is not None):
+            # The input the stream knows is the new turn only (the session holds the rest): no input=.
+            return RunStream(drive=turn.in_turn(self, agent_input, ctx, config), agent=self)
+        return RunStream(
+            drive=functools.partial(self.drive, agent_input, ctx, config), agent=self, input=agent_input
+        )
+
+    def drive(
+        self, input: AgentInput, context: RunContext[Ctx], config: RunConfig | None, sink: EventSink
+    ) -> Coroutine[Any, Any, None]:
+        """The run itself, its events written to `sink`: what a runner (and `run`) calls.
+
+        No session is read or written here (`run` and `helikon.runtime.AsyncioRunner` put
+        the run in a turn on its session); `config` None is the agent's `run_config`.
+        """
+        return _driver().drive(self, context, input, config or self.run_config, sink)
 
     def run_sync(
         self,

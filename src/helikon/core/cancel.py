@@ -148,4 +148,18 @@ def _noop() -> None:
     return None
 
 
-__all__ = ["CancellationToken"]
+async def cancelled_within(cancel: CancellationToken, seconds: float) -> bool:
+    """Sleep `seconds`, returning early (True) if `cancel` fires first."""
+    import asyncio  # here, not at the top: `import helikon` loads this module, not asyncio
+
+    if seconds <= 0:
+        return cancel.is_cancelled()
+    waiter = asyncio.ensure_future(cancel.wait())
+    try:
+        done, _ = await asyncio.wait((waiter,), timeout=seconds)
+    finally:
+        waiter.cancel()
+    return bool(done)
+
+
+__all__ = ["CancellationToken", "cancelled_within"]

@@ -54,14 +54,6 @@ class RunConfig:
         max_agent_depth: Nesting depth across handoffs and agent-as-tool runs (default 8).
         timeout: Wall-clock seconds for the whole run; enforced by a runner (also the one behind
             `agent.run(q, session=s)`), not by a bare `agent.run`.
-        record_requests: Stream a `RequestSent` after each model call (what was sent besides
-            the conversation, and the call's usage), for code that records the stream itself
-            with a `SessionRecorder`. Off by default. A run whose context has an observer
-            (`RunContext.with_observer`: what `AsyncioRunner` gives its runs) tells it
-            instead and streams nothing more.
-        record_tool_starts: Stream a `ToolsStarting` before each batch of tool calls runs (the
-            calls wait while the consumer handles it). Off by default; like `record_requests`,
-            an observer is told instead.
         durable: Persist the run's events as they settle — before every model call and before
             tools start — with turn markers for crash repair, instead of only after the run.
             None (the default): what the session declares (`Session.durable`): on for SQLite,
@@ -87,8 +79,6 @@ class RunConfig:
     parallel_tool_call_limit: int | None = None
     max_agent_depth: int = 8
     timeout: float | None = None
-    record_requests: bool = False
-    record_tool_starts: bool = False
     durable: bool | None = None
     fail_on_tool_denied: bool = False
     usage_limits: UsageLimits | None = None

@@ -233,11 +233,11 @@ class StructuredOutputFailed:
 class RequestSent:
     """A model call was made: what it was sent besides the conversation, and its usage.
 
-    Streamed only with `RunConfig.record_requests` and no `RunObserver` in the run's
-    context (a runner's observer is handed it instead), after the call and before the
-    events of its answer, for `SessionRecorder` to log a `RequestHeader` when something
-    changed. `system` is the rendered instructions, `injected` the system
-    messages hooks added to this call; `usage` is None when the call failed.
+    Not an event of the stream: the run hands it to its recorder (`RunObserver.request_sent`)
+    after the call and before the events of its answer, for `SessionRecorder` to log a
+    `RequestHeader` when something changed. `system` is the rendered instructions,
+    `injected` the system messages hooks added to this call; `usage` is None when the call
+    failed.
     """
 
     type: Literal["request_sent"] = "request_sent"
@@ -248,20 +248,6 @@ class RequestSent:
     tools: tuple[ToolDef, ...] = ()
     settings: ModelSettings = ModelSettings()
     usage: TokenUsage | None = None
-
-
-@carrier
-class ToolsStarting:
-    """The tool calls `call_ids` of this turn are about to run.
-
-    Streamed only with `RunConfig.record_tool_starts` and no `RunObserver` in the run's
-    context (a runner's observer is told instead), right before the calls go through the
-    permission pipeline and run: a consumer persisting the run logs the calls, then a
-    `ToolsStarted` marker, before it asks for the next event.
-    """
-
-    type: Literal["tools_starting"] = "tools_starting"
-    call_ids: tuple[str, ...]
 
 
 @carrier
@@ -323,8 +309,6 @@ AgentEvent: TypeAlias = (
     | PermissionDenied
     | RepairStarted
     | StructuredOutputFailed
-    | RequestSent
-    | ToolsStarting
     | PersistFailed
     | RunCompleted
     | RunFailed
@@ -362,7 +346,6 @@ __all__ = [
     "PersistFailed",
     "RepairStarted",
     "RequestSent",
-    "ToolsStarting",
     "RunCompleted",
     "RunFailed",
     "RunStarted",

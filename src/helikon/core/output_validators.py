@@ -47,7 +47,7 @@ from .context import RunContext
 from .exceptions import ModelRetry, UserError
 
 if TYPE_CHECKING:
-    from ._driver import _Run
+    from .agent import LlmAgent
     from .loop import CheckingOutput, OutputChecked, OutputRetry
 
 Ctx = TypeVar("Ctx")
@@ -101,14 +101,15 @@ def output_checks(validators: Sequence[object], where: str) -> tuple[OutputCheck
     return tuple(OutputCheck.of(fn, where) for fn in validators)
 
 
-async def check_output(run: _Run, state: CheckingOutput) -> OutputChecked | OutputRetry:
+async def check_output(
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], state: CheckingOutput
+) -> OutputChecked | OutputRetry:
     """Run the agent's output validators in order on the final output (a driver step).
 
     `ModelRetry` settles into `OutputRetry`; anything else a validator raises fails the run.
     """
     from .loop import OutputChecked, OutputRetry
 
-    agent = run.agent
     spec = agent.output_spec
     output = spec.output if spec is not None else None
     text = state.output.text
@@ -118,7 +119,7 @@ async def check_output(run: _Run, state: CheckingOutput) -> OutputChecked | Outp
     for check in agent.output_checks:
         what = f"the output validator {check.name}"
         try:
-            result = check.fn(run.ctx, value) if check.takes_ctx else check.fn(value)
+            result = check.fn(ctx, value) if check.takes_ctx else check.fn(value)
             if inspect.isawaitable(result):
                 result = await result
         except ModelRetry as exc:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any, Generic, Never, TextIO, overload
 
 from ._carrier import carrier
 from ._peer_hints import RESULT_HINTS, STREAM_HINTS, forgotten_await, no_attribute
+from ._sink import Collected, streamed
 from .events import (
     AgentEvent,
     HandoffItem,
@@ -28,6 +29,7 @@ from .items import Item, SystemMessage, ToolCall
 from .model import TokenDelta
 
 if TYPE_CHECKING:
+    from ._sink import Drive
     from .agent import Agent
     from .input import AgentInput
     from .output import OutputSpec, OutputType
@@ -229,20 +231,34 @@ class RunStream(Generic[OutT]):
         ```
     """
 
-    __slots__ = ("_agent", "_events", "_input", "_seen", "_used")
+    __slots__ = ("_agent", "_drive", "_events", "_input", "_seen", "_used")
 
     def __init__(
         self,
-        events: AsyncIterator[AgentEvent],
+        events: AsyncIterator[AgentEvent] | None = None,
         *,
         agent: Agent[Any] | None = None,
         input: AgentInput | None = None,
+        drive: Drive | None = None,
     ) -> None:
+        if (events is None) == (drive is None):
+            raise UserError(
+                "RunStream(...): give either the run's events or drive=, the run waiting for a sink"
+            )
         self._events = events
+        self._drive = drive  # helikon's runs: written to a sink (see helikon.core._sink)
         self._agent = agent
         self._input = input
         self._used: str | None = None  # how it is being read: "iterated", "read" (a helper), "collected"
         self._seen: list[AgentEvent] | None = None  # what a helper read, for `collect` to finish from
+
+    def _stream(self) -> AsyncIterator[AgentEvent]:
+        """The events as an async iterator (a driven run's, handed over one by one as it writes them)."""
+        events = self._events
+        if events is None:
+            assert self._drive is not None
+            events = self._events = streamed(self._drive)
+        return events
 
     def _claim(self, how: str, what: str) -> None:
         used = self._used
@@ -261,7 +277,7 @@ class RunStream(Generic[OutT]):
 
     def __aiter__(self) -> AsyncIterator[AgentEvent]:
         self._claim("iterated", "iterate it")
-        return self._events
+        return self._stream()
 
     if not TYPE_CHECKING:  # type checkers still see a misspelt attribute
 
@@ -300,14 +316,18 @@ class RunStream(Generic[OutT]):
         if self._used == "read" and self._seen is not None:
             self._used = "collected"
             events = self._seen
+            # Drain to the very end even after a failure, so that whatever wraps the run (a
+            # runner appending to the session) has finished before this returns or raises.
+            async for event in self._stream():
+                events.append(event)
         else:
             self._claim("collected", "collect it")
-            events = []
-        append = events.append
-        # Drain to the very end even after a failure, so that whatever wraps the run (a
-        # runner appending to the session) has finished before this returns or raises.
-        async for event in self._events:
-            append(event)
+            if self._drive is not None:  # the run writes straight into the list
+                collected = Collected()
+                await self._drive(collected)
+                events = collected.events
+            else:
+                events = [event async for event in self._stream()]
         text = ""
         usage = TokenUsage()
         failure: RunFailed | None = None
@@ -340,7 +360,7 @@ class RunStream(Generic[OutT]):
         seen: list[AgentEvent] = []
         self._seen = seen
         append = seen.append
-        async for event in self._events:
+        async for event in self._stream():
             append(event)
             yield event
 

@@ -43,8 +43,8 @@ class SessionRecorder:
     `drain` it at the end. `drain` answers any tool call left without a result with an
     error `ToolReturned`, so the log always projects to a conversation providers accept.
 
-    Feed it the `RequestSent` of each model call too (a runner's `RunObserver` is handed
-    them; `RunConfig.record_requests` streams them): it then logs a `RequestHeader`
+    Give it the `RequestSent` of each model call too (`request_sent`: what a run's
+    `RunObserver` is handed): it then logs a `RequestHeader`
     whenever the request differs from the last one
     (`last_header`: the session's latest, so an unchanged agent adds no header), and puts
     each call's usage on the assistant message it produced. A `ToolOutputItem`'s metadata
@@ -127,12 +127,11 @@ class SessionRecorder:
             self._events.append(HandoffOccurred(from_agent=event.from_agent, to_agent=event.to_agent))
         elif isinstance(event, GuardrailTriggered):
             self._forget_blocked(event)
-        elif type(event) is RequestSent:
-            self._request_sent(event)
         elif type(event) is ModelFallback:  # which model answered is worth keeping
             self._events.append(CustomEvent(kind=FALLBACK_KIND, data=_fallback_data(event)))
 
-    def _request_sent(self, sent: RequestSent) -> None:
+    def request_sent(self, sent: RequestSent) -> None:
+        """Note what a model call was sent: a `RequestHeader` is logged when it differs from the last."""
         self._usage = sent.usage
         # Within a run these are the very objects of the previous call (the comparison stops
         # at identity); across runs equal values compare equal element by element.

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, Never, TypeVar
 
+from .._sink import forward
 from .._sync import run_sync
 from .._tracing import RunTrace, tracing_possible, within
 from ..context import RunConfig, RunContext
@@ -13,11 +14,12 @@ from ..events import AgentEvent
 from ..exceptions import UserError
 from ..input import AgentInput, RunInput, to_agent_input
 from ..result import RunResult, RunStream
-from ..runner import default_runner, needs_runner, on_session
+from ..session.turn import in_turn, needs_turn, on_session
 from ..usage import metered
 from ._merge import check_description, check_name
 
 if TYPE_CHECKING:
+    from .._sink import EventSink
     from ..session import Session
 
 Ctx = TypeVar("Ctx")
@@ -60,13 +62,28 @@ class WorkflowAgent(ABC, Generic[Ctx]):
         if session is not None:
             ctx = on_session(ctx, session)
         given = to_agent_input(input, *misplaced)
-        if needs_runner(ctx, session is not None):
-            return default_runner().run_streamed(self, given, ctx, config)
+        if needs_turn(ctx, session is not None):
+            return RunStream(drive=in_turn(self, given, ctx, config), agent=self)
+        return RunStream(self._stream(given, ctx, config), agent=self, input=given)
+
+    def drive(
+        self, input: AgentInput, context: RunContext[Ctx], config: RunConfig | None, sink: EventSink
+    ) -> Coroutine[Any, Any, None]:
+        """The run itself, its events written to `sink`: what a runner (and `run`) calls.
+
+        No session is read or written here (`run` puts the run in a turn on its session).
+        """
+        return forward(self._stream(input, context, config), sink)
+
+    def _stream(
+        self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None
+    ) -> AsyncIterator[AgentEvent]:
+        """The run's events: the children under one meter and (when traced) one span."""
         if config is not None and config.usage_limits is not None:
             ctx, _meter = metered(ctx, config.usage_limits)  # the children count into one meter
         if tracing_possible():
-            return RunStream(self._traced(given, ctx, config), agent=self, input=given)
-        return RunStream(self._events(given, ctx, config), agent=self, input=given)
+            return self._traced(input, ctx, config)
+        return self._events(input, ctx, config)
 
     async def _traced(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig | None

@@ -27,9 +27,10 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Never, Self, TypeVar
 
+from .._sink import forward
 from .._sync import run_sync
 from ..agent import LlmAgent
 from ..context import RunConfig, RunContext
@@ -38,9 +39,10 @@ from ..exceptions import UserError
 from ..handoff import Handoff
 from ..input import RunInput, to_agent_input
 from ..result import RunResult, RunStream
-from ..runner import default_runner, needs_runner, on_session
+from ..session.turn import in_turn, needs_turn, on_session
 
 if TYPE_CHECKING:
+    from .._sink import EventSink
     from ..input import AgentInput
     from ..session import Session
 
@@ -131,9 +133,15 @@ class SwarmAgent(Generic[Ctx]):
         if session is not None:
             ctx = on_session(ctx, session)
         given = to_agent_input(input, *misplaced)
-        if needs_runner(ctx, session is not None):
-            return default_runner().run_streamed(self, given, ctx, config or self.run_config)
+        if needs_turn(ctx, session is not None):
+            return RunStream(drive=in_turn(self, given, ctx, config or self.run_config), agent=self)
         return RunStream(self._events(given, ctx, config or self.run_config), agent=self, input=given)
+
+    def drive(
+        self, input: AgentInput, context: RunContext[Ctx], config: RunConfig | None, sink: EventSink
+    ) -> Coroutine[Any, Any, None]:
+        """The run itself, its events written to `sink`: what a runner (and `run`) calls."""
+        return forward(self._events(input, context, config or self.run_config), sink)
 
     def run_sync(
         self,

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
-from helikon.core.events import RequestSent, ToolOutputItem
-from helikon.core.session import ToolsStarted
-from helikon.core.session.recorder import SessionRecorder
-
+from ..events import RequestSent, ToolOutputItem
+from . import ToolsStarted
 from ._writer import RunWriter
+from .recorder import SessionRecorder
 
 
 class RunRecording:
@@ -28,7 +27,7 @@ class RunRecording:
         self._writing: asyncio.Lock | None = None  # the calls of a parallel batch return at once
 
     def request_sent(self, sent: RequestSent) -> None:
-        self.recorder.observe(sent)
+        self.recorder.request_sent(sent)
 
     async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
         if self.durable:  # the calls, then (once they are stored) the marker

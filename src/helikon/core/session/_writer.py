@@ -8,10 +8,11 @@ import logging
 from collections.abc import Sequence
 from typing import Literal, cast
 
-from helikon.core._json import JsonValue
-from helikon.core.exceptions import SessionConflict, SessionUnavailable
-from helikon.core.items import TextPart, ToolUsePart
-from helikon.core.session import (
+from .._json import JsonValue
+from ..exceptions import SessionConflict, SessionUnavailable
+from ..items import TextPart, ToolUsePart
+from ..retry import RetryPolicy
+from . import (
     AssistantMessageEvent,
     Rewound,
     SequenceId,
@@ -23,8 +24,6 @@ from helikon.core.session import (
     TurnOpened,
     UserMessageEvent,
 )
-
-from ._retry import RetryPolicy
 
 logger = logging.getLogger("helikon.runtime")
 

@@ -1,0 +1,361 @@
+"""`ToolRunner`: a run's tool calls, each through its layers.
+
+In order: PreToolUse hooks, the permission pipeline, the tool, PostToolUse hooks, then secret
+redaction of whatever came out (DESIGN.md §3). A batch of calls runs concurrently (bounded by
+`RunConfig.parallel_tool_call_limit`); a recorder (`RunObserver`) hears of each result as
+the call returns.
+
+Every failure of the call itself becomes a result the model reads; only user code that raised
+(`CallbackRaised`) fails the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, cast
+
+from ._callbacks import CallbackRaised
+from ._json import JsonValue
+from ._tool_args import over_limit_message
+from ._tracing import attach, detach
+from .context import ToolContext
+from .events import PermissionDenied, ToolOutputItem
+from .exceptions import Denied, InvalidArgs, ModelRetry
+from .governance import HookDecision, HookEvent
+from .governance.permissions import authorize
+from .items import ContentPart, TextPart, ToolCall
+from .loop import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolStatus
+from .tools import TimedOut, ToolOutput
+from .toolsets import own_name
+
+if TYPE_CHECKING:
+    from collections.abc import Awaitable
+
+    from opentelemetry.trace import Span
+
+    from ._tracing import RunTrace
+    from .context import RunContext
+    from .events import AgentEvent
+    from .governance.redaction import Redactor
+    from .observer import RunObserver
+    from .tools import Tool
+
+
+class ToolRunner:
+    """Runs a run's tool calls: built once per run with what every call needs.
+
+    Args:
+        tools: The agent's tools by name (a turn that varies its tools passes its own).
+        agent_name: For the hooks' events.
+        ctx: The run's context (each call gets a `ToolContext` of it).
+        max_agent_depth: How deep the runs a tool starts may nest.
+        fire: The run's hooks (`None`: it has none); a hook's decision folds into the run.
+        governed: Whether the permission pipeline runs (`Governance.needs_pipeline`).
+        redactor: Scrubs secrets from what comes out, if the governance redacts.
+        trace: The run's spans, when they are recorded.
+        observer: Told of each result as its call returns (a runner recording the run).
+        parallel_limit: At most this many calls of a batch run at once (None: all).
+    """
+
+    __slots__ = (
+        "agent_name",
+        "ctx",
+        "fire",
+        "governed",
+        "max_agent_depth",
+        "observer",
+        "parallel_limit",
+        "redactor",
+        "tools",
+        "trace",
+    )
+
+    def __init__(
+        self,
+        *,
+        tools: dict[str, Tool[Any]],
+        agent_name: str,
+        ctx: RunContext[Any],
+        max_agent_depth: int,
+        fire: Callable[[HookEvent], Awaitable[HookDecision]] | None,
+        governed: bool,
+        redactor: Redactor | None,
+        trace: RunTrace | None,
+        observer: RunObserver | None,
+        parallel_limit: int | None,
+    ) -> None:
+        self.tools = tools
+        self.agent_name = agent_name
+        self.ctx = ctx
+        self.max_agent_depth = max_agent_depth
+        self.fire = fire
+        self.governed = governed
+        self.redactor = redactor
+        self.trace = trace
+        self.observer = observer
+        self.parallel_limit = parallel_limit
+
+    async def run_batch(
+        self,
+        calls: Sequence[ToolCall],
+        offered: dict[str, Tool[Any]] | None,
+        emit: Callable[[AgentEvent], None],
+    ) -> tuple[ToolCallOutcome, ...]:
+        """Run `calls` (concurrently when there are several); their outcomes in call order.
+
+        `offered` is this turn's tools when they vary by turn; `emit` takes the permission
+        events the calls raise.
+        """
+        if len(calls) == 1:
+            return (await self.run_reported(calls[0], offered, emit),)
+        limit = self.parallel_limit
+        if limit is not None and limit < len(calls):
+            semaphore = asyncio.Semaphore(limit)
+
+            async def bounded(call: ToolCall) -> ToolCallOutcome:
+                async with semaphore:
+                    return await self.run_reported(call, offered, emit)
+
+            tasks = [asyncio.ensure_future(bounded(c)) for c in calls]
+        else:
+            tasks = [asyncio.ensure_future(self.run_reported(c, offered, emit)) for c in calls]
+        try:
+            return tuple(await asyncio.gather(*tasks))
+        except CallbackRaised:
+            # A hook or policy raised: the run fails, so the other calls stop (and have
+            # stopped before it does).
+            for task in tasks:
+                task.cancel()
+            await asyncio.wait(tasks)
+            raise
+
+    async def run_reported(
+        self, call: ToolCall, offered: dict[str, Tool[Any]] | None, emit: Callable[[AgentEvent], None]
+    ) -> ToolCallOutcome:
+        """`run_one`, then the observer is told of the result before the batch goes on.
+
+        A durable runner stores the result right then: a crash while a slower sibling still
+        runs loses only the calls still running.
+        """
+        outcome = await self.run_one(call, offered, emit)
+        observer = self.observer
+        if observer is not None:
+            await observer.tool_returned(ToolOutputItem(item=outcome.to_result(), metadata=outcome.metadata))
+        return outcome
+
+    async def run_one(
+        self, call: ToolCall, offered: dict[str, Tool[Any]] | None, emit: Callable[[AgentEvent], None]
+    ) -> ToolCallOutcome:
+        """One call through every layer; what comes out (errors included) is redacted last."""
+        trace = self.trace
+        span = trace.start_tool(call) if trace is not None else None
+        try:
+            outcome = await self._layers(call, offered, emit, span)
+        except CallbackRaised as exc:
+            if trace is not None and span is not None:
+                trace.end_tool(span, _outcome(call, f"Error: {exc}", "error"))
+            raise
+        redactor = self.redactor
+        if redactor is not None:
+            content = _redact_parts(redactor, outcome.content)
+            if content is not outcome.content:
+                outcome = replace(outcome, content=content)
+            if outcome.metadata is not None:  # a UI shows it, a session stores it: scrubbed the same
+                outcome = replace(outcome, metadata=_redact_json(redactor, outcome.metadata))
+        if trace is not None and span is not None:
+            trace.end_tool(span, outcome)
+        return outcome
+
+    async def _layers(
+        self,
+        call: ToolCall,
+        offered: dict[str, Tool[Any]] | None,
+        emit: Callable[[AgentEvent], None],
+        span: Span | None,
+    ) -> ToolCallOutcome:
+        """Hooks, permissions, the tool, hooks again. Failures become results the model reads."""
+        tools = self.tools if offered is None else offered
+        tool = tools.get(call.name)
+        if tool is None:
+            known = ", ".join(sorted(tools)) or "none"
+            if offered is not None and call.name in self.tools:
+                message = f"Error: the tool {call.name!r} is not available now (available: {known})."
+            else:
+                message = f"Error: there is no tool named {call.name!r} (available: {known})."
+            return _outcome(call, message, "error")
+        args, refused = await self._admitted(call, tool, emit)
+        if refused is not None:
+            return refused
+        tool_ctx = ToolContext(
+            self.ctx,
+            call_id=call.call_id,
+            tool_name=call.name,
+            max_agent_depth=self.max_agent_depth,
+            span=span,
+        )
+        ran = await self._invoke(call, tool, tool_ctx, args, emit, span)
+        used = tool_ctx._usage  # pyright: ignore[reportPrivateUsage]  (what the tool's models spent)
+        if isinstance(ran, ToolCallOutcome):
+            return ran if used is None else replace(ran, usage=used)
+        content = ran.to_parts()
+        if self.fire is not None:
+            # A hook's replacement is what the model reads; the metadata still tells what the tool did.
+            content = await self._post_tool_use(self.fire, call, content)
+        return ToolCallOutcome(
+            call_id=call.call_id, name=call.name, content=content, metadata=ran.metadata, usage=used
+        )
+
+    async def _admitted(
+        self, call: ToolCall, tool: Tool[Any], emit: Callable[[AgentEvent], None]
+    ) -> tuple[JsonValue, ToolCallOutcome | None]:
+        """The arguments the tool runs with, or the outcome of a call refused before it runs.
+
+        Refused: arguments cut at a limit, a PreToolUse hook's deny, the permission pipeline's
+        refusal. A hook may rewrite the arguments, which the pipeline then checks.
+        """
+        args = call.args
+        if type(args) is str:  # not JSON, or cut at a limit (then nothing else sees it)
+            too_long = over_limit_message(args)
+            if too_long is not None:
+                return args, _outcome(call, too_long, "invalid_args")
+        if self.fire is not None:
+            event = HookEvent(
+                "pre_tool_use", agent=self.agent_name, tool=call.name, call_id=call.call_id, args=args
+            )
+            decision = await self.fire(event)
+            if decision.kind == "deny":
+                return args, _outcome(call, f"Error: a hook blocked the call: {decision.reason}", "error")
+            if decision.kind == "replace_input":
+                args = decision.value
+        if self.governed:
+            # Rules match what the tool is, under any name it is offered by (toolsets.py says why).
+            ask = getattr(tool, "approval_prompt", None)
+            verdict = await authorize(
+                self.ctx,
+                own_name(tool),
+                args,
+                tool.effect,
+                call_id=call.call_id,
+                emit=emit,
+                ask=ask if isinstance(ask, str) else None,
+            )
+            if not verdict.allowed:
+                self._denied(call, verdict.reason, emit)
+                return args, _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
+            args = verdict.args
+        return args, None
+
+    async def _invoke(
+        self,
+        call: ToolCall,
+        tool: Tool[Any],
+        tool_ctx: ToolContext[Any],
+        args: JsonValue,
+        emit: Callable[[AgentEvent], None],
+        span: Span | None,
+    ) -> ToolOutput | ToolCallOutcome:
+        """What the tool returned, or the outcome of its failure."""
+        # The tool's own spans (an HTTP client's, say) nest under execute_tool: the span is
+        # current while the tool runs, in this task only.
+        token = attach(span) if span is not None else None
+        try:
+            return await tool.invoke(tool_ctx, args)
+        except InvalidArgs as exc:
+            message = f"Error: {exc}. Fix the arguments to match the tool's schema and call it again."
+            return _retry(call, tool, message, "invalid_args")
+        except ModelRetry as exc:
+            return _retry(call, tool, f"Error: {exc.message}", "retry")
+        except TimedOut as exc:
+            timed_out = (
+                f"Error: the tool {call.name!r} timed out after {exc.seconds:g}s"  # the name it was called
+            )
+            if exc.behavior == "fail_run":
+                return _outcome(call, f"{timed_out} (timeout_behavior='fail_run')", "fatal")
+            return _outcome(call, f"{timed_out}. Try again, or go on without it.", "error")
+        except Denied as exc:
+            # A refusal (a path outside the sandbox, say) is data for the model, streamed
+            # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
+            self._denied(call, exc.reason, emit)
+            return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
+        except CallbackRaised:
+            raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
+        except Exception as exc:
+            return _outcome(call, f"Error: {type(exc).__name__}: {exc}", "error")
+        finally:
+            if token is not None:
+                detach(token)
+
+    async def _post_tool_use(
+        self,
+        fire: Callable[[HookEvent], Awaitable[HookDecision]],
+        call: ToolCall,
+        content: tuple[ContentPart, ...],
+    ) -> tuple[ContentPart, ...]:
+        """The content after the PostToolUse hooks (one may replace it)."""
+        decision = await fire(
+            HookEvent(
+                "post_tool_use",
+                agent=self.agent_name,
+                tool=call.name,
+                call_id=call.call_id,
+                output="".join(p.text for p in content if isinstance(p, TextPart)),
+            )
+        )
+        if decision.kind == "replace_output":
+            value = decision.value
+            text = value if isinstance(value, str) else json.dumps(value, separators=(",", ":"))
+            return (TextPart(text=text),)
+        return content
+
+    def _denied(self, call: ToolCall, reason: str, emit: Callable[[AgentEvent], None]) -> None:
+        """Stream `PermissionDenied`: its reason redacted as the result the model reads is."""
+        redactor = self.redactor
+        if redactor is not None:
+            reason = redactor.redact(reason)
+        emit(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
+
+
+def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:
+    """`parts` with secrets scrubbed from their text; the same tuple when nothing changed."""
+    out: list[ContentPart] = []
+    changed = False
+    for part in parts:
+        if type(part) is TextPart:
+            text = redactor.redact(part.text)
+            if text != part.text:
+                part = TextPart(text=text)
+                changed = True
+        out.append(part)
+    return tuple(out) if changed else parts
+
+
+def _redact_json(redactor: Redactor, value: JsonValue) -> Any:
+    """`value` with secrets scrubbed from every string in it (keys included)."""
+    if isinstance(value, str):
+        return redactor.redact(value)
+    if isinstance(value, dict):
+        return {redactor.redact(k): _redact_json(redactor, v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_json(redactor, v) for v in cast("list[JsonValue]", value)]
+    return value
+
+
+def _outcome(call: ToolCall, message: str, status: ToolStatus) -> ToolCallOutcome:
+    return ToolCallOutcome(
+        call_id=call.call_id, name=call.name, content=(TextPart(text=message),), status=status
+    )
+
+
+def _retry(call: ToolCall, tool: Tool[Any], message: str, status: ToolStatus) -> ToolCallOutcome:
+    """An outcome that sends the model back to correct the call, as often as the tool allows."""
+    bound = getattr(tool, "max_retries", 1)
+    return ToolCallOutcome(
+        call_id=call.call_id,
+        name=call.name,
+        content=(TextPart(text=message),),
+        status=status,
+        max_retries=bound if isinstance(bound, int) else 1,
+    )
