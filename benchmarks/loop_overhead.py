@@ -142,6 +142,97 @@ def build_bare() -> Bench:
     return Bench(run_once, run_once_streamed)
 
 
+def build_floor() -> Bench:
+    """The hand-written floor: the work any agent loop must do for this run, written by hand.
+
+    What ``bare-asyncio`` skips and a real loop cannot: typed messages and events, the model's
+    answer streamed as deltas and joined, tool arguments arriving as a JSON string validated
+    against the tool's schema (pydantic, as every framework here does), a permission check,
+    the tool's output scrubbed of secrets (one regex), usage summed, the events handed to the
+    caller (collected, or yielded one by one when streamed). No hooks, tracing, sessions,
+    limits or cancellation: a framework's overhead is measured against this (issue 28: a
+    helikon run within 6x of it).
+    """
+    import re
+
+    from pydantic import BaseModel
+
+    @dataclass(frozen=True, slots=True)
+    class Msg:
+        role: str
+        text: str = ""
+        call: tuple[str, str, str] | None = None  # (id, name, JSON args)
+
+    @dataclass(frozen=True, slots=True)
+    class Event:
+        kind: str
+        data: Any = None
+
+    class WeatherArgs(BaseModel):
+        city: str
+
+    secret = re.compile(r"sk-[A-Za-z0-9]{20,}")
+    allowed = frozenset({"get_weather"})
+
+    async def get_weather(city: str) -> str:
+        return _count_tool_call()
+
+    async def model(messages: list[Msg]) -> AsyncIterator[Event]:
+        if messages[-1].role == "tool":
+            yield Event("delta", EXPECTED)
+            yield Event("done", (Msg("assistant", EXPECTED), 12))
+        else:
+            call = ("call_1", "get_weather", json.dumps(TOOL_ARGS))
+            yield Event("call_delta", call)
+            yield Event("done", (Msg("assistant", call=call), 10))
+
+    async def events() -> AsyncIterator[Event]:
+        messages = [Msg("system", INSTRUCTIONS), Msg("user", PROMPT)]
+        usage = 0
+        yield Event("run_started")
+        while True:
+            yield Event("turn_started")
+            answer: Msg | None = None
+            async for event in model(messages):
+                if event.kind == "done":
+                    answer, tokens = event.data
+                    usage += tokens
+                else:
+                    yield event
+            assert answer is not None
+            messages.append(answer)
+            yield Event("message", answer)
+            if answer.call is None:
+                yield Event("run_completed", usage)
+                return
+            call_id, name, raw = answer.call
+            if name not in allowed:
+                output = f"Error: {name} is not allowed"
+            else:
+                args = WeatherArgs.model_validate_json(raw)
+                output = secret.sub("[redacted]", await get_weather(args.city))
+            result = Msg("tool", output, (call_id, name, ""))
+            messages.append(result)
+            yield Event("tool_output", result)
+
+    async def run_once() -> str:
+        text = ""
+        collected = [event async for event in events()]
+        for event in collected:
+            if event.kind == "message" and event.data.call is None:
+                text = event.data.text
+        return text
+
+    async def run_once_streamed() -> str:
+        text = ""
+        async for event in events():
+            if event.kind == "message" and event.data.call is None:
+                text = event.data.text
+        return text
+
+    return Bench(run_once, run_once_streamed)
+
+
 # ============================== HELIKON ==============================
 def build_helikon() -> Bench:
     """helikon, via its public API and its own ``helikon.testing.FunctionModel``."""
@@ -621,6 +712,7 @@ FRAMEWORKS: dict[str, Framework] = {
     f.name: f
     for f in (
         Framework("bare-asyncio", (), "import asyncio", build_bare),
+        Framework("floor", ("pydantic",), "import asyncio, re, pydantic", build_floor),
         Framework("helikon", ("paigasus-helikon",), "import helikon; import helikon.testing", build_helikon),
         Framework(
             "helikon+otel",
@@ -874,6 +966,13 @@ def report(results: list[dict[str, Any]]) -> str:
             "times/RSS/import: peer / helikon; throughput: helikon / peer):",
             _table(headers, rows),
         ]
+    floor = next((r for r in done if r["name"] == "floor"), None)
+    if ref is not None and floor is not None:
+        worst = max(ref["seq_us"] / floor["seq_us"], ref["stream_us"] / floor["stream_us"])
+        lines.append(
+            f"\nhelikon / the hand-written floor: seq {ref['seq_us'] / floor['seq_us']:.1f}x, streamed "
+            f"{ref['stream_us'] / floor['stream_us']:.1f}x; target <= 6x: {'MET' if worst <= 6 else 'NOT MET'}"
+        )
     traced = next((r for r in done if r["name"] == "helikon+otel"), None)
     if traced is not None and "paired_seq_on_ratio" in traced:
         lines += _tracing_report(traced, ref)

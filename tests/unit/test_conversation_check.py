@@ -423,3 +423,27 @@ async def test_a_model_numbering_its_calls_per_turn_costs_each_run_its_new_turn(
     assert full_repairs == []
     assert max(looked_at) <= 4  # the new turn: the call, its result (and the user's message)
     assert is_provider_valid(sent) and len({m.call_id for m in sent if isinstance(m, ToolCall)}) == 40
+
+
+def test_a_check_remembers_its_own_conversation_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from helikon.core import conversation_check
+    from helikon.core.conversation_check import ConversationCheck
+
+    scanned: list[int] = []
+    scan = conversation_check._scan  # pyright: ignore[reportPrivateUsage]
+
+    def counted_scan(items: Any, seen: Any) -> Any:
+        scanned.append(len(items))
+        return scan(items, seen)
+
+    monkeypatch.setattr(conversation_check, "_scan", counted_scan)
+    first = [UserMessage.from_text("hi"), AssistantMessage.from_text("hello")]
+    longer = [*first, UserMessage.from_text("and now?")]
+    check = ConversationCheck()
+    assert check.ensure_provider_valid(first) is first
+    assert check.ensure_provider_valid(longer) is longer
+    assert scanned == [2, 1]  # the continuation: its new item only
+    scanned.clear()
+    assert ConversationCheck().ensure_provider_valid(longer) is longer
+    assert ensure_provider_valid(longer) is longer
+    assert scanned == [3, 3]  # another check (and the plain function) starts from nothing

@@ -29,7 +29,7 @@ from ._reply import Reply
 from ._tool_runner import ToolRunner
 from ._tracing import RunTrace, TracedSink, tracing_possible
 from .context import RunConfig, RunContext
-from .conversation_check import valid_request
+from .conversation_check import ConversationCheck
 from .events import (
     AgentError,
     AgentEvent,
@@ -102,6 +102,7 @@ class _Run:
     __slots__ = (
         "agent",
         "cancelled",
+        "check",
         "config",
         "ctx",
         "fired",
@@ -142,6 +143,9 @@ class _Run:
         self.output_guarded = bool(agent.output_guardrails)
         self.state: LoopState | None = None  # None until RunStarted is out
         self.tools: ToolRunner | None = None  # made at the first tool call
+        # Each request's conversation, looked at from the last one found valid: the session's
+        # (carried by a runner's context), else this run's own.
+        self.check = ctx._check or ConversationCheck()  # pyright: ignore[reportPrivateUsage]
         # Cancellation: `on_cancel` interrupts `task` only while it is `waiting` on the model or
         # the tools, or `holding` on other user code (a hook, a guardrail, the instructions).
         self.task: asyncio.Task[Any] | None = None
@@ -445,7 +449,7 @@ class _Run:
             request, injected = sending
             # What a provider would refuse with a 400 (a call without its result after a crash,
             # a cut handoff transcript, ...) is repaired; a valid request passes as it is.
-            valid = valid_request(request)
+            valid = self.check.valid_request(request)
             capture(self.agent, self.model, valid)  # for helikon.testing.capture_requests, when one is open
             reply = Reply()
             span = self.trace.start_chat(valid) if self.trace is not None else None

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .governance.compiled import CompiledRules
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardRule
+    from .conversation_check import ConversationCheck
     from .observer import RunObserver
     from .session import Session
     from .tools import PrepareTools
@@ -312,6 +313,7 @@ class RunContext(Generic[Ctx]):
         "_actions",
         "_agent_depth",
         "_cancel",
+        "_check",
         "_governance",
         "_hooks",
         "_meter",
@@ -345,6 +347,9 @@ class RunContext(Generic[Ctx]):
         self._trace_parent: object = None
         self._observer: RunObserver | None = None
         self._meter: UsageMeter | None = None  # set by a run with usage limits, for the runs it starts
+        # The conversation check of the session a runner runs this on: the session's runs
+        # then look at their new turns only (see ConversationCheck).
+        self._check: ConversationCheck | None = None
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -512,6 +517,13 @@ class RunContext(Generic[Ctx]):
         new._observer = observer
         return new
 
+    def _in_turn(self, observer: RunObserver, check: ConversationCheck) -> RunContext[Ctx]:
+        """The context of a run a session runner records (`observer`), checking its session's conversation."""
+        new = self._copy()
+        new._observer = observer
+        new._check = check
+        return new
+
     def with_cancel(self, cancel: CancellationToken) -> RunContext[Ctx]:
         """Use `cancel` as the run's token."""
         new = self._copy()
@@ -610,6 +622,7 @@ class RunContext(Generic[Ctx]):
         new._agent_depth = self._agent_depth + 1
         new._cancel = self._cancel.child_token()
         new._observer = None  # its turns are not this run's to record
+        new._check = None  # nor its conversation
         return new
 
 

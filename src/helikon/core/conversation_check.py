@@ -135,69 +135,124 @@ class _Checked:
         self.seen = seen
 
 
-_last: _Checked | None = None
-"""One conversation, so that the next check of it (one turn longer) looks only at the new items."""
+class ConversationCheck:
+    """Checks (and repairs) one conversation as it grows: what a run holds for its model calls.
 
+    A conversation checked before every model call grows by a turn at a time: the check
+    remembers the last conversation it found valid (and its valid form), and when the next
+    one begins with it (the same items, compared by identity first) looks only at what
+    follows, so a long conversation costs its new turn. Its memory is one conversation and
+    lives as long as the check: the run's.
 
-def _take_continued(items: Sequence[Item]) -> _Checked | None:
-    """The last conversation checked, if `items` begins with it; the cache is emptied either way.
+    Example:
+        ```python
+        from helikon.core.conversation_check import ConversationCheck
+        from helikon.core.items import AssistantMessage, UserMessage
 
-    Taken out while in use: a concurrent check (another thread) starts from nothing.
+        check = ConversationCheck()
+        first = [UserMessage.from_text("hi"), AssistantMessage.from_text("hello")]
+        assert check.ensure_provider_valid(first) is first
+        longer = [*first, UserMessage.from_text("and now?")]
+        assert check.ensure_provider_valid(longer) is longer  # only the new item was looked at
+        ```
     """
-    global _last
-    cached, _last = _last, None
-    if cached is None:
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: _Checked | None = None
+
+    def _take_continued(self, items: Sequence[Item]) -> _Checked | None:
+        """The last conversation checked, if `items` begins with it; forgotten either way.
+
+        Taken out while in use: a check made meanwhile (from another task) starts from nothing.
+        """
+        cached, self._last = self._last, None
+        if cached is None:
+            return None
+        known = cached.items
+        size = len(known)
+        if size and len(items) >= size and tuple(items[:size]) == known:  # identity first, item by item
+            return cached
         return None
-    known = cached.items
-    size = len(known)
-    if size and len(items) >= size and tuple(items[:size]) == known:  # identity first, item by item
-        return cached
-    return None
+
+    def is_provider_valid(self, items: Sequence[Item]) -> bool:
+        """Whether `items` is provider-valid (no repair needed): its new items only, when it continues the last."""
+        cached = self._take_continued(items)
+        if cached is not None and cached.valid is not cached.items:
+            cached = None  # that one needed repairs: so does any continuation of it
+        start = 0 if cached is None else len(cached.items)
+        seen: set[str] = set() if cached is None else cached.seen
+        if _scan(items[start:] if start else items, seen):
+            known = tuple(items)
+            self._last = _Checked(known, known, seen)
+            return True
+        return False
+
+    def _continued_valid(self, items: Sequence[Item]) -> Sequence[Item] | None:
+        """`items` made provider-valid from the last conversation checked, when only its new calls need new ids.
+
+        The common repair, a model that numbers its calls per response (`call_0` every turn),
+        so costs the new turn, not the conversation. None: the caller checks the whole.
+        """
+        cached = self._take_continued(items)
+        if cached is None:
+            return None
+        size = len(cached.items)
+        tail = items[size:]
+        renamed, _ = _distinct_ids(tail, cached.seen, size)
+        seen = cached.seen
+        if not _scan(renamed, seen):
+            return None
+        known = tuple(items)
+        if renamed is tail and cached.valid is cached.items:
+            self._last = _Checked(known, known, seen)
+            return items
+        valid = (*cached.valid, *renamed)
+        self._last = _Checked(known, valid, seen)
+        return valid
+
+    def ensure_provider_valid(self, items: Sequence[Item], *, strict: bool = False) -> Sequence[Item]:
+        """`items` itself when provider-valid; else the repaired conversation.
+
+        When `items` begins with the last conversation checked and its new turn needs at most
+        fresh call ids, only that turn is looked at (renames are keyed on a call's place, so
+        the earlier turns come out as they did before).
+
+        Raises:
+            InvalidConversationError: with `strict`, instead of repairing.
+        """
+        if not strict:
+            continued = self._continued_valid(items)
+            if continued is not None:
+                return continued
+        if self.is_provider_valid(items):
+            return items
+        fixed, repairs = repair_conversation(items)
+        if not repairs:
+            return items
+        if strict:
+            raise InvalidConversationError(repairs)
+        # A renamed id loses nothing (a model or provider that numbers calls per response does
+        # it every turn): only the other repairs are worth a warning.
+        lossy = [r for r in repairs if r.kind != "renamed_call"]
+        if lossy:
+            _warn(lossy)
+        seen: set[str] = set()
+        if _scan(fixed, seen):  # the next turn of this conversation starts from its valid form
+            self._last = _Checked(tuple(items), tuple(fixed), seen)
+        return fixed
+
+    def valid_request(self, request: ModelRequest) -> ModelRequest:
+        """`request` with its messages made provider-valid (the same object when they already are)."""
+        messages = request.messages
+        fixed = self.ensure_provider_valid(messages)
+        return request if fixed is messages else replace(request, messages=fixed)
 
 
 def is_provider_valid(items: Sequence[Item]) -> bool:
-    """Whether `items` is provider-valid (no repair needed). O(n), allocation-light.
-
-    A conversation checked before every model call grows by a turn at a time: when `items`
-    begins with the last conversation found valid (the same items, compared by identity
-    first), only what follows is scanned, so a long conversation costs its new turn.
-    """
-    global _last
-    cached = _take_continued(items)
-    if cached is not None and cached.valid is not cached.items:
-        cached = None  # that one needed repairs: so does any continuation of it
-    start = 0 if cached is None else len(cached.items)
-    seen: set[str] = set() if cached is None else cached.seen
-    if _scan(items[start:] if start else items, seen):
-        known = tuple(items)
-        _last = _Checked(known, known, seen)
-        return True
-    return False
-
-
-def _continued_valid(items: Sequence[Item]) -> Sequence[Item] | None:
-    """`items` made provider-valid from the last conversation checked, when only its new calls need new ids.
-
-    The common repair, a model that numbers its calls per response (`call_0` every turn),
-    so costs the new turn, not the conversation. None: the caller checks the whole.
-    """
-    global _last
-    cached = _take_continued(items)
-    if cached is None:
-        return None
-    size = len(cached.items)
-    tail = items[size:]
-    renamed, _ = _distinct_ids(tail, cached.seen, size)
-    seen = cached.seen
-    if not _scan(renamed, seen):
-        return None
-    known = tuple(items)
-    if renamed is tail and cached.valid is cached.items:
-        _last = _Checked(known, known, seen)
-        return items
-    valid = (*cached.valid, *renamed)
-    _last = _Checked(known, valid, seen)
-    return valid
+    """Whether `items` is provider-valid (no repair needed). O(n), allocation-light."""
+    return ConversationCheck().is_provider_valid(items)
 
 
 def _scan(items: Sequence[Item], seen: set[str]) -> bool:
@@ -331,49 +386,17 @@ class _DistinctIds:
 
 
 def ensure_provider_valid(items: Sequence[Item], *, strict: bool = False) -> Sequence[Item]:
-    """`items` itself when provider-valid; else the repaired conversation.
-
-    A conversation repaired before every model call grows by a turn at a time: when `items`
-    begins with the last one checked and its new turn needs at most fresh call ids, only
-    that turn is looked at (renames are keyed on a call's place, so the earlier turns come
-    out as they did before).
+    """`items` itself when provider-valid; else the repaired conversation (see `ConversationCheck`).
 
     Raises:
         InvalidConversationError: with `strict`, instead of repairing.
     """
-    if not strict:
-        continued = _continued_valid(items)
-        if continued is not None:
-            return continued
-    if is_provider_valid(items):
-        return items
-    fixed, repairs = repair_conversation(items)
-    if not repairs:
-        return items
-    if strict:
-        raise InvalidConversationError(repairs)
-    # A renamed id loses nothing (a model or provider that numbers calls per response does
-    # it every turn): only the other repairs are worth a warning.
-    lossy = [r for r in repairs if r.kind != "renamed_call"]
-    if lossy:
-        _warn(lossy)
-    _remember_repaired(items, fixed)
-    return fixed
-
-
-def _remember_repaired(items: Sequence[Item], fixed: list[Item]) -> None:
-    """Keep `fixed` as the valid form of `items`: the next turn of this conversation starts from it."""
-    global _last
-    seen: set[str] = set()
-    if _scan(fixed, seen):
-        _last = _Checked(tuple(items), tuple(fixed), seen)
+    return ConversationCheck().ensure_provider_valid(items, strict=strict)
 
 
 def valid_request(request: ModelRequest) -> ModelRequest:
     """`request` with its messages made provider-valid (the same object when they already are)."""
-    messages = request.messages
-    fixed = ensure_provider_valid(messages)
-    return request if fixed is messages else replace(request, messages=fixed)
+    return ConversationCheck().valid_request(request)
 
 
 def _warn(repairs: Sequence[Repair]) -> None:
@@ -529,6 +552,7 @@ class _Repairer:
 
 __all__ = [
     "UNKNOWN_OUTCOME",
+    "ConversationCheck",
     "InvalidConversationError",
     "Repair",
     "RepairKind",

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 from .._sink import drive_agent
 from ..cancel import CancellationToken, cancelled_within
 from ..context import RunConfig, RunContext
+from ..conversation_check import ConversationCheck
 from ..events import (
     AgentError,
     AgentEvent,
@@ -170,7 +171,9 @@ class SessionRunner(Generic[Ctx]):
                 await sink.put(RunFailed(error=ready))
                 return
             snapshot, recorder, writer = ready
-            run_ctx = run_ctx.with_observer(RunRecording(recorder, writer, durable))
+            known = self._headers.get(key)  # (None only if a crowd of sessions pushed it out)
+            check = known.check if known is not None else ConversationCheck()  # the session's, across runs
+            run_ctx = run_ctx._in_turn(RunRecording(recorder, writer, durable), check)  # pyright: ignore[reportPrivateUsage]
             recording = _Recording(sink, recorder, writer if durable else None, agent.name)
             settled = False
             self._running.add(run_id)
@@ -595,7 +598,7 @@ class _Turns:
 class _HeaderState:
     """What a runner knows of one session: its latest request header, up to which seq, a turn left open."""
 
-    __slots__ = ("header", "last_ts", "open_turn", "seq", "session")
+    __slots__ = ("check", "header", "last_ts", "open_turn", "seq", "session")
 
     def __init__(self, session: object) -> None:
         self.session = session  # the session object, or the store its objects share
@@ -603,6 +606,8 @@ class _HeaderState:
         self.header: RequestHeader | None = None
         self.open_turn: tuple[int, str] | None = None  # (seq, run id) of a TurnOpened not yet closed
         self.last_ts: datetime | None = None  # the time of the latest event read
+        # The session's conversation as last checked: its runs look at their new turns only.
+        self.check = ConversationCheck()
 
 
 __all__ = [
