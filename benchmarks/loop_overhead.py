@@ -177,6 +177,13 @@ def build_floor() -> Bench:
     async def get_weather(city: str) -> str:
         return _count_tool_call()
 
+    async def run_tool(call: tuple[str, str, str]) -> Msg:
+        call_id, name, raw = call
+        if name not in allowed:
+            return Msg("tool", f"Error: {name} is not allowed", (call_id, name, ""))
+        args = WeatherArgs.model_validate_json(raw)
+        return Msg("tool", secret.sub("[redacted]", await get_weather(args.city)), (call_id, name, ""))
+
     async def model(messages: list[Msg]) -> AsyncIterator[Event]:
         if messages[-1].role == "tool":
             yield Event("delta", EXPECTED)
@@ -205,13 +212,7 @@ def build_floor() -> Bench:
             if answer.call is None:
                 yield Event("run_completed", usage)
                 return
-            call_id, name, raw = answer.call
-            if name not in allowed:
-                output = f"Error: {name} is not allowed"
-            else:
-                args = WeatherArgs.model_validate_json(raw)
-                output = secret.sub("[redacted]", await get_weather(args.city))
-            result = Msg("tool", output, (call_id, name, ""))
+            result = await run_tool(answer.call)
             messages.append(result)
             yield Event("tool_output", result)
 
@@ -971,7 +972,8 @@ def report(results: list[dict[str, Any]]) -> str:
         worst = max(ref["seq_us"] / floor["seq_us"], ref["stream_us"] / floor["stream_us"])
         lines.append(
             f"\nhelikon / the hand-written floor: seq {ref['seq_us'] / floor['seq_us']:.1f}x, streamed "
-            f"{ref['stream_us'] / floor['stream_us']:.1f}x; target <= 6x: {'MET' if worst <= 6 else 'NOT MET'}"
+            f"{ref['stream_us'] / floor['stream_us']:.1f}x; target <= 6x: "
+            f"{'MET' if worst <= 6 else 'NOT MET'}"
         )
     traced = next((r for r in done if r["name"] == "helikon+otel"), None)
     if traced is not None and "paired_seq_on_ratio" in traced:

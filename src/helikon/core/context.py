@@ -31,11 +31,11 @@ from .session.memory import MemorySession
 from .usage import UsageLimits
 
 if TYPE_CHECKING:
+    from .conversation_check import ConversationCheck
     from .events import TokenUsage
     from .governance.compiled import CompiledRules
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardRule
-    from .conversation_check import ConversationCheck
     from .observer import RunObserver
     from .session import Session
     from .tools import PrepareTools

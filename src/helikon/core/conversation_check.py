@@ -177,7 +177,7 @@ class ConversationCheck:
         return None
 
     def is_provider_valid(self, items: Sequence[Item]) -> bool:
-        """Whether `items` is provider-valid (no repair needed): its new items only, when it continues the last."""
+        """Whether `items` is provider-valid (no repair needed); when it continues the last, its new items only."""
         cached = self._take_continued(items)
         if cached is not None and cached.valid is not cached.items:
             cached = None  # that one needed repairs: so does any continuation of it
@@ -190,7 +190,7 @@ class ConversationCheck:
         return False
 
     def _continued_valid(self, items: Sequence[Item]) -> Sequence[Item] | None:
-        """`items` made provider-valid from the last conversation checked, when only its new calls need new ids.
+        """`items` made provider-valid from the last conversation checked (its new calls given fresh ids).
 
         The common repair, a model that numbers its calls per response (`call_0` every turn),
         so costs the new turn, not the conversation. None: the caller checks the whole.
