@@ -177,7 +177,7 @@ class ConversationCheck:
         return None
 
     def is_provider_valid(self, items: Sequence[Item]) -> bool:
-        """Whether `items` is provider-valid (no repair needed); when it continues the last, its new items only."""
+        """Whether `items` is provider-valid (no repair needed); a continuation: its new items only."""
         cached = self._take_continued(items)
         if cached is not None and cached.valid is not cached.items:
             cached = None  # that one needed repairs: so does any continuation of it
