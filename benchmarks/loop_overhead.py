@@ -299,7 +299,7 @@ def build_helikon_traced() -> Bench:
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from helikon.core._tracing import use_tracer_provider
+    from helikon.core.run.tracing import use_tracer_provider
 
     exporter = InMemorySpanExporter()
     provider = TracerProvider()

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from helikon import LlmAgent, RunContext, SessionMetadata, UserError
-from helikon.core._sync import run_coroutine
+from helikon.core._internal.sync import run_coroutine
 from helikon.core.items import ToolCall
 from helikon.core.session import ConversationSnapshot, CustomEvent, Session, SharedLog, check_session
 from helikon.runtime import AsyncioRunner

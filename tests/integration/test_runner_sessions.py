@@ -20,9 +20,9 @@ import asyncpg
 import pytest
 
 from helikon import LlmAgent, ModelRequest, PersistFailed, RunCompleted, RunContext, tool
-from helikon.core._tool_args import DEPTH_CUT
 from helikon.core.exceptions import RunError
 from helikon.core.items import TextPart
+from helikon.core.run.tool_args import DEPTH_CUT
 from helikon.core.session import (
     Session,
     SessionEvent,

@@ -1,7 +1,7 @@
 # pyright: reportUnnecessaryTypeIgnoreComment=true, reportUnknownMemberType=false, reportUnknownVariableType=false
 """Static checks: a peer's name that gets a hint at run time is still a type error.
 
-The hints (`helikon.core._peer_hints`) are runtime messages only: each line below must keep
+The hints (`helikon.core._internal.peer_hints`) are runtime messages only: each line below must keep
 its error, or its `ignore` comment is unnecessary and pyright fails this file. The
 protocols keep their structural typing.
 """

@@ -23,10 +23,15 @@ LAZY = helikon.core._LAZY  # pyright: ignore[reportPrivateUsage]
 
 
 def _relative_imports(body: list[ast.stmt]) -> dict[str, list[str]]:
-    """The `from .x import a, b` statements in `body`: module -> names (`from . import _moved` aside)."""
+    """The `from .x import a, b` statements in `body`: module -> names (the moved paths' finder aside)."""
     imports: dict[str, list[str]] = {}
     for node in body:
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+        if (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 1
+            and node.module
+            and node.module != "_internal"
+        ):
             assert all(alias.asname is None for alias in node.names), ast.unparse(node)
             imports.setdefault("." + node.module, []).extend(alias.name for alias in node.names)
     return imports

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import helikon
-from helikon.core._moved import MOVED as CORE_MOVED
-from helikon.core._moved import MovedModules
+from helikon.core._internal.moved import MOVED as CORE_MOVED
+from helikon.core._internal.moved import MovedModules
 from helikon.sessions._moved import MOVED as SESSIONS_MOVED
 from helikon.tools._moved import MOVED as TOOLS_MOVED
 

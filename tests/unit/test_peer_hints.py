@@ -20,7 +20,7 @@ import pytest
 
 import helikon
 from helikon import Agent, LlmAgent, Runner, RunResult, RunStream
-from helikon.core._peer_hints import PEERS_PAGE
+from helikon.core._internal.peer_hints import PEERS_PAGE
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn
 

@@ -24,7 +24,7 @@ from helikon import (
     SwarmAgent,
     UserError,
 )
-from helikon.core._sync import run_coroutine
+from helikon.core._internal.sync import run_coroutine
 from helikon.core.session import (
     AssistantMessageEvent,
     HandoffOccurred,

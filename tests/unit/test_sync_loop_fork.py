@@ -16,7 +16,7 @@ import textwrap
 SCRIPT = textwrap.dedent(
     """
     import asyncio, subprocess, threading
-    from helikon.core._sync import run_coroutine
+    from helikon.core._internal.sync import run_coroutine
 
     async def from_a_thread():
         return await asyncio.to_thread(lambda: "woke")

@@ -19,8 +19,8 @@ from helikon import (
     ToolOutputItem,
     tool,
 )
-from helikon.core._tool_args import nested_deeper, parse_args
 from helikon.core.items import ToolCall, ToolResult
+from helikon.core.run.tool_args import nested_deeper, parse_args
 from helikon.core.session import ToolCalled, ToolReturned
 from helikon.core.tools import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH
 from helikon.runtime import AsyncioRunner

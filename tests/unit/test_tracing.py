@@ -15,8 +15,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from helikon import AgentAsTool, LlmAgent, RunContext, RunError, TracerHandle, tool
-from helikon.core import _tracing
 from helikon.core.model import Usage
+from helikon.core.run import tracing as _tracing
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
 
@@ -224,7 +224,7 @@ def test_without_the_sdk_nothing_is_recorded_and_nothing_breaks() -> None:
 
         sys.meta_path.insert(0, NoSdk())
         from helikon import LlmAgent, tool
-        from helikon.core import _tracing
+        from helikon.core.run import tracing as _tracing
         from helikon.testing import MockModel, text_turn, tool_call_turn
 
         @tool
@@ -256,7 +256,7 @@ def test_a_global_tracer_provider_records_runs_through_its_own_tracer() -> None:
         from opentelemetry.sdk.trace.export import SimpleSpanProcessor
         from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
         from helikon import LlmAgent, tool
-        from helikon.core import _tracing
+        from helikon.core.run import tracing as _tracing
         from helikon.testing import MockModel, text_turn, tool_call_turn
 
         @tool

@@ -12,7 +12,7 @@ and `helikon/__init__.py` re-exports it.
 import importlib
 import typing
 
-from ._json import JsonObject, JsonValue
+from ._internal.json_value import JsonObject, JsonValue
 from .agent import Agent, Instructions, LlmAgent
 from .agent_builder import LlmAgentBuilder
 from .cancel import CancellationToken
@@ -195,7 +195,7 @@ _LAZY = {
     ".governance.permissions": "PermissionVerdict",
     ".governance.redaction": "Redactor",
     # The tracing module brings opentelemetry's API; a run loads it on its first step.
-    "._tracing": "use_tracer_provider",
+    ".run.tracing": "use_tracer_provider",
 }
 """Module -> the names exported from it, for the modules loaded on the first access to one of them."""
 
@@ -416,10 +416,10 @@ def __dir__() -> list[str]:
 
 # What type checkers read of the lazy names (a test keeps these imports identical to `_LAZY`).
 if typing.TYPE_CHECKING:
-    from ._tracing import use_tracer_provider
     from .governance.permissions import PermissionVerdict
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+    from .run.tracing import use_tracer_provider
     from .workflows import (
         GraphAgent,
         GraphBuilder,
@@ -431,6 +431,7 @@ if typing.TYPE_CHECKING:
     from .workflows.agent_tool import AgentAsTool
     from .workflows.swarm import SwarmAgent, SwarmBuilder, SwarmBuildError
 
-from . import _moved  # noqa: E402  (last: the old flat paths, helikon.core.codec and the like, still import)
+from ._internal import moved  # noqa: E402  (last: the old flat paths still import)
 
-_moved.install(_moved.MOVED)
+moved.install(moved.MOVED)
+del moved

@@ -36,8 +36,8 @@ from contextvars import ContextVar
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Generic, Never, Protocol, TypeAlias, overload, runtime_checkable
 
-from ._peer_hints import AGENT_HINTS, PeerHints, no_attribute
-from ._sync import run_sync
+from ._internal.peer_hints import AGENT_HINTS, PeerHints, no_attribute
+from ._internal.sync import run_sync
 from .agent_builder import LlmAgentBuilder
 from .context import RunConfig, RunContext
 from .exceptions import UserError
@@ -56,7 +56,7 @@ from .tools import PrepareTools, Tool
 from .toolsets import Toolset
 
 if TYPE_CHECKING:
-    from ._sink import EventSink
+    from .run.sink import EventSink
     from .session import Session
 
 if sys.version_info >= (3, 13):
@@ -83,7 +83,7 @@ _OVERRIDES: ContextVar[dict[object, Model] | None] = ContextVar("helikon.agent_o
 @functools.cache
 def _driver() -> ModuleType:
     # The loop and its driver load on the first run, not at `import helikon`.
-    from . import _driver as module
+    from .run import driver as module
 
     return module
 

@@ -18,9 +18,9 @@ from dataclasses import field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from ._callbacks import call_user
-from ._carrier import carrier
-from ._json import JsonValue
+from ._internal.callbacks import call_user
+from ._internal.carrier import carrier
+from ._internal.json_value import JsonValue
 from .cancel import CancellationToken
 from .exceptions import UserError
 from .governance import ApprovalHandler, HookEvent, HookRegistry, PermissionMode, PermissionPolicy

@@ -58,7 +58,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import replace
 from typing import Any, Literal, TypeAlias
 
-from ._carrier import carrier
+from ._internal.carrier import carrier
 from .exceptions import HelikonError
 from .items import (
     AssistantMessage,

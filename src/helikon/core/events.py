@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-from ._adapter import LazyAdapter
-from ._carrier import carrier
-from ._json import JsonObject, JsonValue
+from ._internal.adapter import LazyAdapter
+from ._internal.carrier import carrier
+from ._internal.json_value import JsonObject, JsonValue
 from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from .model import ModelFallback, ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
 

@@ -64,7 +64,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar, Literal, TypeAlias
 
-from ._format import FORMAT_VERSION
+from ._internal.format_version import FORMAT_VERSION
 
 if TYPE_CHECKING:
     from .events import AgentError

@@ -38,18 +38,18 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, overload
 
-from ._callbacks import call_user
-from ._carrier import carrier
-from ._tool_args import args_object
+from ._internal.callbacks import call_user
+from ._internal.carrier import carrier
 from .exceptions import InvalidArgs, UserError
 from .input import check_run_signature
 from .items import Item, ToolCall, ToolResult, UserMessage
 from .model import ToolDef
+from .run.tool_args import args_object
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
 
-    from ._json import JsonObject, JsonValue
+    from ._internal.json_value import JsonObject, JsonValue
     from .agent import Agent
     from .context import RunContext
 

@@ -17,7 +17,7 @@ import inspect
 from collections.abc import Sequence, Sized
 from typing import TYPE_CHECKING, Any, TypeAlias
 
-from ._carrier import carrier
+from ._internal.carrier import carrier
 from .exceptions import UserError
 from .items import AssistantMessage, Item, SystemMessage, ToolCall, ToolResult, UserMessage
 

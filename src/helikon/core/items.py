@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, TypeAlias
 
-from ._adapter import BY_TYPE, LazyAdapter
-from ._carrier import carrier
-from ._json import JsonValue
+from ._internal.adapter import BY_TYPE, LazyAdapter
+from ._internal.carrier import carrier
+from ._internal.json_value import JsonValue
 
 # --- media sources ---------------------------------------------------------------------------
 

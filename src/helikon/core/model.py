@@ -31,9 +31,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, TypeGuard, runtime_checkable
 
-from ._adapter import LazyAdapter
-from ._carrier import carrier
-from ._json import JsonObject
+from ._internal.adapter import LazyAdapter
+from ._internal.carrier import carrier
+from ._internal.json_value import JsonObject
 from .exceptions import UserError
 from .items import Item
 

@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeAlias
 
-from ._extras import missing_extra
+from ._internal.extras import missing_extra
 from .exceptions import UserError
 from .model import Model, ModelCapabilities, ModelEvent, ModelRequest
 

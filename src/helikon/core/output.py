@@ -7,9 +7,9 @@ from collections.abc import Callable, Sequence
 from types import UnionType
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar, Union, cast, get_args, get_origin
 
-from ._callbacks import raised
-from ._carrier import carrier
-from ._json import JsonObject
+from ._internal.callbacks import raised
+from ._internal.carrier import carrier
+from ._internal.json_value import JsonObject
 from .exceptions import UserError
 from .model import ResponseFormat
 
@@ -169,7 +169,7 @@ class OutputType(Generic[T]):
             assert partial is not None and partial.title == "Trip" and partial.steps == ["pa"]
             ```
         """
-        from ._partial import MISSING, PartialValue
+        from ._internal.partial import MISSING, PartialValue
 
         reader = self._partial
         if reader is None:

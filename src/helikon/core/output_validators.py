@@ -42,7 +42,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias, TypeVar
 
-from ._callbacks import CallbackRaised, CallbackReturned
+from ._internal.callbacks import CallbackRaised, CallbackReturned
 from .context import RunContext
 from .exceptions import ModelRetry, UserError
 

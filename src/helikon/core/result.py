@@ -8,9 +8,8 @@ from collections.abc import AsyncIterator, Generator
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Generic, Never, TextIO, overload
 
-from ._carrier import carrier
-from ._peer_hints import RESULT_HINTS, STREAM_HINTS, forgotten_await, no_attribute
-from ._sink import Collected, streamed
+from ._internal.carrier import carrier
+from ._internal.peer_hints import RESULT_HINTS, STREAM_HINTS, forgotten_await, no_attribute
 from .events import (
     AgentEvent,
     HandoffItem,
@@ -27,12 +26,13 @@ from .events import (
 from .exceptions import RunError, UserError
 from .items import Item, SystemMessage, ToolCall
 from .model import TokenDelta
+from .run.sink import Collected, streamed
 
 if TYPE_CHECKING:
-    from ._sink import Drive
     from .agent import Agent
     from .input import AgentInput
     from .output import OutputSpec, OutputType
+    from .run.sink import Drive
 
 if sys.version_info >= (3, 13):
     from typing import TypeVar
@@ -246,7 +246,7 @@ class RunStream(Generic[OutT]):
                 "RunStream(...): give either the run's events or drive=, the run waiting for a sink"
             )
         self._events = events
-        self._drive = drive  # helikon's runs: written to a sink (see helikon.core._sink)
+        self._drive = drive  # helikon's runs: written to a sink (see helikon.core.run.sink)
         self._agent = agent
         self._input = input
         self._used: str | None = None  # how it is being read: "iterated", "read" (a helper), "collected"

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from ._carrier import carrier
+from ._internal.carrier import carrier
 from .exceptions import RateLimited, UserError
 
 

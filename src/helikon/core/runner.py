@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol, TypeVar, runtime_checkable
 
-from ._peer_hints import RUNNER_RUN, RUNNER_RUN_STREAMED, PeerHints, protocol_stub
+from ._internal.peer_hints import RUNNER_RUN, RUNNER_RUN_STREAMED, PeerHints, protocol_stub
 
 if TYPE_CHECKING:
     from .agent import Agent

@@ -49,12 +49,12 @@ from typing import (
     runtime_checkable,
 )
 
-from ._carrier import carrier
-from ._json import JsonObject, JsonValue
-from ._tool_args import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH, args_object
+from ._internal.carrier import carrier
+from ._internal.json_value import JsonObject, JsonValue
 from .context import RunContext, ToolContext
 from .exceptions import InvalidArgs, UserError
 from .items import ContentPart, TextPart
+from .run.tool_args import MAX_TOOL_ARGS_CHARS, MAX_TOOL_ARGS_DEPTH, args_object
 
 if TYPE_CHECKING:
     from datetime import timedelta

@@ -36,7 +36,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Generic, TypeVar
 
-from ._json import JsonObject, JsonValue
+from ._internal.json_value import JsonObject, JsonValue
 from .context import ToolContext
 from .exceptions import UserError
 from .tools import Tool, ToolEffect, ToolOutput

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._carrier import carrier
+from ._internal.carrier import carrier
 from .events import AgentError, TokenUsage
 from .exceptions import UserError
 

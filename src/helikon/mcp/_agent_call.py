@@ -15,7 +15,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     import anyio

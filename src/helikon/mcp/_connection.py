@@ -14,7 +14,7 @@ from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 from .errors import Connect, McpError
 

@@ -19,7 +19,7 @@ from helikon.core.exceptions import InvalidArgs
 from helikon.core.tools import ToolEffect
 
 if TYPE_CHECKING:
-    from helikon.core._json import JsonObject, JsonValue
+    from helikon.core._internal.json_value import JsonObject, JsonValue
     from helikon.core.context import ToolContext
     from helikon.core.tools import ToolOutput
 

@@ -14,7 +14,7 @@ import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     import mcp_types as types

@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     import mcp_types as types

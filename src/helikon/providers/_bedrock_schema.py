@@ -9,7 +9,7 @@ import enum
 from collections.abc import Mapping
 from typing import Any, cast
 
-from helikon.core._json import JsonObject
+from helikon.core._internal.json_value import JsonObject
 
 Schema = dict[str, Any]
 

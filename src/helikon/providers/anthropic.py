@@ -21,7 +21,7 @@ import os
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any, cast
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     import anthropic

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 # aiobotocore ships no type information: its modules are held as `Any` rather than
 # letting every use of them leak unknown types into the adapter.
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     _exceptions: Any = importlib.import_module("botocore.exceptions")

@@ -25,7 +25,7 @@ from collections.abc import AsyncIterator
 from typing import Any, Literal, cast
 from urllib.parse import urlsplit
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     import openai
@@ -33,7 +33,7 @@ try:
 except ImportError as exc:  # pragma: no cover - exercised only without the extra
     raise missing_extra("helikon.providers.openai needs the OpenAI SDK", "openai") from exc
 
-from helikon.core._carrier import carrier
+from helikon.core._internal.carrier import carrier
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import ModelError, Transport, UserError
 from helikon.core.model import Model, ModelCapabilities, ModelEvent, ModelRequest

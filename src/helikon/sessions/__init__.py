@@ -9,7 +9,7 @@ session_id)` opens any of them from a URL or a path, lazily: the `LazySession` i
 connects on first use.
 """
 
-from helikon.core._moved import install as _install_moved
+from helikon.core._internal.moved import install as _install_moved
 
 from ._moved import MOVED as _MOVED
 from ._open import LazySession, open_session

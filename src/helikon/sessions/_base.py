@@ -15,7 +15,7 @@ from datetime import datetime
 from types import TracebackType
 from typing import Self
 
-from helikon.core._json import JsonValue
+from helikon.core._internal.json_value import JsonValue
 from helikon.core.exceptions import MissingSessionEvents, UserError
 from helikon.core.session import (
     ConversationSnapshot,

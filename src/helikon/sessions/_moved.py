@@ -2,7 +2,7 @@
 
 `helikon.sessions.lazy` (where `open_session` and `LazySession` were written until 0.2) is
 `helikon.sessions._open`, named for what it holds; the old name imports as that module
-(`helikon.core._moved` does it), for one release.
+(`helikon.core._internal.moved` does it), for one release.
 """
 
 from types import MappingProxyType

@@ -24,8 +24,8 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, cast
 
-from helikon.core._json import JsonValue
-from helikon.core._sync import run_coroutine
+from helikon.core._internal.json_value import JsonValue
+from helikon.core._internal.sync import run_coroutine
 from helikon.core.exceptions import UserError
 from helikon.core.session import (
     ConversationSnapshot,

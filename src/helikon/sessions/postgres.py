@@ -54,14 +54,14 @@ from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import Any, Protocol, Self, cast
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     import asyncpg  # pyright: ignore[reportMissingTypeStubs]
 except ImportError as exc:  # pragma: no cover - the extra is installed for the test suite
     raise missing_extra("helikon.sessions.postgres needs asyncpg", "sessions-postgres") from exc
 
-from helikon.core._json import JsonValue
+from helikon.core._internal.json_value import JsonValue
 from helikon.core.exceptions import (
     MetadataConflict,
     SessionConflict,

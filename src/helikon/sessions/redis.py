@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Self, cast
 
-from helikon.core._extras import missing_extra
+from helikon.core._internal.extras import missing_extra
 
 try:
     import redis.asyncio as aioredis
@@ -47,7 +47,7 @@ try:
 except ImportError as exc:  # pragma: no cover - the extra is installed for the test suite
     raise missing_extra("helikon.sessions.redis needs redis-py", "sessions-redis") from exc
 
-from helikon.core._json import JsonValue
+from helikon.core._internal.json_value import JsonValue
 from helikon.core.exceptions import (
     MetadataConflict,
     SessionConflict,

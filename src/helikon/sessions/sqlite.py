@@ -30,7 +30,7 @@ except ImportError as exc:  # pragma: no cover - a Python built without SQLite
         "library's sqlite3 module, which this Python was built without"
     ) from exc
 
-from helikon.core._json import JsonValue
+from helikon.core._internal.json_value import JsonValue
 from helikon.core.exceptions import SessionBackendError, SessionError, UserError
 from helikon.core.session import (
     SequenceId,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from contextlib import contextmanager
 
-from helikon.core._captured import CAPTURING, CapturedRequest
+from helikon.core.run.captured import CAPTURING, CapturedRequest
 
 
 @contextmanager

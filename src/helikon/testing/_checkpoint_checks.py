@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from helikon.core._json import JsonValue
+from helikon.core._internal.json_value import JsonValue
 from helikon.core.items import TextPart
 from helikon.core.session import (
     AssistantMessageEvent,

@@ -17,7 +17,7 @@ import uuid
 from datetime import date, timedelta
 from typing import Any
 
-from helikon.core._json import JsonValue
+from helikon.core._internal.json_value import JsonValue
 from helikon.core.exceptions import UserError
 
 _CHARS = string.ascii_lowercase + string.digits

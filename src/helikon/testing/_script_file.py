@@ -8,7 +8,7 @@ from dataclasses import field
 from pathlib import Path
 from typing import Any
 
-from helikon.core._carrier import carrier
+from helikon.core._internal.carrier import carrier
 from helikon.core.exceptions import UserError
 from helikon.core.model import MODEL_EVENT_ADAPTER, ModelEvent
 

@@ -6,8 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
-from helikon.core._carrier import carrier
-from helikon.core._json import JsonValue
+from helikon.core._internal.carrier import carrier
+from helikon.core._internal.json_value import JsonValue
 from helikon.core.exceptions import UserError
 from helikon.core.handoff import Handoff, transfer_tool_name
 from helikon.core.model import Finish, ModelEvent, ReasoningDelta, TokenDelta, ToolCallDelta, Usage

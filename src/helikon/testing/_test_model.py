@@ -7,7 +7,7 @@ import re
 from collections.abc import AsyncIterator, Sequence
 from typing import Any, Literal
 
-from helikon.core._json import JsonObject
+from helikon.core._internal.json_value import JsonObject
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import UserError
 from helikon.core.items import Item, ToolCall, ToolResult, UserMessage

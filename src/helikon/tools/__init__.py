@@ -23,7 +23,7 @@ Example:
 from typing import TYPE_CHECKING, Any
 
 from helikon._lazy_exports import lazy_attribute
-from helikon.core._moved import install as _install_moved
+from helikon.core._internal.moved import install as _install_moved
 
 from ._moved import MOVED as _MOVED
 from .egress import EgressDecision, EgressPolicy, EgressProxy

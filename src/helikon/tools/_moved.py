@@ -2,7 +2,7 @@
 
 Until 0.2 `tools/` was flat (`helikon.tools.bash`, `helikon.tools.os_sandbox`,
 `helikon.tools.web_fetch`, ...). Each old public module name imports as the module that now
-holds its code (`helikon.core._moved` does it), for one release.
+holds its code (`helikon.core._internal.moved` does it), for one release.
 """
 
 from types import MappingProxyType

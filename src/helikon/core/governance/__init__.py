@@ -23,8 +23,8 @@ import enum
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar, get_args, runtime_checkable
 
-from .._carrier import carrier
-from .._json import JsonValue
+from .._internal.carrier import carrier
+from .._internal.json_value import JsonValue
 from ..events import GuardrailKind
 from ..exceptions import UserError
 

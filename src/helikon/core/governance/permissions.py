@@ -28,9 +28,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._callbacks import call_user
-from .._carrier import carrier
-from .._json import JsonValue
+from .._internal.callbacks import call_user
+from .._internal.carrier import carrier
+from .._internal.json_value import JsonValue
 from ..events import AgentEvent, ApprovalRequested
 from ..tools import ToolEffect
 from . import ApprovalHandler, ApprovalOutcome, PermissionDecision, PermissionMode, PermissionPolicy

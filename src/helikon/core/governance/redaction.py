@@ -25,7 +25,7 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 
-from .._json import JsonValue
+from .._internal.json_value import JsonValue
 from ..exceptions import UserError
 
 __all__ = ["MIN_SECRET_LENGTH", "REDACTED", "Redactor", "env_secrets", "is_secret_name"]

@@ -25,8 +25,8 @@ from enum import StrEnum
 from types import MappingProxyType
 from typing import Literal
 
-from .._carrier import carrier
-from .._json import JsonValue
+from .._internal.carrier import carrier
+from .._internal.json_value import JsonValue
 from ..exceptions import UserError
 from ._guards import CLEAR, bash_checks, path_checks
 from .path_glob import PathGlob, clean_path

@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from .._json import JsonValue
+from .._internal.json_value import JsonValue
 from ..exceptions import SessionConflict, UserError
 from .codec import decode_event, encode_event
 

@@ -7,9 +7,9 @@ from dataclasses import field
 from datetime import UTC, datetime
 from typing import Literal, TypeAlias
 
-from .._adapter import LazyAdapter
-from .._carrier import carrier
-from .._json import JsonObject, JsonValue
+from .._internal.adapter import LazyAdapter
+from .._internal.carrier import carrier
+from .._internal.json_value import JsonObject, JsonValue
 from ..events import TokenUsage
 from ..exceptions import UserError
 from ..items import ContentParts

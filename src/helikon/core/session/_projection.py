@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import TypeAlias
 
-from .._carrier import carrier
+from .._internal.carrier import carrier
 from ..items import AssistantMessage, Item, SystemMessage, ToolCall, ToolResult, UserMessage
 from ._events import (
     AssistantMessageEvent,

@@ -7,8 +7,8 @@ from dataclasses import field
 from datetime import datetime
 from typing import NamedTuple, NewType, Protocol, cast, runtime_checkable
 
-from .._carrier import carrier
-from .._json import JsonValue
+from .._internal.carrier import carrier
+from .._internal.json_value import JsonValue
 from ..exceptions import UserError
 from ._events import SessionEvent
 from ._projection import ConversationSnapshot

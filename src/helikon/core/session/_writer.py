@@ -8,7 +8,7 @@ import logging
 from collections.abc import Sequence
 from typing import Literal, cast
 
-from .._json import JsonValue
+from .._internal.json_value import JsonValue
 from ..exceptions import SessionConflict, SessionUnavailable
 from ..items import TextPart, ToolUsePart
 from ..retry import RetryPolicy

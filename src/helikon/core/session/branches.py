@@ -49,7 +49,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, Self
 
-from .._carrier import carrier
+from .._internal.carrier import carrier
 from ..exceptions import SessionConflict, UserError
 from ..items import ReasoningPart, ToolUsePart
 from . import (

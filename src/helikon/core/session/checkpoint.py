@@ -45,7 +45,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any, Final, NamedTuple, cast
 
-from .._adapter import LazyAdapter
+from .._internal.adapter import LazyAdapter
 from ..items import Item
 from . import KnownSessionEvent, Projection
 

@@ -45,8 +45,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, cast
 
-from .._format import FORMAT_VERSION
-from .._json import JsonValue
+from .._internal.format_version import FORMAT_VERSION
+from .._internal.json_value import JsonValue
 from ..exceptions import UnreadableSessionEvent
 from ..items import ToolUsePart
 from . import (

@@ -44,8 +44,8 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from .._callbacks import raised
-from .._json import JsonValue
+from .._internal.callbacks import raised
+from .._internal.json_value import JsonValue
 from ..cancel import CancellationToken
 from ..conversation_check import call_ids, ensure_provider_valid
 from ..exceptions import SessionConflict, UserError

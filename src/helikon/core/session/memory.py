@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from .._json import JsonValue
+from .._internal.json_value import JsonValue
 from ..exceptions import MetadataConflict, SessionConflict, UnreadableSessionEvent, UserError
 from . import (
     ConversationSnapshot,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from .._json import JsonObject
+from .._internal.json_value import JsonObject
 from ..events import (
     AgentEvent,
     GuardrailTriggered,

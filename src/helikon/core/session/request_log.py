@@ -31,8 +31,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from .._adapter import LazyAdapter
-from .._json import JsonValue
+from .._internal.adapter import LazyAdapter
+from .._internal.json_value import JsonValue
 from ..conversation_check import valid_request
 from ..events import RequestSent
 from ..exceptions import UserError

@@ -20,7 +20,6 @@ import threading
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
-from .._sink import drive_agent
 from ..cancel import CancellationToken, cancelled_within
 from ..context import RunConfig, RunContext
 from ..conversation_check import ConversationCheck
@@ -38,6 +37,7 @@ from ..exceptions import SessionConflict, UserError
 from ..input import AgentInput
 from ..loop import TIMEOUT_REASON
 from ..retry import RetryPolicy
+from ..run.sink import drive_agent
 from . import (
     ConversationSnapshot,
     RequestHeader,
@@ -55,8 +55,8 @@ from .crash_repair import close_interrupted_turn
 from .recorder import SessionRecorder
 
 if TYPE_CHECKING:
-    from .._sink import EventSink
     from ..agent import Agent
+    from ..run.sink import EventSink
 
 Ctx = TypeVar("Ctx")
 

@@ -6,20 +6,20 @@ from abc import ABC, abstractmethod
 from collections.abc import AsyncGenerator, AsyncIterator, Coroutine
 from typing import TYPE_CHECKING, Any, Generic, Never, TypeVar
 
-from .._sink import forward
-from .._sync import run_sync
-from .._tracing import RunTrace, tracing_possible, within
+from .._internal.sync import run_sync
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent
 from ..exceptions import UserError
 from ..input import AgentInput, RunInput, to_agent_input
 from ..result import RunResult, RunStream
+from ..run.sink import forward
+from ..run.tracing import RunTrace, tracing_possible, within
 from ..session.turn import in_turn, needs_turn, on_session
 from ..usage import metered
 from ._merge import check_description, check_name
 
 if TYPE_CHECKING:
-    from .._sink import EventSink
+    from ..run.sink import EventSink
     from ..session import Session
 
 Ctx = TypeVar("Ctx")

@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Any
 
-from .._callbacks import CallbackRaised
+from .._internal.callbacks import CallbackRaised
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, AgentUpdated, RequestSent, RunFailed, TokenUsage, ToolOutputItem
 from ..input import AgentInput

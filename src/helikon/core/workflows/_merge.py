@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import Any
 
-from .._callbacks import CallbackRaised, call_user
+from .._internal.callbacks import CallbackRaised, call_user
 from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage

@@ -6,7 +6,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from contextlib import aclosing
 from typing import Any, Self, TypeVar
 
-from .._callbacks import CallbackRaised
+from .._internal.callbacks import CallbackRaised
 from ..agent import Agent
 from ..context import RunConfig, RunContext
 from ..events import AgentEvent, AgentUpdated, RunCompleted, RunFailed, RunStarted, TokenUsage

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from .._json import JsonObject, JsonValue
+from .._internal.json_value import JsonObject, JsonValue
 from ..context import RunConfig
 from ..events import MessageOutput, RunCompleted, RunFailed
 from ..exceptions import InvalidArgs, ToolError, UserError

@@ -30,8 +30,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Coroutine, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Never, Self, TypeVar
 
-from .._sink import forward
-from .._sync import run_sync
+from .._internal.sync import run_sync
 from ..agent import LlmAgent
 from ..context import RunConfig, RunContext
 from ..events import AgentError, AgentEvent, AgentUpdated, HandoffItem, RunFailed, RunStarted, TokenUsage
@@ -39,11 +38,12 @@ from ..exceptions import UserError
 from ..handoff import Handoff
 from ..input import RunInput, to_agent_input
 from ..result import RunResult, RunStream
+from ..run.sink import forward
 from ..session.turn import in_turn, needs_turn, on_session
 
 if TYPE_CHECKING:
-    from .._sink import EventSink
     from ..input import AgentInput
+    from ..run.sink import EventSink
     from ..session import Session
 
 Ctx = TypeVar("Ctx")

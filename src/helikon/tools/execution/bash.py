@@ -35,7 +35,7 @@ import signal
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from helikon.core._json import JsonObject, JsonValue
+from helikon.core._internal.json_value import JsonObject, JsonValue
 from helikon.core.exceptions import Denied, InvalidArgs, UserError
 from helikon.core.governance.rules import AllowRule, DenyRule, ToolSubject, allowed_by
 from helikon.core.tools import ToolEffect, ToolOutput

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
-from helikon.core._json import JsonObject, JsonValue
+from helikon.core._internal.json_value import JsonObject, JsonValue
 from helikon.core.context import ToolContext
 from helikon.core.exceptions import UserError
 from helikon.core.tools import FunctionTool, ToolEffect, ToolOutput

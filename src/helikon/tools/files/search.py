@@ -37,7 +37,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import Field
 
-from helikon.core._json import JsonObject
+from helikon.core._internal.json_value import JsonObject
 from helikon.core.exceptions import ToolError
 from helikon.core.tools import ToolEffect, ToolOutput
 

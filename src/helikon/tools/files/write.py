@@ -38,7 +38,7 @@ from typing import Annotated, TypeVar
 
 from pydantic import Field
 
-from helikon.core._json import JsonObject
+from helikon.core._internal.json_value import JsonObject
 from helikon.core.tools import ToolEffect, ToolOutput
 
 from ._base import SandboxTool, output

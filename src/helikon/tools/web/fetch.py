@@ -27,11 +27,11 @@ from collections.abc import Iterable
 from datetime import timedelta
 from typing import Any
 
-from helikon.core._extras import missing_extra
-from helikon.core._json import JsonObject, JsonValue
-from helikon.core._tool_args import args_object
+from helikon.core._internal.extras import missing_extra
+from helikon.core._internal.json_value import JsonObject, JsonValue
 from helikon.core.context import ToolContext
 from helikon.core.exceptions import Denied, InvalidArgs, ToolError
+from helikon.core.run.tool_args import args_object
 from helikon.core.tools import ToolEffect, ToolOutput
 
 from ._guarded_net import GuardedTransport, Resolver, SsrfBlocked, system_resolver

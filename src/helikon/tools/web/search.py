@@ -21,11 +21,11 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from helikon.core._extras import missing_extra
-from helikon.core._json import JsonObject, JsonValue
-from helikon.core._tool_args import args_object
+from helikon.core._internal.extras import missing_extra
+from helikon.core._internal.json_value import JsonObject, JsonValue
 from helikon.core.context import ToolContext
 from helikon.core.exceptions import InvalidArgs, ToolError, UserError
+from helikon.core.run.tool_args import args_object
 from helikon.core.tools import ToolEffect, ToolOutput
 
 try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from ..._carrier import carrier
+from ..._internal.carrier import carrier
 
 MAX_NESTING = 12
 """How deep `$(…)`, backticks, subshells, groups, `bash -c` and `eval` may nest."""

@@ -18,8 +18,8 @@ from datetime import datetime
 from typing import Self
 from urllib.parse import urlsplit
 
-from helikon.core._extras import missing_extra
-from helikon.core._json import JsonObject, JsonValue
+from helikon.core._internal.extras import missing_extra
+from helikon.core._internal.json_value import JsonObject, JsonValue
 from helikon.core.exceptions import ToolError, UserError
 
 from ..backend import ExecOutput

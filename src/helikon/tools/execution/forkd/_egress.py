@@ -10,7 +10,7 @@ from helikon.core.exceptions import UserError
 from ._client import ForkdError
 
 if TYPE_CHECKING:
-    from helikon.core._json import JsonObject
+    from helikon.core._internal.json_value import JsonObject
     from helikon.tools.egress.policy import EgressPolicy
 
 _PROBE_TIMEOUT = 3.0

@@ -62,7 +62,7 @@ from ._client import ForkdClient, ForkdError, check_controller_url, exec_body_li
 from ._egress import join_endpoint, parse_endpoint, policy_json, probe
 
 if TYPE_CHECKING:
-    from helikon.core._json import JsonObject
+    from helikon.core._internal.json_value import JsonObject
     from helikon.core.cancel import CancellationToken
 
 logger = logging.getLogger("helikon.tools.forkd")
@@ -352,7 +352,7 @@ class ForkdBackend:
 
     def reconcile_sync(self) -> ReconcileReport:
         """`reconcile()` from synchronous code (a shutdown hook); not inside a running event loop."""
-        from helikon.core._sync import run_coroutine
+        from helikon.core._internal.sync import run_coroutine
 
         try:
             asyncio.get_running_loop()

@@ -25,15 +25,15 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from .events import RunCompleted, RunFailed
-from .items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
+from ..events import RunCompleted, RunFailed
+from ..items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:
-    from ._sink import EventSink
-    from .context import RunContext, TracerHandle
-    from .events import AgentError, AgentEvent, TokenUsage
-    from .loop import ToolCallOutcome
-    from .model import ModelRequest
+    from ..context import RunContext, TracerHandle
+    from ..events import AgentError, AgentEvent, TokenUsage
+    from ..loop import ToolCallOutcome
+    from ..model import ModelRequest
+    from .sink import EventSink
 
 _DEFAULT_TRACER = trace.get_tracer("helikon")  # a proxy: follows a provider set later
 _tracer: trace.Tracer = _DEFAULT_TRACER
@@ -333,6 +333,7 @@ class TracedSink:
         self.final: RunCompleted | RunFailed | None = None
 
     def put(self, event: AgentEvent) -> Awaitable[None]:
+        """Pass `event` on, noting it if it ends the run."""
         if isinstance(event, RunCompleted | RunFailed):
             self.final = event
         return self.sink.put(event)

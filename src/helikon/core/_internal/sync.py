@@ -15,12 +15,12 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .exceptions import UserError
+from ..exceptions import UserError
 
 if TYPE_CHECKING:
     import asyncio
 
-    from .result import RunResult, RunStream
+    from ..result import RunResult, RunStream
 
 T = TypeVar("T")
 

@@ -23,10 +23,10 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, 
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 if TYPE_CHECKING:
-    from .agent import Agent
-    from .context import RunConfig, RunContext
-    from .events import AgentEvent
-    from .input import AgentInput
+    from ..agent import Agent
+    from ..context import RunConfig, RunContext
+    from ..events import AgentEvent
+    from ..input import AgentInput
 
 
 class EventSink(Protocol):
@@ -50,6 +50,7 @@ class Collected:
         self.events: list[AgentEvent] = []
 
     async def put(self, event: AgentEvent) -> None:
+        """Keep `event`."""
         self.events.append(event)
 
 
@@ -84,6 +85,7 @@ class _Streamed:
     __slots__ = ()
 
     def put(self, event: AgentEvent) -> Awaitable[None]:
+        """Hand `event` to the reader: the driver resumes when the reader asks for the next one."""
         return _Emitted(event)
 
 

@@ -21,16 +21,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ._callbacks import CallbackRaised, call_user, cancelled_here, described, short_repr
-from ._captured import capture
-from ._handoff_steps import decide_handoff, hand_off
-from ._offered_tools import offer
-from ._reply import Reply
-from ._tool_runner import ToolRunner
-from ._tracing import RunTrace, TracedSink, tracing_possible
-from .context import RunConfig, RunContext
-from .conversation_check import ConversationCheck
-from .events import (
+from .._internal.callbacks import CallbackRaised, call_user, cancelled_here, described, short_repr
+from ..context import RunConfig, RunContext
+from ..conversation_check import ConversationCheck
+from ..events import (
     AgentError,
     AgentEvent,
     GuardrailTriggered,
@@ -41,12 +35,12 @@ from .events import (
     TokenUsage,
     TurnStarted,
 )
-from .exceptions import ModelError
-from .governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
-from .governance._tripwire import guardrail_name, tripwire_message
-from .input import AgentInput
-from .items import Item, SystemMessage, ToolCall, UserMessage
-from .loop import (
+from ..exceptions import ModelError
+from ..governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
+from ..governance._tripwire import guardrail_name, tripwire_message
+from ..input import AgentInput
+from ..items import Item, SystemMessage, ToolCall, UserMessage
+from ..loop import (
     ApplyHandoff,
     ApplyingHandoff,
     CallModel,
@@ -70,16 +64,22 @@ from .loop import (
     initial_state,
     transition,
 )
-from .model import ModelRequest
-from .output_validators import check_output
-from .usage import metered
+from ..model import ModelRequest
+from ..output_validators import check_output
+from ..usage import metered
+from .captured import capture
+from .handoff_steps import decide_handoff, hand_off
+from .offered_tools import offer
+from .reply import Reply
+from .tool_runner import ToolRunner
+from .tracing import RunTrace, TracedSink, tracing_possible
 
 if TYPE_CHECKING:
-    from ._sink import EventSink
-    from .agent import LlmAgent
-    from .observer import RunObserver
-    from .tools import Tool
-    from .usage import UsageMeter
+    from ..agent import LlmAgent
+    from ..observer import RunObserver
+    from ..tools import Tool
+    from ..usage import UsageMeter
+    from .sink import EventSink
 
 
 T = TypeVar("T")

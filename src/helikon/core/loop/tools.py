@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Literal, TypeAlias
 
-from ._carrier import carrier
-from ._json import JsonObject
-from .events import TokenUsage
-from .items import ContentPart, ToolResult
+from .._internal.carrier import carrier
+from .._internal.json_value import JsonObject
+from ..events import TokenUsage
+from ..items import ContentPart, ToolResult
 
 ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied", "retry", "fatal"]
 """`retry`: the tool raised `ModelRetry`; `fatal`: the call fails the run (a `fail_run` timeout)."""

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 import re
 
-from ._json import JsonValue
-from .exceptions import InvalidArgs
+from .._internal.json_value import JsonValue
+from ..exceptions import InvalidArgs
 
 MAX_TOOL_ARGS_DEPTH = 64
 """How deeply a tool call's arguments may nest arrays and objects (the arguments object is level 1)."""

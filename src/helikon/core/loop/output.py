@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from ._carrier import carrier
-from .events import AgentError, TokenUsage
-from .items import ContentPart, TextPart
+from .._internal.carrier import carrier
+from ..events import AgentError, TokenUsage
+from ..items import ContentPart, TextPart
 
 FINALIZE_PROMPT = "Now give your final answer as a JSON object that matches the `{name}` schema."
 REPAIR_PROMPT = (

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, TypeAlias
 
-from ._carrier import carrier
-from .events import AgentEvent
-from .items import Item, ToolCall
-from .model import ModelRequest
+from .._internal.carrier import carrier
+from ..events import AgentEvent
+from ..items import Item, ToolCall
+from ..model import ModelRequest
 
 if TYPE_CHECKING:
-    from .loop import LoopState
+    from . import LoopState
 
 
 @carrier

@@ -12,14 +12,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ._callbacks import CallbackRaised, CallbackReturned
-from .model import ModelRequest, ToolDef
-from .tool_sources import source_tools
+from .._internal.callbacks import CallbackRaised, CallbackReturned
+from ..model import ModelRequest, ToolDef
+from ..tool_sources import source_tools
 
 if TYPE_CHECKING:
-    from .agent import LlmAgent
-    from .context import RunContext
-    from .tools import PrepareTools, Tool
+    from ..agent import LlmAgent
+    from ..context import RunContext
+    from ..tools import PrepareTools, Tool
 
 
 async def offer(

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ._tool_args import parse_args
-from .events import TokenUsage
-from .items import AssistantMessage, ContentPart, Item, ReasoningPart, TextPart, ToolCall
-from .model import Finish, ModelFallback, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
+from ..events import TokenUsage
+from ..items import AssistantMessage, ContentPart, Item, ReasoningPart, TextPart, ToolCall
+from ..model import Finish, ModelFallback, ReasoningDelta, TokenDelta, ToolCallDelta, Usage
+from .tool_args import parse_args
 
 if TYPE_CHECKING:
-    from .agent import LlmAgent
+    from ..agent import LlmAgent
 
 
 _ONE_REQUEST = TokenUsage(requests=1)  # where every call's usage starts (carriers are frozen)

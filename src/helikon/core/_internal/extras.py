@@ -15,7 +15,7 @@ def missing_extra(needs: str, extra: str) -> ImportError:
 
     Example:
         ```python
-        from helikon.core._extras import missing_extra
+        from helikon.core._internal.extras import missing_extra
 
         error = missing_extra("helikon.sessions.postgres needs asyncpg", "sessions-postgres")
         assert str(error) == (

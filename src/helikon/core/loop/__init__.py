@@ -20,34 +20,9 @@ from collections.abc import Sequence
 from dataclasses import field, replace
 from typing import Literal, TypeAlias
 
-from ._adapter import LazyAdapter
-from ._carrier import carrier
-from ._loop_actions import (
-    ApplyHandoff,
-    CallModel,
-    CheckOutput,
-    ExecuteTools,
-    NextAction,
-    Terminate,
-    TransitionOutcome,
-)
-from ._loop_output import (
-    FINALIZE_PROMPT,
-    REPAIR_PROMPT,
-    RETRY_PROMPT,
-    STRUCTURED_RETRY_PROMPT,
-    CheckingOutput,
-    Done,
-    Failed,
-    Finalizing,
-    FinalOutput,
-    OutputChecked,
-    OutputRetry,
-    RepairingOutput,
-    retries_exceeded,
-)
-from ._loop_tools import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolResults, ToolStatus
-from .events import (
+from .._internal.adapter import LazyAdapter
+from .._internal.carrier import carrier
+from ..events import (
     AgentError,
     AgentEvent,
     AgentUpdated,
@@ -63,7 +38,7 @@ from .events import (
     ToolOutputItem,
     TurnStarted,
 )
-from .items import (
+from ..items import (
     AssistantMessage,
     Item,
     SystemMessage,
@@ -72,8 +47,33 @@ from .items import (
     ToolResult,
     UserMessage,
 )
-from .model import FinishReason, ModelRequest, ModelSettings, ToolDef
-from .output import OutputSpec, validator_raised
+from ..model import FinishReason, ModelRequest, ModelSettings, ToolDef
+from ..output import OutputSpec, validator_raised
+from .actions import (
+    ApplyHandoff,
+    CallModel,
+    CheckOutput,
+    ExecuteTools,
+    NextAction,
+    Terminate,
+    TransitionOutcome,
+)
+from .output import (
+    FINALIZE_PROMPT,
+    REPAIR_PROMPT,
+    RETRY_PROMPT,
+    STRUCTURED_RETRY_PROMPT,
+    CheckingOutput,
+    Done,
+    Failed,
+    Finalizing,
+    FinalOutput,
+    OutputChecked,
+    OutputRetry,
+    RepairingOutput,
+    retries_exceeded,
+)
+from .tools import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolResults, ToolStatus
 
 # --- states ----------------------------------------------------------------------------------
 

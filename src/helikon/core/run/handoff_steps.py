@@ -13,15 +13,14 @@ from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from ._callbacks import CallbackRaised
-from ._sink import DONE, drive_agent
-from .events import AgentEvent, RunCompleted, RunFailed, RunStarted, TokenUsage
-from .exceptions import InvalidArgs
-from .governance import HookDecision, HookEvent
-from .handoff import Handoff, HandoffInputData
-from .input import AgentInput
-from .items import Item
-from .loop import (
+from .._internal.callbacks import CallbackRaised
+from ..events import AgentEvent, RunCompleted, RunFailed, RunStarted, TokenUsage
+from ..exceptions import InvalidArgs
+from ..governance import HookDecision, HookEvent
+from ..handoff import Handoff, HandoffInputData
+from ..input import AgentInput
+from ..items import Item
+from ..loop import (
     ApplyingHandoff,
     HandedOff,
     HandoffAccepted,
@@ -29,12 +28,13 @@ from .loop import (
     HandoffRefused,
     TransitionInput,
 )
+from .sink import DONE, drive_agent
 
 if TYPE_CHECKING:
-    from ._sink import EventSink
-    from ._tracing import RunTrace
-    from .agent import LlmAgent
-    from .context import RunConfig, RunContext
+    from ..agent import LlmAgent
+    from ..context import RunConfig, RunContext
+    from .sink import EventSink
+    from .tracing import RunTrace
 
 logger = logging.getLogger("helikon.run")
 

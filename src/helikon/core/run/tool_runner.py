@@ -17,31 +17,31 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
-from ._callbacks import CallbackRaised
-from ._json import JsonValue
-from ._tool_args import over_limit_message
-from ._tracing import attach, detach
-from .context import ToolContext
-from .events import PermissionDenied, ToolOutputItem
-from .exceptions import Denied, InvalidArgs, ModelRetry
-from .governance import HookDecision, HookEvent
-from .governance.permissions import authorize
-from .items import ContentPart, TextPart, ToolCall
-from .loop import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolStatus
-from .tools import TimedOut, ToolOutput
-from .toolsets import own_name
+from .._internal.callbacks import CallbackRaised
+from .._internal.json_value import JsonValue
+from ..context import ToolContext
+from ..events import PermissionDenied, ToolOutputItem
+from ..exceptions import Denied, InvalidArgs, ModelRetry
+from ..governance import HookDecision, HookEvent
+from ..governance.permissions import authorize
+from ..items import ContentPart, TextPart, ToolCall
+from ..loop import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolStatus
+from ..tools import TimedOut, ToolOutput
+from ..toolsets import own_name
+from .tool_args import over_limit_message
+from .tracing import attach, detach
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from opentelemetry.trace import Span
 
-    from ._tracing import RunTrace
-    from .context import RunContext
-    from .events import AgentEvent
-    from .governance.redaction import Redactor
-    from .observer import RunObserver
-    from .tools import Tool
+    from ..context import RunContext
+    from ..events import AgentEvent
+    from ..governance.redaction import Redactor
+    from ..observer import RunObserver
+    from ..tools import Tool
+    from .tracing import RunTrace
 
 
 class ToolRunner:

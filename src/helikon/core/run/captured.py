@@ -9,11 +9,11 @@ from __future__ import annotations
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
-from ._carrier import carrier
-from .model import ModelRequest
+from .._internal.carrier import carrier
+from ..model import ModelRequest
 
 if TYPE_CHECKING:
-    from .agent import LlmAgent
+    from ..agent import LlmAgent
 
 
 @carrier

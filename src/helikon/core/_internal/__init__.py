@@ -1,0 +1,1 @@
+"""What core's modules share and a user never names: carriers, callbacks, JSON, hints."""
