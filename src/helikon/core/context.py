@@ -16,7 +16,7 @@ import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import field, replace
 from datetime import timedelta
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._callbacks import call_user
 from ._carrier import carrier
@@ -27,7 +27,6 @@ from .governance import ApprovalHandler, HookEvent, HookRegistry, PermissionMode
 from .governance.settings import Governance, default_governance
 from .model import Model, ModelSettings
 from .model_strings import checked_model
-from .session.memory import MemorySession
 from .usage import UsageLimits
 
 if TYPE_CHECKING:
@@ -298,6 +297,27 @@ class TracerHandleBuilder:
         return TracerHandle(**self._fields)  # pyright: ignore[reportArgumentType]
 
 
+class _SessionOnFirstRead:
+    """The `MemorySession` of an ephemeral context, made when something first reads it.
+
+    Most ephemeral contexts are run with a session of their own (`with_session`), or never
+    read theirs; the ones derived from a context (`child()`, the `with_*` copies) share its
+    holder, as they would share the session, so all of them read the same one.
+    """
+
+    __slots__ = ("_session",)
+
+    def __init__(self) -> None:
+        self._session: Session | None = None
+
+    def get(self) -> Session:
+        if self._session is None:
+            from .session.memory import MemorySession  # not loaded by `import helikon`
+
+            self._session = MemorySession()
+        return self._session
+
+
 class RunContext(Generic[Ctx]):
     """Everything a run shares across the loop, tools, guardrails and hooks.
 
@@ -344,7 +364,7 @@ class RunContext(Generic[Ctx]):
         governance: Governance[Ctx] | None = None,
     ) -> None:
         self._user_ctx = user_ctx
-        self._session = session
+        self._session: Session | _SessionOnFirstRead = session
         self._hooks = hooks
         self._tracer = tracer
         self._cancel = cancel
@@ -360,10 +380,14 @@ class RunContext(Generic[Ctx]):
     def ephemeral(user_ctx: C) -> RunContext[C]:
         """A context with an in-memory session, no hooks, a default tracer and a fresh token.
 
+        The session is made when something first reads `session`: a context given a session
+        of its own (`with_session`) never makes one.
+
         A static method with its own type variable, so `RunContext.ephemeral(3)` is typed
         `RunContext[int]` (a classmethod of the bare generic class would be `Unknown`).
         """
-        return RunContext(user_ctx, MemorySession(), HookRegistry[C](), TracerHandle(), CancellationToken())
+        session: Any = _SessionOnFirstRead()  # `RunContext.session` reads it as its MemorySession
+        return RunContext(user_ctx, session, HookRegistry[C](), TracerHandle(), CancellationToken())
 
     def _copy(self) -> RunContext[Ctx]:
         new: RunContext[Ctx] = object.__new__(RunContext)  # pyright: ignore[reportUnknownVariableType]
@@ -381,7 +405,8 @@ class RunContext(Generic[Ctx]):
     @property
     def session(self) -> Session:
         """The session the runner loads from and records to."""
-        return self._session
+        session = self._session
+        return session.get() if isinstance(session, _SessionOnFirstRead) else session
 
     @property
     def hooks(self) -> HookRegistry[Ctx]:
@@ -613,7 +638,7 @@ class RunContext(Generic[Ctx]):
         cross over.
         """
         new = self._copy()
-        new._session = MemorySession()
+        new._session = _SessionOnFirstRead()
         new._hooks = HookRegistry[Ctx]()
         new._state = SessionState()
         new._actions = ActionsHandle()
