@@ -168,16 +168,6 @@ from .session import (
     UserMessageEvent,
     project,
 )
-from .session.branches import Branch, Lineage
-from .session.compaction import (
-    CompactingSession,
-    CompactingSessionBuilder,
-    HeuristicTokenCounter,
-    TokenCounter,
-)
-from .session.memory import MemorySession, MemoryStore
-from .session.recorder import SessionRecorder
-from .session.request_log import rebuild_request, rebuild_requests
 from .tool_sources import ToolSource
 from .tools import FunctionTool, PrepareTools, Tool, ToolEffect, ToolOutput, tool
 from .toolsets import Toolset
@@ -196,6 +186,14 @@ _LAZY = {
     ".governance.redaction": "Redactor",
     # The tracing module brings opentelemetry's API; a run loads it on its first step.
     "._tracing": "use_tracer_provider",
+    # The session backends and what works on a stored log (uuid, base64, the envelope and the
+    # codec, ~5 ms): loaded by the first session made (an ephemeral context's, on its first
+    # read), or by the runner that records one.
+    ".session.branches": "Branch Lineage",
+    ".session.compaction": "CompactingSession CompactingSessionBuilder HeuristicTokenCounter TokenCounter",
+    ".session.memory": "MemorySession MemoryStore",
+    ".session.recorder": "SessionRecorder",
+    ".session.request_log": "rebuild_request rebuild_requests",
 }
 """Module -> the names exported from it, for the modules loaded on the first access to one of them."""
 
@@ -420,6 +418,16 @@ if typing.TYPE_CHECKING:
     from .governance.permissions import PermissionVerdict
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+    from .session.branches import Branch, Lineage
+    from .session.compaction import (
+        CompactingSession,
+        CompactingSessionBuilder,
+        HeuristicTokenCounter,
+        TokenCounter,
+    )
+    from .session.memory import MemorySession, MemoryStore
+    from .session.recorder import SessionRecorder
+    from .session.request_log import rebuild_request, rebuild_requests
     from .workflows import (
         GraphAgent,
         GraphBuilder,
