@@ -38,6 +38,7 @@ HEAVY_MODULES = [
     "logging",
     # Smaller ones, imported where they are used (a file read, a URL check, a session's ids).
     "pathlib",
+    "urllib.parse",
     "uuid",
 ]
 
