@@ -144,30 +144,6 @@ from .output import OutputType
 from .output_validators import OutputValidatorFunc
 from .result import RunResult, RunStream, print_stream
 from .runner import Runner
-from .session import (
-    SESSION_EVENT_ADAPTER,
-    AssistantMessageEvent,
-    Compacted,
-    ConversationSnapshot,
-    CustomEvent,
-    Forked,
-    HandoffOccurred,
-    KnownSessionEvent,
-    RequestHeader,
-    Rewound,
-    SequenceId,
-    Session,
-    SessionEntry,
-    SessionEvent,
-    SessionInfo,
-    SessionMetadata,
-    SessionRecord,
-    ToolCalled,
-    ToolReturned,
-    UnknownEvent,
-    UserMessageEvent,
-    project,
-)
 from .tool_sources import ToolSource
 from .tools import FunctionTool, PrepareTools, Tool, ToolEffect, ToolOutput, tool
 from .toolsets import Toolset
@@ -186,6 +162,14 @@ _LAZY = {
     ".governance.redaction": "Redactor",
     # The tracing module brings opentelemetry's API; a run loads it on its first step.
     "._tracing": "use_tracer_provider",
+    # The session log: its events, the `Session` protocol and the projection (~2.5 ms), which
+    # building an agent and the loop itself never use: loaded with the first session made.
+    ".session": (
+        "SESSION_EVENT_ADAPTER AssistantMessageEvent Compacted ConversationSnapshot CustomEvent "
+        "Forked HandoffOccurred KnownSessionEvent RequestHeader Rewound SequenceId Session "
+        "SessionEntry SessionEvent SessionInfo SessionMetadata SessionRecord ToolCalled "
+        "ToolReturned UnknownEvent UserMessageEvent project"
+    ),
     # The session backends and what works on a stored log (uuid, base64, the envelope and the
     # codec, ~5 ms): loaded by the first session made (an ephemeral context's, on its first
     # read), or by the runner that records one.
@@ -418,6 +402,30 @@ if typing.TYPE_CHECKING:
     from .governance.permissions import PermissionVerdict
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
+    from .session import (
+        SESSION_EVENT_ADAPTER,
+        AssistantMessageEvent,
+        Compacted,
+        ConversationSnapshot,
+        CustomEvent,
+        Forked,
+        HandoffOccurred,
+        KnownSessionEvent,
+        RequestHeader,
+        Rewound,
+        SequenceId,
+        Session,
+        SessionEntry,
+        SessionEvent,
+        SessionInfo,
+        SessionMetadata,
+        SessionRecord,
+        ToolCalled,
+        ToolReturned,
+        UnknownEvent,
+        UserMessageEvent,
+        project,
+    )
     from .session.branches import Branch, Lineage
     from .session.compaction import (
         CompactingSession,
