@@ -36,7 +36,9 @@ HEAVY_MODULES = [
     # loaded when a run starts, not when helikon is imported.
     "asyncio",
     "logging",
-    # Smaller ones, imported where they are used (a file read, a URL check, a session's ids).
+    # Smaller ones, imported where they are used (a file read, a URL check, a session's ids, a
+    # timedelta timeout).
+    "datetime",
     "pathlib",
     "urllib.parse",
     "uuid",
