@@ -134,6 +134,54 @@ def test_each_ephemeral_context_is_fresh() -> None:
     assert not b.cancel.is_cancelled()
 
 
+def _memory_sessions() -> set[int]:
+    return {id(o) for o in gc.get_objects() if type(o) is MemorySession}
+
+
+def test_an_ephemeral_context_makes_its_session_when_it_is_first_read() -> None:
+    before = _memory_sessions()
+    ctx = RunContext.ephemeral(None)
+    assert _memory_sessions() == before  # nothing read it yet
+    session = ctx.session
+    assert isinstance(session, MemorySession)
+    assert _memory_sessions() == before | {id(session)}
+    assert ctx.session is session  # the same one on every read
+
+
+def test_a_context_given_its_own_session_never_makes_a_memory_session() -> None:
+    mine = MemorySession()
+    before = _memory_sessions()
+    ctx = RunContext.ephemeral(None).with_session(mine).child()
+    assert ctx.session is mine
+    assert _memory_sessions() == before
+
+
+def test_contexts_derived_before_the_first_read_share_its_session() -> None:
+    ctx = RunContext.ephemeral(None)
+    derived = [
+        ctx.child().child(),
+        ctx.with_permission_mode(PermissionMode.PLAN),
+        ctx.with_tracer(TracerHandle(user_id="u")),
+        ctx.with_cancel(CancellationToken()),
+        ctx.without_output_redaction(),
+    ]
+    first = derived[0].session  # a derived context reads it first
+    assert all(d.session is first for d in derived)
+    assert ctx.session is first
+    assert ctx.with_session(MemorySession()).session is not first
+
+
+def test_an_isolated_child_has_a_fresh_session_of_its_own() -> None:
+    parent = RunContext.ephemeral(None)
+    before = _memory_sessions()
+    isolated = parent.isolated_child()
+    assert _memory_sessions() == before  # made on its first read too
+    grandchild = isolated.child()
+    assert isinstance(grandchild.session, MemorySession)
+    assert isolated.session is grandchild.session
+    assert isolated.session is not parent.session
+
+
 class AllowAll:
     async def check(self, ctx: RunContext[Any], tool: str, args: Any) -> PermissionDecision:
         return PermissionDecision.allow()

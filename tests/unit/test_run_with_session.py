@@ -251,3 +251,15 @@ def test_a_run_given_its_own_session_inside_another_run_is_written_there() -> No
     result = notes.run_sync("remember this", context=inside_another_run, session=own)
     assert result.final_output == "noted"
     assert texts(run_coroutine(stored(own))) == ["remember this", "noted"]
+
+
+async def test_a_bare_run_on_an_ephemeral_context_makes_no_session() -> None:
+    from helikon.core.context import _SessionOnFirstRead  # pyright: ignore[reportPrivateUsage]
+
+    ctx = RunContext.ephemeral(None)
+    agent = LlmAgent(name="a", model=MockModel.with_scripts([text_turn("hi")]))
+    assert (await agent.run("hello", context=ctx)).final_output == "hi"
+    holder = ctx._session  # pyright: ignore[reportPrivateUsage]
+    assert isinstance(holder, _SessionOnFirstRead) and holder._session is None  # pyright: ignore[reportPrivateUsage]
+    assert not ctx.session_is_durable
+    assert RunContext.ephemeral(None).with_session(MemorySession()).session_is_durable is False

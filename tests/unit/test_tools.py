@@ -5,10 +5,11 @@ import dataclasses
 import json
 import socket
 import threading
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field, Strict, ValidationInfo, field_validator
 
 from helikon import (
     FunctionTool,
@@ -508,6 +509,99 @@ async def test_non_object_arguments_are_invalid() -> None:
         with pytest.raises(InvalidArgs) as info:
             await get_forecast.invoke(make_ctx(), args)
         assert info.value.schema_errors[0].startswith("(arguments): ")
+
+
+async def _outcome(a_tool: FunctionTool[Any], args: JsonValue) -> object:
+    try:
+        return await a_tool.invoke(make_ctx(), args)
+    except InvalidArgs as exc:
+        return ("InvalidArgs", exc.schema_errors)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"city": "Paris", "days": "soon"}',
+        '{"days": 1}',
+        '{"city": "Paris", "country": "FR"}',
+        '{"city": "x", "units": "k"}',
+        '{"city": 3}',
+        "[1, 2]",
+        "42",
+        '{"city": "Paris", "city": "Oslo"}',
+        '{"city": "\\ud800"}',  # a lone surrogate: Python's JSON reads it, pydantic's does not
+        '  {"city": "Paris"}  ',
+    ],
+)
+async def test_json_text_arguments_get_what_their_parsed_form_gets(text: str) -> None:
+    assert await _outcome(get_forecast, text) == await _outcome(get_forecast, json.loads(text))
+
+
+@pytest.mark.parametrize("text", ['{"city": "Par', '{"city": "Paris"} x', "{bad", "nul"])
+async def test_text_that_is_not_json_is_refused_with_the_json_modules_words(text: str) -> None:
+    with pytest.raises(ValueError) as parsing:
+        json.loads(text)
+    words = f"the arguments are not valid JSON: {parsing.value}"
+    assert await _outcome(get_forecast, text) == ("InvalidArgs", (words,))
+
+
+async def test_deeply_nested_json_text_is_read_as_its_parsed_form() -> None:
+    @tool
+    def depth(value: Any) -> int:
+        levels = 0
+        while isinstance(value, list) and value:
+            value, levels = value[0], levels + 1  # pyright: ignore[reportUnknownVariableType]
+        return levels
+
+    deep = '{"value": ' + "[" * 300 + "]" * 300 + "}"  # deeper than pydantic's JSON parser goes
+    assert await _outcome(depth, deep) == await _outcome(depth, json.loads(deep)) == ToolOutput(299)
+
+
+class Reading(BaseModel):
+    unit: str
+
+    @field_validator("unit")
+    @classmethod
+    def _seen(cls, value: str, info: ValidationInfo) -> str:
+        return f"{value} ({info.mode})"
+
+
+async def test_json_text_arguments_are_validated_as_json() -> None:
+    @tool
+    def read(reading: Reading) -> str:
+        return reading.unit
+
+    assert (await read.invoke(make_ctx(), '{"unit": "C"}')).value == "C (json)"
+    assert (await read.invoke(make_ctx(), {"unit": "C"})).value == "C (python)"
+
+
+class StrictReading(BaseModel):
+    model_config = ConfigDict(strict=True)
+    at: datetime
+
+
+async def test_arguments_json_mode_reads_otherwise_are_validated_in_their_parsed_form() -> None:
+    # pydantic's JSON mode would take these strict values; validated parsed, as before, it does not.
+    @tool
+    def when(at: Annotated[datetime, Strict()]) -> str:
+        return at.isoformat()
+
+    @tool
+    def reading(value: StrictReading) -> str:
+        return value.at.isoformat()
+
+    @tool
+    def pair(xy: Annotated[tuple[int, int], Strict()]) -> int:
+        return xy[0]
+
+    for a_tool, text in [
+        (when, '{"at": "2024-01-01T00:00:00"}'),
+        (reading, '{"at": "2024-01-01T00:00:00"}'),
+        (pair, '{"xy": [1, 2]}'),
+    ]:
+        outcome = await _outcome(a_tool, text)
+        assert outcome == await _outcome(a_tool, json.loads(text))
+        assert isinstance(outcome, tuple) and outcome[0] == "InvalidArgs", a_tool.name
 
 
 async def test_the_tool_receives_validated_python_values() -> None:

@@ -144,40 +144,6 @@ from .output import OutputType
 from .output_validators import OutputValidatorFunc
 from .result import RunResult, RunStream, print_stream
 from .runner import Runner
-from .session import (
-    SESSION_EVENT_ADAPTER,
-    AssistantMessageEvent,
-    Compacted,
-    ConversationSnapshot,
-    CustomEvent,
-    Forked,
-    HandoffOccurred,
-    KnownSessionEvent,
-    RequestHeader,
-    Rewound,
-    SequenceId,
-    Session,
-    SessionEntry,
-    SessionEvent,
-    SessionInfo,
-    SessionMetadata,
-    SessionRecord,
-    ToolCalled,
-    ToolReturned,
-    UnknownEvent,
-    UserMessageEvent,
-    project,
-)
-from .session.branches import Branch, Lineage
-from .session.compaction import (
-    CompactingSession,
-    CompactingSessionBuilder,
-    HeuristicTokenCounter,
-    TokenCounter,
-)
-from .session.memory import MemorySession, MemoryStore
-from .session.recorder import SessionRecorder
-from .session.request_log import rebuild_request, rebuild_requests
 from .tool_sources import ToolSource
 from .tools import FunctionTool, PrepareTools, Tool, ToolEffect, ToolOutput, tool
 from .toolsets import Toolset
@@ -196,6 +162,22 @@ _LAZY = {
     ".governance.redaction": "Redactor",
     # The tracing module brings opentelemetry's API; a run loads it on its first step.
     ".run.tracing": "use_tracer_provider",
+    # The session log: its events, the `Session` protocol and the projection (~2.5 ms), which
+    # building an agent and the loop itself never use: loaded with the first session made.
+    ".session": (
+        "SESSION_EVENT_ADAPTER AssistantMessageEvent Compacted ConversationSnapshot CustomEvent "
+        "Forked HandoffOccurred KnownSessionEvent RequestHeader Rewound SequenceId Session "
+        "SessionEntry SessionEvent SessionInfo SessionMetadata SessionRecord ToolCalled "
+        "ToolReturned UnknownEvent UserMessageEvent project"
+    ),
+    # The session backends and what works on a stored log (uuid, base64, the envelope and the
+    # codec, ~5 ms): loaded by the first session made (an ephemeral context's, on its first
+    # read), or by the runner that records one.
+    ".session.branches": "Branch Lineage",
+    ".session.compaction": "CompactingSession CompactingSessionBuilder HeuristicTokenCounter TokenCounter",
+    ".session.memory": "MemorySession MemoryStore",
+    ".session.recorder": "SessionRecorder",
+    ".session.request_log": "rebuild_request rebuild_requests",
 }
 """Module -> the names exported from it, for the modules loaded on the first access to one of them."""
 
@@ -420,6 +402,40 @@ if typing.TYPE_CHECKING:
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardAction, GuardRule, ToolSubject
     from .run.tracing import use_tracer_provider
+    from .session import (
+        SESSION_EVENT_ADAPTER,
+        AssistantMessageEvent,
+        Compacted,
+        ConversationSnapshot,
+        CustomEvent,
+        Forked,
+        HandoffOccurred,
+        KnownSessionEvent,
+        RequestHeader,
+        Rewound,
+        SequenceId,
+        Session,
+        SessionEntry,
+        SessionEvent,
+        SessionInfo,
+        SessionMetadata,
+        SessionRecord,
+        ToolCalled,
+        ToolReturned,
+        UnknownEvent,
+        UserMessageEvent,
+        project,
+    )
+    from .session.branches import Branch, Lineage
+    from .session.compaction import (
+        CompactingSession,
+        CompactingSessionBuilder,
+        HeuristicTokenCounter,
+        TokenCounter,
+    )
+    from .session.memory import MemorySession, MemoryStore
+    from .session.recorder import SessionRecorder
+    from .session.request_log import rebuild_request, rebuild_requests
     from .workflows import (
         GraphAgent,
         GraphBuilder,

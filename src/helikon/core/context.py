@@ -15,8 +15,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import field, replace
-from datetime import timedelta
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._internal.callbacks import call_user
 from ._internal.carrier import carrier
@@ -27,10 +26,11 @@ from .governance import ApprovalHandler, HookEvent, HookRegistry, PermissionMode
 from .governance.settings import Governance, default_governance
 from .model import Model, ModelSettings
 from .model_strings import checked_model
-from .session.memory import MemorySession
 from .usage import UsageLimits
 
 if TYPE_CHECKING:
+    from datetime import timedelta
+
     from .conversation_check import ConversationCheck
     from .events import TokenUsage
     from .governance.compiled import CompiledRules
@@ -95,10 +95,14 @@ class RunConfig:
             _positive_int("RunConfig", "parallel_tool_call_limit", self.parallel_tool_call_limit)
         if self.timeout is not None:
             timeout: object = self.timeout
-            if isinstance(timeout, timedelta):
+            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+                from datetime import timedelta  # here: seconds need none, and it is ~1.5 ms to import
+
+                if not isinstance(timeout, timedelta):
+                    raise UserError(
+                        f"RunConfig(timeout={timeout!r}): give seconds as a number, or a timedelta"
+                    )
                 object.__setattr__(self, "timeout", timeout.total_seconds())
-            elif isinstance(timeout, bool) or not isinstance(timeout, int | float):
-                raise UserError(f"RunConfig(timeout={timeout!r}): give seconds as a number, or a timedelta")
             if self.timeout <= 0:
                 raise UserError(
                     f"RunConfig(timeout={self.timeout!r}): must be positive, or None for no limit"
@@ -289,6 +293,27 @@ class TracerHandleBuilder:
         return TracerHandle(**self._fields)  # pyright: ignore[reportArgumentType]
 
 
+class _SessionOnFirstRead:
+    """The `MemorySession` of an ephemeral context, made when something first reads it.
+
+    Most ephemeral contexts are run with a session of their own (`with_session`), or never
+    read theirs; the ones derived from a context (`child()`, the `with_*` copies) share its
+    holder, as they would share the session, so all of them read the same one.
+    """
+
+    __slots__ = ("_session",)
+
+    def __init__(self) -> None:
+        self._session: Session | None = None
+
+    def get(self) -> Session:
+        if self._session is None:
+            from .session.memory import MemorySession  # not loaded by `import helikon`
+
+            self._session = MemorySession()
+        return self._session
+
+
 class RunContext(Generic[Ctx]):
     """Everything a run shares across the loop, tools, guardrails and hooks.
 
@@ -336,7 +361,7 @@ class RunContext(Generic[Ctx]):
         governance: Governance[Ctx] | None = None,
     ) -> None:
         self._user_ctx = user_ctx
-        self._session = session
+        self._session: Session | _SessionOnFirstRead = session
         self._hooks = hooks
         self._tracer = tracer
         self._cancel = cancel
@@ -355,10 +380,14 @@ class RunContext(Generic[Ctx]):
     def ephemeral(user_ctx: C) -> RunContext[C]:
         """A context with an in-memory session, no hooks, a default tracer and a fresh token.
 
+        The session is made when something first reads `session`: a context given a session
+        of its own (`with_session`) never makes one.
+
         A static method with its own type variable, so `RunContext.ephemeral(3)` is typed
         `RunContext[int]` (a classmethod of the bare generic class would be `Unknown`).
         """
-        return RunContext(user_ctx, MemorySession(), HookRegistry[C](), TracerHandle(), CancellationToken())
+        session: Any = _SessionOnFirstRead()  # `RunContext.session` reads it as its MemorySession
+        return RunContext(user_ctx, session, HookRegistry[C](), TracerHandle(), CancellationToken())
 
     def _copy(self) -> RunContext[Ctx]:
         new: RunContext[Ctx] = object.__new__(RunContext)  # pyright: ignore[reportUnknownVariableType]
@@ -376,7 +405,19 @@ class RunContext(Generic[Ctx]):
     @property
     def session(self) -> Session:
         """The session the runner loads from and records to."""
-        return self._session
+        session = self._session
+        return session.get() if isinstance(session, _SessionOnFirstRead) else session
+
+    @property
+    def session_is_durable(self) -> bool:
+        """Whether the session is durable (SQLite, PostgreSQL, Redis: it declares `durable`).
+
+        An ephemeral context's in-memory session is not, and is not made to tell.
+        """
+        session = self._session
+        if isinstance(session, _SessionOnFirstRead):
+            return False
+        return getattr(session, "durable", False) is True  # a session that declares no flags is not
 
     @property
     def hooks(self) -> HookRegistry[Ctx]:
@@ -615,7 +656,7 @@ class RunContext(Generic[Ctx]):
         cross over.
         """
         new = self._copy()
-        new._session = MemorySession()
+        new._session = _SessionOnFirstRead()
         new._hooks = HookRegistry[Ctx]()
         new._state = SessionState()
         new._actions = ActionsHandle()

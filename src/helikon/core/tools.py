@@ -42,6 +42,7 @@ from typing import (
     Protocol,
     TypeAlias,
     TypeVar,
+    cast,
     get_args,
     get_origin,
     get_type_hints,
@@ -176,6 +177,7 @@ class FunctionTool(Generic[Ctx]):
     __slots__ = (
         "_args_model",
         "_fn",
+        "_from_text",
         "_is_async",
         "_lone_model",
         "_param_names",
@@ -290,6 +292,7 @@ class FunctionTool(Generic[Ctx]):
                 f"@tool {tool_name!r}: the type of {where} cannot be turned into a JSON Schema: {exc}"
             ) from exc
         self.schema: JsonObject = _tidy_schema(schema)
+        self._from_text = _json_mode_agrees(self._args_model.__pydantic_core_schema__)
 
         self._return_adapter: TypeAdapter[Any] | None = None
         self.output_schema: JsonObject | None = None
@@ -309,11 +312,7 @@ class FunctionTool(Generic[Ctx]):
 
     async def invoke(self, ctx: ToolContext[Ctx], args: JsonValue) -> ToolOutput:
         """Validate `args`, call the function, serialize what it returns."""
-        args = args_object(args)
-        try:
-            parsed = self._args_model.model_validate(args)
-        except _pydantic.ValidationError as exc:
-            raise InvalidArgs(_format_errors(exc)) from None
+        parsed = self._validated(args)
         if self._lone_model:
             kwargs = {self._param_names[0]: parsed}
         else:
@@ -331,6 +330,21 @@ class FunctionTool(Generic[Ctx]):
         if isinstance(result, ToolOutput):
             return result
         return ToolOutput(self._to_json(result))
+
+    def _validated(self, args: JsonValue) -> BaseModel:
+        """The arguments model of `args` (JSON text or its parsed form); `InvalidArgs` if they do not fit."""
+        if self._from_text and isinstance(args, str):
+            # JSON text is validated as pydantic parses it, with no dict in between. Text it
+            # refuses takes the way below, so every refusal reads as it always has.
+            try:
+                return self._args_model.model_validate_json(args)
+            except _pydantic.ValidationError:
+                pass
+        args = args_object(args)
+        try:
+            return self._args_model.model_validate(args)
+        except _pydantic.ValidationError as exc:
+            raise InvalidArgs(_format_errors(exc)) from None
 
     def _call(self, ctx: ToolContext[Ctx], kwargs: dict[str, Any]) -> Awaitable[Any]:
         fn = self._fn
@@ -462,6 +476,24 @@ def _tidy_schema(schema: dict[str, Any]) -> JsonObject:
         return node
 
     return walk(schema)
+
+
+def _json_mode_agrees(schema: object) -> bool:
+    """Whether pydantic, given JSON text for `schema` (a core schema), accepts what it accepts parsed.
+
+    It does, but where a schema is strict (JSON mode takes an ISO string for a strict
+    `datetime`, a value for a strict `Enum`, an array for a strict `tuple`) or validates JSON
+    and Python apart (`json-or-python`, as `Path` does): arguments with either are validated
+    in their parsed form, as before.
+    """
+    if isinstance(schema, dict):
+        node = cast("dict[str, object]", schema)
+        if node.get("strict") is True or node.get("type") == "json-or-python":
+            return False
+        return all(_json_mode_agrees(value) for value in node.values())
+    if isinstance(schema, list | tuple):
+        return all(_json_mode_agrees(value) for value in cast("Sequence[object]", schema))
+    return True
 
 
 def _format_errors(exc: Any) -> list[str]:

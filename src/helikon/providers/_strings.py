@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from urllib.parse import urlsplit
 
 from helikon.core.exceptions import UserError
 from helikon.core.model import Model
@@ -35,6 +34,9 @@ def split_compatible(rest: str) -> tuple[str, str]:
     Raises:
         UserError: If the rest is not `<model>@<base_url>` with a URL that names a host.
     """
+    # Imported here: `import helikon` imports this module, and urllib.parse (with ipaddress) is ~2 ms.
+    from urllib.parse import urlsplit
+
     match = _COMPATIBLE.match(rest)
     if match is None or not urlsplit(match["url"]).hostname:
         raise UserError(f"model string 'openai-compatible:{rest}': write {COMPATIBLE_FORM}")

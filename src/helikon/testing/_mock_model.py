@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helikon.core.cancel import CancellationToken
 from helikon.core.exceptions import OtherModelError, UserError
 from helikon.core.model import Model, ModelCapabilities, ModelEvent, ModelRequest
 
 from ._scripts import Delay, Script, ScriptStep
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _CAPABILITIES = ModelCapabilities(
     streaming=True, tools=True, parallel_tool_calls=True, structured_output=True, reasoning=True
@@ -23,6 +24,8 @@ _CAPABILITIES = ModelCapabilities(
 async def _play(steps: Sequence[ScriptStep]) -> AsyncIterator[ModelEvent]:
     for step in steps:
         if isinstance(step, Delay):
+            import asyncio  # here, not at module level: importing helikon.testing must not load asyncio
+
             await asyncio.sleep(step.seconds)
         elif isinstance(step, BaseException):
             raise step

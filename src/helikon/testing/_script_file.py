@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from helikon.core._internal.carrier import carrier
 from helikon.core.exceptions import UserError
 from helikon.core.model import MODEL_EVENT_ADAPTER, ModelEvent
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @carrier(kw_only=False)
@@ -32,6 +34,8 @@ class ScriptFile:
     @classmethod
     def load(cls, path: str | Path) -> ScriptFile:
         """Read and validate a script file."""
+        from pathlib import Path  # only a file load needs it (~1 ms of importing helikon.testing)
+
         path = Path(path)
         try:
             text = path.read_text(encoding="utf-8")

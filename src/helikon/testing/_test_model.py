@@ -24,7 +24,6 @@ from helikon.core.model import (
 )
 
 from ._mock_model import _CAPABILITIES  # pyright: ignore[reportPrivateUsage]
-from ._schema_example import schema_example
 
 _WORDS = re.compile(r"[\s\",.:{}\[\]]+")
 _WRAP_KEY = "response"  # how OutputType wraps a non-object output type
@@ -127,6 +126,8 @@ class TestModel(Model):
         Raises `UserError` naming the place when no value fits (a pattern it cannot match,
         bounds that exclude every number).
         """
+        from ._schema_example import schema_example  # ~2 ms (uuid, the regex parser): when a call needs it
+
         return schema_example(schema, seed=self.seed)
 
     def invoke(self, request: ModelRequest, cancel: CancellationToken) -> AsyncIterator[ModelEvent]:

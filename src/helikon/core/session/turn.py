@@ -466,8 +466,7 @@ def needs_turn(context: RunContext[Any], session_given: bool) -> bool:
     unwritten); no when the run is recorded already (the context has a recorder: a run
     nested in a recorded one writes into that run's turn).
     """
-    durable = getattr(context.session, "durable", False) is True  # a session that declares no flags is not
-    return (session_given or durable) and context.observer is None
+    return (session_given or context.session_is_durable) and context.observer is None
 
 
 def in_turn(
