@@ -290,6 +290,11 @@ def initial_state(ctx: TransitionCtx) -> LoopState:
     return CallingModel(turn=0)
 
 
+_ENDED = (Done, Failed, HandedOff)  # the terminal states
+_STRUCTURED = (Finalizing, RepairingOutput)  # the states that ask for the output type
+_CHECKED = (OutputChecked, OutputRetry)  # what the output validators settle into
+
+
 def transition(
     state: LoopState, input: TransitionInput, ctx: TransitionCtx, conversation: Sequence[Item] = ()
 ) -> TransitionOutcome:
@@ -298,7 +303,7 @@ def transition(
     `conversation` is the conversation before this step: what the earlier steps'
     `conversation_appends` added up to (the caller keeps it, and extends it with this one's).
     """
-    if isinstance(state, Done | Failed | HandedOff):
+    if isinstance(state, _ENDED):
         # Terminal states absorb everything: a late cancel never overrides the outcome.
         return TransitionOutcome(state, (), _TERMINATE)
     usage = state.usage
@@ -312,13 +317,13 @@ def transition(
         return _after_model(state, input, ctx, conversation)
     if isinstance(state, ExecutingTools) and isinstance(input, ToolResults):
         return _after_tools(state, input, ctx, conversation)
-    if isinstance(state, Finalizing | RepairingOutput) and isinstance(input, ModelResponse):
+    if isinstance(state, _STRUCTURED) and isinstance(input, ModelResponse):
         return _after_structured(state, input, ctx, conversation)
     if isinstance(state, ApplyingHandoff) and isinstance(
         input, HandoffAccepted | HandoffRefused | HandoffInvalidArgs
     ):
         return _after_handoff(state, input, ctx, conversation)
-    if isinstance(state, CheckingOutput) and isinstance(input, OutputChecked | OutputRetry):
+    if isinstance(state, CheckingOutput) and isinstance(input, _CHECKED):
         return _after_check(state, input, ctx, conversation)
     return _fail(
         AgentError(kind="other", message=f"invalid transition: {state.type} cannot take {input.type}"), usage
