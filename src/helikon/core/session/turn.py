@@ -159,13 +159,18 @@ class SessionRunner(Generic[Ctx]):
         """
         config = _config_of(agent, config)
         session = check_session(context.session)  # the runner reads what it declares
-        durable = config.durable if config.durable is not None else session.durable
-        run_id = new_run_id()
         run_ctx, timer = _timed(context, config.timeout)  # from the start: waiting for the session counts too
-        key, owner = _identity(session)
+        claim = _Claim(
+            session,
+            durable=config.durable if config.durable is not None else session.durable,
+            agent=agent.name,
+            input=input,
+            cancel=run_ctx.cancel,
+        )
+        key, durable, run_id = claim.key, claim.durable, claim.run_id
         turns = self._enter(key)
         try:
-            ready = await self._start(turns, session, key, owner, durable, run_id, agent.name, input, run_ctx)
+            ready = await self._start(turns, claim)
             if isinstance(ready, AgentError):
                 await sink.put(RunStarted(agent=agent.name))
                 await sink.put(RunFailed(error=ready))
@@ -216,25 +221,14 @@ class SessionRunner(Generic[Ctx]):
             del self._turns[key]
 
     async def _start(
-        self,
-        turns: _Turns,
-        session: Session,
-        key: object,
-        owner: object,
-        durable: bool,
-        run_id: str,
-        agent: str,
-        new_input: AgentInput,
-        run_ctx: RunContext[Any],
+        self, turns: _Turns, claim: _Claim
     ) -> tuple[ConversationSnapshot, SessionRecorder, RunWriter] | AgentError:
         """Take the run's turn on the session (the lock held, unless this fails), read it, claim it."""
-        failure = await self._queue(turns, run_ctx.cancel)
+        failure = await self._queue(turns, claim.cancel)
         if failure is not None:
             return failure
         try:
-            ready = await self._prepare(
-                session, key, owner, durable, run_id, agent, new_input, run_ctx.cancel
-            )
+            ready = await self._prepare(claim)
         except BaseException:
             turns.lock.release()
             raise
@@ -267,15 +261,7 @@ class SessionRunner(Generic[Ctx]):
         return _cancelled(cancel)
 
     async def _prepare(
-        self,
-        session: Session,
-        key: object,
-        owner: object,
-        durable: bool,
-        run_id: str,
-        agent: str,
-        new_input: AgentInput,
-        cancel: CancellationToken,
+        self, claim: _Claim
     ) -> tuple[ConversationSnapshot, SessionRecorder, RunWriter] | AgentError:
         """Read the session and claim the run's turn in it: the history, the recorder and the writer.
 
@@ -284,6 +270,7 @@ class SessionRunner(Generic[Ctx]):
         run then writes its first events with `expected_seq`, so that a writer that came in
         between is seen (and the session read again) rather than interleaved with.
         """
+        session, key, run_id = claim.session, claim.key, claim.run_id
         try:
             held = self._held.pop(key, None)
             if held is not None and not await self._write_held(held):
@@ -297,14 +284,13 @@ class SessionRunner(Generic[Ctx]):
                     ),
                 )
             for _ in range(_MAX_CLAIMS):
-                state = await self._look(session, key, owner)
-                state = await self._wait_for_open_turn(session, key, owner, state, cancel)
+                state = await self._wait_for_open_turn(claim, await self._look(claim))
                 if isinstance(state, AgentError):
                     return state
                 snapshot = await session.snapshot()
-                turn = TurnOpened(run_id=run_id, agent=agent) if durable else None
-                recorder = SessionRecorder(new_input.messages, last_header=state.header, turn=turn)
-                if not durable:
+                turn = TurnOpened(run_id=run_id, agent=claim.agent) if claim.durable else None
+                recorder = SessionRecorder(claim.input.messages, last_header=state.header, turn=turn)
+                if not claim.durable:
                     return snapshot, recorder, RunWriter(session, run_id)
                 writer = RunWriter(session, run_id, end=-1 if state.seq is None else int(state.seq))
                 try:
@@ -319,10 +305,9 @@ class SessionRunner(Generic[Ctx]):
             )
         return _busy(f"other writers kept appending to the session ({_MAX_CLAIMS} tries to start the run)")
 
-    async def _wait_for_open_turn(
-        self, session: Session, key: object, owner: object, state: _HeaderState, cancel: CancellationToken
-    ) -> _HeaderState | AgentError:
+    async def _wait_for_open_turn(self, claim: _Claim, state: _HeaderState) -> _HeaderState | AgentError:
         """The session once its last turn is closed: waited for while live, repaired once stale."""
+        session, cancel = claim.session, claim.cancel
         delay = 0.05
         while state.open_turn is not None and state.open_turn[1] not in self._running:
             seq, run_id = state.open_turn
@@ -340,7 +325,7 @@ class SessionRunner(Generic[Ctx]):
                 return _cancelled(cancel)
             else:
                 delay = min(delay * 2, 1.0)
-            state = await self._look(session, key, owner)
+            state = await self._look(claim)
         return state
 
     def _recent(self, state: _HeaderState) -> bool:
@@ -405,11 +390,12 @@ class SessionRunner(Generic[Ctx]):
         )
         return RunFailed(error=error, usage=terminal.usage)
 
-    async def _look(self, session: Session, key: object, owner: object) -> _HeaderState:
+    async def _look(self, claim: _Claim) -> _HeaderState:
         """What the runner knows of `session`: its latest `RequestHeader`, and a turn left open.
 
         Brought up to date by reading only the events after the last look.
         """
+        session, key, owner = claim.session, claim.key, claim.owner
         state = self._headers.get(key)
         if state is None or state.session is not owner:
             state = _HeaderState(owner)
@@ -582,6 +568,23 @@ def _identity(session: Session) -> tuple[object, object]:
 
 _MAX_SESSIONS = 64
 """How many sessions a runner remembers the latest header of, and holds unsaved events for."""
+
+
+class _Claim:
+    """One run's claim on a session: what the runner needs to take its turn there."""
+
+    __slots__ = ("agent", "cancel", "durable", "input", "key", "owner", "run_id", "session")
+
+    def __init__(
+        self, session: Session, *, durable: bool, agent: str, input: AgentInput, cancel: CancellationToken
+    ) -> None:
+        self.session = session
+        self.key, self.owner = _identity(session)  # the session as the runner knows it (see _identity)
+        self.durable = durable  # written as the run goes, between turn markers
+        self.run_id = new_run_id()
+        self.agent = agent
+        self.input = input  # the new turn
+        self.cancel = cancel  # the run's token (a timeout's child, when there is one)
 
 
 class _Turns:
