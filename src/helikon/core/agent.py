@@ -98,7 +98,12 @@ def _turn() -> ModuleType:
 
 @runtime_checkable
 class Agent(Protocol[Ctx, AgentOutT], metaclass=PeerHints):
-    """Anything that runs: an `LlmAgent` or a workflow agent. `run` streams `AgentEvent`s."""
+    """Anything that runs: an `LlmAgent` or a workflow agent. `run` streams `AgentEvent`s.
+
+    helikon's own agents also have `drive(input, context, config, sink)`: the run itself, its
+    events written to a sink, which is what a runner calls (so that it never goes through the
+    public `run` again). An agent of yours needs only `run`: a runner forwards its stream.
+    """
 
     @property
     def name(self) -> str:
