@@ -164,6 +164,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         "_instructions",
         "_key",
         "_model",
+        "_system",
         "description",
         "dynamic_tools",
         "handoff_defs",
@@ -290,6 +291,10 @@ class LlmAgent(Generic[Ctx, OutT]):
         self._key = object()  # what an override is keyed by; copies (`with_handoffs`) share it
         self.description = description
         self._instructions = instructions
+        # Static instructions make the same system message every run: made once.
+        self._system = (
+            (SystemMessage(text=instructions),) if isinstance(instructions, str) and instructions else ()
+        )
         self.model_settings = model_settings or ModelSettings()
         self.run_config = run_config or RunConfig()
         self.hooks: tuple[Hook[Ctx], ...] = tuple(hooks)
@@ -476,7 +481,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         if instructions is None:
             return ()
         if isinstance(instructions, str):
-            return (SystemMessage(text=instructions),) if instructions else ()
+            return self._system
         text = instructions(ctx)
         if isinstance(text, Awaitable):
             text = await text

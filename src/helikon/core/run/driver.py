@@ -631,8 +631,10 @@ class _Run:
                     kind="other", message=f"a hook refused the run: {decision.reason}", cause="hook"
                 )
                 return [RunStarted(agent=agent.name), RunFailed(error=error)]
+        if not agent.input_guardrails:
+            return None
         text = "\n".join(m.text for m in messages if isinstance(m, UserMessage))
-        if agent.input_guardrails and text:  # a handed-off run has no new user text
+        if text:  # a handed-off run has no new user text
             guard_input = GuardrailInput("user_text", text)
             first = [g for g in agent.input_guardrails if not getattr(g, "run_in_parallel", True)]
             beside = [g for g in agent.input_guardrails if getattr(g, "run_in_parallel", True)]
