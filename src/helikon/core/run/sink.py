@@ -94,25 +94,25 @@ _ENDED = object()
 
 
 @types.coroutine
-def _next_event(driver: Coroutine[Any, Any, None]) -> Generator[Any, Any, Any]:
-    """Run `driver` until it emits an event (returned) or ends (`_ENDED`).
+def _through_the_loop(driver: Coroutine[Any, Any, None], waiting: Any) -> Generator[Any, Any, Any]:
+    """Pass what `driver` waits on (`waiting`) to the event loop, then run it to its next event.
 
-    Everything else the driver awaits (futures, bare yields) goes to the event loop as it
-    would from the reader's own code, and what the loop sends or throws back goes to the driver.
+    Returns that event's `_Emitted`, or `_ENDED`. What the driver awaits (futures, bare
+    yields) goes to the loop as it would from the reader's own code, and what the loop sends
+    or throws back (a cancel of the reader's task) goes to the driver.
     """
-    value: Any = None
-    error: BaseException | None = None
+    out = waiting
     while True:
+        try:
+            value, error = (yield out), None
+        except BaseException as exc:  # a cancel of the reader's task: the driver's to handle
+            value, error = None, exc
         try:
             out = driver.send(value) if error is None else driver.throw(error)
         except StopIteration:
             return _ENDED
         if type(out) is _Emitted:
-            return out.event
-        try:
-            value, error = (yield out), None
-        except BaseException as exc:  # a cancel of the reader's task: the driver's to handle
-            value, error = None, exc
+            return out
 
 
 @types.coroutine
@@ -145,18 +145,27 @@ async def streamed(drive: Drive) -> AsyncGenerator[AgentEvent]:
     there is).
     """
     driver = drive(_STREAMED)
-    ended = False
+    ended = False  # the driver finished: nothing to close
     try:
         while True:
             try:
-                event = await _next_event(driver)
+                out = driver.send(None)  # the driver runs in this frame until it emits or waits
+            except StopIteration:
+                ended = True
+                return
             except BaseException:
                 ended = True  # the driver raised: it is finished
                 raise
-            if event is _ENDED:
+            if type(out) is not _Emitted:
+                try:
+                    out = await _through_the_loop(driver, out)
+                except BaseException:
+                    ended = True
+                    raise
+            if out is _ENDED:
                 ended = True
                 return
-            yield event
+            yield out.event
     finally:
         if not ended:
             await _close(driver)
