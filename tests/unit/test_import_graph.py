@@ -113,3 +113,23 @@ def test_deferred_and_type_only_imports_are_told_apart() -> None:
     found = _imports(ast.parse(source), "helikon.core.m", is_package=False)
     assert "helikon.core.y" in found
     assert "helikon.core.x" not in found
+
+
+def test_core_imports_no_sibling_package() -> None:
+    # Core is the heart the other packages build on: it never reaches out to one of them (the
+    # runner a run on a session goes through is core's own, not one the facade plants).
+    graph = _graph()
+    outside = {
+        (name, target)
+        for name, targets in graph.items()
+        if name.startswith("helikon.core")
+        for target in targets
+        if target.startswith("helikon") and not target.startswith("helikon.core")
+    }
+    assert outside == set()
+
+
+def test_the_sibling_check_sees_an_import_out_of_core() -> None:
+    tree = ast.parse("from ...runtime import AsyncioRunner\n")
+    found = _imports(tree, "helikon.core.session.turn", False)
+    assert found == ["helikon.runtime", "helikon.runtime.AsyncioRunner"]

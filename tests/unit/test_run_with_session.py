@@ -263,3 +263,22 @@ async def test_a_bare_run_on_an_ephemeral_context_makes_no_session() -> None:
     assert isinstance(holder, _SessionOnFirstRead) and holder._session is None  # pyright: ignore[reportPrivateUsage]
     assert not ctx.session_is_durable
     assert RunContext.ephemeral(None).with_session(MemorySession()).session_is_durable is False
+
+
+def test_a_run_on_a_session_needs_nothing_outside_core() -> None:
+    # The turn a run on a session goes in is core's own: no runner from helikon.runtime,
+    # planted into core by the facade, is loaded for it.
+    import subprocess
+    import sys
+
+    script = (
+        "import sys\n"
+        "from helikon import LlmAgent, MemorySession\n"
+        "from helikon.testing import MockModel, text_turn\n"
+        "session = MemorySession()\n"
+        "agent = LlmAgent(name='a', model=MockModel.with_scripts([text_turn('hi')]))\n"
+        "assert agent.run_sync('hello', session=session).final_output == 'hi'\n"
+        "print(sorted(m for m in sys.modules if m.startswith('helikon.runtime')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
