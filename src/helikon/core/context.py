@@ -396,6 +396,7 @@ class RunContext(Generic[Ctx]):
         new._actions = self._actions
         new._agent_depth = self._agent_depth
         new._cancel = self._cancel
+        new._check = self._check
         new._governance = self._governance
         new._hooks = self._hooks
         new._meter = self._meter
