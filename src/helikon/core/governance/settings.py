@@ -159,8 +159,8 @@ class Governance(Generic[Ctx]):
 
         The same change of the same object gives the same copy (a context derived per run
         pays a lookup), except one that builds a redactor, which reads the environment of
-        the moment. At most `_MAX_COPIES` are kept per object: their keys are the settings
-        your code passes.
+        the moment. At most 16 copies are kept per object (their keys are the settings your
+        code passes); past that, it starts afresh.
         """
         key = _copy_key(changes)
         try:
@@ -176,7 +176,8 @@ class Governance(Generic[Ctx]):
             if copy is not None:
                 return copy
         copy = self._copy_with(checked)
-        if not (copy.output_redaction and not checked.keys().isdisjoint(_REDACTION)):  # no redactor was built
+        built_a_redactor = copy.output_redaction and not checked.keys().isdisjoint(_REDACTION)
+        if not built_a_redactor:  # one reads the environment of the moment, so it is built each time
             if len(self._copies) >= _MAX_COPIES:
                 self._copies.clear()
             self._copies[key] = copy
