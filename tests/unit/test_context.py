@@ -554,3 +554,15 @@ async def test_an_abandoned_wait_does_not_break_a_later_cancel() -> None:
     assert token.is_cancelled()
     with pytest.raises(asyncio.TimeoutError):
         await asyncio.wait_for(CancellationToken().wait(), timeout=0.01)
+
+
+def test_every_derived_context_carries_every_field() -> None:
+    # `RunContext._copy` (behind every `with_*`) names its fields one by one: a field added
+    # to the class must be added there too.
+    ctx = RunContext.ephemeral(None)
+    sentinels = {name: object() for name in RunContext.__slots__}
+    for name, value in sentinels.items():
+        object.__setattr__(ctx, name, value)
+    copy = ctx._copy()  # pyright: ignore[reportPrivateUsage]
+    assert copy is not ctx
+    assert {name: getattr(copy, name) for name in RunContext.__slots__} == sentinels

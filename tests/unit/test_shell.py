@@ -201,6 +201,7 @@ def test_results_are_frozen_hashable_and_cached_by_a_parse_cache() -> None:
     first = parse_command("ls && rm x")
     assert first == parse_command("ls && rm x")  # read afresh: `parse_command` keeps nothing
     cache = ParseCache()
+    assert cache.read("ls && rm x") == first  # read once: not kept
     assert cache.read("ls && rm x") is cache.read("ls && rm x") == first
     assert hash(first) == hash(ShellParse(first.commands, first.redirects))
     command = first.commands[0]

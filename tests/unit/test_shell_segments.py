@@ -14,11 +14,13 @@ from helikon.core.governance.shell import MAX_NESTING, ParseCache, ShellParse, p
 
 
 def _cached(cache: ParseCache, command: str) -> ShellParse:
-    """The cache's parse, checked against a fresh read (twice: the second comes from the cache)."""
+    """The cache's parse, checked against a fresh read (three times: the third comes from the cache)."""
     first = cache.read(command)
     assert first == parse_command(command), command
-    assert cache.read(command) is first or len(command) > cache.max_command
-    return first
+    kept = cache.read(command)  # read twice: kept from now on
+    assert kept == first, command
+    assert cache.read(command) is kept or len(command) > cache.max_command
+    return kept
 
 
 def test_a_command_reads_the_same_anywhere_in_a_line() -> None:
@@ -96,3 +98,14 @@ def test_a_line_reads_as_its_simple_commands_read_alone(parts: list[tuple[str, s
     alone = [parse_command(simple) for simple, _ in parts]
     assert parsed.commands == tuple(c for p in alone for c in p.commands), command
     assert parsed.redirects == tuple(r for p in alone for r in p.redirects), command
+
+
+def test_a_command_read_once_is_not_kept_and_pushes_out_nothing() -> None:
+    cache = ParseCache(max_entries=8)
+    for _ in range(2):
+        cache.read("git status")
+    kept = cache.read("git status")
+    for n in range(100):  # a model's one-off commands
+        assert cache.read(f"echo {n} && ls -la") == parse_command(f"echo {n} && ls -la")
+        assert len(cache) == 1 and len(cache._seen) <= 8  # pyright: ignore[reportPrivateUsage]
+    assert cache.read("git status") is kept  # the repeated command is still kept

@@ -390,9 +390,22 @@ class RunContext(Generic[Ctx]):
         return RunContext(user_ctx, session, HookRegistry[C](), TracerHandle(), CancellationToken())
 
     def _copy(self) -> RunContext[Ctx]:
+        # Field by field: every `with_*` makes a copy, several a run, and this costs a third
+        # of a loop over __slots__. test_context.py checks that it copies every slot.
         new: RunContext[Ctx] = object.__new__(RunContext)  # pyright: ignore[reportUnknownVariableType]
-        for name in RunContext.__slots__:
-            object.__setattr__(new, name, getattr(self, name))
+        new._actions = self._actions
+        new._agent_depth = self._agent_depth
+        new._cancel = self._cancel
+        new._check = self._check
+        new._governance = self._governance
+        new._hooks = self._hooks
+        new._meter = self._meter
+        new._observer = self._observer
+        new._session = self._session
+        new._state = self._state
+        new._trace_parent = self._trace_parent
+        new._tracer = self._tracer
+        new._user_ctx = self._user_ctx
         return new
 
     # --- readers -------------------------------------------------------------------------
@@ -581,26 +594,25 @@ class RunContext(Generic[Ctx]):
         """Check tool calls under `governance` (it replaces every permission setting)."""
         if not isinstance(governance, Governance):
             raise UserError(f"with_governance takes a Governance, not {governance!r}")
+        return self._governed(governance)
+
+    def _governed(self, governance: Governance[Ctx]) -> RunContext[Ctx]:
+        # The permission setters' copy: their `replace` made `governance`, so it needs no check.
         new = self._copy()
         new._governance = governance
         return new
 
-    def _governed(self, **changes: object) -> RunContext[Ctx]:
-        new = self._copy()
-        new._governance = self._governance.replace(**changes)
-        return new
-
     def with_permission_mode(self, mode: PermissionMode) -> RunContext[Ctx]:
         """Set the permission mode. Tighten-only: `BYPASS` may only become `DONT_ASK`; `DONT_ASK` is final."""
-        return self._governed(mode=mode)
+        return self._governed(self._governance.replace(mode=mode))
 
     def with_permission_policy(self, policy: PermissionPolicy[Ctx] | None) -> RunContext[Ctx]:
         """Authorize tool calls with `policy`."""
-        return self._governed(policy=policy)
+        return self._governed(self._governance.replace(policy=policy))
 
     def with_approval_handler(self, handler: ApprovalHandler | None) -> RunContext[Ctx]:
         """Resolve `ask_user` decisions with `handler`."""
-        return self._governed(approval_handler=handler)
+        return self._governed(self._governance.replace(approval_handler=handler))
 
     def with_deny_rules(self, rules: Iterable[DenyRule]) -> RunContext[Ctx]:
         """Refuse calls any of `rules` matches, in every mode (replaces earlier deny rules).
@@ -615,29 +627,31 @@ class RunContext(Generic[Ctx]):
             assert len(ctx.deny_rules) == 2
             ```
         """
-        return self._governed(deny_rules=rules)
+        return self._governed(self._governance.replace(deny_rules=rules))
 
     def with_allow_rules(self, rules: Iterable[AllowRule]) -> RunContext[Ctx]:
         """Pre-approve calls `rules` cover, in every mode, after deny rules and guards (replaces earlier)."""
-        return self._governed(allow_rules=rules)
+        return self._governed(self._governance.replace(allow_rules=rules))
 
     def with_guard_rules(self, rules: Iterable[GuardRule]) -> RunContext[Ctx]:
         """Add your own guards, evaluated after the built-in ones (replaces earlier guard rules)."""
-        return self._governed(guard_rules=rules)
+        return self._governed(self._governance.replace(guard_rules=rules))
 
     def without_default_guards(self) -> RunContext[Ctx]:
         """Switch off `GuardRule.destructive_defaults()`: the `rm -rf /`, system-path and dot-path guards."""
-        return self._governed(default_guards=False)
+        return self._governed(self._governance.replace(default_guards=False))
 
     def with_extra_secrets(self, secrets: Iterable[str]) -> RunContext[Ctx]:
         """Also redact these values from tool output (values shorter than 8 characters are ignored)."""
         if isinstance(secrets, str):
             raise UserError("with_extra_secrets takes a list of strings, not one str: wrap it in a list")
-        return self._governed(extra_secrets=(*self._governance.extra_secrets, *secrets))
+        return self._governed(
+            self._governance.replace(extra_secrets=(*self._governance.extra_secrets, *secrets))
+        )
 
     def without_output_redaction(self) -> RunContext[Ctx]:
         """Pass tool output to the model and the session unredacted."""
-        return self._governed(output_redaction=False)
+        return self._governed(self._governance.replace(output_redaction=False))
 
     def child(self) -> RunContext[Ctx]:
         """A context for a nested run: one level deeper, a child cancel token, same state."""

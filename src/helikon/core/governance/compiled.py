@@ -1,13 +1,24 @@
-"""`CompiledRules`: a run's deny and allow rules grouped for matching, built once per `Governance`."""
+"""`CompiledRules`: a run's rules grouped for matching, one view per distinct set of rules.
+
+`compiled_rules(...)` interns the views by value: every `Governance` with the same deny,
+allow and guard rules and the same built-in guards setting (the default one, each copy a
+run derives, one built anew per run) shares one view, and so shares what the view learns
+(`verdicts`). The table is bounded (`_MAX_VIEWS`): its keys are settings that user code
+builds, and past the bound it starts afresh.
+"""
 
 from __future__ import annotations
 
 from types import MappingProxyType
+from typing import TYPE_CHECKING
 
 from .path_glob import PathGlob
 from .rules import EDIT_TOOLS, READ_TOOLS, AllowRule, DenyRule, GuardRule, ToolSubject
 
-__all__ = ["CompiledRules"]
+if TYPE_CHECKING:
+    from .permissions import Step
+
+__all__ = ["CompiledRules", "compiled_rules"]
 
 
 class CompiledRules:
@@ -16,27 +27,45 @@ class CompiledRules:
     A decision then costs a few set operations and the path globs of one kind, whatever
     the number of rules; each answer is the one the rules' own `matches` (and
     `allowed_by`) give, which the tests check on generated rules and calls.
+
+    `all_guards` is every guard the pipeline evaluates (the built-in ones unless
+    `default_guards` is off, then yours). `verdicts` holds the permission pipeline's
+    settled answers for calls whose arguments no rule reads (`permissions.authorize`
+    fills it); it is bounded (`MAX_VERDICTS`) and starts afresh past the bound.
     """
 
     __slots__ = (
+        "all_guards",
         "allow",
         "allow_paths",
         "allow_programs",
         "allow_tools",
+        "default_guards",
         "deny",
         "deny_paths",
         "deny_programs",
         "deny_tools",
         "guard_rules",
         "guards",
+        "verdicts",
     )
 
+    MAX_VERDICTS = 256
+    """How many settled verdicts a view keeps: a run offers a few dozen tools at most."""
+
     def __init__(
-        self, deny: tuple[DenyRule, ...], allow: tuple[AllowRule, ...], guards: tuple[GuardRule, ...] = ()
+        self,
+        deny: tuple[DenyRule, ...],
+        allow: tuple[AllowRule, ...],
+        guards: tuple[GuardRule, ...] = (),
+        default_guards: bool = False,
     ) -> None:
         self.deny = deny
         self.allow = allow
         self.guards = guards
+        self.default_guards = default_guards
+        self.all_guards = (*GuardRule.destructive_defaults(), *guards) if default_guards else guards
+        self.verdicts: dict[tuple[object, ...], tuple[bool, str, Step]] = {}
         # The deny rules behind your guards, grouped the same way, to tell when none of the
         # guards can trip (None: some guard is not rule-based, so each must be asked).
         rules = tuple(g.rule for g in guards if g.rule is not None)
@@ -84,6 +113,38 @@ class CompiledRules:
         if self.guard_rules is not None and not self.guard_rules.could_deny(subject):
             return ()
         return self.guards
+
+
+_ViewKey = tuple[tuple[DenyRule, ...], tuple[AllowRule, ...], tuple[GuardRule, ...], bool]
+_VIEWS: dict[_ViewKey, CompiledRules] = {}
+_MAX_VIEWS = 32  # distinct rule sets alive at once; a process that cycles through more rebuilds
+
+
+def compiled_rules(
+    deny: tuple[DenyRule, ...],
+    allow: tuple[AllowRule, ...],
+    guards: tuple[GuardRule, ...],
+    default_guards: bool,
+) -> CompiledRules:
+    """The view of these rules: built once, then shared by every `Governance` that holds them.
+
+    Example:
+        ```python
+        from helikon.core.governance.compiled import compiled_rules
+        from helikon.core.governance.rules import DenyRule
+
+        view = compiled_rules((DenyRule.tool("Bash"),), (), (), True)
+        assert compiled_rules((DenyRule.tool("Bash"),), (), (), True) is view  # equal rules, one view
+        assert compiled_rules((), (), (), True) is not view
+        ```
+    """
+    key = (deny, allow, guards, default_guards)
+    view = _VIEWS.get(key)
+    if view is None:
+        if len(_VIEWS) >= _MAX_VIEWS:
+            _VIEWS.clear()  # the views in use stay with their Governance objects
+        view = _VIEWS[key] = CompiledRules(deny, allow, guards, default_guards)
+    return view
 
 
 # The kind of path rule a tool's calls meet, by tool name.

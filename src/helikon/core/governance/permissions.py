@@ -35,10 +35,11 @@ from ..events import AgentEvent, ApprovalRequested
 from ..tools import ToolEffect
 from . import ApprovalHandler, ApprovalOutcome, PermissionDecision, PermissionMode, PermissionPolicy
 from ._guards import CLEAR as BUILTIN_GUARDS_CLEAR
-from .rules import GuardAction, GuardRule, ToolSubject
+from .rules import BASH_TOOLS, EDIT_TOOLS, READ_TOOLS, GuardAction, GuardRule, ToolSubject
 
 if TYPE_CHECKING:
     from ..context import RunContext
+    from .compiled import CompiledRules
     from .settings import Governance
 
 Step = Literal["deny_rule", "guard", "allow_rule", "mode", "policy", "approval", "default"]
@@ -85,10 +86,34 @@ async def authorize(
     handler, before the handler answers (the driver streams them, so a human sees what
     waits for them). What the policy or the handler raises (or a wrong kind of value it
     returns) is raised as `CallbackRaised`, naming it (the driver fails the run).
+
+    A call of a tool whose arguments no rule reads (anything but `Bash`, `Read` and the
+    edit tools) is decided by its name, effect and question alone: when the pipeline
+    settled it without asking anyone (no approval, no policy), the answer is kept on the
+    compiled rules (`CompiledRules.verdicts`) and given again for the next such call.
     """
     governance = ctx.governance
-    subject = ToolSubject(tool, args, read=governance.parse_cache.read)
+    key = _settled_key(governance, tool, effect, ask)
+    if key is not None:
+        settled = governance.compiled.verdicts.get(key)
+        if settled is not None:
+            allowed, reason, step = settled
+            return PermissionVerdict(allowed, args, reason, step)
     approvals = _Approvals(governance.approval_handler, tool, call_id, emit)
+    verdict = await _decide(
+        ctx, ToolSubject(tool, args, read=governance.parse_cache.read), effect, ask, approvals
+    )
+    if key is not None and not approvals.asked and verdict.step != "policy":
+        _settle(governance.compiled, key, verdict)
+    return verdict
+
+
+async def _decide(
+    ctx: RunContext[Any], subject: ToolSubject, effect: ToolEffect, ask: str | None, approvals: _Approvals
+) -> PermissionVerdict:
+    """The pipeline itself: deny rules, guards, allow rules, the tool's question, the mode, the policy."""
+    governance = ctx.governance
+    tool, args = subject.tool, subject.args
     refusal = await _refusal(governance, subject, approvals)
     if refusal is not None:
         return refusal
@@ -105,6 +130,30 @@ async def authorize(
     if policy is None:
         return PermissionVerdict(True, args, step="default")
     return await _by_policy(ctx, policy, subject, approvals)
+
+
+# The tools whose arguments a rule or a built-in guard reads (`ToolSubject` reads no other's).
+_READS_ARGUMENTS = BASH_TOOLS | READ_TOOLS | EDIT_TOOLS
+
+
+def _settled_key(
+    governance: Governance[Any], tool: str, effect: ToolEffect, ask: str | None
+) -> tuple[object, ...] | None:
+    """What decides a call whose arguments nothing reads, beside the rules; None for any other call.
+
+    The mode, and whether there is a policy, differ between the settings that share one
+    compiled view; the approval handler is asked by no call whose answer is kept.
+    """
+    if type(tool) is not str or tool in _READS_ARGUMENTS:
+        return None
+    return (tool, effect, ask is None, governance.mode, governance.policy is None)
+
+
+def _settle(compiled: CompiledRules, key: tuple[object, ...], verdict: PermissionVerdict) -> None:
+    verdicts = compiled.verdicts
+    if len(verdicts) >= compiled.MAX_VERDICTS:
+        verdicts.clear()  # tool names come from the tools offered; a long-lived view starts afresh
+    verdicts[key] = (verdict.allowed, verdict.reason, verdict.step)
 
 
 async def _refusal(
@@ -194,7 +243,7 @@ async def _by_policy(
 class _Approvals:
     """Where one call's questions go: streamed as `ApprovalRequested`, answered by the handler."""
 
-    __slots__ = ("call_id", "emit", "handler", "tool")
+    __slots__ = ("asked", "call_id", "emit", "handler", "tool")
 
     def __init__(
         self, handler: ApprovalHandler | None, tool: str, call_id: str, emit: Callable[[AgentEvent], None]
@@ -203,9 +252,11 @@ class _Approvals:
         self.tool = tool
         self.call_id = call_id
         self.emit = emit
+        self.asked = False  # whether a question went out: then the answer is this call's alone
 
     async def ask(self, args: JsonValue, prompt: str) -> tuple[bool, str]:
         """Whether the call is approved, and why not; without a handler, the answer is no."""
+        self.asked = True
         tool = self.tool
         self.emit(ApprovalRequested(call_id=self.call_id, tool=tool, args=args, prompt=prompt))
         handler = self.handler

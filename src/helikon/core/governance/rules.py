@@ -121,8 +121,9 @@ class ToolSubject:
         if self.parse.error:
             self.deny_all = True  # a command that cannot be analysed fails closed
             return
-        names = {name for simple in self.parse.commands for name in (simple.program, *simple.wrappers)}
-        self.programs = frozenset(name.casefold() for name in names)
+        self.programs = frozenset(
+            name.casefold() for simple in self.parse.commands for name in (simple.program, *simple.wrappers)
+        )
         self.allow_programs = _allow_programs(self.parse)
 
     @classmethod

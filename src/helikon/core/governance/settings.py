@@ -2,10 +2,12 @@
 
 The mode, the deny, allow and guard rules, the policy, the approval handler, the built-in
 guards and secret redaction: what `RunContext.with_deny_rules(...)` and its siblings set.
-Building one compiles what every tool call needs, once: the rules grouped for matching,
-the redactor (it scans the environment's secret-named variables, at construction), and a
-bounded cache of shell parses. A `RunContext` holds one; its `with_*` methods replace it
-with a copy (`Governance.replace`), and copies share what the change leaves valid.
+Building one compiles what every tool call needs, once: the rules grouped for matching
+(one view per distinct set of rules, `compiled.compiled_rules`), the redactor (it scans
+the environment's secret-named variables, at construction), and a bounded cache of shell
+parses. A `RunContext` holds one; its `with_*` methods replace it with a copy
+(`Governance.replace`), copies share what the change leaves valid, and the same change of
+the same object gives the same copy, so a context derived per run costs a lookup.
 
 Example:
     ```python
@@ -18,6 +20,7 @@ Example:
     stricter = governance.replace(mode=PermissionMode.DONT_ASK)
     assert stricter.compiled is governance.compiled  # same rules: compiled once
     assert governance.mode is PermissionMode.PLAN  # the original is unchanged
+    assert governance.replace(mode=PermissionMode.DONT_ASK) is stricter  # the same change, the same copy
     ```
 """
 
@@ -79,6 +82,7 @@ class Governance(Generic[Ctx]):
     """
 
     __slots__ = (
+        "_copies",
         "allow_rules",
         "approval_handler",
         "compiled",
@@ -109,6 +113,7 @@ class Governance(Generic[Ctx]):
     redactor: Redactor | None
     parse_cache: ParseCache
     needs_pipeline: bool
+    _copies: dict[tuple[tuple[str, type, object], ...], Governance[Ctx]]
 
     def __init__(
         self,
@@ -141,6 +146,7 @@ class Governance(Generic[Ctx]):
         for name, value in settings.items():
             _set(self, name, _checked(name, value))
         _set(self, "parse_cache", ParseCache())
+        _set(self, "_copies", {})
         self._compile_rules()
         self._build_redactor()
 
@@ -150,31 +156,61 @@ class Governance(Generic[Ctx]):
         Rules are compiled again only when the rules or the built-in guards change, the
         redactor built again only when redaction changes; the parse cache is shared. The
         mode only tightens: `BYPASS` may become `DONT_ASK` only, and `DONT_ASK` is final.
+
+        The same change of the same object gives the same copy (a context derived per run
+        pays a lookup), except one that builds a redactor, which reads the environment of
+        the moment. At most 16 copies are kept per object (their keys are the settings your
+        code passes); past that, it starts afresh.
         """
-        unknown = sorted(changes.keys() - _DEFAULTS.keys())
-        if unknown:
+        key = _copy_key(changes)
+        try:
+            copy = self._copies.get(key)
+        except TypeError:  # rules given as a list: looked up as the tuple they are checked into
+            key, copy = None, None
+        if copy is not None:
+            return copy  # made from these very settings, which were checked then
+        checked = self._checked_changes(changes)
+        if key is None:
+            key = _copy_key(checked)
+            copy = self._copies.get(key)
+            if copy is not None:
+                return copy
+        copy = self._copy_with(checked)
+        built_a_redactor = copy.output_redaction and not checked.keys().isdisjoint(_REDACTION)
+        if not built_a_redactor:  # one reads the environment of the moment, so it is built each time
+            if len(self._copies) >= _MAX_COPIES:
+                self._copies.clear()
+            self._copies[key] = copy
+        return copy
+
+    def _checked_changes(self, changes: dict[str, Any]) -> dict[str, object]:
+        if not changes.keys() <= _DEFAULTS.keys():
+            unknown = sorted(changes.keys() - _DEFAULTS.keys())
             raise UserError(f"Governance.replace(): unknown settings {unknown} (settings: {list(_DEFAULTS)})")
         if "mode" in changes:
             _check_tightening(self.mode, changes["mode"])
+        return {name: _checked(name, value) for name, value in changes.items()}
+
+    def _copy_with(self, checked: dict[str, object]) -> Governance[Ctx]:
         new: Governance[Ctx] = object.__new__(Governance)  # pyright: ignore[reportUnknownVariableType]
         for name in Governance.__slots__:
             _set(new, name, getattr(self, name))
-        for name, value in changes.items():
-            _set(new, name, _checked(name, value))
-        if changes.keys() & _RULES:
+        _set(new, "_copies", {})
+        for name, value in checked.items():
+            _set(new, name, value)
+        if not checked.keys().isdisjoint(_RULES):
             new._compile_rules()
-        if changes.keys() & _REDACTION:
+        if not checked.keys().isdisjoint(_REDACTION):
             new._build_redactor()
         _set(new, "needs_pipeline", new._needs_pipeline())
         return new
 
     def _compile_rules(self) -> None:
-        from .compiled import CompiledRules
-        from .rules import GuardRule
+        from .compiled import compiled_rules
 
-        _set(self, "compiled", CompiledRules(self.deny_rules, self.allow_rules, self.guard_rules))
-        defaults = GuardRule.destructive_defaults() if self.default_guards else ()
-        _set(self, "guards", (*defaults, *self.guard_rules))
+        compiled = compiled_rules(self.deny_rules, self.allow_rules, self.guard_rules, self.default_guards)
+        _set(self, "compiled", compiled)
+        _set(self, "guards", compiled.all_guards)
         _set(self, "needs_pipeline", self._needs_pipeline())
 
     def _build_redactor(self) -> None:
@@ -236,8 +272,6 @@ def _check_tightening(current: PermissionMode, mode: object) -> None:
 
 def _checked(name: str, value: object) -> object:
     """`value` as the setting `name` holds it; a clear error for a wrong kind of value."""
-    from .rules import AllowRule, DenyRule, GuardRule
-
     if name == "mode":
         if not isinstance(value, PermissionMode):
             raise UserError(f"Governance(mode={value!r}): give a PermissionMode, e.g. PermissionMode.PLAN")
@@ -248,13 +282,37 @@ def _checked(name: str, value: object) -> object:
         return value
     if name == "extra_secrets":
         return _items(value, str, name, "'my-app-secret-1'")
+    if name in ("policy", "approval_handler"):
+        return value  # protocols, checked when called
+    from .rules import AllowRule, DenyRule, GuardRule
+
     if name == "deny_rules":
         return _items(value, DenyRule, name, "DenyRule.tool('Bash')")
     if name == "allow_rules":
         return _items(value, AllowRule, name, "AllowRule.tool('Read')")
-    if name == "guard_rules":
-        return _items(value, GuardRule, name, "GuardRule.ask(DenyRule.bash_command('pip'), 'installs')")
-    return value  # the policy and the approval handler: protocols, checked when called
+    return _items(value, GuardRule, name, "GuardRule.ask(DenyRule.bash_command('pip'), 'installs')")
+
+
+# How many copies `Governance.replace` keeps per object (see there).
+_MAX_COPIES = 16
+
+
+def _copy_key(changes: dict[str, object]) -> tuple[tuple[str, type, object], ...]:
+    """The key of a change among an object's copies (it may hold a list, which no dict takes).
+
+    A value counts with its type, so `1` is never taken for the `True` it equals (and a
+    copy is only found for values that were checked); a policy or approval handler counts
+    by identity: it is your object, maybe with state, and a copy holds the very one you
+    passed (keeping it alive, so its `id` names it while the copy is kept).
+    """
+    key: list[tuple[str, type, object]] = []
+    for name, value in changes.items():
+        key.append((name, type(value), id(value) if name in _CALLBACKS else value))
+    key.sort()
+    return tuple(key)
+
+
+_CALLBACKS = frozenset({"policy", "approval_handler"})
 
 
 def _items(items: object, cls: type[T], name: str, example: str) -> tuple[T, ...]:
