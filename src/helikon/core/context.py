@@ -387,7 +387,8 @@ class RunContext(Generic[Ctx]):
         `RunContext[int]` (a classmethod of the bare generic class would be `Unknown`).
         """
         session: Any = _SessionOnFirstRead()  # `RunContext.session` reads it as its MemorySession
-        return RunContext(user_ctx, session, HookRegistry[C](), TracerHandle(), CancellationToken())
+        hooks: HookRegistry[C] = HookRegistry()  # not `HookRegistry[C]()`: a generic alias per call
+        return RunContext(user_ctx, session, hooks, TracerHandle(), CancellationToken())
 
     def _copy(self) -> RunContext[Ctx]:
         # Field by field: every `with_*` makes a copy, several a run, and this costs a third
@@ -671,7 +672,8 @@ class RunContext(Generic[Ctx]):
         """
         new = self._copy()
         new._session = _SessionOnFirstRead()
-        new._hooks = HookRegistry[Ctx]()
+        hooks: HookRegistry[Ctx] = HookRegistry()  # not `HookRegistry[Ctx]()`: a generic alias per call
+        new._hooks = hooks
         new._state = SessionState()
         new._actions = ActionsHandle()
         new._agent_depth = self._agent_depth + 1
