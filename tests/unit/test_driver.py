@@ -697,3 +697,21 @@ async def test_cancel_while_waiting_for_approval_fails_the_run() -> None:
         if isinstance(event, ApprovalRequested):
             token.cancel()
     assert types(events)[-2:] == ["approval_requested", "run_failed"]
+
+
+async def test_a_run_reads_the_agent_and_its_config_as_they_are_now() -> None:
+    # The transition context is made once per agent and reused while what it is made of stays
+    # the same: a change to the agent, or another config, between runs still takes effect.
+    from helikon import ModelSettings
+
+    model = MockModel.with_scripts(
+        [text_turn("one"), text_turn("two"), tool_call_turn("echo", {"text": "x"}), text_turn("never")]
+    )
+    agent = LlmAgent(name="a", model=model, tools=[echo])
+    await agent.run("hi")
+    agent.model_settings = ModelSettings(temperature=0.3)
+    await agent.run("hi")
+    assert model.requests[0].model_settings.temperature is None
+    assert model.requests[1].model_settings.temperature == 0.3
+    events = [e async for e in agent.run("hi", config=RunConfig(max_turns=1))]
+    assert isinstance(events[-1], RunFailed) and events[-1].error.kind == "max_turns_exceeded"

@@ -165,6 +165,7 @@ class LlmAgent(Generic[Ctx, OutT]):
         "_key",
         "_model",
         "_system",
+        "_transition_ctx",
         "description",
         "dynamic_tools",
         "handoff_defs",
@@ -291,6 +292,9 @@ class LlmAgent(Generic[Ctx, OutT]):
         self._key = object()  # what an override is keyed by; copies (`with_handoffs`) share it
         self.description = description
         self._instructions = instructions
+        # The driver's last transition context for this agent, with what it was made of
+        # (core/run/driver.py reuses it while all of that is the same).
+        self._transition_ctx: tuple[tuple[object, ...], Any] | None = None
         # Static instructions make the same system message every run: made once.
         self._system = (
             (SystemMessage(text=instructions),) if isinstance(instructions, str) and instructions else ()

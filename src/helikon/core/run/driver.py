@@ -296,7 +296,23 @@ class _Run:
         """What every step of the run reads: the agent, its rendered instructions, the limits."""
         agent, config = self.agent, self.config
         handoffs = agent.handoffs_by_tool
-        return TransitionCtx(
+        # What the context is made of: the last one made for the agent serves while all of it is the same.
+        made_of = (
+            config,
+            system,
+            self.ctx.agent_depth,
+            agent.name,
+            agent.tool_defs,
+            handoffs,
+            agent.model_settings,
+            agent.output_spec,
+            agent.output_checks,
+            agent.output_retries,
+        )
+        last = agent._transition_ctx  # pyright: ignore[reportPrivateUsage]
+        if last is not None and last[0] == made_of:
+            return last[1]
+        tctx = TransitionCtx(
             agent_name=agent.name,
             tools=(*agent.tool_defs, *agent.handoff_defs) if handoffs else agent.tool_defs,
             model_settings=(
@@ -314,6 +330,8 @@ class _Run:
             check_output=bool(agent.output_checks),
             output_retries=agent.output_retries,
         )
+        agent._transition_ctx = (made_of, tctx)  # pyright: ignore[reportPrivateUsage]
+        return tctx
 
     async def perform(
         self, action: NextAction, state: LoopState, system: Sequence[SystemMessage], sink: EventSink
