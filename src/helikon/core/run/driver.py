@@ -333,14 +333,18 @@ class _Run:
         agent._transition_ctx = (made_of, tctx)  # pyright: ignore[reportPrivateUsage]
         return tctx
 
-    async def perform(
+    def perform(
         self, action: NextAction, state: LoopState, system: Sequence[SystemMessage], sink: EventSink
-    ) -> TransitionInput | None:
+    ) -> Awaitable[TransitionInput | None]:
         """Do what `action` asks, writing its events to `sink`; the next input (None: the run ended)."""
         if isinstance(action, CallModel):
-            return await self.call_model(action.request, getattr(state, "turn", 0), system, sink)
+            return self.call_model(action.request, getattr(state, "turn", 0), system, sink)
         if isinstance(action, ExecuteTools):
-            return await self.tool_turn(action.calls, sink)
+            return self.tool_turn(action.calls, sink)
+        return self.settle(action, state, sink)
+
+    async def settle(self, action: NextAction, state: LoopState, sink: EventSink) -> TransitionInput | None:
+        """The actions that are neither a model call nor tools: a handoff, the output checks, the end."""
         token = self.token
         if isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
             if token.is_cancelled():

@@ -67,26 +67,22 @@ class _Done:
 DONE = _Done()
 
 
-class _Emitted:
-    """What the streamed sink's `put` awaits: it suspends the driver, handing `event` to the reader."""
+@types.coroutine
+def _emit(event: AgentEvent) -> Generator[Any, None, None]:
+    """Suspend the driver, handing `event` to the reader.
 
-    __slots__ = ("event",)
-
-    def __init__(self, event: AgentEvent) -> None:
-        self.event = event
-
-    def __await__(self) -> Generator[Any, None, None]:
-        yield self
+    It goes up as a 1-tuple: what the driver hands the event loop (futures, bare yields) is
+    never a tuple, so `streamed` tells the two apart by type alone.
+    """
+    yield (event,)
 
 
 class _Streamed:
-    """The sink of a streamed run (see `streamed`)."""
+    """The sink of a streamed run (see `streamed`): its `put` suspends the driver at each event."""
 
     __slots__ = ()
 
-    def put(self, event: AgentEvent) -> Awaitable[None]:
-        """Hand `event` to the reader: the driver resumes when the reader asks for the next one."""
-        return _Emitted(event)
+    put = staticmethod(_emit)
 
 
 _STREAMED = _Streamed()
@@ -97,11 +93,11 @@ _ENDED = object()
 def _through_the_loop(driver: Coroutine[Any, Any, None], waiting: Any) -> Generator[Any, Any, Any]:
     """Pass what `driver` waits on (`waiting`) to the event loop, then run it to its next event.
 
-    Returns that event's `_Emitted`, or `_ENDED`. What the driver awaits (futures, bare
+    Returns that event (in the 1-tuple `_emit` yields), or `_ENDED`. What the driver awaits (futures, bare
     yields) goes to the loop as it would from the reader's own code, and what the loop sends
     or throws back (a cancel of the reader's task) goes to the driver.
     """
-    out = waiting
+    out: Any = waiting
     while True:
         try:
             value, error = (yield out), None
@@ -111,8 +107,8 @@ def _through_the_loop(driver: Coroutine[Any, Any, None], waiting: Any) -> Genera
             out = driver.send(value) if error is None else driver.throw(error)
         except StopIteration:
             return _ENDED
-        if type(out) is _Emitted:
-            return out
+        if type(out) is tuple:
+            return cast("tuple[AgentEvent]", out)
 
 
 @types.coroutine
@@ -128,7 +124,7 @@ def _close(driver: Coroutine[Any, Any, None]) -> Generator[Any, Any, None]:
             out = driver.send(value) if error is None else driver.throw(error)
         except (StopIteration, GeneratorExit):
             return
-        if type(out) is _Emitted:
+        if type(out) is tuple:
             value, error = None, None
             continue
         try:
@@ -156,7 +152,7 @@ async def streamed(drive: Drive) -> AsyncGenerator[AgentEvent]:
             except BaseException:
                 ended = True  # the driver raised: it is finished
                 raise
-            if type(out) is not _Emitted:
+            if type(out) is not tuple:
                 try:
                     out = await _through_the_loop(driver, out)
                 except BaseException:
@@ -165,7 +161,7 @@ async def streamed(drive: Drive) -> AsyncGenerator[AgentEvent]:
             if out is _ENDED:
                 ended = True
                 return
-            yield out.event
+            yield out[0]
     finally:
         if not ended:
             await _close(driver)
