@@ -447,3 +447,26 @@ def test_a_check_remembers_its_own_conversation_only(monkeypatch: pytest.MonkeyP
     assert ConversationCheck().ensure_provider_valid(longer) is longer
     assert ensure_provider_valid(longer) is longer
     assert scanned == [3, 3]  # another check (and the plain function) starts from nothing
+
+
+@pytest.mark.parametrize(
+    "turns",
+    [
+        [["c0"], ["c0"], ["c0"]],  # a model numbering its calls per response
+        [["a"], ["b"], ["a", "c"]],  # an id of two turns back, beside a fresh one
+        [["a", "b"], ["c"], ["d"]],  # nothing reused
+        [["x"], ["x", "x"]],  # a new turn repeating its own id
+    ],
+)
+def test_a_continued_check_says_what_a_fresh_one_says(turns: list[list[str]]) -> None:
+    from helikon.core.conversation_check import ConversationCheck
+
+    conversation: list[Item] = [UserMessage.from_text("go")]
+    check = ConversationCheck()
+    for index, ids in enumerate(turns):
+        conversation += [ToolCall(call_id=i, name="t", args={}) for i in ids]
+        conversation += [ToolResult(call_id=i, name="t", content=(TextPart(text=f"{index}"),)) for i in ids]
+        continued = check.ensure_provider_valid(list(conversation))
+        fresh = ConversationCheck().ensure_provider_valid(list(conversation))
+        assert list(continued) == list(fresh)
+        assert is_provider_valid(continued)

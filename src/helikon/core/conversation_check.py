@@ -200,8 +200,10 @@ class ConversationCheck:
             return None
         size = len(cached.items)
         tail = items[size:]
-        renamed, _ = _distinct_ids(tail, cached.seen, size)
         seen = cached.seen
+        # Only a call that reuses an id of the conversation needs a fresh one (a call repeating
+        # an id within the new turn fails the scan: the whole is checked then).
+        renamed = _distinct_ids(tail, seen, size)[0] if _reuses_an_id(tail, seen) else tail
         if not _scan(renamed, seen):
             return None
         known = tuple(items)
@@ -253,6 +255,22 @@ class ConversationCheck:
 def is_provider_valid(items: Sequence[Item]) -> bool:
     """Whether `items` is provider-valid (no repair needed). O(n), allocation-light."""
     return ConversationCheck().is_provider_valid(items)
+
+
+def _reuses_an_id(items: Sequence[Item], seen: AbstractSet[str]) -> bool:
+    """Whether a call among `items` has an id of `seen` (so `_distinct_ids` has one to rename)."""
+    item: Any
+    for item in items:
+        kind = item.__class__
+        if kind is ToolCall:
+            if item.call_id in seen:
+                return True
+        elif kind is AssistantMessage:
+            if any(type(part) is ToolUsePart and part.call_id in seen for part in item.content):
+                return True
+        elif kind is not ToolResult and kind is not UserMessage and kind is not SystemMessage:
+            return True  # a subclass or a foreign object: let `_distinct_ids` look at it
+    return False
 
 
 def _scan(items: Sequence[Item], seen: set[str]) -> bool:
