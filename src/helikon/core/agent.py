@@ -507,8 +507,9 @@ class LlmAgent(Generic[Ctx, OutT]):
         Without `context` the run gets `RunContext.ephemeral(None)`.
 
         `session` keeps the conversation: the run reads it first and writes its events to it
-        (through this thread's default runner, `helikon.runtime.AsyncioRunner`: crash repair,
-        durable recording, one run at a time per session, `RunConfig.timeout`). A context
+        (in a turn on the session, by this thread's session runner, what
+        `helikon.runtime.AsyncioRunner` is with its defaults: crash repair, durable recording,
+        one run at a time per session, `RunConfig.timeout`). A context
         whose session is durable (SQLite, PostgreSQL, Redis) goes the same way without
         `session=`; a bare run on a `MemorySession` context neither reads nor writes it.
 

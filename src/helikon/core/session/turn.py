@@ -418,7 +418,7 @@ class SessionRunner(Generic[Ctx]):
         return state
 
 
-_local = threading.local()  # this thread's default runner: its locks belong to this thread's loops
+_local = threading.local()  # this thread's session runner: its locks belong to this thread's loops
 
 
 def default_session_runner() -> SessionRunner[Any]:
