@@ -399,3 +399,28 @@ async def test_bypass_mode_does_not_ask_an_approval_prompt() -> None:
     )
     await _asking_run(ctx)
     assert approver.asked == [] and ran == ["drop t"]
+
+
+async def test_an_approval_request_is_streamed_with_its_secrets_redacted() -> None:
+    seen: list[Any] = []
+
+    class Sees(Approver):
+        async def decide(self, tool: str, prompt: str, args: Any) -> Any:
+            seen.append((prompt, args))
+            return await super().decide(tool, prompt, args)
+
+    secret = "app-secret-xyz-42"
+    policy = Policy(PermissionDecision.ask_user(f"Run it with {secret}?"))
+    ctx = (
+        RunContext.ephemeral(None)
+        .with_permission_policy(policy)
+        .with_approval_handler(Sees(approve=True))
+        .with_extra_secrets([secret])
+    )
+    events, _, _ = await run_call(ctx, "Bash", {"command": f"deploy --token {secret}"})
+    [asked] = [e for e in events if isinstance(e, ApprovalRequested)]
+    assert secret not in repr(asked.args) and secret not in asked.prompt  # what a UI and a log see
+    assert asked.args == {"command": "deploy --token ***"} and asked.prompt == "Run it with ***?"
+    assert seen == [
+        (f"Run it with {secret}?", {"command": f"deploy --token {secret}"})
+    ]  # the approver decides on the call

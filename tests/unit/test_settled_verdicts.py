@@ -88,7 +88,9 @@ def governances() -> list[tuple[str, Governance[Any]]]:
 def fresh(ctx: RunContext[Any], tool: str, args: Any, effect: ToolEffect, ask: str | None) -> Any:
     """The whole pipeline, as `authorize` runs it when nothing is kept: (verdict, events)."""
     events: list[AgentEvent] = []
-    approvals = _Approvals(ctx.governance.approval_handler, tool, "c1", events.append)
+    approvals = _Approvals(
+        ctx.governance.approval_handler, tool, "c1", events.append, ctx.governance.redactor
+    )
     subject = ToolSubject(tool, args, read=ctx.governance.parse_cache.read)
     return _decide(ctx, subject, effect, ask, approvals), events
 

@@ -40,6 +40,7 @@ from .rules import BASH_TOOLS, EDIT_TOOLS, READ_TOOLS, GuardAction, GuardRule, T
 if TYPE_CHECKING:
     from ..context import RunContext
     from .compiled import CompiledRules
+    from .redaction import Redactor
     from .settings import Governance
 
 Step = Literal["deny_rule", "guard", "allow_rule", "mode", "policy", "approval", "default"]
@@ -99,7 +100,7 @@ async def authorize(
         if settled is not None:
             allowed, reason, step = settled
             return PermissionVerdict(allowed, args, reason, step)
-    approvals = _Approvals(governance.approval_handler, tool, call_id, emit)
+    approvals = _Approvals(governance.approval_handler, tool, call_id, emit, governance.redactor)
     verdict = await _decide(
         ctx, ToolSubject(tool, args, read=governance.parse_cache.read), effect, ask, approvals
     )
@@ -241,24 +242,38 @@ async def _by_policy(
 
 
 class _Approvals:
-    """Where one call's questions go: streamed as `ApprovalRequested`, answered by the handler."""
+    """Where one call's questions go: streamed as `ApprovalRequested`, answered by the handler.
 
-    __slots__ = ("asked", "call_id", "emit", "handler", "tool")
+    The stream (a UI, a log) sees the arguments and the question with their secrets redacted,
+    as it sees the tool's output; the handler decides on the call as it is.
+    """
+
+    __slots__ = ("asked", "call_id", "emit", "handler", "redactor", "tool")
 
     def __init__(
-        self, handler: ApprovalHandler | None, tool: str, call_id: str, emit: Callable[[AgentEvent], None]
+        self,
+        handler: ApprovalHandler | None,
+        tool: str,
+        call_id: str,
+        emit: Callable[[AgentEvent], None],
+        redactor: Redactor | None,
     ) -> None:
         self.handler = handler
         self.tool = tool
         self.call_id = call_id
         self.emit = emit
+        self.redactor = redactor
         self.asked = False  # whether a question went out: then the answer is this call's alone
 
     async def ask(self, args: JsonValue, prompt: str) -> tuple[bool, str]:
         """Whether the call is approved, and why not; without a handler, the answer is no."""
         self.asked = True
         tool = self.tool
-        self.emit(ApprovalRequested(call_id=self.call_id, tool=tool, args=args, prompt=prompt))
+        redactor = self.redactor
+        shown_args, shown_prompt = (
+            (args, prompt) if redactor is None else (redactor.redact_json(args), redactor.redact(prompt))
+        )
+        self.emit(ApprovalRequested(call_id=self.call_id, tool=tool, args=shown_args, prompt=shown_prompt))
         handler = self.handler
         if handler is None:
             return False, f"approval required ({prompt}) but no approval handler is installed"
