@@ -1,7 +1,7 @@
 """The async driver: performs the side effects `transition` asks for and writes the events to a sink.
 
 One coroutine per run (`drive`): each step's events go to the sink as they happen (see
-`_sink`: collected for `await agent.run(...)`, handed to the reader for `async for`), and
+`sink`: collected for `await agent.run(...)`, handed to the reader for `async for`), and
 each action it performs returns the next input of `transition` — the only place the loop's
 rules live.
 
