@@ -129,7 +129,8 @@ async def test_a_cancel_before_the_first_model_call_skips_it(event_type: str) ->
     assert model.requests == []
 
 
-async def test_a_cancel_once_the_calls_are_known_runs_no_tool() -> None:
+def recording_agent() -> tuple[LlmAgent[Any], MockModel, list[str]]:
+    """An agent whose one tool call (then a final answer) notes each run of the tool in `ran`."""
     ran: list[str] = []
 
     @tool
@@ -139,7 +140,11 @@ async def test_a_cancel_once_the_calls_are_known_runs_no_tool() -> None:
         return "recorded"
 
     model = MockModel.with_scripts([tool_call_turn("record", {"text": "x"}), text_turn("never")])
-    agent = LlmAgent(name="a", model=model, tools=[record])
+    return LlmAgent(name="a", model=model, tools=[record]), model, ran
+
+
+async def test_a_cancel_once_the_calls_are_known_runs_no_tool() -> None:
+    agent, model, ran = recording_agent()
     events, at = await run_cancelling(agent, of_type("tool_call_item"))
     assert_cancelled_after(events, at)
     assert ran == [] and model.remaining == 1
@@ -200,14 +205,7 @@ async def test_a_cancel_on_the_final_answer_wins_over_completion() -> None:
 
 
 async def test_a_cancel_while_a_recorder_stores_the_calls_runs_no_tool() -> None:
-    ran: list[str] = []
-
-    @tool
-    async def record(text: str) -> str:
-        """Record a call."""
-        ran.append(text)
-        return "recorded"
-
+    agent, model, ran = recording_agent()
     token = CancellationToken()
 
     class CancelsAtTheCalls:
@@ -222,8 +220,6 @@ async def test_a_cancel_while_a_recorder_stores_the_calls_runs_no_tool() -> None
         async def tool_returned(self, output: ToolOutputItem) -> None:
             pass
 
-    model = MockModel.with_scripts([tool_call_turn("record", {"text": "x"}), text_turn("never")])
-    agent = LlmAgent(name="a", model=model, tools=[record])
     ctx = RunContext.ephemeral(None).with_cancel(token).with_observer(CancelsAtTheCalls())
     events = [e async for e in agent.run("hi", context=ctx)]
     assert isinstance(events[-1], RunFailed) and events[-1].error.kind == "cancelled"
