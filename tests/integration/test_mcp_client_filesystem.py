@@ -66,12 +66,19 @@ async def test_reading_through_the_server(fs: McpServerHandle, tmp_path: Path) -
         await fs.call_tool("does-not-exist", {})
 
 
-async def test_a_destructive_call_without_an_approval_handler_is_refused(
+async def test_a_destructive_call_without_an_approval_handler_pauses_for_a_person(
     fs: McpServerHandle, tmp_path: Path
 ) -> None:
-    result = await write_with(fs, RunContext.ephemeral(None), tmp_path / "out.txt")
-    assert result.is_error and "permission denied" in result.text
-    assert not (tmp_path / "out.txt").exists()
+    target = tmp_path / "out.txt"
+    model = MockModel.with_scripts(
+        [tool_call_turn("fs_write_file", {"path": str(target), "content": "hello"}), text_turn("done")]
+    )
+    agent = LlmAgent(name="writer", model=model, tool_sources=[fs])
+    result = await agent.run("write it", context=RunContext.ephemeral(None))
+    assert result.status == "paused" and len(model.requests) == 1
+    [pending] = result.pending
+    assert pending.tool == "fs_write_file" and "destructive" in pending.prompt
+    assert not target.exists()
 
 
 async def test_a_destructive_call_goes_to_the_approval_handler(fs: McpServerHandle, tmp_path: Path) -> None:

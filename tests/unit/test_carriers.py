@@ -60,11 +60,14 @@ from helikon import (
     UserMessage,
     UserMessageEvent,
 )
+from helikon.core.approvals import PendingApproval
 from helikon.core.events import (
     AgentErrorKind,
     AgentEvent,
+    ApprovalResolved,
     GuardrailKind,
     PersistFailed,
+    RunPaused,
 )
 from helikon.core.items import CONTENT_PART_ADAPTER, ContentPart, Item
 from helikon.core.loop import (
@@ -98,6 +101,8 @@ from helikon.core.loop import (
 )
 from helikon.core.model import MODEL_EVENT_ADAPTER, FinishReason, ModelEvent
 from helikon.core.session import (
+    ApprovalDecided,
+    ApprovalPending,
     CustomEvent,
     Forked,
     RequestHeader,
@@ -130,6 +135,20 @@ json_values: st.SearchStrategy[Any] = st.recursive(
     ),
     max_leaves=12,
 )
+
+pending_approval = st.builds(
+    PendingApproval,
+    request_id=st.text(max_size=8),
+    call_id=st.text(max_size=8),
+    tool=st.text(max_size=8),
+    agent_path=st.lists(st.text(max_size=8), max_size=3).map(tuple),
+    args=json_values,
+    args_digest=st.text(max_size=8),
+    prompt=st.text(max_size=8),
+    expires=st.none() | st.floats(min_value=0, max_value=4e9),
+    on_expire=st.sampled_from(["deny", "keep"]),
+)
+decisions = st.sampled_from(["approve", "deny", "edit"])
 
 json_objects = st.none() | st.dictionaries(st.text(max_size=6), json_values, max_size=4)
 
@@ -229,6 +248,18 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     ),
     RunCompleted: st.builds(RunCompleted, usage=token_usage, output=opt_text),
     RunFailed: st.builds(RunFailed, error=agent_error, usage=token_usage),
+    RunPaused: st.builds(
+        RunPaused, pending=st.lists(pending_approval, max_size=3).map(tuple), usage=token_usage
+    ),
+    ApprovalResolved: st.builds(
+        ApprovalResolved,
+        request_id=text,
+        call_id=text,
+        tool=text,
+        decision=decisions,
+        reason=text,
+        by=json_values,
+    ),
 }
 
 utc_ts = st.datetimes(timezones=st.just(UTC))
@@ -251,12 +282,36 @@ SESSION_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     Compacted: st.builds(Compacted, summary=text, original_count=small_ints, ts=utc_ts),
     Rewound: st.builds(Rewound, to_seq=small_ints, ts=utc_ts),
     Forked: st.builds(Forked, from_session=text, at_seq=small_ints, ts=utc_ts),
-    TurnOpened: st.builds(TurnOpened, run_id=text, agent=opt_text, ts=utc_ts),
+    TurnOpened: st.builds(TurnOpened, run_id=text, agent=opt_text, ts=utc_ts, resumes=opt_text),
     TurnClosed: st.builds(
         TurnClosed,
         run_id=text,
-        outcome=st.sampled_from(["completed", "failed", "cancelled", "refused", "interrupted"]),
+        outcome=st.sampled_from(["completed", "failed", "cancelled", "refused", "interrupted", "paused"]),
         ts=utc_ts,
+    ),
+    ApprovalPending: st.builds(
+        ApprovalPending,
+        request_id=text,
+        call_id=text,
+        tool=text,
+        agent_path=st.lists(text, max_size=3).map(tuple),
+        args=json_values,
+        args_digest=text,
+        prompt=text,
+        expires_at=st.none() | st.datetimes(timezones=st.just(UTC)),
+        on_expire=st.sampled_from(["deny", "keep"]),
+        tool_digest=text,
+        ts=st.datetimes(timezones=st.just(UTC)),
+    ),
+    ApprovalDecided: st.builds(
+        ApprovalDecided,
+        request_id=text,
+        decision=decisions,
+        args_digest=text,
+        args=json_values,
+        reason=text,
+        by=json_values,
+        ts=st.datetimes(timezones=st.just(UTC)),
     ),
     ToolsStarted: st.builds(ToolsStarted, call_ids=st.lists(text, max_size=3).map(tuple), ts=utc_ts),
     CustomEvent: st.builds(CustomEvent, kind=st.text(min_size=1, max_size=12), data=json_values, ts=utc_ts),
@@ -317,7 +372,13 @@ LOOP_STATE_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
         args_retried=tool_names,
     ),
     Compacting: st.builds(Compacting, turn=small_ints, usage=token_usage),
-    NeedsApproval: st.builds(NeedsApproval, pending=tool_calls, turn=small_ints, usage=token_usage),
+    NeedsApproval: st.builds(
+        NeedsApproval,
+        calls=tool_calls,
+        pending=st.lists(pending_approval, max_size=2).map(tuple),
+        turn=small_ints,
+        usage=token_usage,
+    ),
     Done: st.builds(Done, output=st.builds(FinalOutput, content=parts, usage=token_usage)),
     Failed: st.builds(Failed, error=agent_error, usage=token_usage),
 }
@@ -542,6 +603,8 @@ TAGS: dict[type, str] = {
     PersistFailed: "persist_failed",
     RunCompleted: "run_completed",
     RunFailed: "run_failed",
+    RunPaused: "run_paused",
+    ApprovalResolved: "approval_resolved",
     # session events
     UserMessageEvent: "user_message",
     AssistantMessageEvent: "assistant_message",
@@ -555,6 +618,8 @@ TAGS: dict[type, str] = {
     TurnOpened: "turn_opened",
     TurnClosed: "turn_closed",
     ToolsStarted: "tools_started",
+    ApprovalPending: "approval_pending",
+    ApprovalDecided: "approval_decided",
     CustomEvent: "custom",
     # loop states and inputs
     CallingModel: "calling_model",

@@ -23,11 +23,11 @@ from helikon import (
     UserError,
     tool,
 )
-from helikon.core.events import AgentEvent
+from helikon.core.events import AgentEvent, RunPaused
 from helikon.core.governance.compiled import CompiledRules
 from helikon.core.governance.permissions import authorize
 from helikon.core.governance.rules import AllowRule, DenyRule, GuardRule, ToolSubject, allowed_by
-from helikon.core.session import ToolReturned
+from helikon.core.session import ApprovalPending, ToolReturned
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
@@ -94,13 +94,26 @@ async def stored_result(session: MemorySession) -> ToolReturned:
 # --- each outcome, end to end ---------------------------------------------------------------------
 
 
-async def test_a_default_guard_refuses_rm_rf_root_headless() -> None:
+async def test_a_default_guard_pauses_rm_rf_root_headless_for_a_person() -> None:
     events, model, session = await run_call(RunContext.ephemeral(None), "Bash", {"command": "sudo rm -rf /"})
+    assert ran == [] and len(model.requests) == 1  # nothing ran, and the model waits too
+    [asked] = [e for e in events if isinstance(e, ApprovalRequested)]  # an Ask guard, nobody here to ask
+    assert asked.call_id == "c1" and "recursive remove" in asked.prompt
+    paused = events[-1]
+    assert isinstance(paused, RunPaused)
+    [pending] = paused.pending
+    assert pending.call_id == "c1" and "recursive remove" in pending.prompt
+    [stored] = [e for _, e in await session.events() if isinstance(e, ApprovalPending)]
+    assert stored.request_id == pending.request_id
+    assert not [e for _, e in await session.events() if isinstance(e, ToolReturned)]  # no result yet
+
+
+async def test_a_default_guard_refuses_rm_rf_root_when_the_handler_says_no() -> None:
+    ctx = RunContext.ephemeral(None).with_approval_handler(Approver(approve=False))
+    events, model, session = await run_call(ctx, "Bash", {"command": "sudo rm -rf /"})
     assert ran == []
     [denied] = [e for e in events if isinstance(e, PermissionDenied)]
-    assert denied.tool == "Bash" and "recursive remove" in denied.reason and denied.call_id == "c1"
-    [asked] = [e for e in events if isinstance(e, ApprovalRequested)]  # an Ask guard, nobody to ask
-    assert asked.call_id == "c1" and "recursive remove" in asked.prompt
+    assert denied.tool == "Bash" and denied.reason == "the operator said no" and denied.call_id == "c1"
     assert answer(model).is_error and "permission denied" in answer(model).text
     stored = await stored_result(session)
     assert stored.is_error and "permission denied" in stored.content[0].text  # type: ignore[union-attr]
@@ -198,7 +211,8 @@ async def test_a_policy_rewrite_is_checked_by_the_guards_again() -> None:
     ctx = RunContext.ephemeral(None).with_permission_policy(sneaky)
     events, _, _ = await run_call(ctx, "Bash", {"command": "ls"})
     assert ran == []
-    assert any(isinstance(e, PermissionDenied) for e in events)
+    assert isinstance(events[-1], RunPaused)  # the rewrite trips the guard: a person must decide
+    assert "rm -rf ~" in str(events[-1].pending[0].args)
     honest = Policy(PermissionDecision.replace({"command": "ls -la"}))
     await run_call(RunContext.ephemeral(None).with_permission_policy(honest), "Bash", {"command": "ls"})
     assert ran == ["ls -la"]
@@ -364,12 +378,13 @@ async def _asking_run(ctx: RunContext[None]) -> tuple[list[AgentEvent], MockMode
     return list(result.events), model
 
 
-async def test_an_approval_prompt_is_refused_without_a_handler() -> None:
+async def test_an_approval_prompt_pauses_the_run_without_a_handler() -> None:
     events, model = await _asking_run(RunContext.ephemeral(None))
-    assert ran == []
+    assert ran == [] and len(model.requests) == 1
     [asked] = [e for e in events if isinstance(e, ApprovalRequested)]
     assert asked.prompt == "the server marks drop_table destructive"
-    assert "no approval handler" in answer(model).text
+    assert isinstance(events[-1], RunPaused)
+    assert events[-1].pending[0].prompt == "the server marks drop_table destructive"
 
 
 @pytest.mark.parametrize("mode", [PermissionMode.DEFAULT, PermissionMode.ACCEPT_EDITS])

@@ -127,7 +127,7 @@ def test_initial_state_calls_the_model_when_tools_exist_even_with_an_output_type
         RepairingOutput(turn=1),
         ApplyingHandoff(target="b", call_id="c1", transcript=()),
         Compacting(turn=0),
-        NeedsApproval(pending=(CALL,), turn=0),
+        NeedsApproval(calls=(CALL,), pending=(), turn=0),
     ],
 )
 def test_start_in_a_mid_run_state_fails(state: LoopState) -> None:
@@ -420,7 +420,7 @@ NON_TERMINAL: list[LoopState] = [
     Finalizing(turn=0, usage=USAGE),
     RepairingOutput(turn=1, usage=USAGE),
     Compacting(turn=0, usage=USAGE),
-    NeedsApproval(pending=(CALL,), turn=0, usage=USAGE),
+    NeedsApproval(calls=(CALL,), pending=(), turn=0, usage=USAGE),
 ]
 
 
@@ -484,7 +484,7 @@ def test_terminal_states_absorb_every_input(state: LoopState, input: TransitionI
         (ApplyingHandoff(target="b", call_id="c1", transcript=()), ModelResponse(items=())),
         (CallingModel(turn=0), HandoffAccepted()),
         (Compacting(turn=0), ModelResponse(items=())),
-        (NeedsApproval(pending=(CALL,), turn=0), ToolResults(outcomes=())),
+        (NeedsApproval(calls=(CALL,), pending=(), turn=0), ModelResponse(items=())),
     ],
 )
 def test_an_input_a_state_cannot_take_fails_the_run(state: LoopState, input: TransitionInput) -> None:

@@ -15,6 +15,21 @@ import typing
 from ._internal.json_value import JsonObject, JsonValue
 from .agent import Agent, Instructions, LlmAgent
 from .agent_builder import LlmAgentBuilder
+from .approvals import (
+    ApprovalAlreadyDecided,
+    ApprovalDigestMismatch,
+    ApprovalError,
+    ApprovalExpired,
+    ApprovalTargetMissing,
+    ApprovalToolChanged,
+    Approve,
+    Deny,
+    Edit,
+    InvalidEditedArgs,
+    NothingToResume,
+    PendingApproval,
+    UnknownApprovalRequest,
+)
 from .cancel import CancellationToken
 from .context import ActionsHandle, RunConfig, RunContext, SessionState, ToolContext, TracerHandle
 from .conversation_check import (
@@ -30,6 +45,7 @@ from .events import (
     AgentEvent,
     AgentUpdated,
     ApprovalRequested,
+    ApprovalResolved,
     GuardrailTriggered,
     HandoffItem,
     MessageOutput,
@@ -39,6 +55,7 @@ from .events import (
     RequestSent,
     RunCompleted,
     RunFailed,
+    RunPaused,
     RunStarted,
     StructuredOutputFailed,
     TokenUsage,
@@ -66,6 +83,7 @@ from .exceptions import (
     Refused,
     RunCancelled,
     RunError,
+    RunIsPaused,
     RunTimeout,
     SessionBackendError,
     SessionConflict,
@@ -165,7 +183,8 @@ _LAZY = {
     # The session log: its events, the `Session` protocol and the projection (~2.5 ms), which
     # building an agent and the loop itself never use: loaded with the first session made.
     ".session": (
-        "SESSION_EVENT_ADAPTER AssistantMessageEvent Compacted ConversationSnapshot CustomEvent "
+        "SESSION_EVENT_ADAPTER ApprovalDecided ApprovalPending AssistantMessageEvent Compacted "
+        "ConversationSnapshot CustomEvent "
         "Forked HandoffOccurred KnownSessionEvent RequestHeader Rewound SequenceId Session "
         "SessionEntry SessionEvent SessionInfo SessionMetadata SessionRecord ToolCalled "
         "ToolReturned UnknownEvent UserMessageEvent project"
@@ -193,9 +212,19 @@ __all__ = [
     "AgentInput",
     "AgentUpdated",
     "AllowRule",
+    "ApprovalAlreadyDecided",
+    "ApprovalDecided",
+    "ApprovalDigestMismatch",
+    "ApprovalError",
+    "ApprovalExpired",
     "ApprovalHandler",
     "ApprovalOutcome",
+    "ApprovalPending",
     "ApprovalRequested",
+    "ApprovalResolved",
+    "ApprovalTargetMissing",
+    "ApprovalToolChanged",
+    "Approve",
     "AssistantMessage",
     "AssistantMessageEvent",
     "AudioPart",
@@ -210,7 +239,9 @@ __all__ = [
     "ConversationSnapshot",
     "CustomEvent",
     "Denied",
+    "Deny",
     "DenyRule",
+    "Edit",
     "Finish",
     "FinishReason",
     "Forked",
@@ -242,6 +273,7 @@ __all__ = [
     "Instructions",
     "InvalidArgs",
     "InvalidConversationError",
+    "InvalidEditedArgs",
     "InvalidStructuredOutput",
     "Item",
     "JsonObject",
@@ -270,11 +302,13 @@ __all__ = [
     "ModelRetry",
     "ModelSettings",
     "NamedToolChoice",
+    "NothingToResume",
     "OtherModelError",
     "OutputRetriesExceeded",
     "OutputType",
     "OutputValidatorFunc",
     "ParallelAgent",
+    "PendingApproval",
     "PermissionDecision",
     "PermissionDenied",
     "PermissionMode",
@@ -300,7 +334,9 @@ __all__ = [
     "RunError",
     "RunFailed",
     "RunInput",
+    "RunIsPaused",
     "RunObserver",
+    "RunPaused",
     "RunResult",
     "RunStarted",
     "RunStream",
@@ -353,6 +389,7 @@ __all__ = [
     "Transport",
     "TurnStarted",
     "Unavailable",
+    "UnknownApprovalRequest",
     "UnknownEvent",
     "UnreadableSessionEvent",
     "UrlSource",
@@ -404,6 +441,8 @@ if typing.TYPE_CHECKING:
     from .run.tracing import use_tracer_provider
     from .session import (
         SESSION_EVENT_ADAPTER,
+        ApprovalDecided,
+        ApprovalPending,
         AssistantMessageEvent,
         Compacted,
         ConversationSnapshot,

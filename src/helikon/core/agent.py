@@ -30,7 +30,7 @@ import copy
 import dataclasses
 import functools
 import sys
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from types import ModuleType
@@ -56,6 +56,7 @@ from .tools import PrepareTools, Tool
 from .toolsets import Toolset
 
 if TYPE_CHECKING:
+    from .approvals import Approver, Decision
     from .run.sink import EventSink
     from .session import Session
 
@@ -552,6 +553,81 @@ class LlmAgent(Generic[Ctx, OutT]):
             return RunStream(drive=turn.in_turn(self, agent_input, ctx, config), agent=self)
         return RunStream(
             drive=functools.partial(self.drive, agent_input, ctx, config), agent=self, input=agent_input
+        )
+
+    def resume(
+        self,
+        session: Session,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deny_rest: bool = False,
+        by: Approver = None,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+    ) -> RunStream[OutT]:
+        """Decide the requests `session`'s paused run waits on and go on with it: iterate or await.
+
+        Works in any process, from the session alone: the run paused (`RunPaused`,
+        `result.status == "paused"`) when a call needed a person's approval that no
+        approval handler gave (`@tool(needs_approval=True)`, an `ask` rule, a policy's
+        `AskUser`, a default guard). `decisions` maps each `PendingApproval.request_id` to
+        `Approve()`, `Deny(reason)` or `Edit(args)`; `by` says who decided (recorded with
+        each decision). Decisions may come in parts: while a request still waits the result
+        is paused again; `deny_rest=True` denies whatever no decision names.
+
+        The calls of the paused turn that ran are not run again; the decided ones run (an
+        approved call is asked nothing again, but deny rules and guards still refuse), and
+        the run goes on to its end, recorded in the session like any run. `self` must be the
+        agent the run was started with; `context` gives the user context and governance
+        (its session is replaced by `session`); what was decided comes from the log only.
+
+        Raises (when the stream is read): an `ApprovalError` subclass when a decision cannot
+        apply (unknown or expired request, digest mismatch, decided already, the agent or
+        tool gone or changed; see `helikon.core.approvals`): nothing is recorded, nothing runs.
+
+        Example:
+            ```python
+            from helikon import Approve, LlmAgent, MemorySession, tool
+            from helikon.testing import MockModel, text_turn, tool_call_turn
+
+            @tool(needs_approval=True)
+            def refund(order: int) -> str:
+                \"\"\"Refund an order.\"\"\"
+                return f"refunded {order}"
+
+            model = MockModel.with_scripts([tool_call_turn("refund", {"order": 7}), text_turn("Refunded.")])
+            agent = LlmAgent(name="clerk", model=model, tools=[refund])
+            session = MemorySession()
+            paused = agent.run_sync("refund order 7", session=session)
+            assert paused.status == "paused"
+            [request] = paused.pending
+            done = agent.resume_sync(session, {request.request_id: Approve()}, by="ada")
+            assert done.final_output == "Refunded."
+            ```
+        """
+        ctx: RunContext[Any] = context if context is not None else RunContext.ephemeral(None)
+        ctx = _turn().on_session(ctx, session)
+        runner = _turn().default_session_runner()
+        drive = functools.partial(
+            runner.drive_resumed, self, ctx, dict(decisions or {}), deny_rest, by, config or self.run_config
+        )
+        return RunStream(drive=drive, agent=self)
+
+    def resume_sync(
+        self,
+        session: Session,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deny_rest: bool = False,
+        by: Approver = None,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+    ) -> RunResult[OutT]:
+        """`resume` to its end from synchronous code (on the thread's loop; not inside a running one)."""
+        return run_sync(
+            lambda: self.resume(
+                session, decisions, deny_rest=deny_rest, by=by, context=context, config=config
+            )
         )
 
     def drive(

@@ -1,4 +1,6 @@
-"""Per-run state: `RunContext`, the narrower `ToolContext`, `RunConfig`, `SessionState`, `ActionsHandle`.
+"""Per-run state: `RunContext`, the narrower `ToolContext`, `SessionState`, `ActionsHandle`.
+
+`RunConfig` (the per-run knobs) lives in `helikon.core.run_config`; it is importable from here too.
 
 Example:
     ```python
@@ -14,7 +16,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Iterator
-from dataclasses import field, replace
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ._internal.callbacks import call_user
@@ -24,13 +26,9 @@ from .cancel import CancellationToken
 from .exceptions import UserError
 from .governance import ApprovalHandler, HookEvent, HookRegistry, PermissionMode, PermissionPolicy
 from .governance.settings import Governance, default_governance
-from .model import Model, ModelSettings
-from .model_strings import checked_model
-from .usage import UsageLimits
+from .run_config import RunConfig
 
 if TYPE_CHECKING:
-    from datetime import timedelta
-
     from .conversation_check import ConversationCheck
     from .events import TokenUsage
     from .governance.compiled import CompiledRules
@@ -38,112 +36,10 @@ if TYPE_CHECKING:
     from .governance.rules import AllowRule, DenyRule, GuardRule
     from .observer import RunObserver
     from .session import Session
-    from .tools import PrepareTools
     from .usage import UsageMeter
 
 Ctx = TypeVar("Ctx")
 C = TypeVar("C")
-
-
-@carrier
-class RunConfig:
-    """Per-run knobs.
-
-    Attributes:
-        max_turns: Model turns before the run fails with `MaxTurnsExceeded` (default 16).
-        parallel_tool_call_limit: Cap on concurrently running tool calls; `None` = unbounded.
-        max_agent_depth: Nesting depth across handoffs and agent-as-tool runs (default 8).
-        timeout: Wall-clock seconds for the whole run; enforced by a runner (also the one behind
-            `agent.run(q, session=s)`), not by a bare `agent.run`.
-        durable: Persist the run's events as they settle — before every model call and before
-            tools start — with turn markers for crash repair, instead of only after the run.
-            None (the default): what the session declares (`Session.durable`): on for SQLite,
-            PostgreSQL and Redis, off for `MemorySession`.
-        fail_on_tool_denied: Make a tool's `ToolError.Denied` fail the run (`tool_denied`). Off by
-            default: the model reads the refusal as an error result (and `PermissionDenied` is
-            streamed), so one refused call does not end the run.
-        usage_limits: Caps on the model requests, tokens and tool calls of the run, summed
-            with those of its handoff targets, agents called as tools and workflow children;
-            passing one fails the run with `UsageLimitExceeded` (`helikon.core.usage` says
-            when each is checked). None (the default): no caps.
-        model: The model every `LlmAgent` of the run calls instead of its own (handoff
-            targets and workflow children too, as in openai-agents): a `Model` or a model
-            string. `LlmAgent.override` (for tests) still wins. None: each agent's own.
-        model_settings: Settings laid over each agent's `model_settings` for this run (the
-            fields set here win). None: each agent's own.
-        prepare_tools: A function of (ctx, tool definitions) choosing the tools each model turn
-            of the run offers, as `LlmAgent(prepare_tools=...)` does (and after it, when the
-            agent has one too), for every agent of the run. None: the agents' own choice.
-    """
-
-    max_turns: int = 16
-    parallel_tool_call_limit: int | None = None
-    max_agent_depth: int = 8
-    timeout: float | None = None
-    durable: bool | None = None
-    fail_on_tool_denied: bool = False
-    usage_limits: UsageLimits | None = None
-    model: Model | str | None = None
-    """A model string is resolved as the config is made: read back, this is a `Model` or None."""
-    model_settings: ModelSettings | None = None
-    prepare_tools: PrepareTools | None = None
-
-    def __post_init__(self) -> None:
-        _positive_int("RunConfig", "max_turns", self.max_turns)
-        _positive_int("RunConfig", "max_agent_depth", self.max_agent_depth)
-        if self.parallel_tool_call_limit is not None:
-            _positive_int("RunConfig", "parallel_tool_call_limit", self.parallel_tool_call_limit)
-        if self.timeout is not None:
-            timeout: object = self.timeout
-            if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-                from datetime import timedelta  # here: seconds need none, and it is ~1.5 ms to import
-
-                if not isinstance(timeout, timedelta):
-                    raise UserError(
-                        f"RunConfig(timeout={timeout!r}): give seconds as a number, or a timedelta"
-                    )
-                object.__setattr__(self, "timeout", timeout.total_seconds())
-            if self.timeout <= 0:
-                raise UserError(
-                    f"RunConfig(timeout={self.timeout!r}): must be positive, or None for no limit"
-                )
-        if self.model is not None:
-            object.__setattr__(self, "model", checked_model(self.model, "RunConfig"))
-        if self.model_settings is not None and not isinstance(self.model_settings, ModelSettings):
-            raise UserError(f"RunConfig(model_settings={self.model_settings!r}): expected a ModelSettings")
-        if self.prepare_tools is not None and not callable(self.prepare_tools):
-            raise UserError(
-                f"RunConfig(prepare_tools={self.prepare_tools!r}): give a function of (ctx, tool definitions)"
-            )
-        if self.usage_limits is not None and not isinstance(self.usage_limits, UsageLimits):
-            raise UserError(
-                f"RunConfig(usage_limits={self.usage_limits!r}): give a UsageLimits(...), or None"
-            )
-
-    def with_max_turns(self, max_turns: int) -> RunConfig:
-        """A copy with `max_turns` set."""
-        return replace(self, max_turns=max_turns)
-
-    def with_parallel_tool_call_limit(self, limit: int | None) -> RunConfig:
-        """A copy with `parallel_tool_call_limit` set."""
-        return replace(self, parallel_tool_call_limit=limit)
-
-    def with_max_agent_depth(self, depth: int) -> RunConfig:
-        """A copy with `max_agent_depth` set."""
-        return replace(self, max_agent_depth=depth)
-
-    def with_timeout(self, timeout: float | timedelta | None) -> RunConfig:
-        """A copy with `timeout` (seconds or a `timedelta`) set."""
-        return replace(self, timeout=timeout)  # pyright: ignore[reportArgumentType]
-
-    def with_usage_limits(self, limits: UsageLimits | None) -> RunConfig:
-        """A copy with `usage_limits` set."""
-        return replace(self, usage_limits=limits)
-
-
-def _positive_int(owner: str, name: str, value: object) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise UserError(f"{owner}({name}={value!r}): must be a positive integer")
 
 
 class SessionState:
@@ -343,6 +239,7 @@ class RunContext(Generic[Ctx]):
         "_hooks",
         "_meter",
         "_observer",
+        "_pausable",
         "_session",
         "_state",
         "_trace_parent",
@@ -375,6 +272,9 @@ class RunContext(Generic[Ctx]):
         # The conversation check of the session a runner runs this on: the session's runs
         # then look at their new turns only (see ConversationCheck).
         self._check: ConversationCheck | None = None
+        # Whether a question no one here can answer pauses the run (see helikon.core.approvals):
+        # not in a sub-agent run as a tool, whose turns no session keeps to resume.
+        self._pausable = True
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -402,6 +302,7 @@ class RunContext(Generic[Ctx]):
         new._hooks = self._hooks
         new._meter = self._meter
         new._observer = self._observer
+        new._pausable = self._pausable
         new._session = self._session
         new._state = self._state
         new._trace_parent = self._trace_parent
@@ -680,6 +581,7 @@ class RunContext(Generic[Ctx]):
         new._cancel = self._cancel.child_token()
         new._observer = None  # its turns are not this run's to record
         new._check = None  # nor its conversation
+        new._pausable = False  # nor can its run pause: a question no handler answers refuses the call
         return new
 
 

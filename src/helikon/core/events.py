@@ -20,6 +20,7 @@ from typing import Literal, TypeAlias
 from ._internal.adapter import LazyAdapter
 from ._internal.carrier import carrier
 from ._internal.json_value import JsonObject, JsonValue
+from .approvals import PendingApproval
 from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
 from .model import ModelFallback, ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
 
@@ -76,6 +77,7 @@ AgentErrorKind: TypeAlias = Literal[
     "guardrail_tripwire",
     "usage_limit_exceeded",
     "session_error",
+    "session_paused",
     "other",
 ]
 
@@ -292,6 +294,37 @@ class RunFailed:
     usage: TokenUsage = TokenUsage()
 
 
+@carrier
+class ApprovalResolved:
+    """A decision on a paused run's request was recorded (streamed by a resume, before the calls run).
+
+    `decision` is `approve`, `deny` or `edit`; `by` who decided (as given to `resume`);
+    `reason` a denial's reason.
+    """
+
+    type: Literal["approval_resolved"] = "approval_resolved"
+    request_id: str
+    call_id: str
+    tool: str
+    decision: Literal["approve", "deny", "edit"]
+    reason: str = ""
+    by: JsonValue = None
+
+
+@carrier
+class RunPaused:
+    """Terminal: the run waits for decisions on `pending` (see `helikon.core.approvals`).
+
+    The calls of the turn that did not need approval have run (their results came before
+    this); the pending ones have not. `agent.resume(session, decisions=...)` continues the
+    run, in this process or any other.
+    """
+
+    type: Literal["run_paused"] = "run_paused"
+    pending: tuple[PendingApproval, ...]
+    usage: TokenUsage = TokenUsage()
+
+
 AgentEvent: TypeAlias = (
     RunStarted
     | TurnStarted
@@ -310,12 +343,14 @@ AgentEvent: TypeAlias = (
     | RepairStarted
     | StructuredOutputFailed
     | PersistFailed
+    | ApprovalResolved
     | RunCompleted
     | RunFailed
+    | RunPaused
 )
 """One event of an agent's run."""
 
-TERMINAL_EVENTS = (RunCompleted, RunFailed)
+TERMINAL_EVENTS = (RunCompleted, RunFailed, RunPaused)
 """The event classes that end a stream."""
 
 
@@ -338,6 +373,7 @@ __all__ = [
     "AgentEvent",
     "AgentUpdated",
     "ApprovalRequested",
+    "ApprovalResolved",
     "GuardrailKind",
     "GuardrailTriggered",
     "HandoffItem",
@@ -348,6 +384,7 @@ __all__ = [
     "RequestSent",
     "RunCompleted",
     "RunFailed",
+    "RunPaused",
     "RunStarted",
     "StructuredOutputFailed",
     "TokenUsage",

@@ -38,9 +38,19 @@ HelikonError
 │   ├── OutputRetriesExceeded     kind `output_retries_exceeded`; `.reason`, `.validator`, `.final_text`
 │   ├── UsageLimitExceeded        kind `usage_limit_exceeded` (`RunConfig.usage_limits`); `.limit_name`,
 │   │                             `.limit`, `.used`
+│   ├── RunIsPaused               kind `session_paused`: the session's last run waits for approval
 │   ├── RunCancelled              kind `cancelled`
 │   └── RunTimeout                kind `timeout`
 │                                 (any other kind, e.g. `session_error`, `tool_denied`: a plain RunError)
+├── ApprovalError              a decision or resume that cannot apply; nothing ran (`core.approvals`)
+│   ├── NothingToResume        the session has no paused run
+│   ├── UnknownApprovalRequest a decision names a request the paused run does not wait on
+│   ├── ApprovalDigestMismatch the decision's digest is not the pending arguments' digest
+│   ├── ApprovalAlreadyDecided the request was decided already, otherwise
+│   ├── ApprovalExpired        the request expired (`on_expire="deny"`)
+│   ├── ApprovalTargetMissing  the agent or tool the request names is no longer defined
+│   ├── ApprovalToolChanged    the tool's argument schema changed since the pause
+│   └── InvalidEditedArgs      `Edit(args)` does not fit the tool's schema
 ├── InvalidConversationError   a conversation is not provider-valid and `strict` forbids repair
 │                              (`core.conversation_check`)
 ├── McpError                   an MCP connection or server failed; `kind` names the step (`mcp.errors`)
@@ -477,6 +487,14 @@ class UsageLimitExceeded(RunError):
         return self.error.used if self.error.used is not None else 0
 
 
+class RunIsPaused(RunError):
+    """The session's last run is paused for approval: resume it (`agent.resume`) before a new run.
+
+    A new run would leave the paused calls without a result; `resume(session, decisions=...,
+    deny_rest=True)` settles what is left when the answer is no.
+    """
+
+
 class RunCancelled(RunError):
     """The run's `CancellationToken` was cancelled."""
 
@@ -495,6 +513,7 @@ _RUN_ERRORS: dict[str, type[RunError]] = {
     "usage_limit_exceeded": UsageLimitExceeded,
     "cancelled": RunCancelled,
     "timeout": RunTimeout,
+    "session_paused": RunIsPaused,
 }
 
 __all__ = [
@@ -518,6 +537,7 @@ __all__ = [
     "RateLimited",
     "Refused",
     "RunCancelled",
+    "RunIsPaused",
     "RunError",
     "RunTimeout",
     "SessionBackendError",

@@ -6,7 +6,7 @@ import json
 import sys
 from collections.abc import AsyncIterator, Generator
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Generic, Never, TextIO, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, Never, TextIO, cast, overload
 
 from ._internal.carrier import carrier
 from ._internal.peer_hints import RESULT_HINTS, STREAM_HINTS, forgotten_await, no_attribute
@@ -18,6 +18,7 @@ from .events import (
     RepairStarted,
     RunCompleted,
     RunFailed,
+    RunPaused,
     TokenUsage,
     ToolCallItem,
     ToolOutputItem,
@@ -30,6 +31,7 @@ from .run.sink import Collected, streamed
 
 if TYPE_CHECKING:
     from .agent import Agent
+    from .approvals import PendingApproval
     from .input import AgentInput
     from .output import OutputSpec, OutputType
     from .run.sink import Drive
@@ -50,6 +52,10 @@ class RunResult(Generic[OutT]):
 
     `final_output` is the agent's `output_type` value (validated), or the final text for an
     agent without one. A run that ends in a handoff target gives that agent's output.
+
+    A run that paused for approval (`status == "paused"`) has no output yet (`final_output`
+    is None): `pending` lists the calls it waits on, and `agent.resume(session,
+    decisions=...)` continues it (see `helikon.core.approvals`).
     """
 
     final_output: OutT
@@ -182,6 +188,17 @@ class RunResult(Generic[OutT]):
 
         def __getattr__(self, name: str) -> Never:
             raise no_attribute(self, name, RESULT_HINTS)  # a peer's name says helikon's
+
+    @property
+    def status(self) -> Literal["completed", "paused"]:
+        """`"paused"` when the run waits for approval (`pending`), else `"completed"` (failed: it raised)."""
+        return "paused" if self.events and type(self.events[-1]) is RunPaused else "completed"
+
+    @property
+    def pending(self) -> tuple[PendingApproval, ...]:
+        """The calls a paused run waits on a decision for (empty unless `status == "paused"`)."""
+        last = self.events[-1] if self.events else None
+        return last.pending if type(last) is RunPaused else ()
 
     @property
     def persisted(self) -> bool:
@@ -340,8 +357,18 @@ class RunStream(Generic[OutT]):
                     text = event.output
             elif isinstance(event, RunFailed):
                 failure = event
+            elif isinstance(event, RunPaused):
+                usage = event.usage
         if failure is not None:
             raise RunError.from_agent_error(failure.error)
+        if events and type(events[-1]) is RunPaused:  # no output yet: `pending` says what it waits on
+            return RunResult(
+                final_output=cast("Any", None),
+                events=events,
+                usage=usage,
+                agent=self._agent,
+                input=self._input,
+            )
         result = RunResult(
             final_output=text, events=events, usage=usage, agent=self._agent, input=self._input
         )

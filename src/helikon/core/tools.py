@@ -72,6 +72,9 @@ TimeoutBehavior: TypeAlias = Literal["error_result", "fail_run"]
 Enabled: TypeAlias = Callable[[RunContext[Any]], bool | Awaitable[bool]]
 """A tool's `enabled` predicate: a (sync or async) function of the run's context, asked each model turn."""
 
+NeedsApprovalCheck: TypeAlias = Callable[[RunContext[Any], JsonValue], bool | Awaitable[bool]]
+"""A tool's `needs_approval` predicate: a (sync or async) function of the context and a call's arguments."""
+
 PrepareTools: TypeAlias = Callable[
     [RunContext[Any], "list[ToolDef]"],
     "Sequence[ToolDef] | Mapping[str, ToolDef] | Awaitable[Sequence[ToolDef] | Mapping[str, ToolDef]]",
@@ -130,9 +133,11 @@ class Tool(Protocol[Ctx]):
     Optional attributes the run reads when a tool has them: `strict`, `max_retries` (how
     often the model is sent back to correct a call; 1 without it) and `enabled` (a
     predicate of the `RunContext` asked before each model turn), as `FunctionTool` has;
-    and `approval_prompt`, a question each call is put to the approval handler under the
+    `approval_prompt`, a question each call is put to the approval handler under the
     `DEFAULT` and `ACCEPT_EDITS` modes unless an allow rule covers it (an MCP tool its
-    server marks destructive has one).
+    server marks destructive has one); and `needs_approval` (True, or a predicate of the
+    context and the arguments): every call it says so for waits for a person's decision,
+    whatever the rules and the mode (see `helikon.core.approvals`).
     """
 
     @property
@@ -188,6 +193,7 @@ class FunctionTool(Generic[Ctx]):
         "enabled",
         "max_retries",
         "name",
+        "needs_approval",
         "output_schema",
         "schema",
         "strict",
@@ -207,6 +213,7 @@ class FunctionTool(Generic[Ctx]):
         timeout_behavior: TimeoutBehavior = "error_result",
         max_retries: int = 1,
         enabled: Enabled | None = None,
+        needs_approval: bool | NeedsApprovalCheck = False,
     ) -> None:
         global _pydantic, _pydantic_core
         import pydantic
@@ -233,6 +240,12 @@ class FunctionTool(Generic[Ctx]):
         self.timeout_behavior: TimeoutBehavior = timeout_behavior
         self.max_retries = max_retries
         self.enabled = enabled
+        if not isinstance(needs_approval, bool) and not callable(needs_approval):
+            raise UserError(
+                f"@tool {tool_name!r}: needs_approval={needs_approval!r}; give True, False or a "
+                "function of (ctx, args) that says whether a call needs approval"
+            )
+        self.needs_approval: bool | NeedsApprovalCheck = needs_approval
         self._fn = fn
         self._is_async = inspect.iscoroutinefunction(fn)
 
@@ -330,6 +343,14 @@ class FunctionTool(Generic[Ctx]):
         if isinstance(result, ToolOutput):
             return result
         return ToolOutput(self._to_json(result))
+
+    def validate_args(self, args: JsonValue) -> None:
+        """Check `args` against the tool's schema, as a call would be.
+
+        Raises:
+            InvalidArgs: They do not fit; the message lists what is wrong.
+        """
+        self._validated(args)
 
     def _validated(self, args: JsonValue) -> BaseModel:
         """The arguments model of `args` (JSON text or its parsed form); `InvalidArgs` if they do not fit."""
@@ -522,6 +543,7 @@ def tool(
     timeout_behavior: TimeoutBehavior = "error_result",
     max_retries: int = 1,
     enabled: Enabled | None = None,
+    needs_approval: bool | NeedsApprovalCheck = False,
 ) -> Callable[[Callable[..., Any]], FunctionTool[Any]]: ...
 
 
@@ -537,6 +559,7 @@ def tool(
     timeout_behavior: TimeoutBehavior = "error_result",
     max_retries: int = 1,
     enabled: Enabled | None = None,
+    needs_approval: bool | NeedsApprovalCheck = False,
 ) -> FunctionTool[Any] | Callable[[Callable[..., Any]], FunctionTool[Any]]:
     """Turn a function into a `Tool`: `@tool` or `@tool(name=..., effect=...)`.
 
@@ -562,6 +585,11 @@ def tool(
         enabled: A (sync or async) function of the `RunContext`, asked before each model
             turn: while it says False the tool is not offered, and a call to it gets an
             error result. None (the default): always offered.
+        needs_approval: True: every call waits for a person's decision; or a (sync or async)
+            function of (ctx, args) saying whether this call does (one that raises: it does).
+            An in-process `ApprovalHandler` decides at once; without one the run pauses
+            (`RunPaused`) until `agent.resume(session, decisions=...)` (see
+            `helikon.core.approvals`). Default False.
 
     A lone pydantic-model parameter (beside the `ToolContext`) is the arguments object:
     its fields are the tool's schema, and the function receives the validated model.
@@ -587,6 +615,7 @@ def tool(
         "timeout_behavior": timeout_behavior,
         "max_retries": max_retries,
         "enabled": enabled,
+        "needs_approval": needs_approval,
     }
     if fn is not None:
         return FunctionTool(fn, **options)
@@ -601,6 +630,7 @@ __all__ = [
     "MAX_TOOL_ARGS_CHARS",
     "MAX_TOOL_ARGS_DEPTH",
     "FunctionTool",
+    "NeedsApprovalCheck",
     "PrepareTools",
     "Tool",
     "ToolEffect",

@@ -10,7 +10,10 @@ from helikon.core.result import RunResult, RunStream
 from helikon.core.session.turn import OnBusy, SessionRunner, is_durable
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from helikon.core.agent import Agent
+    from helikon.core.approvals import Approver, Decision
     from helikon.core.context import RunConfig, RunContext
 
 Ctx = TypeVar("Ctx")
@@ -74,6 +77,42 @@ class AsyncioRunner(SessionRunner[Ctx]):
     ) -> RunResult[T]:
         """Run to completion (raises `RunError` if the run fails); `final_output` as `agent.run` gives it."""
         return await self.run_streamed(agent, input, context, config).collect()
+
+    def resume_streamed(
+        self,
+        agent: Agent[Ctx, T],
+        context: RunContext[Ctx],
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deny_rest: bool = False,
+        by: Approver = None,
+        config: RunConfig | None = None,
+    ) -> RunStream[T]:
+        """Decide the paused run on `context.session` and stream what follows (`SessionRunner.drive_resumed`).
+
+        The stream raises the `ApprovalError` of a decision that fails its checks; it
+        yields `ApprovalResolved` per decision recorded, then the run's events (the decided
+        calls' results, the model's next turns) to its end, or `RunPaused` while some
+        request still waits.
+        """
+        drive = functools.partial(
+            self.drive_resumed, agent, context, dict(decisions or {}), deny_rest, by, config
+        )
+        return RunStream(drive=drive, agent=agent)
+
+    async def resume(
+        self,
+        agent: Agent[Ctx, T],
+        context: RunContext[Ctx],
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deny_rest: bool = False,
+        by: Approver = None,
+        config: RunConfig | None = None,
+    ) -> RunResult[T]:
+        """`resume_streamed`, collected: the finished run, or `status == "paused"` while a request waits."""
+        stream = self.resume_streamed(agent, context, decisions, deny_rest=deny_rest, by=by, config=config)
+        return await stream.collect()
 
 
 __all__ = ["AsyncioRunner", "OnBusy", "is_durable"]

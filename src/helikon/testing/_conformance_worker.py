@@ -105,6 +105,10 @@ async def main(spec: dict[str, Any]) -> None:
             await AsyncioRunner[None]().run(
                 agent, "pay and charge", RunContext.ephemeral(None).with_session(session)
             )
+        elif action in ("pause_for_approval", "resume_approvals", "resume_until_killed"):
+            from ._approval_checks import worker_action
+
+            print(await worker_action(session, spec), flush=True)
         else:
             raise SystemExit(f"unknown action {action!r}")
     finally:

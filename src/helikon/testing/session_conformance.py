@@ -51,6 +51,13 @@ from helikon.core.session import (
 )
 from helikon.core.session.compaction import CompactingSession
 
+from ._approval_checks import (
+    check_a_killed_resume_is_repaired,
+    check_a_paused_run_resumes_in_another_process,
+    check_a_run_pauses_and_resumes_on_the_backend,
+    check_approval_events_round_trip_exactly,
+    check_one_decision_per_request,
+)
 from ._branch_checks import (
     BRANCH_CHECKS,
     check_a_rewind_behind_a_compaction_and_a_checkpoint,
@@ -677,17 +684,22 @@ IN_PROCESS: tuple[Check, ...] = (
     check_checkpoint_plus_tail_is_the_projection,
     check_requests_are_rebuilt_from_the_stored_log,
     check_custom_events_round_trip,
+    check_approval_events_round_trip_exactly,
+    check_one_decision_per_request,
+    check_a_run_pauses_and_resumes_on_the_backend,
     *BRANCH_CHECKS,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
     check_concurrent_writers_in_separate_processes,
     check_a_run_resumes_in_another_process,
     check_retries_from_separate_processes_store_one_copy,
+    check_a_paused_run_resumes_in_another_process,
 )
 CRASH: tuple[Check, ...] = (
     check_a_killed_writer_leaves_whole_appends,
     check_a_killed_run_is_repaired,
     check_a_killed_run_keeps_the_results_that_returned,
+    check_a_killed_resume_is_repaired,
 )
 """The checks that kill a writer process (they need `crash_safe`)."""
 
@@ -719,6 +731,11 @@ async def run_all(backend: ConformanceBackend) -> None:
 
 __all__ = [
     "IN_PROCESS",
+    "check_a_killed_resume_is_repaired",
+    "check_a_paused_run_resumes_in_another_process",
+    "check_a_run_pauses_and_resumes_on_the_backend",
+    "check_approval_events_round_trip_exactly",
+    "check_one_decision_per_request",
     "METADATA_CHECKS",
     "MULTI_PROCESS",
     "check_concurrent_metadata_updates_lose_nothing",

@@ -67,6 +67,20 @@ def _drop(event: AgentEvent) -> None:
     return None
 
 
+class ApprovalNeeded(Exception):
+    """A question no one in this process can answer: the call waits for a person (the run pauses).
+
+    Raised by the pipeline when there is no approval handler and the run can pause;
+    `prompt` is the question, `call_args` the arguments it is about (a policy may have rewritten
+    them): what the call runs with once a person approves.
+    """
+
+    def __init__(self, prompt: str, args: JsonValue) -> None:
+        super().__init__(prompt)
+        self.prompt = prompt
+        self.call_args = args
+
+
 async def authorize(
     ctx: RunContext[Any],
     tool: str,
@@ -76,12 +90,19 @@ async def authorize(
     call_id: str = "",
     emit: Callable[[AgentEvent], None] = _drop,
     ask: str | None = None,
+    approved: bool = False,
+    can_pause: bool = False,
 ) -> PermissionVerdict:
     """Run the permission pipeline of `ctx.governance` for a call of `tool` with `args`.
 
     `ask` is the tool's own question (its `approval_prompt`: an MCP server marked it
     destructive): under the `DEFAULT` and `ACCEPT_EDITS` modes a call no allow rule covers
     is put to the approval handler, and refused without one.
+
+    `approved`: a person approved this very call (a paused run resumed): every question
+    it raises is answered yes; the deny rules and guards that refuse still refuse.
+    `can_pause`: without an approval handler, a question raises `ApprovalNeeded` (the run
+    pauses) instead of refusing the call.
 
     `emit` receives the `ApprovalRequested` event of each question put to the approval
     handler, before the handler answers (the driver streams them, so a human sees what
@@ -101,6 +122,7 @@ async def authorize(
             allowed, reason, step = settled
             return PermissionVerdict(allowed, args, reason, step)
     approvals = _Approvals(governance.approval_handler, tool, call_id, emit, governance.redactor)
+    approvals.approved, approvals.can_pause = approved, can_pause
     verdict = await _decide(
         ctx, ToolSubject(tool, args, read=governance.parse_cache.read), effect, ask, approvals
     )
@@ -241,14 +263,37 @@ async def _by_policy(
     return PermissionVerdict(False, args, reason, "approval")
 
 
+async def ask_approval(
+    ctx: RunContext[Any],
+    tool: str,
+    args: JsonValue,
+    prompt: str,
+    *,
+    call_id: str,
+    emit: Callable[[AgentEvent], None],
+    can_pause: bool,
+) -> tuple[bool, str]:
+    """Put one question about a call to the approval handler: whether it is approved, and why not.
+
+    What a tool's `needs_approval` asks. Without a handler the call is refused, or, when
+    the run can pause, `ApprovalNeeded` is raised.
+    """
+    governance = ctx.governance
+    approvals = _Approvals(governance.approval_handler, tool, call_id, emit, governance.redactor)
+    approvals.can_pause = can_pause
+    return await approvals.ask(args, prompt)
+
+
 class _Approvals:
     """Where one call's questions go: streamed as `ApprovalRequested`, answered by the handler.
 
     The stream (a UI, a log) sees the arguments and the question with their secrets redacted,
-    as it sees the tool's output; the handler decides on the call as it is.
+    as it sees the tool's output; the handler decides on the call as it is. A call a person
+    approved already (`approved`) is asked nothing; without a handler, a run that can pause
+    (`can_pause`) waits for a person instead of refusing the call.
     """
 
-    __slots__ = ("asked", "call_id", "emit", "handler", "redactor", "tool")
+    __slots__ = ("approved", "asked", "call_id", "can_pause", "emit", "handler", "redactor", "tool")
 
     def __init__(
         self,
@@ -264,17 +309,27 @@ class _Approvals:
         self.emit = emit
         self.redactor = redactor
         self.asked = False  # whether a question went out: then the answer is this call's alone
+        self.approved = False
+        self.can_pause = False
 
     async def ask(self, args: JsonValue, prompt: str) -> tuple[bool, str]:
-        """Whether the call is approved, and why not; without a handler, the answer is no."""
+        """Whether the call is approved, and why not; without a handler, the answer is no.
+
+        Raises:
+            ApprovalNeeded: No handler, and the run can pause for a person to decide.
+        """
         self.asked = True
+        if self.approved:
+            return True, ""
+        handler = self.handler
         tool = self.tool
         redactor = self.redactor
         shown_args, shown_prompt = (
             (args, prompt) if redactor is None else (redactor.redact_json(args), redactor.redact(prompt))
         )
         self.emit(ApprovalRequested(call_id=self.call_id, tool=tool, args=shown_args, prompt=shown_prompt))
-        handler = self.handler
+        if handler is None and self.can_pause:
+            raise ApprovalNeeded(prompt, args)
         if handler is None:
             return False, f"approval required ({prompt}) but no approval handler is installed"
         outcome = await call_user(
@@ -289,4 +344,4 @@ class _Approvals:
         return False, outcome.reason or f"not approved ({prompt})"
 
 
-__all__ = ["PermissionVerdict", "Step", "authorize"]
+__all__ = ["PermissionVerdict", "Step", "ask_approval", "authorize"]

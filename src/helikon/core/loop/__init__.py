@@ -18,10 +18,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import field, replace
-from typing import Literal, TypeAlias
 
 from .._internal.adapter import LazyAdapter
 from .._internal.carrier import carrier
+from ..approvals import PendingApproval
 from ..events import (
     AgentError,
     AgentEvent,
@@ -31,6 +31,7 @@ from ..events import (
     RepairStarted,
     RunCompleted,
     RunFailed,
+    RunPaused,
     RunStarted,
     StructuredOutputFailed,
     TokenUsage,
@@ -47,7 +48,7 @@ from ..items import (
     ToolResult,
     UserMessage,
 )
-from ..model import FinishReason, ModelRequest, ModelSettings, ToolDef
+from ..model import ModelRequest, ModelSettings, ToolDef
 from ..output import OutputSpec, validator_raised
 from .actions import (
     ApplyHandoff,
@@ -57,6 +58,17 @@ from .actions import (
     NextAction,
     Terminate,
     TransitionOutcome,
+)
+from .inputs import (
+    Cancelled,
+    HandoffAccepted,
+    HandoffDecision,
+    HandoffInvalidArgs,
+    HandoffRefused,
+    ModelFailed,
+    ModelResponse,
+    Start,
+    TransitionInput,
 )
 from .output import (
     FINALIZE_PROMPT,
@@ -73,180 +85,16 @@ from .output import (
     RepairingOutput,
     retries_exceeded,
 )
+from .states import (
+    ApplyingHandoff,
+    CallingModel,
+    Compacting,
+    ExecutingTools,
+    HandedOff,
+    LoopState,
+    NeedsApproval,
+)
 from .tools import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolResults, ToolStatus
-
-# --- states ----------------------------------------------------------------------------------
-
-
-@carrier
-class CallingModel:
-    """About to call (or calling) the model for `turn`."""
-
-    type: Literal["calling_model"] = "calling_model"
-    turn: int
-    usage: TokenUsage = TokenUsage()
-    args_retried: tuple[str, ...] = ()
-    """Tools the model was sent back to correct (invalid arguments, `ModelRetry`): a name per correction."""
-    output_retried: int = 0
-    """How often the final output was sent back so far (see `TransitionCtx.output_retries`)."""
-
-
-@carrier
-class ExecutingTools:
-    """The model asked for `calls` in `turn`; they run concurrently."""
-
-    type: Literal["executing_tools"] = "executing_tools"
-    calls: tuple[ToolCall, ...]
-    turn: int
-    usage: TokenUsage = TokenUsage()
-    args_retried: tuple[str, ...] = ()
-    output_retried: int = 0
-
-
-@carrier
-class ApplyingHandoff:
-    """The model asked to transfer to `target`: waiting for the handoff to be accepted or refused."""
-
-    type: Literal["applying_handoff"] = "applying_handoff"
-    target: str
-    call_id: str
-    transcript: tuple[Item, ...]
-    usage: TokenUsage = TokenUsage()
-    calls: tuple[ToolCall, ...] = ()
-    """Every tool call of the turn (each gets a result either way)."""
-    turn: int = 0
-    args_retried: tuple[str, ...] = ()
-    turn_start: int = 0
-    """Where the turn that hands off starts in `transcript` (what came before is history)."""
-    output_retried: int = 0
-
-
-@carrier
-class HandedOff:
-    """Control passed to `target`, which continues from `transcript`; this loop is over."""
-
-    type: Literal["handed_off"] = "handed_off"
-    target: str
-    transcript: tuple[Item, ...]
-    usage: TokenUsage = TokenUsage()
-    tool_name: str = ""
-    """The transfer tool the model called (which of the agent's handoffs this is)."""
-    turn_start: int = 0
-    """Where the turn that handed off starts in `transcript`."""
-
-
-@carrier
-class Compacting:
-    """Reserved: compacting history mid-run (not driven yet)."""
-
-    type: Literal["compacting"] = "compacting"
-    turn: int
-    usage: TokenUsage = TokenUsage()
-
-
-@carrier
-class NeedsApproval:
-    """Reserved: waiting for approval of `pending` calls (not driven yet)."""
-
-    type: Literal["needs_approval"] = "needs_approval"
-    pending: tuple[ToolCall, ...]
-    turn: int
-    usage: TokenUsage = TokenUsage()
-
-
-LoopState: TypeAlias = (
-    CallingModel
-    | ExecutingTools
-    | ApplyingHandoff
-    | Finalizing
-    | RepairingOutput
-    | CheckingOutput
-    | Compacting
-    | NeedsApproval
-    | HandedOff
-    | Done
-    | Failed
-)
-"""The loop's phase."""
-
-# --- inputs ----------------------------------------------------------------------------------
-
-
-@carrier
-class Start:
-    """Seed the loop with the run's input messages."""
-
-    type: Literal["start"] = "start"
-    messages: tuple[Item, ...]
-
-
-@carrier
-class ModelResponse:
-    """One model turn, aggregated."""
-
-    type: Literal["model_response"] = "model_response"
-    items: tuple[Item, ...]
-    usage: TokenUsage = TokenUsage()
-    finish_reason: FinishReason = "stop"
-
-
-@carrier
-class ModelFailed:
-    """The model call raised a `ModelError`."""
-
-    type: Literal["model_failed"] = "model_failed"
-    kind: str
-    message: str
-
-
-@carrier
-class Cancelled:
-    """The run's cancellation token fired (`reason == TIMEOUT_REASON` for a runner timeout)."""
-
-    type: Literal["cancelled"] = "cancelled"
-    reason: str | None = None
-
-
-@carrier
-class HandoffAccepted:
-    """The handoff may go ahead (the depth allows it, no hook refused it)."""
-
-    type: Literal["handoff_accepted"] = "handoff_accepted"
-
-
-@carrier
-class HandoffRefused:
-    """A hook refused the handoff: the model is told why and the agent goes on."""
-
-    type: Literal["handoff_refused"] = "handoff_refused"
-    reason: str
-
-
-@carrier
-class HandoffInvalidArgs:
-    """The transfer call's arguments do not fit the handoff's `input_type`: the model may fix them once."""
-
-    type: Literal["handoff_invalid_args"] = "handoff_invalid_args"
-    errors: tuple[str, ...]
-
-
-HandoffDecision: TypeAlias = HandoffAccepted | HandoffRefused | HandoffInvalidArgs
-"""How the driver answers `ApplyHandoff`."""
-
-
-TransitionInput: TypeAlias = (
-    Start
-    | ModelResponse
-    | ModelFailed
-    | ToolResults
-    | Cancelled
-    | HandoffAccepted
-    | HandoffRefused
-    | HandoffInvalidArgs
-    | OutputChecked
-    | OutputRetry
-)
-"""What the driver feeds into `transition`."""
 
 TIMEOUT_REASON = "helikon:timeout"
 """The cancellation reason a runner gives when `RunConfig.timeout` expires."""
@@ -315,7 +163,7 @@ def transition(
         return _start(state, input, ctx, conversation)
     if isinstance(state, CallingModel) and isinstance(input, ModelResponse):
         return _after_model(state, input, ctx, conversation)
-    if isinstance(state, ExecutingTools) and isinstance(input, ToolResults):
+    if isinstance(state, ExecutingTools | NeedsApproval) and isinstance(input, ToolResults):
         return _after_tools(state, input, ctx, conversation)
     if isinstance(state, _STRUCTURED) and isinstance(input, ModelResponse):
         return _after_structured(state, input, ctx, conversation)
@@ -542,8 +390,16 @@ def _max_turns(
 
 
 def _after_tools(
-    state: ExecutingTools, input: ToolResults, ctx: TransitionCtx, conversation: Sequence[Item]
+    state: ExecutingTools | NeedsApproval,
+    input: ToolResults,
+    ctx: TransitionCtx,
+    conversation: Sequence[Item],
 ) -> TransitionOutcome:
+    """The turn's results join the conversation; the model is next (or the run fails, or pauses).
+
+    From `NeedsApproval` (a paused run resumed), `input` holds the outcomes of every call
+    of the turn, the ones that ran before the pause included.
+    """
     usage = state.usage
     for outcome in input.outcomes:
         if outcome.usage is not None:  # an agent-tool's run: the run's usage includes it
@@ -552,7 +408,11 @@ def _after_tools(
     results: list[Item] = []
     retried = state.args_retried
     failure: AgentError | None = None
+    pending: list[PendingApproval] = []
     for outcome in input.outcomes:
+        if outcome.pending is not None:  # no result yet: it waits for a person
+            pending.append(outcome.pending)
+            continue
         result = outcome.to_result()
         results.append(result)
         events.append(ToolOutputItem(item=result, metadata=outcome.metadata))
@@ -580,6 +440,17 @@ def _after_tools(
     if failure is not None:
         events.append(RunFailed(error=failure, usage=usage))
         return TransitionOutcome(Failed(error=failure, usage=usage), tuple(events), _TERMINATE, appends)
+    if pending:
+        paused = NeedsApproval(
+            calls=state.calls,
+            pending=tuple(pending),
+            turn=state.turn,
+            usage=usage,
+            args_retried=retried,
+            output_retried=state.output_retried,
+        )
+        events.append(RunPaused(pending=paused.pending, usage=usage))
+        return TransitionOutcome(paused, tuple(events), _TERMINATE, appends)
     next_turn = state.turn + 1
     events.append(TurnStarted(turn=next_turn))
     return TransitionOutcome(

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .._internal.callbacks import CallbackRaised, call_user, cancelled_here, described, short_repr
+from .._internal.callbacks import CallbackRaised, call_user
 from ..context import RunConfig, RunContext
 from ..conversation_check import ConversationCheck
 from ..events import (
@@ -33,11 +33,11 @@ from ..events import (
     RunFailed,
     RunStarted,
     TokenUsage,
+    ToolOutputItem,
     TurnStarted,
 )
 from ..exceptions import ModelError
 from ..governance import GuardrailInput, GuardrailVerdict, Hook, HookDecision, HookEvent
-from ..governance._tripwire import guardrail_name, tripwire_message
 from ..input import AgentInput
 from ..items import Item, SystemMessage, ToolCall, UserMessage
 from ..loop import (
@@ -57,6 +57,7 @@ from ..loop import (
     NextAction,
     Start,
     Terminate,
+    ToolCallOutcome,
     ToolResults,
     TransitionCtx,
     TransitionInput,
@@ -68,11 +69,14 @@ from ..model import ModelRequest
 from ..output_validators import check_output
 from ..usage import metered
 from .captured import capture
+from .guardrail_steps import input_tripped, run_guardrails, tripwire_error
 from .handoff_steps import decide_handoff, hand_off
 from .offered_tools import offer
 from .reply import Reply
+from .resume_point import ResumePoint
 from .tool_runner import ToolRunner
 from .tracing import RunTrace, TracedSink, tracing_possible
+from .transition_ctx import transition_ctx
 
 if TYPE_CHECKING:
     from ..agent import LlmAgent
@@ -247,30 +251,83 @@ class _Run:
                 for event in refused:
                     await sink.put(event)
                 return
-            conversation: list[Item] = []  # the run's, as the steps' `conversation_appends` build it
             state = self.state = initial_state(tctx)
-            next_input: TransitionInput | None = Start(messages=input.conversation)
-            while next_input is not None:
-                outcome = transition(state, next_input, tctx, conversation)
-                conversation.extend(outcome.conversation_appends)
-                state = self.state = outcome.next_state
-                events, action = outcome.events, outcome.next_action
-                if self.meter is not None and not isinstance(state, Failed):
-                    state, events, action = self.within_limits(self.meter, state, events, action)
-                    self.state = state
-                if self.output_guarded and isinstance(state, Done):
-                    events = await self.hold(self.check_output(state, events))
-                for event in events:
-                    if self.cancelled and event.__class__ in _TERMINAL:
-                        # Cancelled while the consumer handled an event before this one.
-                        event = RunFailed(error=cancel_error(token.reason), usage=_usage(state))
-                    await sink.put(event)
-                next_input = await self.perform(action, state, tctx.system, sink)
+            await self.loop(state, Start(messages=input.conversation), tctx, [], sink)
         except (_Stopped, CallbackRaised) as exc:
             await self.end_early(exc, sink)
         finally:
             remove_callback()
             self.stop_guardrails()
+
+    async def resume(self, point: ResumePoint, sink: EventSink) -> None:
+        """Go on with a paused run: the decided calls run, then the loop continues to its end.
+
+        The calls that ran before the pause are not run again, and their results are not
+        written again (the session has them): the step after the tools gets their outcomes.
+        """
+        token = self.token
+        self.input = AgentInput((), point.conversation)
+        remove_callback = token.add_callback(self.on_cancel)
+        try:
+            tctx = self.transition_ctx(await self.render_system())
+            state = self.state = point.state
+            decided = await self.decided_calls(point, sink)
+            await self.loop(state, decided, tctx, list(point.conversation), sink, frozenset(point.done))
+        except (_Stopped, CallbackRaised) as exc:
+            await self.end_early(exc, sink)
+        finally:
+            remove_callback()
+
+    async def decided_calls(self, point: ResumePoint, sink: EventSink) -> TransitionInput:
+        """Run the calls a person let run (with the arguments they approved); every call's outcome."""
+        runner = self.tool_runner()
+        to_run: list[ToolCall] = []
+        for call in point.state.calls:
+            decided = point.decided.get(call.call_id)
+            if decided is not None and decided.kind == "run":
+                runner.decided[call.call_id] = decided.args
+                to_run.append(call)
+        ran: dict[str, ToolCallOutcome] = {}
+        if to_run:
+            results = await self.tool_turn(tuple(to_run), sink)
+            if not isinstance(results, ToolResults):
+                return results  # cancelled
+            ran = {outcome.call_id: outcome for outcome in results.outcomes}
+        return point.results(ran)
+
+    async def loop(
+        self,
+        state: LoopState,
+        next_input: TransitionInput | None,
+        tctx: TransitionCtx,
+        conversation: list[Item],
+        sink: EventSink,
+        logged: frozenset[str] = frozenset(),
+    ) -> None:
+        """Step the loop from `state` on `next_input` to its end, performing each action.
+
+        `conversation` is the run's so far (each step's `conversation_appends` extend it);
+        `logged` the calls whose results a resumed run has already (not streamed again).
+        """
+        token = self.token
+        while next_input is not None:
+            outcome = transition(state, next_input, tctx, conversation)
+            conversation.extend(outcome.conversation_appends)
+            state = self.state = outcome.next_state
+            events, action = outcome.events, outcome.next_action
+            if self.meter is not None and not isinstance(state, Failed):
+                state, events, action = self.within_limits(self.meter, state, events, action)
+                self.state = state
+            if self.output_guarded and isinstance(state, Done):
+                events = await self.hold(self.check_output(state, events))
+            for event in events:
+                if logged and type(event) is ToolOutputItem and event.item.call_id in logged:
+                    continue
+                if self.cancelled and event.__class__ in _TERMINAL:
+                    # Cancelled while the consumer handled an event before this one.
+                    event = RunFailed(error=cancel_error(token.reason), usage=_usage(state))
+                await sink.put(event)
+            next_input = await self.perform(action, state, tctx.system, sink)
 
     def within_limits(
         self, meter: UsageMeter, state: LoopState, events: tuple[AgentEvent, ...], action: NextAction
@@ -294,44 +351,7 @@ class _Run:
 
     def transition_ctx(self, system: tuple[SystemMessage, ...]) -> TransitionCtx:
         """What every step of the run reads: the agent, its rendered instructions, the limits."""
-        agent, config = self.agent, self.config
-        handoffs = agent.handoffs_by_tool
-        # What the context is made of: the last one made for the agent serves while all of it is the same.
-        made_of = (
-            config,
-            system,
-            self.ctx.agent_depth,
-            agent.name,
-            agent.tool_defs,
-            handoffs,
-            agent.model_settings,
-            agent.output_spec,
-            agent.output_checks,
-            agent.output_retries,
-        )
-        last = agent._transition_ctx  # pyright: ignore[reportPrivateUsage]
-        if last is not None and last[0] == made_of:
-            return last[1]
-        tctx = TransitionCtx(
-            agent_name=agent.name,
-            tools=(*agent.tool_defs, *agent.handoff_defs) if handoffs else agent.tool_defs,
-            model_settings=(
-                agent.model_settings
-                if config.model_settings is None
-                else agent.model_settings.merged(config.model_settings)
-            ),
-            max_turns=config.max_turns,
-            system=system,
-            output=agent.output_spec,
-            handoffs={name: h.target for name, h in handoffs.items()} if handoffs else {},
-            agent_depth=self.ctx.agent_depth,
-            max_agent_depth=config.max_agent_depth,
-            fail_on_tool_denied=config.fail_on_tool_denied,
-            check_output=bool(agent.output_checks),
-            output_retries=agent.output_retries,
-        )
-        agent._transition_ctx = (made_of, tctx)  # pyright: ignore[reportPrivateUsage]
-        return tctx
+        return transition_ctx(self.agent, self.config, system, self.ctx.agent_depth)
 
     def perform(
         self, action: NextAction, state: LoopState, system: Sequence[SystemMessage], sink: EventSink
@@ -581,6 +601,7 @@ class _Run:
                 observer=self.observer,
                 parallel_limit=self.config.parallel_tool_call_limit,
             )
+            runner.expiry = (self.config.approval_expires_after, self.config.on_approval_expired)
         return runner
 
     async def run_tools(
@@ -663,7 +684,7 @@ class _Run:
             if first:
                 verdict = await self.hold(self.guard(first, guard_input))
                 if verdict.tripped:
-                    return [RunStarted(agent=agent.name), *_input_tripped(verdict)]
+                    return [RunStarted(agent=agent.name), *input_tripped(verdict)]
             if beside:
                 # Input guardrails run in parallel with the agent: the first model call
                 # starts now, and its result is held until the verdict (see `input_verdict`).
@@ -680,7 +701,7 @@ class _Run:
             self.absorb_cancel()  # in case the trip came after the model call had ended
         if not verdict.tripped:
             return None
-        return _input_tripped(verdict)
+        return input_tripped(verdict)
 
     async def check_output(self, state: Done, events: tuple[AgentEvent, ...]) -> tuple[AgentEvent, ...]:
         verdict = await self.guard(
@@ -689,7 +710,7 @@ class _Run:
         if not verdict.tripped:
             return events
         usage = state.output.usage
-        error = _tripwire_error("output", verdict)
+        error = tripwire_error("output", verdict)
         kept = tuple(e for e in events if not isinstance(e, RunCompleted))
         return (
             *kept,
@@ -697,29 +718,9 @@ class _Run:
             RunFailed(error=error, usage=usage),
         )
 
-    async def guard(self, guardrails: Sequence[Any], input: GuardrailInput) -> GuardrailVerdict:
-        """Run guardrails concurrently; one that raises, or returns no verdict, trips (kind `other`)."""
-        verdicts = await asyncio.gather(
-            *(self.check_one(g, input) for g in guardrails), return_exceptions=True
-        )
-        for guardrail, verdict in zip(guardrails, verdicts, strict=True):
-            if isinstance(verdict, asyncio.CancelledError) and cancelled_here():
-                raise verdict  # else the guardrail raised it by itself: it trips like any error
-            name = guardrail_name(guardrail)
-            if isinstance(verdict, BaseException):
-                error = described(verdict)
-                return GuardrailVerdict.tripwire("other", {"guardrail": name, "error": error}, guardrail=name)
-            if not isinstance(verdict, GuardrailVerdict):  # e.g. None: a `return` forgotten
-                return GuardrailVerdict.tripwire(
-                    "other", {"guardrail": name, "returned": short_repr(verdict)}, guardrail=name
-                )
-            if verdict.tripped:  # named, so the run's error says which guardrail tripped
-                return verdict if verdict.guardrail else replace(verdict, guardrail=name)
-        return GuardrailVerdict.pass_()
-
-    async def check_one(self, guardrail: Any, input: GuardrailInput) -> object:
-        """`guardrail.check`, awaited here: one that raises at the call (a plain function) trips alone."""
-        return await guardrail.check(self.ctx, input)
+    def guard(self, guardrails: Sequence[Any], input: GuardrailInput) -> Awaitable[GuardrailVerdict]:
+        """The verdict of `guardrails` on `input` (see `guardrail_steps.run_guardrails`)."""
+        return run_guardrails(self.ctx, guardrails, input)
 
 
 def _current_task() -> asyncio.Task[Any] | None:
@@ -734,16 +735,6 @@ def _usage(state: LoopState | None) -> TokenUsage:
     if state is None:
         return TokenUsage()
     return state.output.usage if isinstance(state, Done) else state.usage
-
-
-def _input_tripped(verdict: GuardrailVerdict) -> list[AgentEvent]:
-    error = _tripwire_error("input", verdict)
-    return [GuardrailTriggered(kind=verdict.kind, info=verdict.info, stage="input"), RunFailed(error=error)]
-
-
-def _tripwire_error(stage: str, verdict: GuardrailVerdict) -> AgentError:
-    """The run's error for a tripped guardrail: it names the guardrail, the kind and the info."""
-    return AgentError(kind="guardrail_tripwire", message=tripwire_message(stage, verdict), cause=verdict.kind)
 
 
 async def drive(
@@ -761,5 +752,21 @@ async def drive(
     traced = TracedSink(sink)
     try:
         await run.run(input, traced)
+    finally:
+        traced.end(trace)
+
+
+async def resume(
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], point: ResumePoint, config: RunConfig, sink: EventSink
+) -> None:
+    """Go on with `agent`'s paused run from `point` to a terminal event, writing every event to `sink`."""
+    run = _Run(agent, ctx, config)
+    trace = run.open_trace() if tracing_possible() else None
+    if trace is None:
+        await run.resume(point, sink)
+        return
+    traced = TracedSink(sink)
+    try:
+        await run.resume(point, traced)
     finally:
         traced.end(trace)

@@ -14,7 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._internal.callbacks import CallbackRaised
-from ..events import AgentEvent, RunCompleted, RunFailed, RunStarted, TokenUsage
+from ..events import AgentEvent, RunCompleted, RunFailed, RunPaused, RunStarted, TokenUsage
 from ..exceptions import InvalidArgs
 from ..governance import HookDecision, HookEvent
 from ..handoff import Handoff, HandoffInputData
@@ -93,7 +93,7 @@ async def hand_off(
     if trace is not None:
         trace.end_turn()
         child = child.with_trace_parent(trace.run_span)  # the target's spans nest under ours
-    target = _TargetSink(sink, state.usage)
+    target = _TargetSink(sink, state.usage, agent.name)
     try:
         await drive_agent(handoff.agent, AgentInput((), transcript), child, config, target)
     except Exception as exc:  # a custom Agent's run; an LlmAgent's never raises
@@ -104,13 +104,18 @@ async def hand_off(
 
 
 class _TargetSink:
-    """The handoff target's events, as the handing-off run's: no second start, the usage of both."""
+    """The handoff target's events, as the handing-off run's: no second start, the usage of both.
 
-    __slots__ = ("before", "ended", "sink")
+    A pause in the target names the way to it: this run's agent goes in front of each
+    pending call's `agent_path`.
+    """
 
-    def __init__(self, sink: EventSink, before: TokenUsage) -> None:
+    __slots__ = ("agent", "before", "ended", "sink")
+
+    def __init__(self, sink: EventSink, before: TokenUsage, agent: str) -> None:
         self.sink = sink
         self.before = before
+        self.agent = agent
         self.ended = False
 
     def put(self, event: AgentEvent) -> Awaitable[None]:
@@ -119,6 +124,10 @@ class _TargetSink:
         if isinstance(event, RunCompleted | RunFailed):
             self.ended = True
             event = replace(event, usage=self.before + event.usage)
+        elif isinstance(event, RunPaused):
+            self.ended = True
+            pending = tuple(replace(p, agent_path=(self.agent, *p.agent_path)) for p in event.pending)
+            event = RunPaused(pending=pending, usage=self.before + event.usage)
         return self.sink.put(event)
 
 

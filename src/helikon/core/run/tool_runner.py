@@ -12,18 +12,22 @@ Every failure of the call itself becomes a result the model reads; only user cod
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
+import logging
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, cast
 
 from .._internal.callbacks import CallbackRaised
 from .._internal.json_value import JsonValue
+from ..approvals import PendingApproval, args_digest, new_request_id, schema_digest
 from ..context import ToolContext
 from ..events import PermissionDenied, ToolOutputItem
-from ..exceptions import Denied, InvalidArgs, ModelRetry
+from ..exceptions import Denied, InvalidArgs, ModelRetry, UserError
 from ..governance import HookDecision, HookEvent
-from ..governance.permissions import authorize
+from ..governance.permissions import ApprovalNeeded, ask_approval, authorize
 from ..items import ContentPart, TextPart, ToolCall
 from ..loop import TOOL_DENIED_PREFIX, ToolCallOutcome, ToolStatus
 from ..tools import TimedOut, ToolOutput
@@ -31,11 +35,14 @@ from ..toolsets import own_name
 from .tool_args import over_limit_message
 from .tracing import attach, detach
 
+logger = logging.getLogger("helikon.run")
+
 if TYPE_CHECKING:
     from collections.abc import Awaitable
 
     from opentelemetry.trace import Span
 
+    from ..approvals import OnExpire
     from ..context import RunContext
     from ..events import AgentEvent
     from ..governance.redaction import Redactor
@@ -58,11 +65,20 @@ class ToolRunner:
         trace: The run's spans, when they are recorded.
         observer: Told of each result as its call returns (a runner recording the run).
         parallel_limit: At most this many calls of a batch run at once (None: all).
+
+    A call that needs a person's approval no handler gives pauses (its outcome is
+    `pending`) when the run can pause (`RunContext._pausable`); `expiry` is the
+    `RunConfig.approval_expires_after` and `on_approval_expired` of those it pauses.
+    `decided` holds the calls a person approved (a paused run resumed): each runs with the
+    arguments given there, and is asked nothing again.
     """
 
     __slots__ = (
         "agent_name",
+        "can_pause",
         "ctx",
+        "decided",
+        "expiry",
         "fire",
         "governed",
         "max_agent_depth",
@@ -97,6 +113,9 @@ class ToolRunner:
         self.trace = trace
         self.observer = observer
         self.parallel_limit = parallel_limit
+        self.can_pause: bool = ctx._pausable  # pyright: ignore[reportPrivateUsage]
+        self.expiry: tuple[float | None, OnExpire] = (None, "deny")
+        self.decided: dict[str, JsonValue] = {}
 
     async def run_batch(
         self,
@@ -142,7 +161,7 @@ class ToolRunner:
         """
         outcome = await self.run_one(call, offered, emit)
         observer = self.observer
-        if observer is not None:
+        if observer is not None and outcome.pending is None:  # a pending call has no result yet
             await observer.tool_returned(ToolOutputItem(item=outcome.to_result(), metadata=outcome.metadata))
         return outcome
 
@@ -214,14 +233,20 @@ class ToolRunner:
         """The arguments the tool runs with, or the outcome of a call refused before it runs.
 
         Refused: arguments cut at a limit, a PreToolUse hook's deny, the permission pipeline's
-        refusal. A hook may rewrite the arguments, which the pipeline then checks.
+        refusal. A hook may rewrite the arguments, which the pipeline then checks. Pending
+        (the outcome says `pending`): a question no one in this process can answer.
+
+        A call a person approved (`decided`) runs with the arguments they approved: the
+        hooks saw it before it paused, and its questions are answered; the deny rules and
+        guards still refuse what they refuse.
         """
-        args = call.args
+        approved = call.call_id in self.decided
+        args = self.decided[call.call_id] if approved else call.args
         if type(args) is str:  # not JSON, or cut at a limit (then nothing else sees it)
             too_long = over_limit_message(args)
             if too_long is not None:
                 return args, _outcome(call, too_long, "invalid_args")
-        if self.fire is not None:
+        if self.fire is not None and not approved:
             event = HookEvent(
                 "pre_tool_use", agent=self.agent_name, tool=call.name, call_id=call.call_id, args=args
             )
@@ -233,20 +258,84 @@ class ToolRunner:
         if self.governed:
             # Rules match what the tool is, under any name it is offered by (toolsets.py says why).
             ask = getattr(tool, "approval_prompt", None)
-            verdict = await authorize(
-                self.ctx,
-                own_name(tool),
-                args,
-                tool.effect,
-                call_id=call.call_id,
-                emit=emit,
-                ask=ask if isinstance(ask, str) else None,
-            )
+            try:
+                verdict = await authorize(
+                    self.ctx,
+                    own_name(tool),
+                    args,
+                    tool.effect,
+                    call_id=call.call_id,
+                    emit=emit,
+                    ask=ask if isinstance(ask, str) else None,
+                    approved=approved,
+                    can_pause=self.can_pause,
+                )
+            except ApprovalNeeded as need:
+                return args, self._pending(call, tool, need.call_args, need.prompt)
             if not verdict.allowed:
                 self._denied(call, verdict.reason, emit)
                 return args, _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
             args = verdict.args
+        if not approved:
+            return args, await self._approval(call, tool, args, emit)
         return args, None
+
+    async def _approval(
+        self, call: ToolCall, tool: Tool[Any], args: JsonValue, emit: Callable[[AgentEvent], None]
+    ) -> ToolCallOutcome | None:
+        """What the tool's own `needs_approval` makes of the call: None (it runs), a refusal, or pending."""
+        needs: object = getattr(tool, "needs_approval", False)
+        if needs is False or needs is None or not await _needs_approval(needs, self.ctx, args):
+            return None
+        prompt = f"the tool {call.name!r} needs approval for this call"
+        try:
+            approved, why = await ask_approval(
+                self.ctx,
+                own_name(tool),
+                args,
+                prompt,
+                call_id=call.call_id,
+                emit=emit,
+                can_pause=self.can_pause,
+            )
+        except ApprovalNeeded as need:
+            return self._pending(call, tool, need.call_args, need.prompt)
+        if approved:
+            return None
+        self._denied(call, why, emit)
+        return _outcome(call, f"Error: permission denied: {why}", "error")
+
+    def _pending(self, call: ToolCall, tool: Tool[Any], args: JsonValue, prompt: str) -> ToolCallOutcome:
+        """The outcome of a call that waits for a person: the run pauses on it.
+
+        Arguments that are no JSON value (a NaN the model wrote) cannot be bound to a
+        decision: the call is refused instead.
+        """
+        try:
+            digest = args_digest(args)
+        except UserError as exc:
+            return _outcome(call, f"Error: the call cannot be put to a person: {exc}", "error")
+        seconds, on_expire = self.expiry
+        pending = PendingApproval(
+            request_id=new_request_id(),
+            call_id=call.call_id,
+            tool=call.name,
+            agent_path=(self.agent_name,),
+            args=args,
+            args_digest=digest,
+            prompt=prompt,
+            expires=None if seconds is None else time.time() + seconds,
+            on_expire=on_expire,
+            tool_digest=schema_digest(call.name, tool.schema),
+        )
+        text = f"Waiting for a person to approve the call ({prompt})."
+        return ToolCallOutcome(
+            call_id=call.call_id,
+            name=call.name,
+            content=(TextPart(text=text),),
+            status="pending",
+            pending=pending,
+        )
 
     async def _invoke(
         self,
@@ -316,6 +405,26 @@ class ToolRunner:
         if redactor is not None:
             reason = redactor.redact(reason)
         emit(PermissionDenied(tool=call.name, reason=reason, call_id=call.call_id))
+
+
+async def _needs_approval(needs: object, ctx: RunContext[Any], args: JsonValue) -> bool:
+    """Whether a tool's `needs_approval` (True, or a predicate of ctx and args) asks for a person.
+
+    A predicate that raises, or answers something else than a bool, asks: when in doubt,
+    a person decides.
+    """
+    if needs is True:
+        return True
+    if not callable(needs):
+        return bool(needs)
+    try:
+        answer = needs(ctx, args)
+        if inspect.isawaitable(answer):
+            answer = await answer
+    except Exception:
+        logger.warning("needs_approval of a tool raised: the call waits for approval", exc_info=True)
+        return True
+    return answer is not False
 
 
 def _redact_parts(redactor: Redactor, parts: tuple[ContentPart, ...]) -> tuple[ContentPart, ...]:

@@ -25,7 +25,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
-from ..events import RunCompleted, RunFailed
+from ..events import RunCompleted, RunFailed, RunPaused
 from ..items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
 
 if TYPE_CHECKING:
@@ -330,11 +330,11 @@ class TracedSink:
 
     def __init__(self, sink: EventSink) -> None:
         self.sink = sink
-        self.final: RunCompleted | RunFailed | None = None
+        self.final: RunCompleted | RunFailed | RunPaused | None = None
 
     def put(self, event: AgentEvent) -> Awaitable[None]:
         """Pass `event` on, noting it if it ends the run."""
-        if isinstance(event, RunCompleted | RunFailed):
+        if isinstance(event, RunCompleted | RunFailed | RunPaused):
             self.final = event
         return self.sink.put(event)
 
@@ -363,7 +363,7 @@ async def traced(
     try:
         async for event in events:
             cls = event.__class__
-            if cls is RunCompleted or cls is RunFailed:
+            if cls is RunCompleted or cls is RunFailed or cls is RunPaused:
                 final = event
             yield event
     finally:

@@ -17,6 +17,8 @@ Example:
 
 from ._events import (
     SESSION_EVENT_ADAPTER,
+    ApprovalDecided,
+    ApprovalPending,
     AssistantMessageEvent,
     Compacted,
     CustomEvent,
@@ -47,6 +49,8 @@ from ._protocol import (
 )
 
 __all__ = [
+    "ApprovalDecided",
+    "ApprovalPending",
     "AssistantMessageEvent",
     "Compacted",
     "ConversationSnapshot",

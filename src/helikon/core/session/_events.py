@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import field
 from datetime import UTC, datetime
-from typing import Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from .._internal.adapter import LazyAdapter
 from .._internal.carrier import carrier
@@ -14,6 +14,9 @@ from ..events import TokenUsage
 from ..exceptions import UserError
 from ..items import ContentParts
 from ..model import ToolDef
+
+if TYPE_CHECKING:
+    from ..approvals import PendingApproval
 
 
 def _now() -> datetime:
@@ -161,15 +164,21 @@ class TurnOpened:
     run_id: str
     agent: str | None = None
     ts: datetime = field(default_factory=_now)
+    resumes: str | None = None
+    """The run id of the paused turn this one continues (`agent.resume`), if it does."""
 
 
 @carrier
 class TurnClosed:
-    """The run `run_id` ended, and how (`interrupted`: closed by crash repair). Projects to nothing."""
+    """The run `run_id` ended, and how. Projects to nothing.
+
+    `interrupted`: closed by crash repair; `paused`: waiting on the decisions its
+    `ApprovalPending` events ask for (see `helikon.core.approvals`).
+    """
 
     type: Literal["turn_closed"] = "turn_closed"
     run_id: str
-    outcome: Literal["completed", "failed", "cancelled", "refused", "interrupted"] = "completed"
+    outcome: Literal["completed", "failed", "cancelled", "refused", "interrupted", "paused"] = "completed"
     ts: datetime = field(default_factory=_now)
 
 
@@ -183,6 +192,82 @@ class ToolsStarted:
 
     type: Literal["tools_started"] = "tools_started"
     call_ids: tuple[str, ...]
+    ts: datetime = field(default_factory=_now)
+
+
+@carrier
+class ApprovalPending:
+    """A tool call waits for a person's decision: the run paused (see `helikon.core.approvals`).
+
+    The fields are those of the `PendingApproval` the run reported (`pending()` gives it
+    back). The call stays without a result until a decision resumes the run; its
+    `ApprovalDecided` and then its `ToolReturned` follow. Projects to nothing.
+    """
+
+    type: Literal["approval_pending"] = "approval_pending"
+    request_id: str
+    call_id: str
+    tool: str
+    agent_path: tuple[str, ...]
+    args: JsonValue
+    args_digest: str
+    prompt: str = ""
+    expires_at: datetime | None = None
+    on_expire: Literal["deny", "keep"] = "deny"
+    tool_digest: str = ""
+    ts: datetime = field(default_factory=_now)
+
+    @staticmethod
+    def of(pending: PendingApproval) -> ApprovalPending:
+        """The log's record of `pending`."""
+        return ApprovalPending(
+            request_id=pending.request_id,
+            call_id=pending.call_id,
+            tool=pending.tool,
+            agent_path=pending.agent_path,
+            args=pending.args,
+            args_digest=pending.args_digest,
+            prompt=pending.prompt,
+            expires_at=pending.expires_at,
+            on_expire=pending.on_expire,
+            tool_digest=pending.tool_digest,
+        )
+
+    def pending(self) -> PendingApproval:
+        """The `PendingApproval` this records."""
+        from ..approvals import PendingApproval
+
+        return PendingApproval(
+            request_id=self.request_id,
+            call_id=self.call_id,
+            tool=self.tool,
+            agent_path=self.agent_path,
+            args=self.args,
+            args_digest=self.args_digest,
+            prompt=self.prompt,
+            expires=None if self.expires_at is None else self.expires_at.timestamp(),
+            on_expire=self.on_expire,
+            tool_digest=self.tool_digest,
+        )
+
+
+@carrier
+class ApprovalDecided:
+    """A person (`by`) decided a pending request: the audit trail of an approval. Projects to nothing.
+
+    `decision` is `approve`, `deny` or `edit`; `args` the arguments the call runs with
+    after an edit (None otherwise) and `args_digest` their digest (the pending call's
+    for an approval or a denial); `reason` the denial's reason. A request denied by its
+    expiry has `by == "helikon:expired"`.
+    """
+
+    type: Literal["approval_decided"] = "approval_decided"
+    request_id: str
+    decision: Literal["approve", "deny", "edit"]
+    args_digest: str
+    args: JsonValue = None
+    reason: str = ""
+    by: JsonValue = None
     ts: datetime = field(default_factory=_now)
 
 
@@ -280,10 +365,13 @@ KnownSessionEvent: TypeAlias = (
     | TurnOpened
     | TurnClosed
     | ToolsStarted
+    | ApprovalPending
+    | ApprovalDecided
     | CustomEvent
 )
 """The six base event variants, helikon's markers (`RequestHeader`, `Rewound`, `Forked`,
-`TurnOpened`, `TurnClosed`, `ToolsStarted`) and an application's own facts (`CustomEvent`)."""
+`TurnOpened`, `TurnClosed`, `ToolsStarted`), a paused run's approvals (`ApprovalPending`,
+`ApprovalDecided`) and an application's own facts (`CustomEvent`)."""
 
 SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent
 """One entry of a session's log. Every known variant carries `ts` (UTC), stamped at construction."""
@@ -302,6 +390,8 @@ SESSION_EVENT_ADAPTER: LazyAdapter[KnownSessionEvent] = LazyAdapter(_session_eve
 
 
 __all__ = [
+    "ApprovalDecided",
+    "ApprovalPending",
     "AssistantMessageEvent",
     "Compacted",
     "CustomEvent",

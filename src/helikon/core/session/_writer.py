@@ -27,7 +27,7 @@ from . import (
 
 logger = logging.getLogger("helikon.runtime")
 
-TurnOutcome = Literal["completed", "failed", "cancelled", "refused", "interrupted"]
+TurnOutcome = Literal["completed", "failed", "cancelled", "refused", "interrupted", "paused"]
 
 _TRANSIENT = (SessionUnavailable, OSError, TimeoutError)
 """Errors that say the store could not be reached (try again later), not that it refused the events."""

@@ -82,8 +82,9 @@ def open_turn(entries: Sequence[SessionEntry]) -> SessionEntry | None:
 
 def repairs_for(events: Sequence[SessionEvent], run_id: str) -> list[SessionEvent]:
     """What closes the turn whose events (from its `TurnOpened` on) are `events`: results, then the marker."""
-    calls: dict[str, str] = {}  # call id -> tool name, in the order they were logged
-    started: set[str] = set()
+    calls: dict[str, str | None] = {}  # call id -> tool name, in the order they were logged
+    started: dict[str, None] = {}  # in the order they started
+    returned: set[str] = set()
     for event in events:
         if isinstance(event, ToolCalled):
             calls[event.call_id] = event.name
@@ -93,8 +94,13 @@ def repairs_for(events: Sequence[SessionEvent], run_id: str) -> list[SessionEven
                     calls[part.call_id] = part.name
         elif isinstance(event, ToolReturned):
             calls.pop(event.call_id, None)
+            returned.add(event.call_id)
         elif isinstance(event, ToolsStarted):
-            started.update(event.call_ids)
+            started.update(dict.fromkeys(event.call_ids))
+    # A resumed turn runs calls logged before it (a paused run's, see `helikon.core.approvals`).
+    for call_id in started:
+        if call_id not in calls and call_id not in returned:
+            calls[call_id] = None
     repairs: list[SessionEvent] = [
         ToolReturned(
             call_id=call_id,

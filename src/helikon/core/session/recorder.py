@@ -12,6 +12,7 @@ from ..events import (
     MessageOutput,
     RepairStarted,
     RequestSent,
+    RunPaused,
     TokenUsage,
     ToolCallItem,
     ToolOutputItem,
@@ -19,6 +20,7 @@ from ..events import (
 from ..items import AssistantMessage, Item, SystemMessage, TextPart, ToolCall, ToolResult, UserMessage
 from ..model import ModelFallback
 from . import (
+    ApprovalPending,
     AssistantMessageEvent,
     CustomEvent,
     HandoffOccurred,
@@ -48,7 +50,8 @@ class SessionRecorder:
     whenever the request differs from the last one
     (`last_header`: the session's latest, so an unchanged agent adds no header), and puts
     each call's usage on the assistant message it produced. A `ToolOutputItem`'s metadata
-    (what a UI shows of a tool's result) goes on its `ToolReturned`.
+    (what a UI shows of a tool's result) goes on its `ToolReturned`. A `RunPaused` logs an
+    `ApprovalPending` per call it waits on (those calls get no result).
 
     Example:
         ```python
@@ -129,6 +132,12 @@ class SessionRecorder:
             self._forget_blocked(event)
         elif type(event) is ModelFallback:  # which model answered is worth keeping
             self._events.append(CustomEvent(kind=FALLBACK_KIND, data=_fallback_data(event)))
+        elif type(event) is RunPaused:
+            # The calls wait for a person: each is recorded as pending, and stays without a
+            # result (not an interrupted one) until a resume runs it.
+            for pending in event.pending:
+                self._open_calls.pop(pending.call_id, None)
+                self._events.append(ApprovalPending.of(pending))
 
     def request_sent(self, sent: RequestSent) -> None:
         """Note what a model call was sent: a `RequestHeader` is logged when it differs from the last."""

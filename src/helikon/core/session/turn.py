@@ -17,42 +17,47 @@ import asyncio
 import functools
 import logging
 import threading
+from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
+from ..approvals import ApprovalError, Approver, Decision
 from ..cancel import CancellationToken, cancelled_within
 from ..context import RunConfig, RunContext
 from ..conversation_check import ConversationCheck
 from ..events import (
     AgentError,
     AgentEvent,
-    MessageOutput,
     PersistFailed,
     RunCompleted,
     RunFailed,
+    RunPaused,
     RunStarted,
-    TurnStarted,
 )
 from ..exceptions import SessionConflict, UserError
 from ..input import AgentInput
+from ..items import Item
 from ..loop import TIMEOUT_REASON
 from ..retry import RetryPolicy
 from ..run.sink import drive_agent
 from . import (
-    ConversationSnapshot,
+    ApprovalPending,
     RequestHeader,
     SequenceId,
     Session,
     SharedLog,
+    ToolReturned,
     TurnClosed,
     TurnOpened,
     check_session,
 )
-from ._recording import RunRecording
+from ._recording import RecordingSink, RunRecording
 from ._run_ids import new_run_id, writer_gone
 from ._writer import RunWriter, TurnOutcome
 from .crash_repair import close_interrupted_turn
+from .paused import read_paused
 from .recorder import SessionRecorder
+from .resume import Go, plan_resume, record_decisions, resumed_run
 
 if TYPE_CHECKING:
     from ..agent import Agent
@@ -155,36 +160,97 @@ class SessionRunner(Generic[Ctx]):
         """Run `agent` on `input` in a turn on `context.session`, writing its events to `sink`.
 
         The terminal event comes once the run is stored (whoever sees the end of a run may
-        rely on the session's log), after a `PersistFailed` if some of it could not be.
+        rely on the session's log), after a `PersistFailed` if some of it could not be. A
+        session whose last run is paused for approval takes no new run: it fails with kind
+        `session_paused` (`RunIsPaused`) until the paused run is resumed.
         """
         config = _config_of(agent, config)
-        session = check_session(context.session)  # the runner reads what it declares
         run_ctx, timer = _timed(context, config.timeout)  # from the start: waiting for the session counts too
-        claim = _Claim(
-            session,
-            durable=config.durable if config.durable is not None else session.durable,
-            agent=agent.name,
-            input=input,
-            cancel=run_ctx.cancel,
-        )
+        claim = self._claim(agent, input, run_ctx, config)
+
+        def go(history: tuple[Item, ...]) -> Go:
+            return lambda ctx, recording: drive_agent(agent, input.prepend(history), ctx, config, recording)
+
+        try:
+            await self._turn(claim, run_ctx, sink, functools.partial(self._prepare, claim, go))
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    async def drive_resumed(
+        self,
+        agent: Agent[Ctx, Any],
+        context: RunContext[Ctx],
+        decisions: Mapping[str, Decision],
+        deny_rest: bool,
+        by: Approver,
+        config: RunConfig | None,
+        sink: EventSink,
+    ) -> None:
+        """Record `decisions` on `context.session`'s paused run; once all are decided, go on with it.
+
+        The decisions are checked against the log first (see `helikon.core.session.resume`):
+        one that fails raises its `ApprovalError`, and nothing is recorded or run. Then they
+        are recorded (`ApprovalDecided`, streamed as `ApprovalResolved`); while some request
+        still waits, the stream ends with `RunPaused` listing it. Once none does, the run
+        goes on in a new turn (`TurnOpened(resumes=...)`): the decided calls run (the calls
+        that ran before the pause are not run again), and the loop continues to its end.
+        """
+        config = _config_of(agent, config)
+        run_ctx, timer = _timed(context, config.timeout)
+        claim = self._claim(agent, AgentInput((), ()), run_ctx, config)
+        prepare = functools.partial(self._prepare_resume, claim, agent, decisions, deny_rest, by, config)
+        try:
+            await self._turn(claim, run_ctx, sink, prepare)
+        finally:
+            if timer is not None:
+                timer.cancel()
+
+    def _claim(
+        self, agent: Agent[Any, Any], input: AgentInput, ctx: RunContext[Any], config: RunConfig
+    ) -> _Claim:
+        session = check_session(ctx.session)  # the runner reads what it declares
+        durable = config.durable if config.durable is not None else session.durable
+        return _Claim(session, durable=durable, agent=agent.name, input=input, cancel=ctx.cancel)
+
+    async def _turn(
+        self,
+        claim: _Claim,
+        run_ctx: RunContext[Ctx],
+        sink: EventSink,
+        prepare: Callable[[], Awaitable[_Ready | AgentError | tuple[AgentEvent, ...]]],
+    ) -> None:
+        """Take the run's turn on the session (`prepare` reads and claims it), run it, store it."""
         key, durable, run_id = claim.key, claim.durable, claim.run_id
         turns = self._enter(key)
         try:
-            ready = await self._start(turns, claim)
+            ready = await self._queue(turns, claim.cancel)
+            if ready is None:
+                try:
+                    ready = await prepare()
+                except BaseException:
+                    turns.lock.release()
+                    raise
+                if not isinstance(ready, _Ready):
+                    turns.lock.release()
             if isinstance(ready, AgentError):
-                await sink.put(RunStarted(agent=agent.name))
+                await sink.put(RunStarted(agent=claim.agent))
                 await sink.put(RunFailed(error=ready))
                 return
-            snapshot, recorder, writer = ready
+            if not isinstance(ready, _Ready):  # the events of a turn that need not run
+                for event in ready:
+                    await sink.put(event)
+                return
+            recorder, writer = ready.recorder, ready.writer
             known = self._headers.get(key)  # (None only if a crowd of sessions pushed it out)
             check = known.check if known is not None else ConversationCheck()  # the session's, across runs
             run_ctx = run_ctx._in_turn(RunRecording(recorder, writer, durable), check)  # pyright: ignore[reportPrivateUsage]
-            recording = _Recording(sink, recorder, writer if durable else None, agent.name)
+            recording = RecordingSink(sink, recorder, writer if durable else None, claim.agent)
             settled = False
             self._running.add(run_id)
             try:
                 try:
-                    await drive_agent(agent, input.prepend(snapshot.messages), run_ctx, config, recording)
+                    await ready.go(run_ctx, recording)
                 except Exception as exc:
                     # An LlmAgent's run ends in RunFailed; another agent's may raise. The run
                     # fails all the same, as an event, and its turn is closed as failed.
@@ -202,8 +268,6 @@ class SessionRunner(Generic[Ctx]):
                     await self._persist(key, writer, recorder, durable, recording.outcome)
                 turns.lock.release()
         finally:
-            if timer is not None:
-                timer.cancel()
             self._leave(key, turns)
 
     def _enter(self, key: object) -> _Turns:
@@ -219,22 +283,6 @@ class SessionRunner(Generic[Ctx]):
         turns.users -= 1
         if not turns.users and self._turns.get(key) is turns:
             del self._turns[key]
-
-    async def _start(
-        self, turns: _Turns, claim: _Claim
-    ) -> tuple[ConversationSnapshot, SessionRecorder, RunWriter] | AgentError:
-        """Take the run's turn on the session (the lock held, unless this fails), read it, claim it."""
-        failure = await self._queue(turns, claim.cancel)
-        if failure is not None:
-            return failure
-        try:
-            ready = await self._prepare(claim)
-        except BaseException:
-            turns.lock.release()
-            raise
-        if isinstance(ready, AgentError):
-            turns.lock.release()
-        return ready
 
     async def _queue(self, turns: _Turns, cancel: CancellationToken) -> AgentError | None:
         """Wait for this runner's earlier runs on the session to finish (or fail, per `on_busy`)."""
@@ -260,50 +308,117 @@ class SessionRunner(Generic[Ctx]):
         acquiring.cancel()
         return _cancelled(cancel)
 
-    async def _prepare(
-        self, claim: _Claim
-    ) -> tuple[ConversationSnapshot, SessionRecorder, RunWriter] | AgentError:
-        """Read the session and claim the run's turn in it: the history, the recorder and the writer.
+    async def _prepare(self, claim: _Claim, go: Callable[[tuple[Item, ...]], Go]) -> _Ready | AgentError:
+        """Read the session and claim the run's turn in it: the recorder, the writer, and the run.
 
         First what an earlier run of this runner could not store; then a turn left open is
         waited for (another writer's, still going) or repaired (a crashed one's); a durable
         run then writes its first events with `expected_seq`, so that a writer that came in
-        between is seen (and the session read again) rather than interleaved with.
+        between is seen (and the session read again) rather than interleaved with. `go`
+        makes the run, given the session's history.
         """
-        session, key, run_id = claim.session, claim.key, claim.run_id
+        session, run_id = claim.session, claim.run_id
         try:
-            held = self._held.pop(key, None)
-            if held is not None and not await self._write_held(held):
-                self._held[key] = held
-                return AgentError(
-                    kind="session_error",
-                    cause="not_persisted",
-                    message=(
-                        f"the previous run's {len(held.unsaved)} event(s) on this session are still not "
-                        f"stored ({held.error}); the run did not start, so that they keep their place"
-                    ),
-                )
+            failure = await self._write_held_first(claim)
+            if failure is not None:
+                return failure
             for _ in range(_MAX_CLAIMS):
                 state = await self._wait_for_open_turn(claim, await self._look(claim))
                 if isinstance(state, AgentError):
                     return state
+                if state.waiting:
+                    return _paused(state)
                 snapshot = await session.snapshot()
                 turn = TurnOpened(run_id=run_id, agent=claim.agent) if claim.durable else None
                 recorder = SessionRecorder(claim.input.messages, last_header=state.header, turn=turn)
-                if not claim.durable:
-                    return snapshot, recorder, RunWriter(session, run_id)
-                writer = RunWriter(session, run_id, end=-1 if state.seq is None else int(state.seq))
-                try:
-                    await writer.claim(recorder.take())
-                except SessionConflict:
+                writer = await self._claimed(claim, recorder, state.seq)
+                if writer is None:
                     continue  # another writer appended since the look: read again
-                return snapshot, recorder, writer
+                return _Ready(recorder, writer, go(snapshot.messages))
         except Exception as exc:
-            return AgentError(
-                kind="session_error",
-                message=f"could not read the session before the run: {type(exc).__name__}: {exc}",
-            )
+            return _unreadable(exc)
         return _busy(f"other writers kept appending to the session ({_MAX_CLAIMS} tries to start the run)")
+
+    async def _prepare_resume(
+        self,
+        claim: _Claim,
+        agent: Agent[Any, Any],
+        decisions: Mapping[str, Decision],
+        deny_rest: bool,
+        by: Approver,
+        config: RunConfig,
+    ) -> _Ready | AgentError | tuple[AgentEvent, ...]:
+        """Check and record the decisions on the session's paused run; claim its next turn once all are in.
+
+        Raises the `ApprovalError` (or `UserError`) of a decision that fails its checks,
+        before anything is written. The decisions are written with `expected_seq`: another
+        writer in between (another resume) makes it read the log and check them again.
+        """
+        session = claim.session
+        try:
+            failure = await self._write_held_first(claim)
+            if failure is not None:
+                return failure
+            for _ in range(_MAX_CLAIMS):
+                state = await self._wait_for_open_turn(claim, await self._look(claim))
+                if isinstance(state, AgentError):
+                    return state
+                entries = await session.events()
+                plan = plan_resume(read_paused(entries), agent, decisions, deny_rest=deny_rest, by=by)
+                end = int(entries[-1].seq)
+                if plan.new:
+                    if not await record_decisions(session, plan.new, end):
+                        continue
+                    end += len(plan.new)
+                if not plan.ready:
+                    return (*plan.resolved, RunPaused(pending=plan.still_open(), usage=plan.paused.usage))
+                snapshot = await session.snapshot()
+                resumes = plan.paused.run_id or None
+                turn = (
+                    TurnOpened(run_id=claim.run_id, agent=plan.agent.name, resumes=resumes)
+                    if claim.durable
+                    else None
+                )
+                recorder = SessionRecorder((), last_header=state.header, turn=turn)
+                writer = await self._claimed(claim, recorder, SequenceId(end))
+                if writer is None:
+                    continue
+                return _Ready(recorder, writer, resumed_run(plan, plan.point(snapshot.messages), config))
+        except (ApprovalError, UserError):
+            raise
+        except Exception as exc:
+            return _unreadable(exc)
+        return _busy(f"other writers kept appending to the session ({_MAX_CLAIMS} tries to resume the run)")
+
+    async def _write_held_first(self, claim: _Claim) -> AgentError | None:
+        """Store what an earlier run of this runner on the session could not; an error if it still cannot."""
+        key = claim.key
+        held = self._held.pop(key, None)
+        if held is None or await self._write_held(held):
+            return None
+        self._held[key] = held
+        return AgentError(
+            kind="session_error",
+            cause="not_persisted",
+            message=(
+                f"the previous run's {len(held.unsaved)} event(s) on this session are still not "
+                f"stored ({held.error}); the run did not start, so that they keep their place"
+            ),
+        )
+
+    async def _claimed(
+        self, claim: _Claim, recorder: SessionRecorder, end: SequenceId | None
+    ) -> RunWriter | None:
+        """The run's writer; a durable run's first events written (None: the log moved past `end`)."""
+        session, run_id = claim.session, claim.run_id
+        if not claim.durable:
+            return RunWriter(session, run_id)
+        writer = RunWriter(session, run_id, end=-1 if end is None else int(end))
+        try:
+            await writer.claim(recorder.take())
+        except SessionConflict:
+            return None
+        return writer
 
     async def _wait_for_open_turn(self, claim: _Claim, state: _HeaderState) -> _HeaderState | AgentError:
         """The session once its last turn is closed: waited for while live, repaired once stale."""
@@ -375,8 +490,11 @@ class SessionRunner(Generic[Ctx]):
         return PersistFailed(unsaved=unsaved, error=writer.error or "", held=held)
 
     def _strict(
-        self, terminal: RunCompleted | RunFailed, report: PersistFailed | None, final_text: str | None
-    ) -> RunCompleted | RunFailed:
+        self,
+        terminal: RunCompleted | RunFailed | RunPaused,
+        report: PersistFailed | None,
+        final_text: str | None,
+    ) -> RunCompleted | RunFailed | RunPaused:
         if not self.strict or report is None or type(terminal) is not RunCompleted:
             return terminal
         error = AgentError(
@@ -412,6 +530,10 @@ class SessionRunner(Generic[Ctx]):
                     state.open_turn = (int(entry.seq), event.run_id)
                 elif isinstance(event, TurnClosed) and state.open_turn and state.open_turn[1] == event.run_id:
                     state.open_turn = None
+                elif type(event) is ApprovalPending:
+                    state.waiting[event.call_id] = event.request_id
+                elif type(event) is ToolReturned and state.waiting:
+                    state.waiting.pop(event.call_id, None)
             state.seq = entries[-1].seq
             stamp: object = getattr(entries[-1].event, "ts", None)
             state.last_ts = stamp if isinstance(stamp, datetime) else None
@@ -490,54 +612,35 @@ def _timed(
     return context.with_cancel(token), timer
 
 
-class _Recording:
-    """The sink a run on a session writes to: each event recorded, then passed on to the caller's.
+class _Ready:
+    """A claimed turn: the recorder and writer of its run, and the run."""
 
-    Before a model call (`TurnStarted`) a durable run stores what has settled. The terminal
-    event is held back: the runner passes it on once the run is stored.
-    """
+    __slots__ = ("go", "recorder", "writer")
 
-    __slots__ = ("agent", "final_text", "outcome", "recorder", "sink", "terminal", "writer")
-
-    def __init__(
-        self, sink: EventSink, recorder: SessionRecorder, writer: RunWriter | None, agent: str
-    ) -> None:
-        self.sink = sink
+    def __init__(self, recorder: SessionRecorder, writer: RunWriter, go: Go) -> None:
         self.recorder = recorder
-        self.writer = writer  # a durable run's: it writes as the run goes
-        self.agent = agent
-        self.outcome: TurnOutcome = "cancelled"  # unless a terminal event says otherwise
-        self.terminal: RunCompleted | RunFailed | None = None
-        self.final_text: str | None = None
-
-    async def put(self, event: AgentEvent) -> None:
-        self.recorder.observe(event)
-        if type(event) is TurnStarted:
-            if self.writer is not None:  # a model call is next: a durable run stores what settled first
-                await self.writer.write(self.recorder.take())
-        elif type(event) is MessageOutput:
-            self.final_text = event.item.text
-        elif isinstance(event, RunCompleted | RunFailed):
-            self.terminal = event
-            self.outcome = _outcome(event)
-            return
-        await self.sink.put(event)
-
-    def raised(self, exc: Exception) -> None:
-        """The agent's run raised: it fails (recorded), unless it had ended already."""
-        message = f"the run of agent {self.agent!r} raised {type(exc).__name__}: {exc}"
-        if self.terminal is not None:  # after its terminal event: the outcome stands
-            logger.warning("%s after its terminal event", message)
-            return
-        self.terminal = RunFailed(error=AgentError(kind="other", message=message))
-        self.recorder.observe(self.terminal)
-        self.outcome = "failed"
+        self.writer = writer
+        self.go = go
 
 
-def _outcome(terminal: RunCompleted | RunFailed) -> TurnOutcome:
-    if isinstance(terminal, RunCompleted):
-        return "completed"
-    return "cancelled" if terminal.error.kind == "cancelled" else "failed"
+def _paused(state: _HeaderState) -> AgentError:
+    requests = sorted(set(state.waiting.values()))
+    return AgentError(
+        kind="session_paused",
+        message=(
+            f"the session's last run is paused: {len(state.waiting)} tool call(s) wait for a person's "
+            f"decision (requests {', '.join(requests)}); resume it first with agent.resume(session, "
+            "decisions={request_id: Approve() | Deny(reason) | Edit(args)}), or deny_rest=True to deny "
+            "what is left"
+        ),
+    )
+
+
+def _unreadable(exc: Exception) -> AgentError:
+    return AgentError(
+        kind="session_error",
+        message=f"could not read the session before the run: {type(exc).__name__}: {exc}",
+    )
 
 
 def _busy(why: str) -> AgentError:
@@ -600,7 +703,7 @@ class _Turns:
 class _HeaderState:
     """What a runner knows of one session: its latest request header, up to which seq, a turn left open."""
 
-    __slots__ = ("check", "header", "last_ts", "open_turn", "seq", "session")
+    __slots__ = ("check", "header", "last_ts", "open_turn", "seq", "session", "waiting")
 
     def __init__(self, session: object) -> None:
         self.session = session  # the session object, or the store its objects share
@@ -608,6 +711,7 @@ class _HeaderState:
         self.header: RequestHeader | None = None
         self.open_turn: tuple[int, str] | None = None  # (seq, run id) of a TurnOpened not yet closed
         self.last_ts: datetime | None = None  # the time of the latest event read
+        self.waiting: dict[str, str] = {}  # call id -> request id: a paused run's calls without a result
         # The session's conversation as last checked: its runs look at their new turns only.
         self.check = ConversationCheck()
 

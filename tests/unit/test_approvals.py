@@ -1,0 +1,486 @@
+"""Pausing a run for a person's approval and resuming it from the session: each promise, each refusal."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import time
+from typing import Any
+
+import pytest
+
+from helikon import (
+    AgentAsTool,
+    ApprovalAlreadyDecided,
+    ApprovalDigestMismatch,
+    ApprovalExpired,
+    ApprovalResolved,
+    ApprovalTargetMissing,
+    ApprovalToolChanged,
+    Approve,
+    Deny,
+    Edit,
+    InvalidEditedArgs,
+    JsonValue,
+    LlmAgent,
+    MemorySession,
+    NothingToResume,
+    RunConfig,
+    RunContext,
+    RunIsPaused,
+    RunPaused,
+    ToolReturned,
+    UnknownApprovalRequest,
+    UserError,
+    tool,
+)
+from helikon.core.approvals import args_digest, canonical_json
+from helikon.core.governance import ApprovalOutcome
+from helikon.core.items import ToolResult
+from helikon.core.session import ApprovalDecided, ApprovalPending, TurnClosed
+from helikon.core.session.compaction import CompactingSession
+from helikon.runtime import AsyncioRunner
+from helikon.testing import MockModel, handoff_turn, text_turn, tool_call_turn, tool_calls_turn
+
+ran: list[str] = []
+
+
+@tool(needs_approval=True)
+def refund(order: int) -> str:
+    """Refund an order."""
+    ran.append(f"refund {order}")
+    return f"refunded {order}"
+
+
+@tool
+def lookup(order: int) -> str:
+    """Look an order up."""
+    ran.append(f"lookup {order}")
+    return f"order {order}: 12 EUR"
+
+
+@pytest.fixture(autouse=True)
+def _clear() -> None:
+    ran.clear()
+
+
+def two_refunds_and_a_lookup() -> list[Any]:
+    """One turn: a lookup (runs at once) and two refunds (each waits), then the answer."""
+    calls: list[tuple[str, JsonValue]] = [
+        ("lookup", {"order": 1}),
+        ("refund", {"order": 7}),
+        ("refund", {"order": 8}),
+    ]
+    return [tool_calls_turn(calls, call_ids=["c-lookup", "c-7", "c-8"]), text_turn("All done.")]
+
+
+def clerk(model: MockModel, **kwargs: Any) -> LlmAgent[None, str]:
+    return LlmAgent(name="clerk", model=model, tools=[refund, lookup], **kwargs)
+
+
+async def paused_run() -> tuple[LlmAgent[None, str], MockModel, MemorySession, list[Any]]:
+    model = MockModel.with_scripts(two_refunds_and_a_lookup())
+    agent = clerk(model)
+    session = MemorySession()
+    result = await agent.run("refund 7 and 8", session=session)
+    assert result.status == "paused"
+    return agent, model, session, list(result.pending)
+
+
+async def log(session: MemorySession) -> list[Any]:
+    return [event for _, event in await session.events()]
+
+
+# --- the digest ---------------------------------------------------------------------------------
+
+
+def test_the_digest_binds_the_arguments_not_their_spelling() -> None:
+    assert args_digest({"a": 1, "b": [1, 2]}) == args_digest({"b": [1, 2], "a": 1})
+    assert args_digest('{"a": 1,  "b": [1,2]}') == args_digest({"a": 1, "b": [1, 2]})  # JSON text
+    assert args_digest({"a": 1}) != args_digest({"a": 1.0})  # as JSON text tells them apart
+    assert args_digest({"a": 2**70}) != args_digest({"a": 2**70 + 1})
+    astral: JsonValue = {"\U0001d4b3": "\U0001f642"}  # keys and values beyond the BMP
+    assert args_digest(astral) == "sha256:" + hashlib.sha256(canonical_json(astral).encode()).hexdigest()
+    with pytest.raises(UserError, match="JSON"):
+        args_digest({"a": float("nan")})
+
+
+# --- pausing ------------------------------------------------------------------------------------
+
+
+async def test_a_call_that_needs_approval_pauses_the_run_and_the_log_says_so() -> None:
+    _, model, session, pending = await paused_run()
+    assert ran == ["lookup 1"] and len(model.requests) == 1  # the lookup ran; nothing else did
+    assert [(p.call_id, p.tool, p.args) for p in pending] == [
+        ("c-7", "refund", {"order": 7}),
+        ("c-8", "refund", {"order": 8}),
+    ]
+    first = pending[0]
+    assert first.agent_path == ("clerk",) and first.args_digest == args_digest({"order": 7})
+    assert first.request_id.startswith("apr_") and first.request_id != pending[1].request_id
+    assert first.tool_digest.startswith("sha256:") and first.expires is None
+    events = await log(session)
+    stored = [e for e in events if isinstance(e, ApprovalPending)]
+    assert [e.pending() for e in stored] == pending
+    assert [e.call_id for e in events if isinstance(e, ToolReturned)] == [
+        "c-lookup"
+    ]  # no result for the others
+
+
+async def test_a_paused_session_refuses_a_new_run_until_it_is_resumed() -> None:
+    agent, _, session, _ = await paused_run()
+    before = await log(session)
+    with pytest.raises(RunIsPaused, match=r"resume it first with agent.resume"):
+        await agent.run("something else", session=session)
+    assert await log(session) == before  # nothing written: the paused run keeps its place
+
+
+async def test_an_approval_handler_in_the_process_decides_at_once() -> None:
+    class Yes:
+        async def decide(self, tool: str, prompt: str, args: Any) -> ApprovalOutcome:
+            return ApprovalOutcome.allow()
+
+    model = MockModel.with_scripts(two_refunds_and_a_lookup())
+    ctx = RunContext.ephemeral(None).with_approval_handler(Yes())
+    result = await clerk(model).run("refund", context=ctx)
+    assert result.status == "completed" and sorted(ran) == ["lookup 1", "refund 7", "refund 8"]
+
+
+@pytest.mark.parametrize("is_async", [False, True])
+async def test_a_predicate_decides_which_calls_need_approval(is_async: bool) -> None:
+    def big(ctx: RunContext[None], args: Any) -> bool:
+        return args["amount"] > 100
+
+    async def big_async(ctx: RunContext[None], args: Any) -> bool:
+        return big(ctx, args)
+
+    @tool(name="pay", needs_approval=big_async if is_async else big)
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append(f"pay {amount}")
+        return "paid"
+
+    calls: list[tuple[str, JsonValue]] = [("pay", {"amount": 50}), ("pay", {"amount": 500})]
+    model = MockModel.with_scripts([tool_calls_turn(calls, call_ids=["small", "big"]), text_turn("ok")])
+    result = await LlmAgent(name="p", model=model, tools=[pay]).run("pay")
+    assert ran == ["pay 50"] and [p.call_id for p in result.pending] == ["big"]
+
+
+async def test_a_predicate_that_raises_asks_a_person() -> None:
+    def broken(ctx: RunContext[None], args: Any) -> bool:
+        raise RuntimeError("bug")
+
+    @tool(name="pay", needs_approval=broken)
+    def pay(amount: int) -> str:
+        """Pay."""
+        ran.append("pay")
+        return "paid"
+
+    model = MockModel.with_scripts([tool_call_turn("pay", {"amount": 1}), text_turn("ok")])
+    result = await LlmAgent(name="p", model=model, tools=[pay]).run("pay")
+    assert result.status == "paused" and ran == []
+
+
+def test_needs_approval_must_be_a_bool_or_a_function() -> None:
+    with pytest.raises(UserError, match="needs_approval"):
+        tool(name="t", needs_approval="yes")(lambda: None)  # type: ignore[arg-type]
+
+
+async def test_a_sub_agent_called_as_a_tool_cannot_pause_and_refuses_the_call() -> None:
+    inner_model = MockModel.with_scripts([tool_call_turn("refund", {"order": 3}), text_turn("could not")])
+    inner = LlmAgent(name="inner", model=inner_model, tools=[refund])
+    outer_model = MockModel.with_scripts([tool_call_turn("inner", {"input": "refund 3"}), text_turn("told")])
+    outer = LlmAgent(name="outer", model=outer_model, tools=[AgentAsTool(inner)])
+    result = await outer.run("go")
+    assert result.status == "completed" and ran == []
+    [answer] = [m for m in inner_model.requests[1].messages if isinstance(m, ToolResult)]
+    assert "no approval handler" in answer.text
+
+
+# --- resuming -----------------------------------------------------------------------------------
+
+
+async def test_resume_runs_the_decided_calls_only_and_the_run_goes_on() -> None:
+    model = MockModel.with_scripts([*two_refunds_and_a_lookup(), text_turn("Hi again.")])
+    agent = clerk(model)
+    session = MemorySession()
+    seven, eight = (await agent.run("refund 7 and 8", session=session)).pending
+    result = await agent.resume(
+        session,
+        {seven.request_id: Approve(digest=seven.args_digest), eight.request_id: Deny("over the limit")},
+        by={"sub": "u_17", "via": "console"},
+    )
+    assert result.status == "completed" and result.final_output == "All done."
+    assert ran == ["lookup 1", "refund 7"]  # the lookup did not run again; the denied refund never ran
+    results = [m for m in model.requests[1].messages if isinstance(m, ToolResult)]
+    assert [(r.call_id, r.is_error) for r in results] == [("c-lookup", False), ("c-7", False), ("c-8", True)]
+    assert results[2].text == "Error: not run: a person denied the call: over the limit"
+    decided = [e for e in await log(session) if isinstance(e, ApprovalDecided)]
+    assert [(d.decision, d.by, d.reason) for d in decided] == [
+        ("approve", {"sub": "u_17", "via": "console"}, ""),
+        ("deny", {"sub": "u_17", "via": "console"}, "over the limit"),
+    ]
+    # the conversation is whole: a next run on the session goes through
+    assert (await agent.run("thanks", session=session)).final_output == "Hi again."
+
+
+async def test_an_edit_runs_the_call_with_the_new_arguments_and_records_their_digest() -> None:
+    agent, _, session, (seven, eight) = await paused_run()
+    await agent.resume(session, {seven.request_id: Edit({"order": 70}), eight.request_id: Approve()})
+    assert ran == ["lookup 1", "refund 70", "refund 8"]
+    [edit, _] = [e for e in await log(session) if isinstance(e, ApprovalDecided)]
+    assert (
+        edit.decision == "edit"
+        and edit.args == {"order": 70}
+        and edit.args_digest == args_digest({"order": 70})
+    )
+
+
+async def test_decisions_may_come_in_parts() -> None:
+    agent, _, session, (seven, eight) = await paused_run()
+    partly = await agent.resume(session, {seven.request_id: Approve()}, by="ada")
+    assert partly.status == "paused" and [p.request_id for p in partly.pending] == [eight.request_id]
+    assert [type(e) for e in partly.events] == [ApprovalResolved, RunPaused]
+    assert ran == ["lookup 1"]  # nothing runs until every request is decided
+    with pytest.raises(RunIsPaused):
+        await agent.run("meanwhile", session=session)
+    done = await agent.resume(session, {eight.request_id: Approve()}, by="bob")
+    assert done.final_output == "All done." and ran == ["lookup 1", "refund 7", "refund 8"]
+
+
+async def test_deny_rest_settles_every_request_left() -> None:
+    agent, _, session, (seven, eight) = await paused_run()
+    result = await agent.resume(session, {seven.request_id: Approve()}, deny_rest=True, by="ada")
+    assert result.status == "completed" and ran == ["lookup 1", "refund 7"]
+    resolved = [e for e in result.events if isinstance(e, ApprovalResolved)]
+    assert [(r.request_id, r.decision) for r in resolved] == [
+        (seven.request_id, "approve"),
+        (eight.request_id, "deny"),
+    ]
+
+
+async def test_resume_streamed_yields_the_decisions_the_results_and_the_rest() -> None:
+    agent, _, session, (seven, eight) = await paused_run()
+    decisions = {seven.request_id: Approve(), eight.request_id: Approve()}
+    kinds = [event.type async for event in agent.resume(session, decisions)]
+    assert kinds[:4] == ["approval_resolved", "approval_resolved", "tool_output_item", "tool_output_item"]
+    assert kinds[-1] == "run_completed" and "turn_started" in kinds
+    assert kinds.count("tool_output_item") == 2  # the lookup's result is not streamed again
+
+
+async def test_the_runner_resumes_too() -> None:
+    agent, _, session, pending = await paused_run()
+    runner = AsyncioRunner[None]()
+    ctx = RunContext.ephemeral(None).with_session(session)
+    result = await runner.resume(agent, ctx, {p.request_id: Approve() for p in pending}, by="ops")
+    assert result.final_output == "All done."
+    with pytest.raises(NothingToResume):  # raised as the stream is read
+        [e.type async for e in runner.resume_streamed(agent, ctx, {})]
+
+
+def test_resume_sync_from_synchronous_code() -> None:
+    model = MockModel.with_scripts(two_refunds_and_a_lookup())
+    agent = clerk(model)
+    session = MemorySession()
+    paused = agent.run_sync("refund", session=session)
+    done = agent.resume_sync(session, {p.request_id: Approve() for p in paused.pending})
+    assert done.final_output == "All done."
+
+
+async def test_the_same_decision_again_is_a_no_op_and_another_one_is_refused() -> None:
+    agent, _, session, (seven, _) = await paused_run()
+    await agent.resume(session, {seven.request_id: Approve()}, by="ada")
+    again = await agent.resume(session, {seven.request_id: Approve()}, by="ada")  # a client's retry
+    assert again.status == "paused" and [type(e) for e in again.events] == [RunPaused]
+    before = await log(session)
+    with pytest.raises(ApprovalAlreadyDecided, match="decided already"):
+        await agent.resume(session, {seven.request_id: Deny("changed my mind")}, by="ada")
+    assert await log(session) == before
+
+
+async def test_a_request_whose_call_has_run_takes_no_decision() -> None:
+    agent, _, session, (seven, eight) = await paused_run()
+    await agent.resume(session, {seven.request_id: Approve(), eight.request_id: Approve()})
+    with pytest.raises((ApprovalAlreadyDecided, NothingToResume)):
+        await agent.resume(session, {seven.request_id: Deny("late")})
+
+
+# --- what fails closed ------------------------------------------------------------------------
+
+
+async def test_every_refusal_records_nothing_and_runs_nothing() -> None:
+    agent, _, session, (seven, eight) = await paused_run()
+    before = await log(session)
+    cases: list[tuple[dict[str, Any], type[Exception], str]] = [
+        ({"apr_nope": Approve()}, UnknownApprovalRequest, "no request 'apr_nope'"),
+        ({seven.request_id: Approve(digest=args_digest({"order": 700}))}, ApprovalDigestMismatch, "digest"),
+        ({seven.request_id: Edit({"order": "seven"})}, InvalidEditedArgs, "order"),
+        ({seven.request_id: Edit({"order": 7, "extra": 1})}, InvalidEditedArgs, "extra"),
+        ({seven.request_id: "yes"}, UserError, "Approve"),
+        # one bad decision refuses the lot: the good one is not recorded either
+        (
+            {eight.request_id: Approve(), seven.request_id: Approve(digest="sha256:0")},
+            ApprovalDigestMismatch,
+            "sha256:0",
+        ),
+    ]
+    for decisions, error, message in cases:
+        with pytest.raises(error, match=message):
+            await agent.resume(session, decisions)
+    assert await log(session) == before and ran == ["lookup 1"]
+
+
+async def test_a_session_with_nothing_paused_has_nothing_to_resume() -> None:
+    agent = clerk(MockModel.with_scripts([text_turn("hi")]))
+    session = MemorySession()
+    await agent.run("hi", session=session)
+    with pytest.raises(NothingToResume):
+        await agent.resume(session, {})
+
+
+async def test_an_altered_log_fails_closed() -> None:
+    agent, _, session, (seven, _) = await paused_run()
+    # Someone with write access to the store changes what the call would run with.
+    events = await log(session)
+    forged = MemorySession()
+    await forged.append(
+        [
+            e
+            if not (isinstance(e, ApprovalPending) and e.call_id == "c-7")
+            else _with_args(e, {"order": 7000})
+            for e in events
+        ]
+    )
+    with pytest.raises(ApprovalDigestMismatch, match="altered"):
+        await agent.resume(forged, {seven.request_id: Approve()})
+    assert ran == ["lookup 1"]
+
+
+def _with_args(event: ApprovalPending, args: Any) -> ApprovalPending:
+    return dataclasses.replace(event, args=args)
+
+
+async def test_a_resume_with_another_agent_or_a_tool_gone_or_changed_fails_closed() -> None:
+    _, model, session, pending = await paused_run()
+    decisions = {p.request_id: Approve() for p in pending}
+    before = await log(session)
+    renamed = LlmAgent(name="other", model=model, tools=[refund, lookup])
+    with pytest.raises(ApprovalTargetMissing, match="paused in agent 'clerk'"):
+        await renamed.resume(session, decisions)
+    without = LlmAgent(name="clerk", model=model, tools=[lookup])
+    with pytest.raises(ApprovalTargetMissing, match="no tool 'refund'"):
+        await without.resume(session, decisions)
+
+    @tool(name="refund", needs_approval=True)
+    def refund_v2(order: int, amount: int) -> str:
+        """Refund part of an order."""
+        ran.append("v2")
+        return "refunded"
+
+    changed = LlmAgent(name="clerk", model=model, tools=[refund_v2, lookup])
+    with pytest.raises(ApprovalToolChanged, match="schema of 'refund' changed"):
+        await changed.resume(session, decisions)
+    assert await log(session) == before and ran == ["lookup 1"]
+
+
+async def test_a_denial_needs_no_tool() -> None:
+    _, model, session, _ = await paused_run()
+    without = LlmAgent(name="clerk", model=model, tools=[lookup])
+    result = await without.resume(session, {}, deny_rest=True)
+    assert result.final_output == "All done." and ran == ["lookup 1"]
+
+
+# --- expiry -------------------------------------------------------------------------------------
+
+
+async def expiring_run(on_expire: str) -> tuple[LlmAgent[None, str], MemorySession, list[Any]]:
+    config = RunConfig(approval_expires_after=60, on_approval_expired=on_expire)  # type: ignore[arg-type]
+    agent = clerk(MockModel.with_scripts(two_refunds_and_a_lookup()), run_config=config)
+    session = MemorySession()
+    result = await agent.run("refund", session=session)
+    return agent, session, list(result.pending)
+
+
+async def test_an_expired_request_is_denied_and_takes_no_decision(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent, session, (seven, _) = await expiring_run("deny")
+    assert seven.expires is not None and seven.expires_at is not None and seven.on_expire == "deny"
+    later = time.time() + 3600
+    monkeypatch.setattr(time, "time", lambda: later)
+    with pytest.raises(ApprovalExpired, match="expired"):
+        await agent.resume(session, {seven.request_id: Approve()})
+    result = await agent.resume(session, {})  # both expired: both denied, the run goes on
+    assert result.final_output == "All done." and ran == ["lookup 1"]
+    decided = [e for e in await log(session) if isinstance(e, ApprovalDecided)]
+    assert [(d.decision, d.by) for d in decided] == [("deny", "helikon:expired")] * 2
+
+
+async def test_a_kept_request_stays_open_after_its_expiry(monkeypatch: pytest.MonkeyPatch) -> None:
+    agent, session, (seven, eight) = await expiring_run("keep")
+    later = time.time() + 3600
+    monkeypatch.setattr(time, "time", lambda: later)
+    assert seven.expired(later)
+    result = await agent.resume(session, {seven.request_id: Approve(), eight.request_id: Approve()})
+    assert result.final_output == "All done." and ran == ["lookup 1", "refund 7", "refund 8"]
+
+
+def test_the_expiry_options_are_checked() -> None:
+    with pytest.raises(UserError, match="approval_expires_after"):
+        RunConfig(approval_expires_after=-1)
+    with pytest.raises(UserError, match="on_approval_expired"):
+        RunConfig(on_approval_expired="maybe")  # type: ignore[arg-type]
+
+
+# --- handoffs, compaction, crashes ---------------------------------------------------------------
+
+
+async def test_a_handoff_target_pauses_and_resumes_by_its_path() -> None:
+    billing_model = MockModel.with_scripts([tool_call_turn("refund", {"order": 5}), text_turn("Refunded 5.")])
+    billing = LlmAgent(name="billing", model=billing_model, tools=[refund])
+    triage_model = MockModel.with_scripts([handoff_turn(billing)])
+    triage = LlmAgent(name="triage", model=triage_model, handoffs=[billing])
+    session = MemorySession()
+    paused = await triage.run("refund 5", session=session)
+    [request] = paused.pending
+    assert request.agent_path == ("triage", "billing") and ran == []
+    done = await triage.resume(session, {request.request_id: Approve()})
+    assert done.final_output == "Refunded 5." and ran == ["refund 5"]
+    assert [m.type for m in billing_model.requests[1].messages][-2:] == ["tool_call", "tool_result"]
+
+
+@pytest.mark.parametrize("keep_recent", [None, 40])
+async def test_the_paused_state_survives_compaction(keep_recent: int | None) -> None:
+    summarizer = MockModel.with_scripts([text_turn("they talked")] * 4)
+    inner = MemorySession()
+    session = CompactingSession(inner, summarizer, threshold=120, keep_recent_tokens=keep_recent)
+    model = MockModel.with_scripts([text_turn("a" * 300), *two_refunds_and_a_lookup()])
+    agent = clerk(model)
+    await agent.run("first " * 60, session=session)
+    paused = await agent.run("refund", session=session)
+    assert paused.status == "paused"
+    await session.compact()
+    assert [e.type for _, e in await inner.events()].count("compacted") >= 1
+    done = await agent.resume(session, {p.request_id: Approve() for p in paused.pending})
+    assert done.status == "completed" and ran == ["lookup 1", "refund 7", "refund 8"]
+    # the model saw the turn whole: every call, then every result
+    last = model.requests[-1].messages
+    kinds = [m.type for m in last]
+    assert kinds[-6:] == ["tool_call", "tool_call", "tool_call", "tool_result", "tool_result", "tool_result"]
+
+
+async def test_a_durable_pause_closes_its_turn_as_paused() -> None:
+    agent, _, session, pending = await paused_run_on(durable=True)
+    closed = [e for e in await log(session) if isinstance(e, TurnClosed)]
+    assert [c.outcome for c in closed] == ["paused"]
+    await agent.resume(session, {p.request_id: Approve() for p in pending})
+    events = await log(session)
+    opened = [e for e in events if e.type == "turn_opened"]
+    assert opened[-1].resumes == closed[0].run_id
+    assert [e.outcome for e in events if isinstance(e, TurnClosed)] == ["paused", "completed"]
+
+
+async def paused_run_on(*, durable: bool) -> tuple[LlmAgent[None, str], MockModel, MemorySession, list[Any]]:
+    model = MockModel.with_scripts(two_refunds_and_a_lookup())
+    agent = clerk(model, run_config=RunConfig(durable=durable))
+    session = MemorySession()
+    result = await agent.run("refund", session=session)
+    return agent, model, session, list(result.pending)
