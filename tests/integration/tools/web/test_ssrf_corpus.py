@@ -6,6 +6,7 @@ with the guard off (or the address allowed) does reach it, so each case tests so
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 
 import pytest
@@ -142,9 +143,21 @@ async def test_a_name_resolving_to_an_ipv6_form_of_a_private_ipv4_is_refused(ans
 
 @pytest.fixture
 def two_addresses() -> Iterator[tuple[Server, Server]]:
-    """An allowed 'public' server on 127.0.0.1 and an internal one on 127.0.0.2, on the same port."""
-    with serve(_inner, host="127.0.0.2") as inner, serve(site, port=inner.port) as outer:
-        yield outer, inner
+    """An allowed 'public' server on 127.0.0.1 and an internal one on 127.0.0.2, on the same port.
+
+    The port is free on 127.0.0.2 when the system picks it; another process may hold it on
+    127.0.0.1: then a new one is picked.
+    """
+    for _ in range(20):
+        with contextlib.ExitStack() as servers:
+            inner = servers.enter_context(serve(_inner, host="127.0.0.2"))
+            try:
+                outer = servers.enter_context(serve(site, port=inner.port))
+            except OSError:  # taken on 127.0.0.1 by someone else
+                continue
+            yield outer, inner
+            return
+    raise AssertionError("no port was free on both 127.0.0.1 and 127.0.0.2 in 20 tries")
 
 
 @pytest.mark.parametrize(
