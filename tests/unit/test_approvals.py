@@ -37,7 +37,7 @@ from helikon import (
 from helikon.core.approvals import args_digest, canonical_json
 from helikon.core.governance import ApprovalOutcome
 from helikon.core.items import ToolResult
-from helikon.core.session import ApprovalDecided, ApprovalPending, TurnClosed
+from helikon.core.session import ApprovalDecided, ApprovalPending, SubRunPaused, TurnClosed
 from helikon.core.session.compaction import CompactingSession
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, handoff_turn, text_turn, tool_call_turn, tool_calls_turn
@@ -186,15 +186,90 @@ def test_needs_approval_must_be_a_bool_or_a_function() -> None:
         tool(name="t", needs_approval="yes")(lambda: None)  # type: ignore[arg-type]
 
 
-async def test_a_sub_agent_called_as_a_tool_cannot_pause_and_refuses_the_call() -> None:
-    inner_model = MockModel.with_scripts([tool_call_turn("refund", {"order": 3}), text_turn("could not")])
-    inner = LlmAgent(name="inner", model=inner_model, tools=[refund])
-    outer_model = MockModel.with_scripts([tool_call_turn("inner", {"input": "refund 3"}), text_turn("told")])
-    outer = LlmAgent(name="outer", model=outer_model, tools=[AgentAsTool(inner)])
-    result = await outer.run("go")
-    assert result.status == "completed" and ran == []
-    [answer] = [m for m in inner_model.requests[1].messages if isinstance(m, ToolResult)]
-    assert "no approval handler" in answer.text
+def billing_desk() -> tuple[LlmAgent[None, str], MockModel, MockModel]:
+    """A desk agent that calls a billing sub-agent as a tool beside a refund of its own.
+
+    The call ids repeat across the two agents (both scripts say "c-refund"): a resume must
+    route each decision by the way it is reached, not by the call id alone.
+    """
+    inner_calls: list[tuple[str, JsonValue]] = [("lookup", {"order": 3}), ("refund", {"order": 3})]
+    inner_model = MockModel.with_scripts(
+        [tool_calls_turn(inner_calls, call_ids=["c-lookup", "c-refund"]), text_turn("billing: refunded 3")]
+    )
+    billing = LlmAgent(name="billing", model=inner_model, tools=[refund, lookup])
+    outer_calls: list[tuple[str, JsonValue]] = [("billing", {"input": "refund 3"}), ("refund", {"order": 9})]
+    outer_model = MockModel.with_scripts(
+        [tool_calls_turn(outer_calls, call_ids=["c-billing", "c-refund"]), text_turn("Both done.")]
+    )
+    desk = LlmAgent(name="desk", model=outer_model, tools=[AgentAsTool(billing), refund])
+    return desk, outer_model, inner_model
+
+
+async def test_a_sub_agent_called_as_a_tool_pauses_its_callers_run() -> None:
+    desk, outer_model, _ = billing_desk()
+    session = MemorySession()
+    paused = await desk.run("refund 3 and 9", session=session)
+    assert paused.status == "paused" and ran == ["lookup 3"]  # the sub-agent's lookup ran
+    assert [(p.agent_path, p.via, p.call_id, p.args) for p in paused.pending] == [
+        (("desk", "billing"), ("c-billing",), "c-refund", {"order": 3}),
+        (("desk",), (), "c-refund", {"order": 9}),
+    ]  # listed together, each with the way to it
+    [sub] = [e for e in await log(session) if isinstance(e, SubRunPaused)]
+    assert sub.via == ("c-billing",) and sub.agent == "billing"
+    assert [m.type for m in sub.messages] == ["user", "tool_call", "tool_call", "tool_result"]
+    assert len(outer_model.requests) == 1
+
+
+async def test_a_paused_sub_agent_goes_on_where_it_paused() -> None:
+    desk, outer_model, inner_model = billing_desk()
+    session = MemorySession()
+    inner, outer = (await desk.run("refund 3 and 9", session=session)).pending
+    done = await desk.resume(session, {inner.request_id: Approve(), outer.request_id: Deny("not 9")})
+    assert done.final_output == "Both done."
+    assert ran == ["lookup 3", "refund 3"]  # the lookup not again; the sub-agent was not restarted
+    assert len(inner_model.requests) == 2  # one model call before the pause, one after
+    results = [m for m in outer_model.requests[-1].messages if isinstance(m, ToolResult)]
+    assert [(r.call_id, r.text) for r in results] == [
+        ("c-billing", "billing: refunded 3"),
+        ("c-refund", "Error: not run: a person denied the call: not 9"),
+    ]
+
+
+async def test_a_sub_agent_that_pauses_again_pauses_its_caller_again() -> None:
+    inner_model = MockModel.with_scripts(
+        [
+            tool_call_turn("refund", {"order": 1}, call_id="r1"),
+            tool_call_turn("refund", {"order": 2}, call_id="r2"),
+            text_turn("two refunds"),
+        ]
+    )
+    billing = LlmAgent(name="billing", model=inner_model, tools=[refund])
+    outer_model = MockModel.with_scripts([tool_call_turn("billing", {"input": "two"}), text_turn("ok")])
+    desk = LlmAgent(name="desk", model=outer_model, tools=[AgentAsTool(billing)])
+    session = MemorySession()
+    [first] = (await desk.run("go", session=session)).pending
+    again = await desk.resume(session, {first.request_id: Approve()})
+    assert again.status == "paused" and ran == ["refund 1"]
+    [second] = again.pending
+    assert second.call_id == "r2" and second.agent_path == ("desk", "billing")
+    done = await desk.resume(session, {second.request_id: Approve()})
+    assert done.final_output == "ok" and ran == ["refund 1", "refund 2"]
+    assert [m.type for m in inner_model.requests[-1].messages][-4:] == [
+        "tool_call",
+        "tool_result",
+        "tool_call",
+        "tool_result",
+    ]
+
+
+async def test_a_sub_agent_gone_fails_closed() -> None:
+    desk, outer_model, _ = billing_desk()
+    session = MemorySession()
+    pending = (await desk.run("refund 3 and 9", session=session)).pending
+    without = LlmAgent(name="desk", model=outer_model, tools=[refund])
+    with pytest.raises(ApprovalTargetMissing, match="no longer calls 'billing'"):
+        await without.resume(session, {p.request_id: Approve() for p in pending})
+    assert ran == ["lookup 3"]
 
 
 # --- resuming -----------------------------------------------------------------------------------

@@ -68,6 +68,7 @@ from helikon.core.events import (
     GuardrailKind,
     PersistFailed,
     RunPaused,
+    SubRun,
 )
 from helikon.core.items import CONTENT_PART_ADAPTER, ContentPart, Item
 from helikon.core.loop import (
@@ -107,6 +108,7 @@ from helikon.core.session import (
     Forked,
     RequestHeader,
     Rewound,
+    SubRunPaused,
     ToolsStarted,
     TurnClosed,
     TurnOpened,
@@ -147,6 +149,7 @@ pending_approval = st.builds(
     prompt=st.text(max_size=8),
     expires=st.none() | st.floats(min_value=0, max_value=4e9),
     on_expire=st.sampled_from(["deny", "keep"]),
+    via=st.lists(st.text(max_size=8), max_size=2).map(tuple),
 )
 decisions = st.sampled_from(["approve", "deny", "edit"])
 
@@ -249,7 +252,19 @@ AGENT_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
     RunCompleted: st.builds(RunCompleted, usage=token_usage, output=opt_text),
     RunFailed: st.builds(RunFailed, error=agent_error, usage=token_usage),
     RunPaused: st.builds(
-        RunPaused, pending=st.lists(pending_approval, max_size=3).map(tuple), usage=token_usage
+        RunPaused,
+        pending=st.lists(pending_approval, max_size=3).map(tuple),
+        usage=token_usage,
+        sub_runs=st.lists(
+            st.builds(
+                SubRun,
+                via=st.lists(text, min_size=1, max_size=2).map(tuple),
+                agent=text,
+                messages=st.lists(st.one_of(user_message, tool_call, tool_result), max_size=3).map(tuple),
+                usage=token_usage,
+            ),
+            max_size=2,
+        ).map(tuple),
     ),
     ApprovalResolved: st.builds(
         ApprovalResolved,
@@ -301,6 +316,15 @@ SESSION_EVENT_STRATEGIES: dict[type, st.SearchStrategy[Any]] = {
         expires_at=st.none() | st.datetimes(timezones=st.just(UTC)),
         on_expire=st.sampled_from(["deny", "keep"]),
         tool_digest=text,
+        ts=st.datetimes(timezones=st.just(UTC)),
+        via=st.lists(text, max_size=2).map(tuple),
+    ),
+    SubRunPaused: st.builds(
+        SubRunPaused,
+        via=st.lists(text, min_size=1, max_size=2).map(tuple),
+        agent=text,
+        messages=st.lists(st.one_of(user_message, tool_call, tool_result), max_size=3).map(tuple),
+        usage=token_usage,
         ts=st.datetimes(timezones=st.just(UTC)),
     ),
     ApprovalDecided: st.builds(
@@ -620,6 +644,7 @@ TAGS: dict[type, str] = {
     ToolsStarted: "tools_started",
     ApprovalPending: "approval_pending",
     ApprovalDecided: "approval_decided",
+    SubRunPaused: "sub_run_paused",
     CustomEvent: "custom",
     # loop states and inputs
     CallingModel: "calling_model",

@@ -36,6 +36,8 @@ from .exceptions import HelikonError, UserError
 if TYPE_CHECKING:
     from datetime import datetime
 
+    from .events import SubRun, TokenUsage
+
 OnExpire: TypeAlias = Literal["deny", "keep"]
 """What expiry does to a pending approval: deny it (a decision after it is refused), or keep it open."""
 
@@ -101,6 +103,9 @@ class PendingApproval:
         on_expire: What expiry does: `"deny"` (a decision after it is refused, and the run
             resumes with the call denied) or `"keep"` (it stays open).
         tool_digest: The digest of the tool's schema when the run paused.
+        via: The calls of agents called as tools (`AgentAsTool`) the request is reached
+            through, from the paused run's own call down; empty for a call of the run's
+            own agent (or a handoff target's).
     """
 
     request_id: str
@@ -113,6 +118,12 @@ class PendingApproval:
     expires: float | None = None
     on_expire: OnExpire = "deny"
     tool_digest: str = ""
+    via: tuple[str, ...] = ()
+
+    @property
+    def run_call(self) -> str:
+        """The call of the paused run's own turn that waits on this request (an agent tool's: nested)."""
+        return self.via[0] if self.via else self.call_id
 
     @property
     def expires_at(self) -> datetime | None:
@@ -159,6 +170,23 @@ Decision: TypeAlias = Approve | Deny | Edit
 
 Approver: TypeAlias = str | JsonObject | None
 """Who decided: a name, a small mapping (`{"sub": "u_17", "via": "console"}`), or None."""
+
+
+class AgentToolPaused(Exception):
+    """Internal: a sub-agent called as a tool paused; the calling run pauses on the call in turn.
+
+    Raised by `AgentAsTool`, turned by the tool runner into the call's pending requests
+    (`pending`, with paths relative to the sub-agent) and the sub-runs to record
+    (`sub_runs`: the sub-agent's own first, then any it nests).
+    """
+
+    def __init__(
+        self, pending: tuple[PendingApproval, ...], sub_runs: tuple[SubRun, ...], usage: TokenUsage
+    ) -> None:
+        super().__init__(f"{len(pending)} call(s) of a sub-agent wait for approval")
+        self.pending = pending
+        self.sub_runs = sub_runs
+        self.usage = usage
 
 
 class ApprovalError(HelikonError):

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from .governance.redaction import Redactor
     from .governance.rules import AllowRule, DenyRule, GuardRule
     from .observer import RunObserver
+    from .run.resume_point import SubResume
     from .session import Session
     from .usage import UsageMeter
 
@@ -239,7 +240,6 @@ class RunContext(Generic[Ctx]):
         "_hooks",
         "_meter",
         "_observer",
-        "_pausable",
         "_session",
         "_state",
         "_trace_parent",
@@ -272,9 +272,6 @@ class RunContext(Generic[Ctx]):
         # The conversation check of the session a runner runs this on: the session's runs
         # then look at their new turns only (see ConversationCheck).
         self._check: ConversationCheck | None = None
-        # Whether a question no one here can answer pauses the run (see helikon.core.approvals):
-        # not in a sub-agent run as a tool, whose turns no session keeps to resume.
-        self._pausable = True
 
     @staticmethod
     def ephemeral(user_ctx: C) -> RunContext[C]:
@@ -302,7 +299,6 @@ class RunContext(Generic[Ctx]):
         new._hooks = self._hooks
         new._meter = self._meter
         new._observer = self._observer
-        new._pausable = self._pausable
         new._session = self._session
         new._state = self._state
         new._trace_parent = self._trace_parent
@@ -581,14 +577,13 @@ class RunContext(Generic[Ctx]):
         new._cancel = self._cancel.child_token()
         new._observer = None  # its turns are not this run's to record
         new._check = None  # nor its conversation
-        new._pausable = False  # nor can its run pause: a question no handler answers refuses the call
         return new
 
 
 class ToolContext(Generic[Ctx]):
     """What a tool sees of the run: no session handle, so tools cannot bypass persistence."""
 
-    __slots__ = ("_max_agent_depth", "_run", "_span", "_usage", "call_id", "tool_name")
+    __slots__ = ("_max_agent_depth", "_run", "_span", "_usage", "call_id", "resuming", "tool_name")
 
     def __init__(
         self,
@@ -598,6 +593,7 @@ class ToolContext(Generic[Ctx]):
         tool_name: str,
         max_agent_depth: int,
         span: object = None,
+        resuming: SubResume | None = None,
     ) -> None:
         self._run = run
         self._max_agent_depth = max_agent_depth
@@ -607,6 +603,9 @@ class ToolContext(Generic[Ctx]):
         """The id of the call being served."""
         self.tool_name = tool_name
         """The name the model called."""
+        self.resuming = resuming
+        """For an agent called as a tool whose run paused for approval and is being resumed:
+        that run, to go on with instead of starting afresh (see `AgentAsTool`); else None."""
 
     @property
     def user_ctx(self) -> Ctx:

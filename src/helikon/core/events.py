@@ -21,7 +21,7 @@ from ._internal.adapter import LazyAdapter
 from ._internal.carrier import carrier
 from ._internal.json_value import JsonObject, JsonValue
 from .approvals import PendingApproval
-from .items import AssistantMessage, SystemMessage, ToolCall, ToolResult, UserMessage
+from .items import AssistantMessage, Item, SystemMessage, ToolCall, ToolResult, UserMessage
 from .model import ModelFallback, ModelSettings, ReasoningDelta, TokenDelta, ToolCallDelta, ToolDef
 
 # --- carriers used by events -----------------------------------------------------------------
@@ -312,6 +312,21 @@ class ApprovalResolved:
 
 
 @carrier
+class SubRun:
+    """A paused sub-agent's run, called as a tool: what a resume needs to go on with it.
+
+    `via` is the calls it is reached through, from the paused run's own call down; `agent`
+    the sub-agent's name; `messages` its conversation up to the pause (its turn's calls and
+    the results that came back); `usage` what it had spent.
+    """
+
+    via: tuple[str, ...]
+    agent: str
+    messages: tuple[Item, ...]
+    usage: TokenUsage = TokenUsage()
+
+
+@carrier
 class RunPaused:
     """Terminal: the run waits for decisions on `pending` (see `helikon.core.approvals`).
 
@@ -323,6 +338,8 @@ class RunPaused:
     type: Literal["run_paused"] = "run_paused"
     pending: tuple[PendingApproval, ...]
     usage: TokenUsage = TokenUsage()
+    sub_runs: tuple[SubRun, ...] = ()
+    """The sub-agents (called as tools) that paused with it: a session records them to resume them."""
 
 
 AgentEvent: TypeAlias = (
@@ -387,6 +404,7 @@ __all__ = [
     "RunPaused",
     "RunStarted",
     "StructuredOutputFailed",
+    "SubRun",
     "TokenUsage",
     "ToolCallItem",
     "ToolOutputItem",

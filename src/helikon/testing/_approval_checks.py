@@ -181,6 +181,58 @@ async def check_a_run_pauses_and_resumes_on_the_backend(backend: ConformanceBack
         await close_session(session)
 
 
+async def check_sub_agent_and_handoff_requests_resume(backend: ConformanceBackend) -> None:
+    """A sub-agent called as a tool and a handoff target pause; each goes on where it stopped."""
+    from helikon.core.agent import LlmAgent
+    from helikon.core.context import RunContext
+    from helikon.core.workflows.agent_tool import AgentAsTool
+    from helikon.runtime import AsyncioRunner
+
+    from ._scripts import handoff_turn, tool_call_turn
+
+    RAN.clear()
+    billing = clerk(first_turn(), text_turn("billing done"))  # named "clerk": the sub-agent
+    calls: list[tuple[str, JsonValue]] = [("clerk", {"input": "refund"}), ("lookup", {"order": 2})]
+    desk_model = MockModel.with_scripts(
+        [tool_calls_turn(calls, call_ids=["c-clerk", "c-lookup"]), text_turn("ok")]
+    )
+    desk = LlmAgent[None, str](
+        name="desk", model=desk_model, tools=[AgentAsTool(billing), *billing.tools[:1]]
+    )
+    runner = AsyncioRunner[None]()
+    session = await backend.open(new_id("approval-nested"))
+    try:
+        ctx = RunContext.ephemeral(None).with_session(session)
+        paused = await runner.run(desk, "refund", ctx)
+        require(
+            [p.agent_path for p in paused.pending] == [("desk", "clerk")] * 3,
+            f"the sub-agent's requests name the way to it: {paused.pending}",
+        )
+        done = await runner.resume(desk, ctx, {p.request_id: Approve() for p in paused.pending})
+        require(done.final_output == "ok", f"the caller finished: {done.final_output!r}")
+        require(
+            sorted(RAN) == ["lookup 1", "lookup 2", "refund 7", "refund 8", "refund 9"],
+            f"every call ran once, the sub-agent's lookup not again: {RAN}",
+        )
+    finally:
+        await close_session(session)
+    RAN.clear()
+    target = clerk(tool_call_turn("refund", {"order": 5}), text_turn("refunded 5"))
+    triage = LlmAgent[None, str](
+        name="triage", model=MockModel.with_scripts([handoff_turn(target)]), handoffs=[target]
+    )
+    session = await backend.open(new_id("approval-handoff"))
+    try:
+        ctx = RunContext.ephemeral(None).with_session(session)
+        paused = await runner.run(triage, "refund 5", ctx)
+        [request] = paused.pending
+        require(request.agent_path == ("triage", "clerk"), f"the target's request: {request.agent_path}")
+        done = await runner.resume(triage, ctx, {request.request_id: Approve()})
+        require(done.final_output == "refunded 5" and RAN == ["refund 5"], f"the target went on: {RAN}")
+    finally:
+        await close_session(session)
+
+
 async def check_a_paused_run_resumes_in_another_process(backend: ConformanceBackend) -> None:
     """Pause in one process; decide in parts from two others: each resumes from the session alone."""
     require(backend.opener is not None, "backend.opener is not None")
@@ -294,5 +346,6 @@ __all__ = [
     "check_a_paused_run_resumes_in_another_process",
     "check_a_run_pauses_and_resumes_on_the_backend",
     "check_approval_events_round_trip_exactly",
+    "check_sub_agent_and_handoff_requests_resume",
     "check_one_decision_per_request",
 ]

@@ -57,6 +57,7 @@ from ._approval_checks import (
     check_a_run_pauses_and_resumes_on_the_backend,
     check_approval_events_round_trip_exactly,
     check_one_decision_per_request,
+    check_sub_agent_and_handoff_requests_resume,
 )
 from ._branch_checks import (
     BRANCH_CHECKS,
@@ -687,6 +688,7 @@ IN_PROCESS: tuple[Check, ...] = (
     check_approval_events_round_trip_exactly,
     check_one_decision_per_request,
     check_a_run_pauses_and_resumes_on_the_backend,
+    check_sub_agent_and_handoff_requests_resume,
     *BRANCH_CHECKS,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
@@ -736,6 +738,7 @@ __all__ = [
     "check_a_run_pauses_and_resumes_on_the_backend",
     "check_approval_events_round_trip_exactly",
     "check_one_decision_per_request",
+    "check_sub_agent_and_handoff_requests_resume",
     "METADATA_CHECKS",
     "MULTI_PROCESS",
     "check_concurrent_metadata_updates_lose_nothing",

@@ -34,6 +34,7 @@ from ..events import (
     RunPaused,
     RunStarted,
     StructuredOutputFailed,
+    SubRun,
     TokenUsage,
     ToolCallItem,
     ToolOutputItem,
@@ -409,9 +410,11 @@ def _after_tools(
     retried = state.args_retried
     failure: AgentError | None = None
     pending: list[PendingApproval] = []
+    sub_runs: list[SubRun] = []
     for outcome in input.outcomes:
-        if outcome.pending is not None:  # no result yet: it waits for a person
-            pending.append(outcome.pending)
+        if outcome.pending:  # no result yet: it waits for a person
+            pending += outcome.pending
+            sub_runs += outcome.sub_runs
             continue
         result = outcome.to_result()
         results.append(result)
@@ -449,7 +452,7 @@ def _after_tools(
             args_retried=retried,
             output_retried=state.output_retried,
         )
-        events.append(RunPaused(pending=paused.pending, usage=usage))
+        events.append(RunPaused(pending=paused.pending, usage=usage, sub_runs=tuple(sub_runs)))
         return TransitionOutcome(paused, tuple(events), _TERMINATE, appends)
     next_turn = state.turn + 1
     events.append(TurnStarted(turn=next_turn))

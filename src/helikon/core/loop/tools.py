@@ -12,12 +12,12 @@ from typing import Literal, TypeAlias
 from .._internal.carrier import carrier
 from .._internal.json_value import JsonObject
 from ..approvals import PendingApproval
-from ..events import TokenUsage
+from ..events import SubRun, TokenUsage
 from ..items import ContentPart, ToolResult
 
 ToolStatus: TypeAlias = Literal["ok", "error", "invalid_args", "denied", "retry", "fatal", "pending"]
 """`retry`: the tool raised `ModelRetry`; `fatal`: the call fails the run (a `fail_run` timeout);
-`pending`: the call waits for a person's decision (`pending` says which), the run pauses."""
+`pending`: the call waits for people's decisions (`pending` says which), the run pauses."""
 
 TOOL_DENIED_PREFIX = "Error: the tool refused the call: "
 """What the model reads before the reason of a tool's `ToolError.Denied`."""
@@ -37,8 +37,10 @@ class ToolCallOutcome:
     """The tool's `ToolOutput.metadata` (what a UI shows; the model never sees it)."""
     usage: TokenUsage | None = None
     """What the call spent on models (`ToolContext.add_usage`, e.g. an agent-tool): the run adds it."""
-    pending: PendingApproval | None = None
-    """For a `pending` call: the approval it waits for."""
+    pending: tuple[PendingApproval, ...] = ()
+    """For a `pending` call: the approvals it waits for (several: a sub-agent's calls)."""
+    sub_runs: tuple[SubRun, ...] = ()
+    """For a call of a sub-agent that paused: its run (and those it nests), to resume them."""
 
     def to_result(self) -> ToolResult:
         """The `ToolResult` item the model sees."""

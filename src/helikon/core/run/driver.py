@@ -279,14 +279,21 @@ class _Run:
             remove_callback()
 
     async def decided_calls(self, point: ResumePoint, sink: EventSink) -> TransitionInput:
-        """Run the calls a person let run (with the arguments they approved); every call's outcome."""
+        """Run the calls people let run (with the arguments they approved); every call's outcome.
+
+        The call of an agent called as a tool that paused runs again with its own arguments:
+        the agent goes on with its paused run (`ToolContext.resuming`).
+        """
         runner = self.tool_runner()
         to_run: list[ToolCall] = []
         for call in point.state.calls:
             decided = point.decided.get(call.call_id)
-            if decided is not None and decided.kind == "run":
-                runner.decided[call.call_id] = decided.args
-                to_run.append(call)
+            if decided is None or decided.kind == "deny":
+                continue
+            runner.decided[call.call_id] = call.args if decided.kind == "resume" else decided.args
+            if decided.sub is not None:  # an agent called as a tool: it goes on with its run
+                runner.resuming[call.call_id] = decided.sub
+            to_run.append(call)
         ran: dict[str, ToolCallOutcome] = {}
         if to_run:
             results = await self.tool_turn(tuple(to_run), sink)

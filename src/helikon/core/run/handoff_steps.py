@@ -127,7 +127,7 @@ class _TargetSink:
         elif isinstance(event, RunPaused):
             self.ended = True
             pending = tuple(replace(p, agent_path=(self.agent, *p.agent_path)) for p in event.pending)
-            event = RunPaused(pending=pending, usage=self.before + event.usage)
+            event = RunPaused(pending=pending, usage=self.before + event.usage, sub_runs=event.sub_runs)
         return self.sink.put(event)
 
 

@@ -17,11 +17,24 @@ from ..loop import NeedsApproval, ToolCallOutcome, ToolResults
 
 @carrier
 class Decided:
-    """What a person decided for one pending call: run it with `args`, or not (`deny`, with `reason`)."""
+    """What was decided for one call of the paused turn.
 
-    kind: Literal["run", "deny"]
+    `run` it with `args`; `deny` it (`reason`); or, for an agent called as a tool whose run
+    paused, `resume` that run (`sub`) with the decisions on its own calls.
+    """
+
+    kind: Literal["run", "deny", "resume"]
     args: JsonValue = None
     reason: str = ""
+    sub: SubResume | None = None
+
+
+@carrier
+class SubResume:
+    """A sub-agent's paused run (called as a tool), ready to go on: `point` is where, `agent` whose."""
+
+    agent: str
+    point: ResumePoint
 
 
 @carrier
@@ -59,4 +72,4 @@ class ResumePoint:
         return ToolResults(outcomes=tuple(outcomes))
 
 
-__all__ = ["Decided", "ResumePoint"]
+__all__ = ["Decided", "ResumePoint", "SubResume"]

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .._internal.callbacks import CallbackRaised
 from .._internal.json_value import JsonValue
-from ..approvals import PendingApproval, args_digest, new_request_id, schema_digest
+from ..approvals import AgentToolPaused, PendingApproval, args_digest, new_request_id, schema_digest
 from ..context import ToolContext
 from ..events import PermissionDenied, ToolOutputItem
 from ..exceptions import Denied, InvalidArgs, ModelRetry, UserError
@@ -48,6 +48,7 @@ if TYPE_CHECKING:
     from ..governance.redaction import Redactor
     from ..observer import RunObserver
     from ..tools import Tool
+    from .resume_point import SubResume
     from .tracing import RunTrace
 
 
@@ -67,15 +68,15 @@ class ToolRunner:
         parallel_limit: At most this many calls of a batch run at once (None: all).
 
     A call that needs a person's approval no handler gives pauses (its outcome is
-    `pending`) when the run can pause (`RunContext._pausable`); `expiry` is the
+    `pending`; a sub-agent's run pauses its caller's in turn); `expiry` is the
     `RunConfig.approval_expires_after` and `on_approval_expired` of those it pauses.
     `decided` holds the calls a person approved (a paused run resumed): each runs with the
-    arguments given there, and is asked nothing again.
+    arguments given there, and is asked nothing again; `resuming`, the calls of agents
+    called as tools whose runs paused: each goes on with its run (`ToolContext.resuming`).
     """
 
     __slots__ = (
         "agent_name",
-        "can_pause",
         "ctx",
         "decided",
         "expiry",
@@ -85,6 +86,7 @@ class ToolRunner:
         "observer",
         "parallel_limit",
         "redactor",
+        "resuming",
         "tools",
         "trace",
     )
@@ -113,9 +115,9 @@ class ToolRunner:
         self.trace = trace
         self.observer = observer
         self.parallel_limit = parallel_limit
-        self.can_pause: bool = ctx._pausable  # pyright: ignore[reportPrivateUsage]
         self.expiry: tuple[float | None, OnExpire] = (None, "deny")
         self.decided: dict[str, JsonValue] = {}
+        self.resuming: dict[str, SubResume] = {}
 
     async def run_batch(
         self,
@@ -161,7 +163,7 @@ class ToolRunner:
         """
         outcome = await self.run_one(call, offered, emit)
         observer = self.observer
-        if observer is not None and outcome.pending is None:  # a pending call has no result yet
+        if observer is not None and not outcome.pending:  # a pending call has no result yet
             await observer.tool_returned(ToolOutputItem(item=outcome.to_result(), metadata=outcome.metadata))
         return outcome
 
@@ -214,6 +216,7 @@ class ToolRunner:
             tool_name=call.name,
             max_agent_depth=self.max_agent_depth,
             span=span,
+            resuming=self.resuming.get(call.call_id) if self.resuming else None,
         )
         ran = await self._invoke(call, tool, tool_ctx, args, emit, span)
         used = tool_ctx._usage  # pyright: ignore[reportPrivateUsage]  (what the tool's models spent)
@@ -268,7 +271,7 @@ class ToolRunner:
                     emit=emit,
                     ask=ask if isinstance(ask, str) else None,
                     approved=approved,
-                    can_pause=self.can_pause,
+                    can_pause=True,
                 )
             except ApprovalNeeded as need:
                 return args, self._pending(call, tool, need.call_args, need.prompt)
@@ -296,7 +299,7 @@ class ToolRunner:
                 prompt,
                 call_id=call.call_id,
                 emit=emit,
-                can_pause=self.can_pause,
+                can_pause=True,
             )
         except ApprovalNeeded as need:
             return self._pending(call, tool, need.call_args, need.prompt)
@@ -334,7 +337,25 @@ class ToolRunner:
             name=call.name,
             content=(TextPart(text=text),),
             status="pending",
+            pending=(pending,),
+        )
+
+    def _sub_run_paused(self, call: ToolCall, paused: AgentToolPaused) -> ToolCallOutcome:
+        """The outcome of a call whose sub-agent paused: its requests, reached through this call."""
+        pending = tuple(
+            replace(p, agent_path=(self.agent_name, *p.agent_path), via=(call.call_id, *p.via))
+            for p in paused.pending
+        )
+        sub_runs = tuple(replace(s, via=(call.call_id, *s.via)) for s in paused.sub_runs)
+        text = f"Waiting for people to approve {len(pending)} call(s) of the sub-agent."
+        return ToolCallOutcome(
+            call_id=call.call_id,
+            name=call.name,
+            content=(TextPart(text=text),),
+            status="pending",
+            usage=paused.usage,
             pending=pending,
+            sub_runs=sub_runs,
         )
 
     async def _invoke(
@@ -369,6 +390,8 @@ class ToolRunner:
             # like a permission denial; `RunConfig.fail_on_tool_denied` fails the run instead.
             self._denied(call, exc.reason, emit)
             return _outcome(call, TOOL_DENIED_PREFIX + exc.reason, "denied")
+        except AgentToolPaused as paused:  # a sub-agent waits for people: so does this call
+            return self._sub_run_paused(call, paused)
         except CallbackRaised:
             raise  # a hook the tool fired (`ToolContext.subagent_stopped`): the run fails
         except Exception as exc:

@@ -12,7 +12,7 @@ from .._internal.carrier import carrier
 from .._internal.json_value import JsonObject, JsonValue
 from ..events import TokenUsage
 from ..exceptions import UserError
-from ..items import ContentParts
+from ..items import ContentParts, Item
 from ..model import ToolDef
 
 if TYPE_CHECKING:
@@ -216,6 +216,12 @@ class ApprovalPending:
     on_expire: Literal["deny", "keep"] = "deny"
     tool_digest: str = ""
     ts: datetime = field(default_factory=_now)
+    via: tuple[str, ...] = ()
+
+    @property
+    def run_call(self) -> str:
+        """The call of the paused run's own turn that waits on this request (see `PendingApproval.via`)."""
+        return self.via[0] if self.via else self.call_id
 
     @staticmethod
     def of(pending: PendingApproval) -> ApprovalPending:
@@ -231,6 +237,7 @@ class ApprovalPending:
             expires_at=pending.expires_at,
             on_expire=pending.on_expire,
             tool_digest=pending.tool_digest,
+            via=pending.via,
         )
 
     def pending(self) -> PendingApproval:
@@ -248,7 +255,26 @@ class ApprovalPending:
             expires=None if self.expires_at is None else self.expires_at.timestamp(),
             on_expire=self.on_expire,
             tool_digest=self.tool_digest,
+            via=self.via,
         )
+
+
+@carrier
+class SubRunPaused:
+    """A sub-agent called as a tool paused inside the run's call `via[0]`: its conversation so far.
+
+    The fields are those of the `SubRun` the run reported: `via` (the calls it is reached
+    through), `agent`, `messages` (its conversation up to the pause), `usage`. A resume
+    goes on with that conversation instead of starting the sub-agent afresh. Projects to
+    nothing.
+    """
+
+    type: Literal["sub_run_paused"] = "sub_run_paused"
+    via: tuple[str, ...]
+    agent: str
+    messages: tuple[Item, ...]
+    usage: TokenUsage = field(default_factory=TokenUsage)
+    ts: datetime = field(default_factory=_now)
 
 
 @carrier
@@ -367,11 +393,12 @@ KnownSessionEvent: TypeAlias = (
     | ToolsStarted
     | ApprovalPending
     | ApprovalDecided
+    | SubRunPaused
     | CustomEvent
 )
 """The six base event variants, helikon's markers (`RequestHeader`, `Rewound`, `Forked`,
 `TurnOpened`, `TurnClosed`, `ToolsStarted`), a paused run's approvals (`ApprovalPending`,
-`ApprovalDecided`) and an application's own facts (`CustomEvent`)."""
+`ApprovalDecided`, `SubRunPaused`) and an application's own facts (`CustomEvent`)."""
 
 SessionEvent: TypeAlias = KnownSessionEvent | UnknownEvent
 """One entry of a session's log. Every known variant carries `ts` (UTC), stamped at construction."""
@@ -402,6 +429,7 @@ __all__ = [
     "Rewound",
     "SESSION_EVENT_ADAPTER",
     "SessionEvent",
+    "SubRunPaused",
     "ToolCalled",
     "ToolReturned",
     "ToolsStarted",

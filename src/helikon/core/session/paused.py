@@ -30,6 +30,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..events import TokenUsage
+from ..items import ToolResult
 from . import (
     ApprovalDecided,
     ApprovalPending,
@@ -37,6 +38,7 @@ from . import (
     HandoffOccurred,
     SequenceId,
     SessionEntry,
+    SubRunPaused,
     ToolCalled,
     ToolReturned,
     TurnClosed,
@@ -53,6 +55,7 @@ class PausedRun:
             in the order they were made.
         decided: The decisions recorded on those requests so far, by request id.
         settled: The request ids of earlier pauses, decided and run already.
+        sub_runs: The sub-agents (called as tools) that paused with the run, by `via`.
         run_id: The paused turn's run id (a durable run's; "" when the session has no turn markers).
         calls: Every tool call of the paused turn (the calls the pending ones were asked with).
         returned: The results the log has of those calls, by call id.
@@ -61,12 +64,24 @@ class PausedRun:
         end: The seq of the log's last event.
     """
 
-    __slots__ = ("calls", "decided", "end", "requests", "returned", "run_id", "settled", "turn", "usage")
+    __slots__ = (
+        "calls",
+        "decided",
+        "end",
+        "requests",
+        "returned",
+        "run_id",
+        "settled",
+        "sub_runs",
+        "turn",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self.requests: dict[str, ApprovalPending] = {}
         self.decided: dict[str, ApprovalDecided] = {}
         self.settled: set[str] = set()
+        self.sub_runs: dict[tuple[str, ...], SubRunPaused] = {}
         self.run_id = ""
         self.calls: tuple[ToolCalled, ...] = ()
         self.returned: dict[str, ToolReturned] = {}
@@ -76,9 +91,13 @@ class PausedRun:
 
     @property
     def agent_path(self) -> tuple[str, ...]:
-        """The agents from the run's own to the one whose tools wait (a handoff target's)."""
+        """The agents from the run's own to the one whose turn waits (a handoff target's).
+
+        A request of a sub-agent called as a tool has a longer path: the sub-agents it is
+        reached through follow.
+        """
         first = next(iter(self.requests.values()))
-        return first.agent_path
+        return first.agent_path[: len(first.agent_path) - len(first.via)]
 
     def undecided(self) -> list[ApprovalPending]:
         """The open requests with no decision yet, in order."""
@@ -88,21 +107,30 @@ class PausedRun:
 def read_paused(entries: Sequence[SessionEntry]) -> PausedRun | None:
     """The session's paused run, from its whole log; None when no request waits."""
     open_requests: dict[str, tuple[int, ApprovalPending]] = {}  # request id -> (index, event)
-    by_call: dict[str, str] = {}  # call id -> request id, while it waits
+    by_call: dict[str, list[str]] = {}  # the run's call -> the request ids that wait on it
     decided: dict[str, ApprovalDecided] = {}
     settled: set[str] = set()
+    sub_runs: dict[tuple[str, ...], SubRunPaused] = {}
     run_id = ""
     for index, entry in enumerate(entries):
         event = entry.event
         if type(event) is ApprovalPending:
             open_requests[event.request_id] = (index, event)
-            by_call[event.call_id] = event.request_id
+            by_call.setdefault(event.run_call, []).append(event.request_id)
         elif type(event) is ApprovalDecided:
             if event.request_id in open_requests:
                 decided[event.request_id] = event
+        elif type(event) is SubRunPaused:
+            sub_runs[event.via] = event  # the latest: a resumed sub-agent that paused again
+            # ... whose calls that have run since are settled: their results are in its conversation
+            returned = {m.call_id for m in event.messages if isinstance(m, ToolResult)}
+            for request_id, (_, request) in list(open_requests.items()):
+                if request.via == event.via and request.call_id in returned:
+                    del open_requests[request_id]
+                    decided.pop(request_id, None)
+                    settled.add(request_id)
         elif type(event) is ToolReturned:
-            request_id = by_call.pop(event.call_id, None)
-            if request_id is not None:
+            for request_id in by_call.pop(event.call_id, ()):
                 open_requests.pop(request_id, None)
                 decided.pop(request_id, None)
                 settled.add(request_id)
@@ -115,9 +143,10 @@ def read_paused(entries: Sequence[SessionEntry]) -> PausedRun | None:
     paused.requests = {event.request_id: event for _, event in ordered}
     paused.decided = decided
     paused.settled = settled
+    paused.sub_runs = {via: sub for via, sub in sub_runs.items() if via[0] in by_call}
     paused.run_id = run_id
     paused.end = entries[-1].seq
-    _read_turn(paused, entries, ordered[0][0], ordered[0][1].call_id)
+    _read_turn(paused, entries, ordered[0][0], ordered[0][1].run_call)
     return paused
 
 

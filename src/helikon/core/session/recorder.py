@@ -26,6 +26,7 @@ from . import (
     HandoffOccurred,
     RequestHeader,
     SessionEvent,
+    SubRunPaused,
     ToolCalled,
     ToolReturned,
     TurnOpened,
@@ -134,9 +135,14 @@ class SessionRecorder:
             self._events.append(CustomEvent(kind=FALLBACK_KIND, data=_fallback_data(event)))
         elif type(event) is RunPaused:
             # The calls wait for a person: each is recorded as pending, and stays without a
-            # result (not an interrupted one) until a resume runs it.
+            # result (not an interrupted one) until a resume runs it; a sub-agent that paused
+            # is recorded with its conversation, to go on with it.
+            for sub in event.sub_runs:
+                self._events.append(
+                    SubRunPaused(via=sub.via, agent=sub.agent, messages=sub.messages, usage=sub.usage)
+                )
             for pending in event.pending:
-                self._open_calls.pop(pending.call_id, None)
+                self._open_calls.pop(pending.run_call, None)
                 self._events.append(ApprovalPending.of(pending))
 
     def request_sent(self, sent: RequestSent) -> None:

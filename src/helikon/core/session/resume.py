@@ -25,6 +25,7 @@ Pure: it reads what it is given, and writes nothing.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -48,12 +49,12 @@ from ..approvals import (
     canonical_json,
     schema_digest,
 )
-from ..events import ApprovalResolved
+from ..events import ApprovalResolved, TokenUsage
 from ..exceptions import InvalidArgs, SessionConflict, UserError
-from ..items import Item, ToolCall, ToolResult
-from ..loop import NeedsApproval, ToolCallOutcome
-from ..run.resume_point import Decided, ResumePoint
-from . import ApprovalDecided, ApprovalPending, Session
+from ..items import AssistantMessage, Item, ToolCall, ToolResult
+from ..loop import NeedsApproval, ToolCallOutcome, ToolStatus
+from ..run.resume_point import Decided, ResumePoint, SubResume
+from . import ApprovalDecided, ApprovalPending, Session, SubRunPaused, ToolReturned
 from .paused import PausedRun
 
 if TYPE_CHECKING:
@@ -107,32 +108,112 @@ class ResumePlan:
         ids = {call.call_id for call in calls}
         # The turn's results are added back in call order by the resumed step.
         conversation = tuple(m for m in messages if not (isinstance(m, ToolResult) and m.call_id in ids))
-        done = {
-            call_id: ToolCallOutcome(
-                call_id=call_id,
-                name=returned.name or "",
-                content=returned.content,
-                status="error" if returned.is_error else "ok",
-                metadata=returned.metadata,
-            )
-            for call_id, returned in paused.returned.items()
-        }
+        done = {call_id: _outcome(returned) for call_id, returned in paused.returned.items()}
         decisions = {d.request_id: d for d in (*paused.decided.values(), *self.new)}
-        decided: dict[str, Decided] = {}
-        for request_id, request in paused.requests.items():
-            decision = decisions[request_id]
-            if decision.decision == "deny":
-                decided[request.call_id] = Decided(kind="deny", reason=decision.reason)
-            else:
-                args = decision.args if decision.decision == "edit" else request.args
-                decided[request.call_id] = Decided(kind="run", args=args)
-        state = NeedsApproval(
-            calls=calls,
-            pending=tuple(r.pending() for r in paused.requests.values()),
-            turn=paused.turn,
-            usage=paused.usage,
-        )
-        return ResumePoint(state=state, conversation=conversation, done=done, decided=decided)
+        turn = _Turn(calls, conversation, done, paused.turn, paused.usage)
+        return _point(turn, list(paused.requests.values()), decisions, paused.sub_runs)
+
+
+class _Turn:
+    """A paused turn: its calls, the conversation before their results, the results in, its number, usage."""
+
+    __slots__ = ("calls", "conversation", "done", "number", "usage")
+
+    def __init__(
+        self,
+        calls: tuple[ToolCall, ...],
+        conversation: tuple[Item, ...],
+        done: dict[str, ToolCallOutcome],
+        number: int,
+        usage: TokenUsage,
+    ) -> None:
+        self.calls = calls
+        self.conversation = conversation
+        self.done = done
+        self.number = number
+        self.usage = usage
+
+
+def _point(
+    turn: _Turn,
+    requests: list[ApprovalPending],
+    decisions: Mapping[str, ApprovalDecided],
+    sub_runs: Mapping[tuple[str, ...], SubRunPaused],
+) -> ResumePoint:
+    """The resume point of a paused turn whose `requests` (their `via` relative to it) are all decided.
+
+    A request reached through an agent called as a tool makes that call go on with the
+    sub-agent's run: its own point, built the same way from what the log kept of it.
+    """
+    decided: dict[str, Decided] = {}
+    nested: dict[str, list[ApprovalPending]] = {}
+    for request in requests:
+        if request.via:
+            nested.setdefault(request.via[0], []).append(request)
+            continue
+        decision = decisions[request.request_id]
+        if decision.decision == "deny":
+            decided[request.call_id] = Decided(kind="deny", reason=decision.reason)
+        else:
+            args = decision.args if decision.decision == "edit" else request.args
+            decided[request.call_id] = Decided(kind="run", args=args)
+    for call_id, inner in nested.items():
+        sub = sub_runs[(call_id,)]
+        inner_requests = [dataclasses.replace(r, via=r.via[1:]) for r in inner]
+        inner_subs = {via[1:]: s for via, s in sub_runs.items() if via[0] == call_id and len(via) > 1}
+        point = _point(_sub_turn(sub, inner_requests[0].run_call), inner_requests, decisions, inner_subs)
+        decided[call_id] = Decided(kind="resume", sub=SubResume(agent=sub.agent, point=point))
+    state = NeedsApproval(
+        calls=turn.calls, pending=tuple(r.pending() for r in requests), turn=turn.number, usage=turn.usage
+    )
+    return ResumePoint(state=state, conversation=turn.conversation, done=turn.done, decided=decided)
+
+
+def _sub_turn(sub: SubRunPaused, call_id: str) -> _Turn:
+    """The paused turn of a sub-agent's run, from the conversation the log kept of it."""
+    messages = sub.messages
+    at = next(i for i in range(len(messages) - 1, -1, -1) if _is_call(messages[i], call_id))
+    first = last = at
+    while first > 0 and isinstance(messages[first - 1], ToolCall):
+        first -= 1
+    while last + 1 < len(messages) and isinstance(messages[last + 1], ToolCall):
+        last += 1
+    calls = tuple(m for m in messages[first : last + 1] if isinstance(m, ToolCall))
+    ids = {call.call_id for call in calls}
+    done: dict[str, ToolCallOutcome] = {}
+    for message in messages[last + 1 :]:
+        if isinstance(message, ToolResult) and message.call_id in ids:
+            status: ToolStatus = "error" if message.is_error else "ok"
+            done[message.call_id] = ToolCallOutcome(
+                call_id=message.call_id, name=message.name or "", content=message.content, status=status
+            )
+    conversation = tuple(m for m in messages if not (isinstance(m, ToolResult) and m.call_id in ids))
+    answers = 0
+    for index in range(first):
+        message = messages[index]
+        if isinstance(message, AssistantMessage):
+            answers += 1
+        elif isinstance(message, ToolCall) and not isinstance(
+            messages[index - 1], AssistantMessage | ToolCall
+        ):
+            answers += 1  # an answer of calls only
+    own_message = first > 0 and isinstance(messages[first - 1], AssistantMessage)
+    return _Turn(calls, conversation, done, answers - 1 if own_message else answers, sub.usage)
+
+
+def _is_call(message: Item, call_id: str) -> bool:
+    return isinstance(message, ToolCall) and message.call_id == call_id
+
+
+def _outcome(returned: ToolReturned) -> ToolCallOutcome:
+    """The outcome of a call of the paused turn that returned before the pause."""
+    return ToolCallOutcome(
+        call_id=returned.call_id,
+        name=returned.name or "",
+        content=returned.content,
+        status="error" if returned.is_error else "ok",
+        metadata=returned.metadata,
+    )
 
 
 def plan_resume(
@@ -159,6 +240,14 @@ def plan_resume(
         )
     _check_by(by)
     agent, depth = _agent_on_path(root, paused.agent_path)
+    for request in paused.requests.values():  # a sub-agent's request goes on with its run: the log has it
+        for depth_in in range(1, len(request.via) + 1):
+            if request.via[:depth_in] not in paused.sub_runs:
+                raise ApprovalTargetMissing(
+                    f"request {request.request_id!r}: the log holds no paused run of the sub-agent it "
+                    f"is reached through ({' -> '.join(request.agent_path)})",
+                    request.request_id,
+                )
     plan = ResumePlan(paused, agent, depth)
     when = time.time() if now is None else now
     for request_id, decision in decisions.items():
@@ -290,8 +379,31 @@ def _checked(
             request_id,
         )
     if recorded.decision != "deny":
-        _check_tool(plan.agent, request, recorded)
+        _check_tool(_agent_of(plan, request), request, recorded)
     return recorded
+
+
+def _agent_of(plan: ResumePlan, request: ApprovalPending) -> LlmAgent[Any, Any]:
+    """The agent whose tool `request` is for: the paused turn's, or a sub-agent it calls as a tool.
+
+    Each sub-agent on the way must still be there, as an agent tool of the one before it.
+    """
+    agent: Any = plan.agent
+    names = request.agent_path[len(request.agent_path) - len(request.via) :]
+    for name in names:
+        tools: dict[str, Any] = getattr(agent, "tools_by_name", {})
+        inner = next(
+            (t.agent for t in tools.values() if getattr(getattr(t, "agent", None), "name", None) == name),
+            None,
+        )
+        if inner is None or not hasattr(inner, "tools_by_name"):
+            raise ApprovalTargetMissing(
+                f"request {request.request_id!r}: agent {agent.name!r} no longer calls {name!r} as a tool "
+                f"(agent path {' -> '.join(request.agent_path)})",
+                request.request_id,
+            )
+        agent = inner
+    return agent
 
 
 def _edited_digest(request: ApprovalPending, args: object) -> str:

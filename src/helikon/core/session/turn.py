@@ -531,7 +531,7 @@ class SessionRunner(Generic[Ctx]):
                 elif isinstance(event, TurnClosed) and state.open_turn and state.open_turn[1] == event.run_id:
                     state.open_turn = None
                 elif type(event) is ApprovalPending:
-                    state.waiting[event.call_id] = event.request_id
+                    state.waiting[event.run_call] = event.request_id
                 elif type(event) is ToolReturned and state.waiting:
                     state.waiting.pop(event.call_id, None)
             state.seq = entries[-1].seq

@@ -32,18 +32,33 @@ Example:
 
 from __future__ import annotations
 
+import functools
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from .._internal.json_value import JsonObject, JsonValue
+from ..approvals import AgentToolPaused
 from ..context import RunConfig
-from ..events import MessageOutput, RunCompleted, RunFailed
+from ..events import (
+    AgentEvent,
+    MessageOutput,
+    RepairStarted,
+    RunCompleted,
+    RunFailed,
+    RunPaused,
+    SubRun,
+    ToolCallItem,
+    ToolOutputItem,
+)
 from ..exceptions import InvalidArgs, ToolError, UserError
 from ..input import check_run_signature
+from ..items import Item, UserMessage
+from ..result import RunStream
 from ..tools import ToolEffect, ToolOutput
 
 if TYPE_CHECKING:
     from ..agent import Agent
-    from ..context import ToolContext
+    from ..context import RunContext, ToolContext
+    from ..run.resume_point import SubResume
 
 Ctx = TypeVar("Ctx")
 
@@ -125,6 +140,8 @@ class AgentAsTool(Generic[Ctx]):
         text = args.get("input") if isinstance(args, dict) else None
         if not isinstance(text, str):
             raise InvalidArgs([f"{self.name} takes one string argument, 'input'; got {args!r}"])
+        # A sub-run that paused for approval goes on when the caller's run is resumed
+        # (`ctx.resuming`); one that pauses makes the caller's run pause on this call.
         if ctx.agent_depth + 1 > ctx.max_agent_depth:
             raise ToolError(
                 f"cannot run {self.agent.name!r}: it would nest agents deeper than "
@@ -135,8 +152,17 @@ class AgentAsTool(Generic[Ctx]):
             config = config.with_max_agent_depth(ctx.max_agent_depth)
         answer: Any = None
         failure: RunFailed | None = None
+        paused: RunPaused | None = None
+        sub_ctx = ctx.subagent_context()
+        resuming = ctx.resuming
+        stream = (
+            self.agent.run(text, context=sub_ctx, config=config)
+            if resuming is None
+            else self._resumed(resuming, sub_ctx, config)
+        )
+        said: list[Item] = [] if resuming is not None else [UserMessage.from_text(text)]
         try:
-            async for event in self.agent.run(text, context=ctx.subagent_context(), config=config):
+            async for event in stream:
                 if isinstance(event, MessageOutput):
                     answer = event.item.text
                 elif isinstance(event, RunCompleted):
@@ -146,14 +172,52 @@ class AgentAsTool(Generic[Ctx]):
                 elif isinstance(event, RunFailed):
                     ctx.add_usage(event.usage)
                     failure = event
+                elif isinstance(event, RunPaused):
+                    paused = event
+                _said(event, said)
         finally:
             await ctx.subagent_stopped(self.agent.name)
         if failure is not None:
             raise ToolError(f"{self.agent.name} failed: {failure.error}")
+        if paused is not None:  # its calls wait for people: the caller's run pauses on this call
+            raise self._paused(paused, said, resuming)
         return ToolOutput(answer if answer is not None else "")
+
+    def _resumed(self, resuming: SubResume, ctx: RunContext[Ctx], config: RunConfig) -> RunStream[Any]:
+        """The sub-agent's paused run, going on from where it paused (see `ToolContext.resuming`)."""
+        from ..agent import LlmAgent
+        from ..run.driver import resume
+
+        agent = self.agent
+        if resuming.agent != agent.name or not isinstance(agent, LlmAgent):
+            raise ToolError(
+                f"cannot resume the paused run of {resuming.agent!r} with {agent.name!r}: "
+                "only an LlmAgent's paused run goes on, with the same agent"
+            )
+        drive = functools.partial(resume, agent, ctx, resuming.point, config)
+        return RunStream(drive=drive, agent=agent)
+
+    def _paused(self, paused: RunPaused, said: list[Item], resuming: SubResume | None) -> AgentToolPaused:
+        """What the caller's run pauses on: the sub-agent's requests, and its conversation to go on with."""
+        if resuming is not None:  # what it said before the pause, the turn's results in
+            point = resuming.point
+            said = [*point.conversation, *(o.to_result() for o in point.done.values()), *said]
+        run = SubRun(via=(), agent=self.agent.name, messages=tuple(said), usage=paused.usage)
+        return AgentToolPaused(paused.pending, (run, *paused.sub_runs), paused.usage)
 
     def __repr__(self) -> str:
         return f"AgentAsTool({self.agent.name!r}, name={self.name!r})"
+
+
+def _said(event: AgentEvent, said: list[Item]) -> None:
+    """Add what `event` adds to the sub-agent's conversation (as a session would record it)."""
+    item = (
+        event.item
+        if isinstance(event, MessageOutput | ToolCallItem | ToolOutputItem | RepairStarted)
+        else None
+    )
+    if item is not None:  # a RepairStarted's: the message an output is sent back with
+        said.append(item)
 
 
 __all__ = ["AgentAsTool"]
