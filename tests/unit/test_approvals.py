@@ -20,6 +20,7 @@ from helikon import (
     Approve,
     Deny,
     Edit,
+    GuardrailVerdict,
     InvalidEditedArgs,
     JsonValue,
     LlmAgent,
@@ -29,16 +30,28 @@ from helikon import (
     RunContext,
     RunIsPaused,
     RunPaused,
+    TextPart,
     ToolReturned,
     UnknownApprovalRequest,
     UserError,
+    input_guardrail,
     tool,
 )
 from helikon.core.approvals import args_digest, canonical_json
 from helikon.core.governance import ApprovalOutcome
 from helikon.core.items import ToolResult
-from helikon.core.session import ApprovalDecided, ApprovalPending, SubRunPaused, TurnClosed
+from helikon.core.session import (
+    ApprovalDecided,
+    ApprovalPending,
+    SubRunPaused,
+    ToolCalled,
+    ToolsStarted,
+    TurnClosed,
+    TurnOpened,
+    UserMessageEvent,
+)
 from helikon.core.session.compaction import CompactingSession
+from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT
 from helikon.runtime import AsyncioRunner
 from helikon.testing import MockModel, handoff_turn, text_turn, tool_call_turn, tool_calls_turn
 
@@ -559,3 +572,132 @@ async def paused_run_on(*, durable: bool) -> tuple[LlmAgent[None, str], MockMode
     session = MemorySession()
     result = await agent.run("refund", session=session)
     return agent, model, session, list(result.pending)
+
+
+# --- going on after a crash ---------------------------------------------------------------------
+
+
+@tool
+def pay(invoice: int) -> str:
+    """Pay an invoice."""
+    ran.append(f"pay {invoice}")
+    return f"paid {invoice}"
+
+
+def say(text: str) -> UserMessageEvent:
+    return UserMessageEvent(content=(TextPart(text=text),))
+
+
+async def crashed(*events: Any) -> MemorySession:
+    """A durable session whose run's process died after logging `events` (its turn left open)."""
+    session = MemorySession()
+    await session.append([TurnOpened(run_id="r-dead", agent="clerk"), say("pay 1 and 2"), *events])
+    return session
+
+
+def taking_over() -> tuple[AsyncioRunner[None], RunConfig]:
+    """A runner that takes any open turn for its dead writer's (the tests' writer never ran)."""
+    return AsyncioRunner[None](stale_turn_after=0), RunConfig(durable=True)
+
+
+async def test_a_run_killed_mid_tool_goes_on_without_running_the_started_call_again() -> None:
+    session = await crashed(
+        ToolCalled(call_id="c1", name="pay", args={"invoice": 1}),
+        ToolCalled(call_id="c2", name="pay", args={"invoice": 2}),
+        ToolsStarted(call_ids=("c1", "c2")),
+        ToolReturned(call_id="c1", content=(TextPart(text="paid 1"),), name="pay"),
+    )
+    model = MockModel.with_scripts([text_turn("Paid 1; 2 unknown.")])
+    agent = LlmAgent(name="clerk", model=model, tools=[pay])
+    runner, config = taking_over()
+    ctx = RunContext.ephemeral(None).with_session(session)
+    kinds = [e.type async for e in runner.resume_streamed(agent, ctx, config=config)]
+    assert kinds[0] == "tool_output_item" and kinds[-1] == "run_completed" and "turn_started" in kinds
+    assert ran == []  # c2 may have run: it is not run again
+    results = [m for m in model.requests[0].messages if isinstance(m, ToolResult)]
+    assert [(r.call_id, r.is_error) for r in results] == [("c1", False), ("c2", True)]
+    assert OUTCOME_UNKNOWN_TEXT in results[1].text
+    events = await log(session)
+    closed = [(e.run_id, e.outcome) for e in events if isinstance(e, TurnClosed)]
+    assert closed[0] == ("r-dead", "interrupted") and closed[1][1] == "completed"
+    assert [e for e in events if isinstance(e, TurnOpened)][-1].resumes == "r-dead"
+
+
+async def test_a_call_that_never_started_runs_when_the_run_goes_on() -> None:
+    session = await crashed(
+        ToolCalled(call_id="c1", name="pay", args={"invoice": 1}),
+        ToolCalled(call_id="c2", name="pay", args={"invoice": 2}),
+    )
+    model = MockModel.with_scripts([text_turn("Both paid.")])
+    runner, config = taking_over()
+    ctx = RunContext.ephemeral(None).with_session(session)
+    result = await runner.resume(LlmAgent(name="clerk", model=model, tools=[pay]), ctx, config=config)
+    assert result.final_output == "Both paid." and ran == ["pay 1", "pay 2"]
+
+
+async def test_a_run_killed_before_its_first_answer_checks_its_input_again() -> None:
+    seen: list[str] = []
+
+    @input_guardrail
+    async def watch(ctx: RunContext[None], text: str) -> GuardrailVerdict:
+        seen.append(text)
+        return GuardrailVerdict.pass_()
+
+    session = await crashed()
+    model = MockModel.with_scripts([text_turn("Paying.")])
+    agent = LlmAgent(name="clerk", model=model, tools=[pay], input_guardrails=[watch])
+    runner, config = taking_over()
+    ctx = RunContext.ephemeral(None).with_session(session)
+    kinds = [e.type async for e in runner.resume_streamed(agent, ctx, config=config)]
+    assert kinds[0] == "turn_started" and kinds[-1] == "run_completed"
+    assert seen == ["pay 1 and 2"]
+    assert [getattr(m, "text", None) for m in model.requests[0].messages] == ["pay 1 and 2"]
+
+
+async def test_a_run_killed_before_a_model_call_calls_the_model_again() -> None:
+    session = await crashed(
+        ToolCalled(call_id="c1", name="pay", args={"invoice": 1}),
+        ToolsStarted(call_ids=("c1",)),
+        ToolReturned(call_id="c1", content=(TextPart(text="paid 1"),), name="pay"),
+    )
+    model = MockModel.with_scripts([text_turn("Paid.")])
+    runner, config = taking_over()
+    ctx = RunContext.ephemeral(None).with_session(session)
+    result = await runner.resume(LlmAgent(name="clerk", model=model, tools=[pay]), ctx, config=config)
+    assert result.final_output == "Paid." and ran == []
+    assert [m.type for m in model.requests[0].messages] == ["user", "tool_call", "tool_result"]
+
+
+async def test_a_resumed_pause_killed_mid_call_goes_on_with_the_decisions() -> None:
+    model = MockModel.with_scripts([*two_refunds_and_a_lookup(), text_turn("Checked.")])
+    agent = clerk(model, run_config=RunConfig(durable=True))
+    session = MemorySession()
+    seven, eight = (await agent.run("refund", session=session)).pending
+    # A resume recorded its decisions, opened its turn, started refund 7 and died.
+    paused_turn = next(e for e in await log(session) if isinstance(e, TurnClosed))
+    await session.append(
+        [
+            ApprovalDecided(request_id=seven.request_id, decision="approve", args_digest=seven.args_digest),
+            ApprovalDecided(
+                request_id=eight.request_id, decision="deny", args_digest=eight.args_digest, reason="no"
+            ),
+            TurnOpened(run_id="r-resume", agent="clerk", resumes=paused_turn.run_id),
+            ToolsStarted(call_ids=("c-7",)),
+        ]
+    )
+    runner, config = taking_over()
+    ctx = RunContext.ephemeral(None).with_session(session)
+    result = await runner.resume(agent, ctx, config=config)
+    assert result.final_output == "All done." and ran == ["lookup 1"]  # refund 7 not again, 8 denied
+    results = [m for m in model.requests[-1].messages if isinstance(m, ToolResult)]
+    assert [r.call_id for r in results] == ["c-lookup", "c-7", "c-8"]
+    assert OUTCOME_UNKNOWN_TEXT in results[1].text and "denied the call: no" in results[2].text
+
+
+async def test_decisions_for_an_interrupted_run_are_refused() -> None:
+    session = await crashed()
+    runner, config = taking_over()
+    ctx = RunContext.ephemeral(None).with_session(session)
+    agent = LlmAgent(name="clerk", model=MockModel.with_scripts([]), tools=[pay])
+    with pytest.raises(UnknownApprovalRequest, match="interrupted"):
+        await runner.resume(agent, ctx, {"apr_x": Approve()}, config=config)

@@ -318,6 +318,60 @@ async def worker_action(session: Session, spec: dict[str, Any]) -> str:
     return await run_resume(session, spec, block=spec["action"] == "resume_until_killed")
 
 
+async def check_a_killed_run_goes_on_with_resume(backend: ConformanceBackend) -> None:
+    """A durable run killed while its tool runs goes on with `resume`: the call is not run again."""
+    require(backend.opener is not None, "backend.opener is not None")
+    from helikon.core.agent import LlmAgent
+    from helikon.core.context import RunContext
+    from helikon.core.session.crash_repair import OUTCOME_UNKNOWN_TEXT
+    from helikon.core.tools import tool
+    from helikon.runtime import AsyncioRunner
+
+    sid = new_id("killed-resume")
+    argv = worker_argv(backend, sid, {"action": "run_until_killed"})
+    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        async with asyncio.timeout(120):
+            line = await process.stdout.readline() if process.stdout is not None else b""
+        require(line, "the run died before its tool started")
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
+    paid: list[int] = []
+
+    @tool
+    async def pay(invoice: int) -> str:
+        """Pay an invoice."""
+        paid.append(invoice)
+        return "paid"
+
+    model = MockModel.with_scripts([text_turn("It may have gone through: checking first.")])
+    agent = LlmAgent[None, str](name="payer", model=model, tools=[pay])
+    session = await backend.open(sid)
+    try:
+        kinds = [
+            e.type
+            async for e in AsyncioRunner[None]().resume_streamed(
+                agent, RunContext.ephemeral(None).with_session(session)
+            )
+        ]
+    finally:
+        await close_session(session)
+    require(kinds[0] == "tool_output_item" and kinds[-1] == "run_completed", f"the run went on: {kinds}")
+    require(paid == [], f"the call that had started is not run again: {paid}")
+    sent = [m for m in model.requests[0].messages if m.type == "tool_result"]
+    require(
+        len(sent) == 1 and OUTCOME_UNKNOWN_TEXT in getattr(sent[0], "text", ""),
+        f"the model reads that the call's outcome is unknown: {sent}",
+    )
+    _, events = await read_log(backend, sid)
+    closed = [getattr(e, "outcome", None) for e in events if e.type == "turn_closed"]
+    require(
+        closed == ["interrupted", "completed"],
+        f"the killed turn is closed, the going-on one completed: {closed}",
+    )
+
+
 async def run_pause(session: Session) -> str:
     """The worker's `pause_for_approval`: a run that pauses; its report."""
     from helikon.core.context import RunContext
@@ -343,6 +397,7 @@ async def run_resume(session: Session, spec: dict[str, Any], *, block: bool = Fa
 
 __all__ = [
     "check_a_killed_resume_is_repaired",
+    "check_a_killed_run_goes_on_with_resume",
     "check_a_paused_run_resumes_in_another_process",
     "check_a_run_pauses_and_resumes_on_the_backend",
     "check_approval_events_round_trip_exactly",

@@ -53,6 +53,7 @@ from helikon.core.session.compaction import CompactingSession
 
 from ._approval_checks import (
     check_a_killed_resume_is_repaired,
+    check_a_killed_run_goes_on_with_resume,
     check_a_paused_run_resumes_in_another_process,
     check_a_run_pauses_and_resumes_on_the_backend,
     check_approval_events_round_trip_exactly,
@@ -702,6 +703,7 @@ CRASH: tuple[Check, ...] = (
     check_a_killed_run_is_repaired,
     check_a_killed_run_keeps_the_results_that_returned,
     check_a_killed_resume_is_repaired,
+    check_a_killed_run_goes_on_with_resume,
 )
 """The checks that kill a writer process (they need `crash_safe`)."""
 
@@ -734,6 +736,7 @@ async def run_all(backend: ConformanceBackend) -> None:
 __all__ = [
     "IN_PROCESS",
     "check_a_killed_resume_is_repaired",
+    "check_a_killed_run_goes_on_with_resume",
     "check_a_paused_run_resumes_in_another_process",
     "check_a_run_pauses_and_resumes_on_the_backend",
     "check_approval_events_round_trip_exactly",

@@ -62,6 +62,7 @@ from .actions import (
 )
 from .inputs import (
     Cancelled,
+    Continue,
     HandoffAccepted,
     HandoffDecision,
     HandoffInvalidArgs,
@@ -164,6 +165,9 @@ def transition(
         return _start(state, input, ctx, conversation)
     if isinstance(state, CallingModel) and isinstance(input, ModelResponse):
         return _after_model(state, input, ctx, conversation)
+    if isinstance(state, CallingModel) and isinstance(input, Continue):
+        request = CallModel(request=_request(ctx, conversation, ()))
+        return TransitionOutcome(state, (TurnStarted(turn=state.turn),), request)
     if isinstance(state, ExecutingTools | NeedsApproval) and isinstance(input, ToolResults):
         return _after_tools(state, input, ctx, conversation)
     if isinstance(state, _STRUCTURED) and isinstance(input, ModelResponse):
@@ -611,6 +615,7 @@ __all__ = [
     "CallingModel",
     "Cancelled",
     "CheckOutput",
+    "Continue",
     "CheckingOutput",
     "Compacting",
     "Done",

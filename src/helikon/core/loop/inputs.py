@@ -46,6 +46,17 @@ class ModelFailed:
 
 
 @carrier
+class Continue:
+    """Go on from the state the loop is in: a run taken over after its process died.
+
+    Taken in `CallingModel`: the model is called again with the conversation the run had
+    (`TurnStarted`, then `CallModel`), as if nothing had happened in between.
+    """
+
+    type: Literal["continue"] = "continue"
+
+
+@carrier
 class Cancelled:
     """The run's cancellation token fired (`reason == TIMEOUT_REASON` for a runner timeout)."""
 
@@ -84,6 +95,7 @@ TransitionInput: TypeAlias = (
     Start
     | ModelResponse
     | ModelFailed
+    | Continue
     | ToolResults
     | Cancelled
     | HandoffAccepted
@@ -97,6 +109,7 @@ TransitionInput: TypeAlias = (
 
 __all__ = [
     "Cancelled",
+    "Continue",
     "HandoffAccepted",
     "HandoffDecision",
     "HandoffInvalidArgs",

@@ -43,10 +43,12 @@ from ..items import Item, SystemMessage, ToolCall, UserMessage
 from ..loop import (
     ApplyHandoff,
     ApplyingHandoff,
+    CallingModel,
     CallModel,
     Cancelled,
     CheckingOutput,
     CheckOutput,
+    Continue,
     Done,
     ExecuteTools,
     Failed,
@@ -260,39 +262,54 @@ class _Run:
             self.stop_guardrails()
 
     async def resume(self, point: ResumePoint, sink: EventSink) -> None:
-        """Go on with a paused run: the decided calls run, then the loop continues to its end.
+        """Go on with a stopped run: the turn's calls settled as decided, then the loop to its end.
 
-        The calls that ran before the pause are not run again, and their results are not
+        The calls whose results the log has are not run again, and their results are not
         written again (the session has them): the step after the tools gets their outcomes.
+        A run stopped before a model call makes that call again.
         """
         token = self.token
         self.input = AgentInput((), point.conversation)
         remove_callback = token.add_callback(self.on_cancel)
         try:
             tctx = self.transition_ctx(await self.render_system())
+            if point.checks_input:  # it stopped before its first answer: its input is checked again
+                refused = await self.before_run(point.checks_input)
+                if refused is not None:
+                    for event in refused:
+                        await sink.put(event)
+                    return
             state = self.state = point.state
-            decided = await self.decided_calls(point, sink)
-            await self.loop(state, decided, tctx, list(point.conversation), sink, frozenset(point.done))
+            first: TransitionInput = (
+                Continue() if isinstance(state, CallingModel) else await self.decided_calls(point, sink)
+            )
+            await self.loop(state, first, tctx, list(point.conversation), sink, frozenset(point.done))
         except (_Stopped, CallbackRaised) as exc:
             await self.end_early(exc, sink)
         finally:
             remove_callback()
+            self.stop_guardrails()
 
     async def decided_calls(self, point: ResumePoint, sink: EventSink) -> TransitionInput:
-        """Run the calls people let run (with the arguments they approved); every call's outcome.
+        """Run the turn's calls that are to run; every call's outcome, in call order.
 
-        The call of an agent called as a tool that paused runs again with its own arguments:
-        the agent goes on with its paused run (`ToolContext.resuming`).
+        An approved call runs with the arguments approved, asked nothing again; a call that
+        never started runs as any call; the call of an agent called as a tool that paused
+        runs again with its own arguments, and the agent goes on with its paused run
+        (`ToolContext.resuming`).
         """
         runner = self.tool_runner()
         to_run: list[ToolCall] = []
-        for call in point.state.calls:
+        for call in () if isinstance(point.state, CallingModel) else point.state.calls:
             decided = point.decided.get(call.call_id)
-            if decided is None or decided.kind == "deny":
+            if decided is None or decided.kind in ("deny", "unknown"):
                 continue
-            runner.decided[call.call_id] = call.args if decided.kind == "resume" else decided.args
-            if decided.sub is not None:  # an agent called as a tool: it goes on with its run
-                runner.resuming[call.call_id] = decided.sub
+            if decided.kind == "run":
+                runner.decided[call.call_id] = decided.args
+            elif decided.kind == "resume":
+                runner.decided[call.call_id] = call.args
+                if decided.sub is not None:
+                    runner.resuming[call.call_id] = decided.sub
             to_run.append(call)
         ran: dict[str, ToolCallOutcome] = {}
         if to_run:

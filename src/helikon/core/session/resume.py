@@ -108,7 +108,7 @@ class ResumePlan:
         ids = {call.call_id for call in calls}
         # The turn's results are added back in call order by the resumed step.
         conversation = tuple(m for m in messages if not (isinstance(m, ToolResult) and m.call_id in ids))
-        done = {call_id: _outcome(returned) for call_id, returned in paused.returned.items()}
+        done = {call_id: returned_outcome(returned) for call_id, returned in paused.returned.items()}
         decisions = {d.request_id: d for d in (*paused.decided.values(), *self.new)}
         turn = _Turn(calls, conversation, done, paused.turn, paused.usage)
         return _point(turn, list(paused.requests.values()), decisions, paused.sub_runs)
@@ -205,8 +205,8 @@ def _is_call(message: Item, call_id: str) -> bool:
     return isinstance(message, ToolCall) and message.call_id == call_id
 
 
-def _outcome(returned: ToolReturned) -> ToolCallOutcome:
-    """The outcome of a call of the paused turn that returned before the pause."""
+def returned_outcome(returned: ToolReturned) -> ToolCallOutcome:
+    """The outcome of a call of a stopped turn that returned before it stopped."""
     return ToolCallOutcome(
         call_id=returned.call_id,
         name=returned.name or "",
@@ -239,7 +239,7 @@ def plan_resume(
             "the session has no paused run: nothing waits for a decision (never paused, or resumed already)"
         )
     _check_by(by)
-    agent, depth = _agent_on_path(root, paused.agent_path)
+    agent, depth = agent_on_path(root, paused.agent_path)
     for request in paused.requests.values():  # a sub-agent's request goes on with its run: the log has it
         for depth_in in range(1, len(request.via) + 1):
             if request.via[:depth_in] not in paused.sub_runs:
@@ -294,7 +294,7 @@ def _check_by(by: Approver) -> None:
         ) from None
 
 
-def _agent_on_path(root: Agent[Any, Any], path: tuple[str, ...]) -> tuple[LlmAgent[Any, Any], int]:
+def agent_on_path(root: Agent[Any, Any], path: tuple[str, ...]) -> tuple[LlmAgent[Any, Any], int]:
     """The agent at the end of `path`: `root`, then the handoff target named at each step."""
     if not path or root.name != path[0]:
         raise ApprovalTargetMissing(
@@ -454,17 +454,23 @@ def _same(a: ApprovalDecided, b: ApprovalDecided) -> bool:
     return (a.decision, a.args_digest, a.reason, a.by) == (b.decision, b.args_digest, b.reason, b.by)
 
 
-def resumed_run(plan: ResumePlan, point: ResumePoint, config: RunConfig) -> Go:
-    """The resumed run: the decisions streamed, then the paused agent goes on from `point`."""
+def resumed_run(
+    agent: LlmAgent[Any, Any],
+    depth: int,
+    resolved: Sequence[ApprovalResolved],
+    point: ResumePoint,
+    config: RunConfig,
+) -> Go:
+    """The resumed run: the decisions recorded streamed (`resolved`), then `agent` goes on from `point`."""
 
     async def go(ctx: RunContext[Any], recording: EventSink) -> None:
         from ..run.driver import resume  # here: a session runner loads the driver with its first resume
 
-        for event in plan.resolved:
+        for event in resolved:
             await recording.put(event)
-        for _ in range(plan.depth):  # a handoff target runs as deep as it did
+        for _ in range(depth):  # a handoff target runs as deep as it did
             ctx = ctx.child()
-        await resume(plan.agent, ctx, point, config, recording)
+        await resume(agent, ctx, point, config, recording)
 
     return go
 
@@ -485,4 +491,13 @@ async def record_decisions(session: Session, decided: list[ApprovalDecided], end
     return True
 
 
-__all__ = ["EXPIRED_BY", "Go", "ResumePlan", "plan_resume", "record_decisions", "resumed_run"]
+__all__ = [
+    "EXPIRED_BY",
+    "Go",
+    "ResumePlan",
+    "agent_on_path",
+    "plan_resume",
+    "record_decisions",
+    "resumed_run",
+    "returned_outcome",
+]

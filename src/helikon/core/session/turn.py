@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
-from ..approvals import ApprovalError, Approver, Decision
+from ..approvals import ApprovalError, Approver, Decision, NothingToResume, UnknownApprovalRequest
 from ..cancel import CancellationToken, cancelled_within
 from ..context import RunConfig, RunContext
 from ..conversation_check import ConversationCheck
@@ -45,6 +45,7 @@ from . import (
     RequestHeader,
     SequenceId,
     Session,
+    SessionEntry,
     SharedLog,
     ToolReturned,
     TurnClosed,
@@ -55,6 +56,7 @@ from ._recording import RecordingSink, RunRecording
 from ._run_ids import new_run_id, writer_gone
 from ._writer import RunWriter, TurnOutcome
 from .crash_repair import close_interrupted_turn
+from .interrupted import continue_point, read_interrupted
 from .paused import read_paused
 from .recorder import SessionRecorder
 from .resume import Go, plan_resume, record_decisions, resumed_run
@@ -360,10 +362,15 @@ class SessionRunner(Generic[Ctx]):
             if failure is not None:
                 return failure
             for _ in range(_MAX_CLAIMS):
-                state = await self._wait_for_open_turn(claim, await self._look(claim))
+                state = await self._wait_for_open_turn(claim, await self._look(claim), repair=False)
                 if isinstance(state, AgentError):
                     return state
                 entries = await session.events()
+                if state.open_turn is not None:  # its writer died mid-turn: go on with its run
+                    ready = await self._continue(claim, agent, state, entries, decisions, config)
+                    if ready is None:
+                        continue
+                    return ready
                 plan = plan_resume(read_paused(entries), agent, decisions, deny_rest=deny_rest, by=by)
                 end = int(entries[-1].seq)
                 if plan.new:
@@ -383,12 +390,61 @@ class SessionRunner(Generic[Ctx]):
                 writer = await self._claimed(claim, recorder, SequenceId(end))
                 if writer is None:
                     continue
-                return _Ready(recorder, writer, resumed_run(plan, plan.point(snapshot.messages), config))
+                go = resumed_run(plan.agent, plan.depth, plan.resolved, plan.point(snapshot.messages), config)
+                return _Ready(recorder, writer, go)
         except (ApprovalError, UserError):
             raise
         except Exception as exc:
             return _unreadable(exc)
         return _busy(f"other writers kept appending to the session ({_MAX_CLAIMS} tries to resume the run)")
+
+    async def _continue(
+        self,
+        claim: _Claim,
+        agent: Agent[Any, Any],
+        state: _HeaderState,
+        entries: list[SessionEntry],
+        decisions: Mapping[str, Decision],
+        config: RunConfig,
+    ) -> _Ready | None:
+        """Claim the turn that goes on with a run whose process died (None: another writer came first).
+
+        Its open turn is closed as interrupted, and a new one continues it
+        (`TurnOpened(resumes=...)`): see `helikon.core.session.interrupted`.
+        """
+        session, open_turn = claim.session, state.open_turn
+        assert open_turn is not None
+        if decisions:
+            first = next(iter(decisions))
+            raise UnknownApprovalRequest(
+                f"the session's run was interrupted (its process stopped), not paused: it waits on no "
+                f"request {first!r}; resume it without decisions",
+                first,
+            )
+        opened = next(entry for entry in entries if entry.seq == open_turn[0])
+        run = read_interrupted(entries, opened)
+        if run is None:
+            raise NothingToResume(
+                "the session's interrupted run had given its answer: nothing to go on with (a new run "
+                "closes its turn)"
+            )
+        plan = continue_point(run, agent, (await session.snapshot()).messages)
+        end = int(entries[-1].seq)
+        closed = TurnClosed(run_id=run.run_id, outcome="interrupted")
+        try:
+            await session.append([closed], ids=[f"helikon-continue-{run.run_id}"], expected_seq=end)
+        except SessionConflict:
+            return None
+        turn = (
+            TurnOpened(run_id=claim.run_id, agent=plan.agent.name, resumes=run.run_id)
+            if claim.durable
+            else None
+        )
+        recorder = SessionRecorder((), last_header=state.header, turn=turn)
+        writer = await self._claimed(claim, recorder, SequenceId(end + 1))
+        if writer is None:
+            return None
+        return _Ready(recorder, writer, resumed_run(plan.agent, plan.depth, (), plan.point, config))
 
     async def _write_held_first(self, claim: _Claim) -> AgentError | None:
         """Store what an earlier run of this runner on the session could not; an error if it still cannot."""
@@ -420,12 +476,20 @@ class SessionRunner(Generic[Ctx]):
             return None
         return writer
 
-    async def _wait_for_open_turn(self, claim: _Claim, state: _HeaderState) -> _HeaderState | AgentError:
-        """The session once its last turn is closed: waited for while live, repaired once stale."""
+    async def _wait_for_open_turn(
+        self, claim: _Claim, state: _HeaderState, *, repair: bool = True
+    ) -> _HeaderState | AgentError:
+        """The session once its last turn is closed: waited for while live, repaired once stale.
+
+        With `repair=False` a stale turn is left open: the state says which (a resume goes
+        on with its run).
+        """
         session, cancel = claim.session, claim.cancel
         delay = 0.05
         while state.open_turn is not None and state.open_turn[1] not in self._running:
             seq, run_id = state.open_turn
+            if (writer_gone(run_id) or not self._recent(state)) and not repair:
+                return state
             if writer_gone(run_id) or not self._recent(state):
                 # The last turn was never closed: its writer died mid-run. Close it first, so
                 # the conversation this run continues is one providers accept.
