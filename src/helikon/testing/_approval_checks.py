@@ -233,6 +233,125 @@ async def check_sub_agent_and_handoff_requests_resume(backend: ConformanceBacken
         await close_session(session)
 
 
+async def check_decisions_fail_closed(backend: ConformanceBackend) -> None:
+    """Every decision that cannot apply is refused with its error, and the log is left as it was."""
+    import time
+
+    from helikon.core.agent import LlmAgent
+    from helikon.core.approvals import (
+        ApprovalAlreadyDecided,
+        ApprovalDigestMismatch,
+        ApprovalExpired,
+        ApprovalTargetMissing,
+        ApprovalToolChanged,
+        InvalidEditedArgs,
+        UnknownApprovalRequest,
+    )
+    from helikon.core.context import RunConfig, RunContext
+    from helikon.core.tools import tool
+    from helikon.runtime import AsyncioRunner
+
+    RAN.clear()
+    runner = AsyncioRunner[None]()
+    session = await backend.open(new_id("approval-closed"))
+    try:
+        ctx = RunContext.ephemeral(None).with_session(session)
+        agent = clerk(first_turn(), text_turn("All done."))
+        seven = (await runner.run(agent, "refund", ctx)).pending[0]
+        before = await session.events()
+
+        @tool(name="refund", needs_approval=True)
+        def refund(order: int, reason: str) -> str:
+            """Refund an order, saying why."""
+            return "refunded"
+
+        lookup = agent.tools_by_name["lookup"]
+        approve: dict[str, Decision] = {seven.request_id: Approve()}
+
+        def as_clerk(*tools: Any) -> LlmAgent[None, str]:
+            return LlmAgent[None, str](name="clerk", model=agent.model, tools=list(tools))
+
+        cases: list[tuple[Any, dict[str, Decision], type[Exception]]] = [
+            (agent, {"apr_unknown": Approve()}, UnknownApprovalRequest),
+            (agent, {seven.request_id: Approve(args_digest({"order": 70}))}, ApprovalDigestMismatch),
+            (agent, {seven.request_id: Edit({"order": "seven"})}, InvalidEditedArgs),
+            (
+                LlmAgent[None, str](name="other", model=agent.model, tools=list(agent.tools)),
+                {},
+                ApprovalTargetMissing,
+            ),
+            (as_clerk(lookup), approve, ApprovalTargetMissing),
+            (as_clerk(lookup, refund), approve, ApprovalToolChanged),
+        ]
+        for who, decisions, error in cases:
+            try:
+                await runner.resume(who, ctx, decisions)
+            except error:
+                pass
+            else:
+                raise AssertionError(f"{decisions} with {who.name!r} was not refused with {error.__name__}")
+            require(await session.events() == before, f"a refused resume ({error.__name__}) wrote to the log")
+        await runner.resume(agent, ctx, {seven.request_id: Approve()})
+        try:
+            await runner.resume(agent, ctx, {seven.request_id: Deny("changed my mind")})
+        except ApprovalAlreadyDecided:
+            pass
+        else:
+            raise AssertionError("a second, other decision for a request was taken")
+        require(len(await session.events()) == len(before) + 1, "only the first decision is in the log")
+        require(RAN == ["lookup 1"], f"nothing ran while the run waited: {RAN}")
+    finally:
+        await close_session(session)
+    session = await backend.open(new_id("approval-expired"))
+    try:
+        ctx = RunContext.ephemeral(None).with_session(session)
+        agent = clerk(first_turn(), text_turn("All done."))
+        short = RunConfig(approval_expires_after=0.01)
+        pending = (await runner.run(agent, "refund", ctx, short)).pending
+        deadline = max(p.expires or 0.0 for p in pending)
+        await asyncio.sleep(max(deadline - time.time(), 0) + 0.01)  # past it, however slow the machine
+        try:
+            await runner.resume(agent, ctx, {pending[0].request_id: Approve()})
+        except ApprovalExpired:
+            pass
+        else:
+            raise AssertionError("a decision after expiry was taken")
+        done = await runner.resume(agent, ctx, {})  # expired: denied, the run goes on
+        require(
+            done.final_output == "All done." and time.time() > (pending[0].expires or 0), "expired: denied"
+        )
+    finally:
+        await close_session(session)
+
+
+async def check_a_paused_run_survives_compaction(backend: ConformanceBackend) -> None:
+    """A run paused on a compacting session resumes after the log was compacted."""
+    from helikon.core.context import RunContext
+    from helikon.core.session.compaction import CompactingSession
+    from helikon.runtime import AsyncioRunner
+
+    RAN.clear()
+    inner = await backend.open(new_id("approval-compacted"))
+    try:
+        summarizer = MockModel.with_scripts([text_turn("they talked")] * 4)
+        session = CompactingSession(inner, summarizer, threshold=120, keep_recent_tokens=40)
+        ctx = RunContext.ephemeral(None).with_session(session)
+        agent = clerk(text_turn("a" * 300), first_turn(), text_turn("All done."))
+        runner = AsyncioRunner[None]()
+        await runner.run(agent, "first " * 60, ctx)
+        paused = await runner.run(agent, "refund", ctx)
+        await session.compact()
+        require(any(e.event.type == "compacted" for e in await inner.events()), "the log was compacted")
+        done = await runner.resume(agent, ctx, {p.request_id: Approve() for p in paused.pending})
+        require(
+            done.final_output == "All done.",
+            f"the paused run went on after compaction: {done.final_output!r}",
+        )
+        require(sorted(RAN) == ["lookup 1", "refund 7", "refund 8", "refund 9"], f"each call ran once: {RAN}")
+    finally:
+        await close_session(inner)
+
+
 async def check_a_paused_run_resumes_in_another_process(backend: ConformanceBackend) -> None:
     """Pause in one process; decide in parts from two others: each resumes from the session alone."""
     require(backend.opener is not None, "backend.opener is not None")
@@ -400,7 +519,9 @@ __all__ = [
     "check_a_killed_run_goes_on_with_resume",
     "check_a_paused_run_resumes_in_another_process",
     "check_a_run_pauses_and_resumes_on_the_backend",
+    "check_a_paused_run_survives_compaction",
     "check_approval_events_round_trip_exactly",
+    "check_decisions_fail_closed",
     "check_sub_agent_and_handoff_requests_resume",
     "check_one_decision_per_request",
 ]

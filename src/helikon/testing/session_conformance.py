@@ -55,8 +55,10 @@ from ._approval_checks import (
     check_a_killed_resume_is_repaired,
     check_a_killed_run_goes_on_with_resume,
     check_a_paused_run_resumes_in_another_process,
+    check_a_paused_run_survives_compaction,
     check_a_run_pauses_and_resumes_on_the_backend,
     check_approval_events_round_trip_exactly,
+    check_decisions_fail_closed,
     check_one_decision_per_request,
     check_sub_agent_and_handoff_requests_resume,
 )
@@ -690,6 +692,8 @@ IN_PROCESS: tuple[Check, ...] = (
     check_one_decision_per_request,
     check_a_run_pauses_and_resumes_on_the_backend,
     check_sub_agent_and_handoff_requests_resume,
+    check_decisions_fail_closed,
+    check_a_paused_run_survives_compaction,
     *BRANCH_CHECKS,
 )
 MULTI_PROCESS: tuple[Check, ...] = (
@@ -738,6 +742,8 @@ __all__ = [
     "check_a_killed_resume_is_repaired",
     "check_a_killed_run_goes_on_with_resume",
     "check_a_paused_run_resumes_in_another_process",
+    "check_a_paused_run_survives_compaction",
+    "check_decisions_fail_closed",
     "check_a_run_pauses_and_resumes_on_the_backend",
     "check_approval_events_round_trip_exactly",
     "check_one_decision_per_request",
