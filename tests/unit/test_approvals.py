@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import hashlib
 import time
@@ -31,6 +32,7 @@ from helikon import (
     RunIsPaused,
     RunPaused,
     TextPart,
+    ToolContext,
     ToolReturned,
     UnknownApprovalRequest,
     UserError,
@@ -701,3 +703,39 @@ async def test_decisions_for_an_interrupted_run_are_refused() -> None:
     agent = LlmAgent(name="clerk", model=MockModel.with_scripts([]), tools=[pay])
     with pytest.raises(UnknownApprovalRequest, match="interrupted"):
         await runner.resume(agent, ctx, {"apr_x": Approve()}, config=config)
+
+
+# --- what the peers' users hit -------------------------------------------------------------------
+
+
+async def test_a_context_given_to_resume_does_not_replace_the_decisions() -> None:
+    seen: list[Any] = []
+
+    @tool(name="refund", needs_approval=True)
+    def refund_for(ctx: ToolContext[dict[str, str]], order: int) -> str:
+        """Refund an order."""
+        seen.append((ctx.user_ctx["user"], order))
+        return "refunded"
+
+    model = MockModel.with_scripts([tool_call_turn("refund", {"order": 7}), text_turn("Refunded.")])
+    agent = LlmAgent[dict[str, str], str](name="clerk", model=model, tools=[refund_for])
+    session = MemorySession()
+    paused = await agent.run("refund 7", session=session, context=RunContext.ephemeral({"user": "ada"}))
+    later = RunContext.ephemeral({"user": "bob"})  # a fresh context, as a new process makes one
+    done = await agent.resume(session, {paused.pending[0].request_id: Approve()}, context=later)
+    assert done.final_output == "Refunded." and seen == [("bob", 7)]
+
+
+async def test_two_resumes_racing_with_different_decisions_record_one() -> None:
+    agent, _, session, (seven, _) = await paused_run()
+    first, second = AsyncioRunner[None](), AsyncioRunner[None]()  # no shared queue: the log decides
+    ctx = RunContext.ephemeral(None).with_session(session)
+    outcomes = await asyncio.gather(
+        first.resume(agent, ctx, {seven.request_id: Approve()}, by="ada"),
+        second.resume(agent, ctx, {seven.request_id: Deny("no")}, by="bob"),
+        return_exceptions=True,
+    )
+    refused = [o for o in outcomes if isinstance(o, ApprovalAlreadyDecided)]
+    assert len(refused) == 1
+    decided = [e for e in await log(session) if isinstance(e, ApprovalDecided)]
+    assert len(decided) == 1 and decided[0].by in ("ada", "bob")

@@ -234,7 +234,11 @@ async def check_sub_agent_and_handoff_requests_resume(backend: ConformanceBacken
 
 
 async def check_decisions_fail_closed(backend: ConformanceBackend) -> None:
-    """Every decision that cannot apply is refused with its error, and the log is left as it was."""
+    """Every decision that cannot apply is refused with its error, and the log is left as it was.
+
+    Expiry both ways: past it, a request that denies on expiry takes no decision (and a
+    resume denies it), one kept open still takes one.
+    """
     import time
 
     from helikon.core.agent import LlmAgent
@@ -322,6 +326,18 @@ async def check_decisions_fail_closed(backend: ConformanceBackend) -> None:
         )
     finally:
         await close_session(session)
+    session = await backend.open(new_id("approval-kept"))
+    try:
+        ctx = RunContext.ephemeral(None).with_session(session)
+        agent = clerk(first_turn(), text_turn("All done."))
+        kept = RunConfig(approval_expires_after=0.01, on_approval_expired="keep")
+        pending = (await runner.run(agent, "refund", ctx, kept)).pending
+        deadline = max(p.expires or 0.0 for p in pending)
+        await asyncio.sleep(max(deadline - time.time(), 0) + 0.01)
+        done = await runner.resume(agent, ctx, {p.request_id: Approve() for p in pending})
+        require(done.final_output == "All done.", "a kept request takes its decision after its expiry")
+    finally:
+        await close_session(session)
 
 
 async def check_a_paused_run_survives_compaction(backend: ConformanceBackend) -> None:
@@ -397,15 +413,7 @@ async def check_a_killed_resume_is_repaired(backend: ConformanceBackend) -> None
     paused = json.loads(await run_worker(worker_argv(backend, sid, {"action": "pause_for_approval"})))
     decisions = {p["request_id"]: ["approve", p["args_digest"]] for p in paused["pending"]}
     argv = worker_argv(backend, sid, {"action": "resume_until_killed", "decisions": decisions})
-    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        require(process.stdout is not None, "the worker has a stdout")
-        async with asyncio.timeout(120):
-            line = await process.stdout.readline() if process.stdout is not None else b""
-        require(line, "the resumed run died before its refund started")
-    finally:
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
+    await _kill_once_started(argv, "the resumed run died before its refund started")
     RAN.clear()
     session = await backend.open(sid)
     try:
@@ -447,15 +455,9 @@ async def check_a_killed_run_goes_on_with_resume(backend: ConformanceBackend) ->
     from helikon.runtime import AsyncioRunner
 
     sid = new_id("killed-resume")
-    argv = worker_argv(backend, sid, {"action": "run_until_killed"})
-    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        async with asyncio.timeout(120):
-            line = await process.stdout.readline() if process.stdout is not None else b""
-        require(line, "the run died before its tool started")
-    finally:
-        process.send_signal(signal.SIGKILL)
-        await process.wait()
+    await _kill_once_started(
+        worker_argv(backend, sid, {"action": "run_until_killed"}), "the run died before its tool"
+    )
     paid: list[int] = []
 
     @tool
@@ -489,6 +491,18 @@ async def check_a_killed_run_goes_on_with_resume(backend: ConformanceBackend) ->
         closed == ["interrupted", "completed"],
         f"the killed turn is closed, the going-on one completed: {closed}",
     )
+
+
+async def _kill_once_started(argv: list[str], failure: str) -> None:
+    """Run a worker until it prints its first line (its tool started), then SIGKILL it."""
+    process = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        async with asyncio.timeout(120):
+            line = await process.stdout.readline() if process.stdout is not None else b""
+        require(line, failure)
+    finally:
+        process.send_signal(signal.SIGKILL)
+        await process.wait()
 
 
 async def run_pause(session: Session) -> str:
