@@ -357,15 +357,14 @@ class RunStream(Generic[OutT]):
                     text = event.output
             elif isinstance(event, RunFailed):
                 failure = event
-            elif isinstance(event, RunPaused):
-                usage = event.usage
         if failure is not None:
             raise RunError.from_agent_error(failure.error)
-        if events and type(events[-1]) is RunPaused:  # no output yet: `pending` says what it waits on
+        last = events[-1] if events else None
+        if type(last) is RunPaused:  # no output yet: `pending` says what it waits on
             return RunResult(
                 final_output=cast("Any", None),
                 events=events,
-                usage=usage,
+                usage=last.usage,
                 agent=self._agent,
                 input=self._input,
             )

@@ -279,16 +279,21 @@ class ToolRunner:
                 self._denied(call, verdict.reason, emit)
                 return args, _outcome(call, f"Error: permission denied: {verdict.reason}", "error")
             args = verdict.args
-        if not approved:
-            return args, await self._approval(call, tool, args, emit)
+        needs: object = getattr(tool, "needs_approval", False)
+        if needs is not False and needs is not None and not approved:
+            return args, await self._approval(call, tool, args, needs, emit)
         return args, None
 
     async def _approval(
-        self, call: ToolCall, tool: Tool[Any], args: JsonValue, emit: Callable[[AgentEvent], None]
+        self,
+        call: ToolCall,
+        tool: Tool[Any],
+        args: JsonValue,
+        needs: object,
+        emit: Callable[[AgentEvent], None],
     ) -> ToolCallOutcome | None:
         """What the tool's own `needs_approval` makes of the call: None (it runs), a refusal, or pending."""
-        needs: object = getattr(tool, "needs_approval", False)
-        if needs is False or needs is None or not await _needs_approval(needs, self.ctx, args):
+        if not await _needs_approval(needs, self.ctx, args):
             return None
         prompt = f"the tool {call.name!r} needs approval for this call"
         try:
