@@ -29,8 +29,11 @@ from helikon import (
     NothingToResume,
     RunConfig,
     RunContext,
+    RunError,
     RunIsPaused,
     RunPaused,
+    SequentialAgent,
+    SwarmAgent,
     TextPart,
     ToolContext,
     ToolReturned,
@@ -739,3 +742,33 @@ async def test_two_resumes_racing_with_different_decisions_record_one() -> None:
     assert len(refused) == 1
     decided = [e for e in await log(session) if isinstance(e, ApprovalDecided)]
     assert len(decided) == 1 and decided[0].by in ("ada", "bob")
+
+
+# --- workflows and swarms -------------------------------------------------------------------------
+
+
+async def test_a_workflow_step_that_needs_approval_fails_the_workflow_saying_why() -> None:
+    model = MockModel.with_scripts([tool_call_turn("refund", {"order": 1}), text_turn("done")])
+    step = LlmAgent(name="step", model=model, tools=[refund])
+    flow = SequentialAgent("flow").then(step)
+    session = MemorySession()
+    with pytest.raises(RunError, match="cannot pause for it: give the run an approval handler"):
+        await flow.run("go", session=session)
+    assert ran == [] and not [e for e in await log(session) if isinstance(e, ApprovalPending)]
+    assert (await session.snapshot()).messages  # the log is whole: the call got an interrupted result
+
+
+async def test_a_swarm_member_pauses_and_the_swarm_resumes() -> None:
+    billing = LlmAgent(
+        name="billing",
+        model=MockModel.with_scripts([tool_call_turn("refund", {"order": 2}), text_turn("Refunded 2.")]),
+        tools=[refund],
+    )
+    triage = LlmAgent(name="triage", model=MockModel.with_scripts([handoff_turn(billing)]))
+    swarm = SwarmAgent(name="desk", members=[triage, billing], entry="triage")
+    session = MemorySession()
+    paused = await swarm.run("refund 2", session=session)
+    [request] = paused.pending
+    assert request.agent_path == ("triage", "billing")
+    done = await swarm.resume(session, {request.request_id: Approve()})
+    assert done.final_output == "Refunded 2." and ran == ["refund 2"]

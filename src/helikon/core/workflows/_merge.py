@@ -13,7 +13,16 @@ from typing import Any
 from .._internal.callbacks import CallbackRaised, call_user
 from ..agent import Agent
 from ..context import RunConfig, RunContext
-from ..events import AgentError, AgentEvent, MessageOutput, RunCompleted, RunFailed, RunStarted, TokenUsage
+from ..events import (
+    AgentError,
+    AgentEvent,
+    MessageOutput,
+    RunCompleted,
+    RunFailed,
+    RunPaused,
+    RunStarted,
+    TokenUsage,
+)
 from ..exceptions import RunError, UserError
 from ..governance import HookEvent
 from ..input import AgentInput, check_run_signature
@@ -134,6 +143,19 @@ class ChildRun:
         if type(event) is RunFailed:
             self.usage = self.usage + event.usage
             self.error = event.error
+            return False
+        if type(event) is RunPaused:  # a workflow cannot pause: the step fails, saying why
+            self.usage = self.usage + event.usage
+            tools = ", ".join(sorted({p.tool for p in event.pending}))
+            self.error = AgentError(
+                kind="other",
+                cause="approval",
+                message=(
+                    f"{self.agent.name!r} needs a person's approval for {tools}, and a workflow agent "
+                    "cannot pause for it: give the run an approval handler "
+                    "(RunContext.with_approval_handler), or run that agent on its own"
+                ),
+            )
             return False
         return True
 

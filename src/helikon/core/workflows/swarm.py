@@ -27,7 +27,7 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Coroutine, Sequence
+from collections.abc import AsyncIterator, Coroutine, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Never, Self, TypeVar
 
 from .._internal.sync import run_sync
@@ -42,6 +42,7 @@ from ..run.sink import forward
 from ..session.turn import in_turn, needs_turn, on_session
 
 if TYPE_CHECKING:
+    from ..approvals import Approver, Decision
     from ..input import AgentInput
     from ..run.sink import EventSink
     from ..session import Session
@@ -153,6 +154,26 @@ class SwarmAgent(Generic[Ctx]):
     ) -> RunResult[str]:
         """`run` to completion from synchronous code (on the thread's loop; not inside a running one)."""
         return run_sync(lambda: self.run(input, *misplaced, context=context, config=config, session=session))
+
+    def resume(
+        self,
+        session: Session,
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deny_rest: bool = False,
+        by: Approver = None,
+        context: RunContext[Ctx] | None = None,
+        config: RunConfig | None = None,
+    ) -> RunStream[str]:
+        """Decide the requests a member's paused run waits on and go on with it (see `LlmAgent.resume`).
+
+        The swarm's run is its entry member's, handing off: the entry member resumes it,
+        and the member that paused goes on where it stopped.
+        """
+        entry = self.members[self.entry]
+        return entry.resume(
+            session, decisions, deny_rest=deny_rest, by=by, context=context, config=config or self.run_config
+        )
 
     async def _events(
         self, input: AgentInput, ctx: RunContext[Any], config: RunConfig
