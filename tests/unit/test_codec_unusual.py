@@ -7,6 +7,7 @@ import json
 from datetime import UTC
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -160,3 +161,10 @@ def test_only_the_values_too_deep_are_replaced_and_shallow_events_are_untouched(
     assert isinstance(read, RequestHeader) and read.settings["temperature"] == 0.5
     assert list(read.settings["extra"]) == ["unstored"]  # type: ignore[arg-type]
     assert list(read.tools[0].parameters) == ["unstored"]
+
+
+@pytest.mark.parametrize("key", [chr(0xD800), chr(0xFFFD), "a" + chr(0xDCFF) + chr(0xFFFD) + "b"])
+def test_a_key_with_a_lone_surrogate_or_a_replacement_character_reads_back_exactly(key: str) -> None:
+    # pydantic writes a lone surrogate in a mapping's key as U+FFFD, silently: never stored so.
+    event = ToolReturned(call_id="c", content=(), metadata={key: 1})
+    assert decode_event(encode_event(event)) == event

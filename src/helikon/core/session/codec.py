@@ -163,18 +163,34 @@ def _encode(event: SessionEvent) -> str:
     if isinstance(event, UnknownEvent):
         text = json.dumps(event.data, separators=(",", ":"), ensure_ascii=False)
         return text if text.isascii() else _escape_surrogates(text)
+    adapter = SESSION_EVENT_ADAPTER.adapter
     if isinstance(event, AssistantMessageEvent) and event.usage is None:
-        return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_USAGE).decode()
+        return _text(adapter.dump_json(event, exclude=_NO_USAGE))
     if isinstance(event, ToolReturned) and event.metadata is None:
-        return SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=_NO_METADATA).decode()
+        return _text(adapter.dump_json(event, exclude=_NO_METADATA))
     if isinstance(event, RequestHeader | Forked | TurnOpened | TurnClosed | ToolsStarted | CustomEvent):
         # Marked ignorable: a reader from before these events skips one (each projects to
         # nothing) instead of refusing the whole session.
         exclude = _NO_INJECTED if isinstance(event, RequestHeader) and not event.injected else None
-        text = SESSION_EVENT_ADAPTER.adapter.dump_json(event, exclude=exclude).decode()
+        text = _text(adapter.dump_json(event, exclude=exclude))
         head = f'{{"type":"{event.type}",'
         return head + '"ignorable":true,' + text[len(head) :]
-    return SESSION_EVENT_ADAPTER.dump_json(event).decode()
+    return _text(adapter.dump_json(event))
+
+
+_REPLACEMENT = "\ufffd".encode()
+
+
+def _text(data: bytes) -> str:
+    """The JSON pydantic wrote, as text; a ValueError when it may have replaced a lone surrogate.
+
+    pydantic raises on a lone surrogate in a string value, but writes one in a mapping's
+    key as U+FFFD, silently. Output holding U+FFFD is written again the careful way
+    (`_encode_unusual`), which keeps a key's surrogate and writes a real U+FFFD as it is.
+    """
+    if _REPLACEMENT in data:
+        raise ValueError("U+FFFD in pydantic's output: it may stand for a lone surrogate")
+    return data.decode()
 
 
 MAX_STORED_DEPTH = 128
