@@ -37,6 +37,19 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # extra but imports without it must have an entry here, or the test fails.
 _CONNECT = "from helikon.mcp.client import McpServerHandle\nasyncio.run(McpServerHandle.{}.connect())"
 LAZY_USES: dict[str, list[str]] = {
+    "helikon.evals.evaluators": [
+        "from helikon.evals import JsonSchemaEvaluator\nJsonSchemaEvaluator({'type': 'object'})"
+    ],
+    "helikon.evals.report": ["from helikon.evals import EvalReport\nEvalReport.empty().render_table()"],
+    "helikon.evals": [
+        "from helikon.evals import JsonSchemaEvaluator\nJsonSchemaEvaluator({'type': 'object'})"
+    ],
+    "helikon.evals.run": [
+        "from helikon.evals import EvalCase, EvalDataset, EvalRun\n"
+        "from helikon.testing import MockModel\n"
+        "agent = helikon.LlmAgent(name='a', model=MockModel.with_scripts([]))\n"
+        "EvalRun.builder().dataset(EvalDataset((EvalCase.of('x'),))).agent(agent).progress(True).build().run_sync()"
+    ],
     "helikon.mcp": [
         "from helikon.mcp import McpToolServer",
         "from helikon.mcp import McpAgentServer",

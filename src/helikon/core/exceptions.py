@@ -7,7 +7,8 @@ its base names it for them). A test keeps the tree complete (tests/unit/test_exc
 HelikonError
 ├── UserError                  misuse: a bad argument, a missing extra, a bad config (also a ValueError)
 │   ├── GraphBuildError        a graph that cannot run, e.g. a cycle (`core.workflows.graph`)
-│   └── SwarmBuildError        a swarm that cannot work, e.g. no members (`core.workflows.swarm`)
+│   ├── SwarmBuildError        a swarm that cannot work, e.g. no members (`core.workflows.swarm`)
+│   └── DatasetError           an eval dataset line that is no case; names line and field (`evals`)
 ├── ModelError                 a model call failed (raised by `Model.invoke`)
 │   ├── Unavailable            the provider is down or overloaded (5xx, 529)
 │   ├── RateLimited            429; `retry_after_ms` carries the provider's hint

@@ -1,0 +1,72 @@
+"""Evals: run a dataset of cases through an agent, score each with evaluators, report (`evals` extra).
+
+- `EvalDataset` / `EvalCase`: cases from JSONL (one or several turns each).
+- Evaluators: `ExactMatch`, `ToolUseTrajectory`, `JsonSchemaEvaluator`, or your own `Evaluator`.
+- `EvalRun.builder()`: which agent, how many at once, how many times; `run()` gives an `EvalReport`.
+- `EvalReport`: JSON in and out, `passed()`, `summary()`, `render_table()`.
+
+Example:
+    ```python
+    from helikon import LlmAgent, tool
+    from helikon.evals import EvalDataset, EvalRun, ExactMatch, ToolUseTrajectory
+    from helikon.testing import MockModel, text_turn, tool_call_turn
+
+    @tool
+    def weather(city: str) -> str:
+        \"\"\"The weather in a city.\"\"\"
+        return "sunny"
+
+    line = '{"input": "Paris?", "expected": "Sunny.", "expected_tools": ["weather"]}'
+    data = EvalDataset.from_jsonl_str(line)
+    scripts = [tool_call_turn("weather", {"city": "Paris"}), text_turn("Sunny.")]
+
+    def agent_for(case: object) -> LlmAgent:  # a fresh scripted model per case
+        return LlmAgent(name="w", model=MockModel.with_scripts(scripts), tools=[weather])
+
+    report = (
+        EvalRun.builder()
+        .dataset(data)
+        .agent_factory(agent_for)
+        .evaluator(ExactMatch())
+        .evaluator(ToolUseTrajectory.exact())
+        .build()
+        .run_sync()
+    )
+    assert report.passed()
+    ```
+"""
+
+from .dataset import DatasetError, EvalCase, EvalDataset, EvalTurn, ExpectedTool
+from .evaluators import ExactMatch, JsonSchemaEvaluator
+from .report import CaseResult, EvalReport, EvaluatorResult, EvaluatorSummary, TurnResult
+from .run import AgentFactory, ContextFactory, EvalRun, EvalRunBuilder
+from .score import CaseOutcome, Evaluator, Score, ScoreOutcome, ToolCallRecord
+from .trajectory import CallPredicate, MatchMode, Order, ToolUseTrajectory
+
+__all__ = [
+    "AgentFactory",
+    "CallPredicate",
+    "CaseOutcome",
+    "CaseResult",
+    "ContextFactory",
+    "DatasetError",
+    "EvalCase",
+    "EvalDataset",
+    "EvalReport",
+    "EvalRun",
+    "EvalRunBuilder",
+    "EvalTurn",
+    "EvaluatorResult",
+    "EvaluatorSummary",
+    "Evaluator",
+    "ExactMatch",
+    "ExpectedTool",
+    "JsonSchemaEvaluator",
+    "MatchMode",
+    "Order",
+    "Score",
+    "ScoreOutcome",
+    "ToolCallRecord",
+    "ToolUseTrajectory",
+    "TurnResult",
+]
