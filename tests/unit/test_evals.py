@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from helikon import JsonValue, LlmAgent, RunContext, UserError, tool
+from helikon import JsonValue, LlmAgent, MemorySession, RunContext, UserError, tool
 from helikon.evals import (
     CaseOutcome,
     DatasetError,
@@ -20,12 +20,13 @@ from helikon.evals import (
     ExactMatch,
     ExpectedTool,
     JsonSchemaEvaluator,
+    LlmJudge,
     Score,
     ScoreOutcome,
     ToolCallRecord,
     ToolUseTrajectory,
 )
-from helikon.testing import MockModel, text_turn, tool_call_turn
+from helikon.testing import MockModel, scripts_from_session, text_turn, tool_call_turn, tool_calls_turn
 
 # --- datasets -------------------------------------------------------------------------------------
 
@@ -324,3 +325,83 @@ def test_a_context_factory_gives_each_case_its_context() -> None:
 
     EvalRun.builder().dataset(sums(2)).agent_factory(adder).ctx_factory(ctx_for).build().run_sync()
     assert seen == ["s0", "s1"]
+
+
+# --- the judge ------------------------------------------------------------------------------------
+
+
+def judge_with(*answers: str, threshold: float = 0.7) -> LlmJudge:
+    return LlmJudge(
+        MockModel.with_scripts([text_turn(a) for a in answers]), rubric="Polite.", threshold=threshold
+    )
+
+
+def test_the_judge_passes_at_its_threshold_and_fails_below() -> None:
+    case, outcome = EvalCase.of("total?", expected="4"), CaseOutcome(output="It is 4.")
+    high = score(judge_with('{"score": 0.8, "reason": "kind"}'), case, outcome)
+    assert (high.outcome, high.value, high.reason) == ("passed", 0.8, "kind")
+    low = score(judge_with('{"score": 0.2, "reason": "rude"}'), case, outcome)
+    assert (low.outcome, low.value, low.reason) == ("failed", 0.2, "rude")
+
+
+def test_the_judge_sees_the_question_the_expectation_and_the_answer() -> None:
+    model = MockModel.with_scripts([text_turn('{"score": 1, "reason": "ok"}')])
+    asyncio.run(LlmJudge(model, "Exact.").evaluate(EvalCase.of("Q?", expected="E"), CaseOutcome(output="A")))
+    [system, user] = model.requests[0].messages
+    assert "Rubric:\nExact." in getattr(system, "text", "")
+    assert getattr(user, "text", "") == "Question:\nQ?\n\nExpected answer:\nE\n\nThe assistant's answer:\nA"
+
+
+def test_a_judge_that_answers_garbage_fails_the_turn_saying_so() -> None:
+    garbage = score(
+        judge_with("I think it's fine", "still no JSON"), EvalCase.of("q"), CaseOutcome(output="a")
+    )
+    assert garbage.outcome == "failed" and garbage.reason.startswith("the judge gave no verdict")
+    out_of_range = score(
+        judge_with('{"score": 7, "reason": "x"}', '{"score": 9}'), EvalCase.of("q"), CaseOutcome()
+    )
+    assert out_of_range.outcome == "failed" and "no verdict" in out_of_range.reason
+
+
+def test_the_judge_checks_its_options() -> None:
+    with pytest.raises(UserError, match="rubric"):
+        LlmJudge(MockModel.with_scripts([]), rubric=" ")
+    with pytest.raises(UserError, match=r"threshold=1\.5"):
+        LlmJudge(MockModel.with_scripts([]), rubric="x", threshold=1.5)
+
+
+# --- a recorded session becomes a test ------------------------------------------------------------
+
+
+async def test_a_recorded_conversation_becomes_a_case_and_its_model_a_replay() -> None:
+    session = MemorySession()
+    live = MockModel.with_scripts(
+        [
+            tool_calls_turn([("add", {"a": 1, "b": 2})], call_ids=["c1"]),
+            text_turn("3"),
+            text_turn("Bye."),
+        ]
+    )
+    agent = LlmAgent(name="adder", model=live, tools=[add])
+    await agent.run("1+2", session=session)
+    await agent.run("thanks", session=session)
+    case = await EvalCase.from_session(session, id="prod-17")
+    assert case.id == "prod-17" and [t.input for t in case.turns] == ["1+2", "thanks"]
+    assert case.turns[0].expected == "3" and case.turns[0].expected_tools == (
+        ExpectedTool("add", {"a": 1, "b": 2}),
+    )
+    assert case.turns[1].expected == "Bye." and case.turns[1].expected_tools == ()
+    scripts = await scripts_from_session(session)
+    report = await (
+        EvalRun.builder()
+        .dataset(EvalDataset((case,)))
+        .agent_factory(lambda c: LlmAgent(name="adder", model=MockModel.with_scripts(scripts), tools=[add]))
+        .evaluator(ExactMatch())
+        .evaluator(ToolUseTrajectory.exact(match="name_and_args"))
+        .run()
+    )
+    assert report.passed() and report.cases[0].attempts[0][0].tool_calls[0].result == "3"
+    first = await EvalCase.from_session(session, upto_seq=3)
+    assert [t.input for t in first.turns] == ["1+2"]
+    with pytest.raises(UserError, match="no user message"):
+        await EvalCase.from_session(MemorySession())

@@ -1,7 +1,8 @@
 """Evals: run a dataset of cases through an agent, score each with evaluators, report (`evals` extra).
 
 - `EvalDataset` / `EvalCase`: cases from JSONL (one or several turns each).
-- Evaluators: `ExactMatch`, `ToolUseTrajectory`, `JsonSchemaEvaluator`, or your own `Evaluator`.
+- Evaluators: `ExactMatch`, `ToolUseTrajectory`, `JsonSchemaEvaluator`, `LlmJudge`, or your own.
+- `EvalCase.from_session` and `MockModel.from_session`: a recorded conversation becomes a test.
 - `EvalRun.builder()`: which agent, how many at once, how many times; `run()` gives an `EvalReport`.
 - `EvalReport`: JSON in and out, `passed()`, `summary()`, `render_table()`.
 
@@ -38,6 +39,7 @@ Example:
 
 from .dataset import DatasetError, EvalCase, EvalDataset, EvalTurn, ExpectedTool
 from .evaluators import ExactMatch, JsonSchemaEvaluator
+from .judge import LlmJudge, Verdict
 from .report import CaseResult, EvalReport, EvaluatorResult, EvaluatorSummary, TurnResult
 from .run import AgentFactory, ContextFactory, EvalRun, EvalRunBuilder
 from .score import CaseOutcome, Evaluator, Score, ScoreOutcome, ToolCallRecord
@@ -62,6 +64,7 @@ __all__ = [
     "ExactMatch",
     "ExpectedTool",
     "JsonSchemaEvaluator",
+    "LlmJudge",
     "MatchMode",
     "Order",
     "Score",
@@ -69,4 +72,5 @@ __all__ = [
     "ToolCallRecord",
     "ToolUseTrajectory",
     "TurnResult",
+    "Verdict",
 ]

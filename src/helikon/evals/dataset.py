@@ -33,10 +33,13 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..core._internal.json_value import JsonObject, JsonValue
 from ..core.exceptions import UserError
+
+if TYPE_CHECKING:
+    from ..core.session import Session
 
 _CASE_KEYS = frozenset(("id", "input", "expected", "expected_tools", "metadata", "turns"))
 _TURN_KEYS = frozenset(("input", "expected", "expected_tools"))
@@ -112,6 +115,49 @@ class EvalCase:
     def multi_turn(self) -> bool:
         """Whether the case has several turns."""
         return len(self.turns) > 1
+
+    @staticmethod
+    async def from_session(
+        session: Session,
+        *,
+        upto_seq: int | None = None,
+        id: str = "session",
+        metadata: JsonObject | None = None,
+    ) -> EvalCase:
+        """A case from a recorded conversation: production becomes a test.
+
+        Each user message starts a turn: its text is the turn's input, the model's last
+        answer in the turn its `expected`, the tool calls made in the turn (names and
+        arguments) its `expected_tools`. `upto_seq` stops at that event of the log
+        (included). Replay the recorded model with `MockModel.from_session`.
+
+        Raises:
+            UserError: The conversation (up to `upto_seq`) has no user message.
+        """
+        from ..core.items import AssistantMessage, ToolCall, UserMessage
+        from ..core.session import SequenceId, project
+
+        entries = await session.events()
+        if upto_seq is not None:
+            entries = [e for e in entries if e.seq <= SequenceId(upto_seq)]
+        turns: list[EvalTurn] = []
+        text: str | None = None
+        answer: str | None = None
+        tools: list[ExpectedTool] = []
+        for item in [*project([e.event for e in entries]).messages, None]:
+            if item is None or isinstance(item, UserMessage):
+                if text is not None:
+                    turns.append(EvalTurn(text, answer, tuple(tools)))
+                if item is not None:
+                    text, answer, tools = item.text, None, []
+            elif isinstance(item, AssistantMessage) and item.text:
+                answer = item.text
+            elif isinstance(item, ToolCall):
+                args = item.args if isinstance(item.args, dict) else None
+                tools.append(ExpectedTool(item.name, cast("JsonObject | None", args)))
+        if not turns:
+            raise UserError("EvalCase.from_session: the conversation has no user message to make a turn of")
+        return EvalCase(id=id, turns=tuple(turns), metadata=dict(metadata or {}))
 
     def turn_case(self, index: int) -> EvalCase:
         """The case as an evaluator sees turn `index`: that turn alone, the same id and metadata."""

@@ -22,6 +22,7 @@ from ._scripts import (
     tool_call_turn,
     tool_calls_turn,
 )
+from ._session_scripts import scripts_from_session
 from ._test_model import TestModel
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "capture_requests",
     "handoff_turn",
     "reasoning_turn",
+    "scripts_from_session",
     "text_turn",
     "tool_call_turn",
     "tool_calls_turn",

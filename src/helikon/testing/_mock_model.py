@@ -16,6 +16,8 @@ from ._scripts import Delay, Script, ScriptStep
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from helikon.core.session import Session
+
 _CAPABILITIES = ModelCapabilities(
     streaming=True, tools=True, parallel_tool_calls=True, structured_output=True, reasoning=True
 )
@@ -78,6 +80,17 @@ class MockModel(Model):
         from ._script_file import ScriptFile
 
         return cls(ScriptFile.load(path).scripts(case_id), **kwargs)
+
+    @classmethod
+    async def from_session(cls, session: Session, *, upto_seq: int | None = None, **kwargs: Any) -> MockModel:
+        """A model answering as the model of `session`'s recorded conversation did, call by call.
+
+        A conversation seen in production becomes a deterministic test: each recorded model
+        answer (its text, its tool calls) is one script, in order (see `scripts_from_session`).
+        """
+        from ._session_scripts import scripts_from_session
+
+        return cls(await scripts_from_session(session, upto_seq=upto_seq), **kwargs)
 
     def with_script(self, script: Script) -> MockModel:
         """Queue one more script; returns self for chaining."""
