@@ -23,6 +23,7 @@ from helikon.evals import (
     LlmJudge,
     Score,
     ScoreOutcome,
+    SqliteTraceSink,
     ToolCallRecord,
     ToolUseTrajectory,
 )
@@ -190,6 +191,14 @@ def adder(case: EvalCase) -> LlmAgent[None, str]:
     a, b = (int(n) for n in case.input.split("+"))
     script = [tool_call_turn("add", {"a": a, "b": b}), text_turn(str(a + b))]
     return LlmAgent(name="adder", model=MockModel.with_scripts(script), tools=[add])
+
+
+adder_calls: list[str] = []
+
+
+def counted_adder(case: EvalCase) -> LlmAgent[None, str]:
+    adder_calls.append(case.id)
+    return adder(case)
 
 
 def sums(count: int) -> EvalDataset:
@@ -405,3 +414,104 @@ async def test_a_recorded_conversation_becomes_a_case_and_its_model_a_replay() -
     assert [t.input for t in first.turns] == ["1+2"]
     with pytest.raises(UserError, match="no user message"):
         await EvalCase.from_session(MemorySession())
+
+
+# --- rescore and compare --------------------------------------------------------------------------
+
+
+def test_rescoring_gives_what_a_fresh_run_gives_without_running_anything() -> None:
+    calls_before = len(adder_calls)
+    first = (
+        EvalRun.builder()
+        .dataset(sums(5))
+        .agent_factory(counted_adder)
+        .evaluator(ExactMatch())
+        .build()
+        .run_sync()
+    )
+    ran = len(adder_calls) - calls_before
+    both = [ExactMatch(), ToolUseTrajectory.exact(match="name_and_args")]
+    fresh = (
+        EvalRun.builder()
+        .dataset(sums(5))
+        .agent_factory(adder)
+        .evaluator(both[0])
+        .evaluator(both[1])
+        .build()
+        .run_sync()
+    )
+    again = asyncio.run(first.rescore([ToolUseTrajectory.exact(match="name_and_args")]))
+    assert len(adder_calls) - calls_before == ran  # nothing ran again
+    assert again.evaluators == fresh.evaluators
+    assert [c.scores for c in again.cases] == [c.scores for c in fresh.cases]
+    strict = asyncio.run(
+        first.rescore([ToolUseTrajectory.exact(match="name_and_args"), ExactMatch(strip=False)])
+    )
+    assert strict.evaluators == ("tool_trajectory[exact,name_and_args]", "exact_match")
+
+
+def test_compare_names_what_regressed_improved_and_changed() -> None:
+    def answers(texts: dict[str, str]) -> EvalReport:
+        def agent_for(case: EvalCase) -> LlmAgent[None, str]:
+            return LlmAgent(name="a", model=MockModel.with_scripts([text_turn(texts[case.id])]))
+
+        data = EvalDataset(tuple(EvalCase.of("q", id=i, expected="yes") for i in texts))
+        return (
+            EvalRun.builder()
+            .dataset(data)
+            .agent_factory(agent_for)
+            .evaluator(ExactMatch())
+            .build()
+            .run_sync()
+        )
+
+    baseline = answers({"a": "yes", "b": "no", "c": "yes", "gone": "yes"})
+    current = answers({"a": "no", "b": "yes", "c": "yes", "new": "yes"})
+    comparison = current.compare(baseline)
+    kinds = [(c.case_id, c.evaluator, c.kind) for c in comparison.changes]
+    assert kinds == [
+        ("a", "exact_match", "regressed"),
+        ("b", "exact_match", "improved"),
+        ("new", "", "added"),
+        ("gone", "", "removed"),
+    ]
+    assert comparison.exit_code() == 1 and current.compare(current).exit_code() == 0
+    assert "1 regressed, 1 improved, 0 changed, 1 added, 1 removed" in comparison.render()
+
+
+# --- the SQLite trace sink ------------------------------------------------------------------------
+
+
+def test_a_run_recorded_in_sqlite_reads_back_and_rescores_from_its_events(tmp_path: Path) -> None:
+    import sqlite3
+
+    sink = SqliteTraceSink(tmp_path / "evals.db")
+    report = (
+        EvalRun.builder()
+        .dataset(sums(3))
+        .agent_factory(adder)
+        .evaluator(ExactMatch())
+        .sink(sink)
+        .build()
+        .run_sync()
+    )
+    with sqlite3.connect(tmp_path / "evals.db") as db:
+        kinds = [
+            row[0] for row in db.execute("SELECT type FROM eval_events WHERE case_index = 0 ORDER BY seq")
+        ]
+        assert kinds == ["user_message", "tool_called", "tool_returned", "assistant_message"]
+        assert db.execute("SELECT count(*) FROM eval_cases").fetchone() == (3,)
+        stored = json.loads(
+            db.execute("SELECT event FROM eval_events WHERE type = 'tool_called'").fetchone()[0]
+        )
+        assert stored["name"] == "add" and stored["args"] == {"a": 0, "b": 0}
+    loaded = asyncio.run(sink.load(report.run_id))
+    assert asyncio.run(sink.runs()) == [report.run_id]
+    for fresh, back in zip(report.cases, loaded.cases, strict=True):
+        assert (back.case_id, back.scores, back.case) == (fresh.case_id, fresh.scores, fresh.case)
+        [[turn]], [[again]] = fresh.attempts, back.attempts
+        assert (again.input, again.output, again.tool_calls) == (turn.input, turn.output, turn.tool_calls)
+    rescored = asyncio.run(loaded.rescore([ToolUseTrajectory.exact(match="name_and_args")]))
+    assert rescored.passed() and rescored.summary()["tool_trajectory[exact,name_and_args]"].passed == 3
+    with pytest.raises(UserError, match="no eval run 'nope'"):
+        asyncio.run(sink.load("nope"))

@@ -40,7 +40,11 @@ LAZY_USES: dict[str, list[str]] = {
     "helikon.evals.evaluators": [
         "from helikon.evals import JsonSchemaEvaluator\nJsonSchemaEvaluator({'type': 'object'})"
     ],
-    "helikon.evals.report": ["from helikon.evals import EvalReport\nEvalReport.empty().render_table()"],
+    # The evals modules that reach the report (its table needs rich) are checked through it.
+    **{
+        f"helikon.evals.{module}": ["from helikon.evals import EvalReport\nEvalReport.empty().render_table()"]
+        for module in ("report", "compare", "sinks", "judge")
+    },
     "helikon.evals": [
         "from helikon.evals import JsonSchemaEvaluator\nJsonSchemaEvaluator({'type': 'object'})"
     ],

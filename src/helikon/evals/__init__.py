@@ -3,6 +3,7 @@
 - `EvalDataset` / `EvalCase`: cases from JSONL (one or several turns each).
 - Evaluators: `ExactMatch`, `ToolUseTrajectory`, `JsonSchemaEvaluator`, `LlmJudge`, or your own.
 - `EvalCase.from_session` and `MockModel.from_session`: a recorded conversation becomes a test.
+- `SqliteTraceSink`: runs recorded with their canonical events; `EvalReport.rescore` and `compare`.
 - `EvalRun.builder()`: which agent, how many at once, how many times; `run()` gives an `EvalReport`.
 - `EvalReport`: JSON in and out, `passed()`, `summary()`, `render_table()`.
 
@@ -37,16 +38,21 @@ Example:
     ```
 """
 
+from .compare import Change, ChangeKind, Comparison
 from .dataset import DatasetError, EvalCase, EvalDataset, EvalTurn, ExpectedTool
 from .evaluators import ExactMatch, JsonSchemaEvaluator
 from .judge import LlmJudge, Verdict
 from .report import CaseResult, EvalReport, EvaluatorResult, EvaluatorSummary, TurnResult
 from .run import AgentFactory, ContextFactory, EvalRun, EvalRunBuilder
 from .score import CaseOutcome, Evaluator, Score, ScoreOutcome, ToolCallRecord
+from .sinks import SqliteTraceSink, TraceSink, TurnEvents
 from .trajectory import CallPredicate, MatchMode, Order, ToolUseTrajectory
 
 __all__ = [
     "AgentFactory",
+    "Change",
+    "ChangeKind",
+    "Comparison",
     "CallPredicate",
     "CaseOutcome",
     "CaseResult",
@@ -69,8 +75,11 @@ __all__ = [
     "Order",
     "Score",
     "ScoreOutcome",
+    "SqliteTraceSink",
     "ToolCallRecord",
     "ToolUseTrajectory",
+    "TraceSink",
+    "TurnEvents",
     "TurnResult",
     "Verdict",
 ]

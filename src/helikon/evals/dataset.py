@@ -165,6 +165,15 @@ class EvalCase:
             return self
         return EvalCase(id=self.id, turns=(self.turns[index],), metadata=self.metadata)
 
+    @staticmethod
+    def from_json(line: JsonObject) -> EvalCase:
+        """The case of a dataset line given as an object (what `to_json` gives).
+
+        Raises:
+            DatasetError: It is not a case (the message names the field).
+        """
+        return _case(json.dumps(line), 1, where="the case")
+
     def to_json(self) -> JsonObject:
         """The case as a dataset line writes it."""
 
@@ -240,8 +249,8 @@ class EvalDataset:
         return loaded
 
 
-def _case(line: str, number: int) -> EvalCase:
-    where = f"line {number}"
+def _case(line: str, number: int, where: str = "") -> EvalCase:
+    where = where or f"line {number}"
     try:
         data: Any = json.loads(line)
     except ValueError as exc:

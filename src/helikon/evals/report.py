@@ -18,17 +18,24 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core._internal.extras import missing_extra
 from ..core._internal.json_value import JsonObject
 from ..core.events import TokenUsage
-from .score import Score, ScoreOutcome, ToolCallRecord
+from ..core.exceptions import UserError
+from .score import CaseOutcome, Score, ScoreOutcome, ToolCallRecord, score_turn
+
+if TYPE_CHECKING:
+    from .compare import Comparison
+    from .score import Evaluator
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +114,8 @@ class CaseResult:
     attempts: tuple[tuple[TurnResult, ...], ...]
     scores: dict[str, EvaluatorResult]
     metadata: JsonObject = field(default_factory=lambda: {})
+    case: JsonObject = field(default_factory=lambda: {})
+    """The case as its dataset line (`EvalCase.to_json`): what `EvalReport.rescore` scores against."""
 
     @property
     def error(self) -> str | None:
@@ -178,6 +187,26 @@ class EvalReport:
             )
         return out
 
+    async def rescore(self, evaluators: Sequence[Evaluator]) -> EvalReport:
+        """The report scored again by `evaluators`, from what the runs made: nothing is run again.
+
+        Each turn's answer and tool calls (as the report, or a trace sink, kept them) go to
+        the evaluators with the case they came from. Their columns replace columns of the
+        same name and add the others; a turn whose run failed fails again, saying so.
+        """
+        names = [e.name for e in evaluators]
+        if len(set(names)) != len(names):
+            raise UserError(f"EvalReport.rescore: two evaluators share a name ({', '.join(names)})")
+        cases = [await _rescored(result, evaluators) for result in self.cases]
+        columns = (*(n for n in self.evaluators if n not in names), *names)
+        return dataclasses.replace(self, run_id=new_run_id(), evaluators=columns, cases=tuple(cases))
+
+    def compare(self, baseline: EvalReport) -> Comparison:
+        """What changed from `baseline`, case by case and evaluator by evaluator (see `Comparison`)."""
+        from .compare import compare
+
+        return compare(self, baseline)
+
     def to_json(self) -> str:
         """The report as JSON text (`from_json` reads it back)."""
         return _adapter().dump_json(self, indent=2).decode()
@@ -235,6 +264,38 @@ class EvalReport:
             console.print(f"{name}: mean {stats.mean:.2f}, {counts}")
         console.print("PASSED" if self.passed() else "FAILED")
         return console.export_text()
+
+
+async def _rescored(result: CaseResult, evaluators: Sequence[Evaluator]) -> CaseResult:
+    """`result` scored again by `evaluators`, from its turns' answers and tool calls."""
+    from .dataset import EvalCase
+
+    if not result.case:
+        raise UserError(
+            f"EvalReport.rescore: case {result.case_id!r} does not say what it was (its case is not kept)"
+        )
+    case = EvalCase.from_json(result.case)
+    attempts: list[tuple[TurnResult, ...]] = []
+    for attempt in result.attempts:
+        turns: list[TurnResult] = []
+        for index, turn in enumerate(attempt):
+            outcome = CaseOutcome(
+                output=turn.output,
+                tool_calls=turn.tool_calls,
+                error=turn.error,
+                usage=turn.usage,
+                latency_s=turn.latency_s,
+            )
+            scores = await score_turn(evaluators, case.turn_case(index), outcome)
+            turns.append(dataclasses.replace(turn, scores={**turn.scores, **scores}))
+        attempts.append(tuple(turns))
+    scores = dict(result.scores)
+    for evaluator in evaluators:
+        name = evaluator.name
+        scores[name] = EvaluatorResult.of(
+            [[t.scores[name] for t in turns if name in t.scores] for turns in attempts]
+        )
+    return dataclasses.replace(result, attempts=tuple(attempts), scores=scores)
 
 
 def _cell(result: EvaluatorResult | None) -> str:

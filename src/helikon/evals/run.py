@@ -30,9 +30,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..core._internal.extras import missing_extra
 from ..core.agent import Agent
@@ -43,7 +43,11 @@ from ..core.result import RunResult
 from ..core.runner import Runner
 from .dataset import EvalCase, EvalDataset
 from .report import CaseResult, EvalReport, EvaluatorResult, TurnResult, new_run_id
-from .score import CaseOutcome, Evaluator, Score, ToolCallRecord
+from .score import CaseOutcome, Evaluator, Score, ToolCallRecord, score_turn
+
+if TYPE_CHECKING:
+    from ..core.session import SessionEvent
+    from .sinks import TraceSink
 
 AgentFactory = Callable[[EvalCase], Agent[Any, Any]]
 """Builds the agent for a case (a fresh one per attempt: a scripted model must not be shared)."""
@@ -65,6 +69,7 @@ class EvalRun:
         "_progress",
         "_repeat",
         "_runner",
+        "_sink",
     )
 
     def __init__(
@@ -79,6 +84,7 @@ class EvalRun:
         runner: Runner[Any] | None = None,
         config: RunConfig | None = None,
         progress: bool | None = None,
+        sink: TraceSink | None = None,
     ) -> None:
         if not isinstance(dataset, EvalDataset):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise UserError(
@@ -105,6 +111,7 @@ class EvalRun:
         self._runner = runner
         self._config = config
         self._progress = progress
+        self._sink = sink
 
     @staticmethod
     def builder() -> EvalRunBuilder:
@@ -116,12 +123,16 @@ class EvalRun:
         cases = self._dataset.cases
         slots = asyncio.Semaphore(self._concurrency)
         results: list[list[tuple[TurnResult, ...]]] = [[] for _ in cases]
+        events: dict[tuple[int, int, int], tuple[SessionEvent, ...]] = {}  # (case, attempt, turn) ->
         bar = _Progress.start(len(cases) * self._repeat, self._progress, self._dataset.name)
 
         async def attempt(index: int) -> None:
             async with slots:
-                turns = await self._attempt(cases[index])
+                turns, logged = await self._attempt(cases[index])
+            number = len(results[index])
             results[index].append(turns)
+            for turn, turn_events in enumerate(logged):
+                events[(index, number, turn)] = turn_events
             bar.advance()
 
         try:
@@ -129,7 +140,7 @@ class EvalRun:
         finally:
             bar.stop()
         names = tuple(e.name for e in self._evaluators)
-        return EvalReport(
+        report = EvalReport(
             run_id=new_run_id(),
             dataset=self._dataset.name,
             created=datetime.now(UTC).isoformat(),
@@ -137,26 +148,33 @@ class EvalRun:
             repeat=self._repeat,
             cases=tuple(_case_result(i, case, results[i], names) for i, case in enumerate(cases)),
         )
+        if self._sink is not None:  # once the run is complete, in dataset order
+            await self._sink.record(report, events)
+        return report
 
     def run_sync(self) -> EvalReport:
         """`run` from synchronous code (not inside a running event loop)."""
         return asyncio.run(self.run())
 
-    async def _attempt(self, case: EvalCase) -> tuple[TurnResult, ...]:
-        """One attempt at `case`: its turns in order on one fresh session, each scored."""
+    async def _attempt(self, case: EvalCase) -> tuple[tuple[TurnResult, ...], list[tuple[SessionEvent, ...]]]:
+        """One attempt at `case`: its turns in order on one fresh session, each scored; their events."""
         from ..core.session.memory import MemorySession  # the evals' own in-memory sessions
 
         try:
             agent = self._agent(case)
             ctx = RunContext.ephemeral(None) if self._ctx is None else self._ctx(case)
         except Exception as exc:  # a factory's bug fails the case, named
-            return (TurnResult(case.input, "", error=f"building the case's agent or context raised {exc!r}"),)
+            return (
+                TurnResult(case.input, "", error=f"building the case's agent or context raised {exc!r}"),
+            ), []
         session = MemorySession() if case.multi_turn or self._runner is not None else None  # else: a bare run
         if session is not None:
             ctx = ctx.with_session(session)
         turns: list[TurnResult] = []
+        logged: list[tuple[SessionEvent, ...]] = []
         for index, turn in enumerate(case.turns):
             outcome = await self._turn(agent, turn.input, ctx, session is not None)
+            logged.append(outcome.events)
             scores = await self._scores(case.turn_case(index), outcome)
             turns.append(
                 TurnResult(
@@ -171,7 +189,7 @@ class EvalRun:
             )
             if outcome.error is not None:
                 break  # the turns after a failed one have nothing to go on
-        return tuple(turns)
+        return tuple(turns), logged
 
     async def _turn(
         self, agent: Agent[Any, Any], text: str, ctx: RunContext[Any], on_session: bool
@@ -183,13 +201,12 @@ class EvalRun:
             else:
                 result = await agent.run(text, context=ctx, config=self._config)
         except RunError as exc:
-            error = exc.error
-            return CaseOutcome(error=str(error), latency_s=time.perf_counter() - start)
+            return CaseOutcome(error=str(exc.error), latency_s=time.perf_counter() - start)
         except Exception as exc:  # an agent of your own that raised: the case fails, never the eval
             return CaseOutcome(
                 error=f"the run raised {type(exc).__name__}: {exc}", latency_s=time.perf_counter() - start
             )
-        return _outcome(result, time.perf_counter() - start)
+        return _outcome(result, time.perf_counter() - start, text if self._sink is not None else None)
 
     def _session_runner(self) -> Runner[Any]:
         """The runner the cases run through on their sessions: yours, or an `AsyncioRunner`."""
@@ -199,20 +216,8 @@ class EvalRun:
             self._runner = AsyncioRunner[Any]()
         return self._runner
 
-    async def _scores(self, case: EvalCase, outcome: CaseOutcome) -> dict[str, Score]:
-        if outcome.error is not None:
-            failed = Score.failed(reason=f"the run failed: {outcome.error}")
-            return {e.name: failed for e in self._evaluators}
-        scores: dict[str, Score] = {}
-        for evaluator in self._evaluators:
-            try:
-                score = await evaluator.evaluate(case, outcome)
-                if not isinstance(score, Score):  # pyright: ignore[reportUnnecessaryIsInstance]
-                    raise TypeError(f"it returned {score!r}, not a Score")
-            except Exception as exc:
-                score = Score.failed(reason=f"the evaluator raised {type(exc).__name__}: {exc}")
-            scores[evaluator.name] = score
-        return scores
+    def _scores(self, case: EvalCase, outcome: CaseOutcome) -> Awaitable[dict[str, Score]]:
+        return score_turn(self._evaluators, case, outcome)
 
 
 class EvalRunBuilder:
@@ -277,6 +282,11 @@ class EvalRunBuilder:
         self._fields["config"] = config
         return self
 
+    def sink(self, sink: TraceSink) -> EvalRunBuilder:
+        """Record the run, once complete, with `sink` (e.g. `SqliteTraceSink`)."""
+        self._fields["sink"] = sink
+        return self
+
     def progress(self, show: bool) -> EvalRunBuilder:
         """Show a progress bar (default: on a terminal, when rich is there; True needs the `evals` extra)."""
         self._fields["progress"] = show
@@ -299,8 +309,12 @@ class EvalRunBuilder:
         return await self.build().run()
 
 
-def _outcome(result: RunResult[Any], latency: float) -> CaseOutcome:
-    """What a finished run made of a turn: its answer, its tool calls in order, its usage."""
+def _outcome(result: RunResult[Any], latency: float, logged_input: str | None) -> CaseOutcome:
+    """What a finished run made of a turn: its answer, its tool calls in order, its usage.
+
+    With `logged_input` (the turn's input: a trace sink records the run), also its events
+    as a session logs them.
+    """
     text = ""
     calls: dict[str, ToolCallRecord] = {}
     for event in result.events:
@@ -327,7 +341,19 @@ def _outcome(result: RunResult[Any], latency: float) -> CaseOutcome:
         tool_calls=tuple(calls.values()),
         usage=result.usage,
         latency_s=latency,
+        events=() if logged_input is None else _logged(logged_input, result),
     )
+
+
+def _logged(text: str, result: RunResult[Any]) -> tuple[SessionEvent, ...]:
+    """The turn's events in their canonical form: as a session would log them."""
+    from ..core.items import UserMessage
+    from ..core.session.recorder import SessionRecorder
+
+    recorder = SessionRecorder([UserMessage.from_text(text)])
+    for event in result.events:
+        recorder.observe(event)
+    return tuple(recorder.drain())
 
 
 def _case_result(
@@ -338,7 +364,12 @@ def _case_result(
         for name in names
     }
     return CaseResult(
-        index=index, case_id=case.id, attempts=tuple(attempts), scores=scores, metadata=case.metadata
+        index=index,
+        case_id=case.id,
+        attempts=tuple(attempts),
+        scores=scores,
+        metadata=case.metadata,
+        case=case.to_json(),
     )
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
@@ -29,6 +30,7 @@ from ..core.events import TokenUsage
 from ..core.exceptions import UserError
 
 if TYPE_CHECKING:
+    from ..core.session import SessionEvent
     from .dataset import EvalCase
 
 
@@ -100,6 +102,8 @@ class CaseOutcome:
     error: str | None = None
     usage: TokenUsage = field(default_factory=TokenUsage)
     latency_s: float = 0.0
+    events: tuple[SessionEvent, ...] = ()
+    """The turn's events as a session logs them (kept when a trace sink records the run)."""
 
     def output_json(self) -> JsonValue:
         """The output as JSON: the structured value, else the text parsed.
@@ -128,4 +132,27 @@ class Evaluator(Protocol):
         ...
 
 
-__all__ = ["CaseOutcome", "Evaluator", "Score", "ScoreOutcome", "ToolCallRecord"]
+async def score_turn(
+    evaluators: Sequence[Evaluator], case: EvalCase, outcome: CaseOutcome
+) -> dict[str, Score]:
+    """Each evaluator's score of one turn, by name.
+
+    A turn whose run failed fails for every evaluator, saying so; an evaluator that raises
+    (or answers something else than a `Score`) fails the turn with what it raised.
+    """
+    if outcome.error is not None:
+        failed = Score.failed(reason=f"the run failed: {outcome.error}")
+        return {e.name: failed for e in evaluators}
+    scores: dict[str, Score] = {}
+    for evaluator in evaluators:
+        try:
+            score = await evaluator.evaluate(case, outcome)
+            if not isinstance(score, Score):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise TypeError(f"it returned {score!r}, not a Score")
+        except Exception as exc:
+            score = Score.failed(reason=f"the evaluator raised {type(exc).__name__}: {exc}")
+        scores[evaluator.name] = score
+    return scores
+
+
+__all__ = ["CaseOutcome", "Evaluator", "Score", "ScoreOutcome", "ToolCallRecord", "score_turn"]
