@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from eval_agents import add, adder, sums
 
-from helikon import JsonValue, LlmAgent, MemorySession, RunContext, UserError, tool
+from helikon import JsonValue, LlmAgent, MemorySession, RunContext, UserError
 from helikon.evals import (
     CaseOutcome,
     DatasetError,
@@ -23,11 +24,10 @@ from helikon.evals import (
     LlmJudge,
     Score,
     ScoreOutcome,
-    SqliteTraceSink,
     ToolCallRecord,
     ToolUseTrajectory,
 )
-from helikon.testing import MockModel, scripts_from_session, text_turn, tool_call_turn, tool_calls_turn
+from helikon.testing import MockModel, scripts_from_session, text_turn, tool_calls_turn
 
 # --- datasets -------------------------------------------------------------------------------------
 
@@ -180,34 +180,12 @@ def test_trajectory_match_modes() -> None:
 # --- running an eval ------------------------------------------------------------------------------
 
 
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-def adder(case: EvalCase) -> LlmAgent[None, str]:
-    """A scripted agent that adds the case's two numbers with the tool and answers the sum."""
-    a, b = (int(n) for n in case.input.split("+"))
-    script = [tool_call_turn("add", {"a": a, "b": b}), text_turn(str(a + b))]
-    return LlmAgent(name="adder", model=MockModel.with_scripts(script), tools=[add])
-
-
 adder_calls: list[str] = []
 
 
 def counted_adder(case: EvalCase) -> LlmAgent[None, str]:
     adder_calls.append(case.id)
     return adder(case)
-
-
-def sums(count: int) -> EvalDataset:
-    cases = [
-        {"id": f"s{i}", "input": f"{i}+{i}", "expected": str(2 * i), "expected_tools": ["add"]}
-        for i in range(count)
-    ]
-    lines = [json.dumps(case) for case in cases]
-    return EvalDataset.from_jsonl_str("\n".join(lines), name="sums")
 
 
 def test_two_hundred_cases_at_once_come_back_in_dataset_order() -> None:
@@ -477,41 +455,3 @@ def test_compare_names_what_regressed_improved_and_changed() -> None:
     ]
     assert comparison.exit_code() == 1 and current.compare(current).exit_code() == 0
     assert "1 regressed, 1 improved, 0 changed, 1 added, 1 removed" in comparison.render()
-
-
-# --- the SQLite trace sink ------------------------------------------------------------------------
-
-
-def test_a_run_recorded_in_sqlite_reads_back_and_rescores_from_its_events(tmp_path: Path) -> None:
-    import sqlite3
-
-    sink = SqliteTraceSink(tmp_path / "evals.db")
-    report = (
-        EvalRun.builder()
-        .dataset(sums(3))
-        .agent_factory(adder)
-        .evaluator(ExactMatch())
-        .sink(sink)
-        .build()
-        .run_sync()
-    )
-    with sqlite3.connect(tmp_path / "evals.db") as db:
-        kinds = [
-            row[0] for row in db.execute("SELECT type FROM eval_events WHERE case_index = 0 ORDER BY seq")
-        ]
-        assert kinds == ["user_message", "tool_called", "tool_returned", "assistant_message"]
-        assert db.execute("SELECT count(*) FROM eval_cases").fetchone() == (3,)
-        stored = json.loads(
-            db.execute("SELECT event FROM eval_events WHERE type = 'tool_called'").fetchone()[0]
-        )
-        assert stored["name"] == "add" and stored["args"] == {"a": 0, "b": 0}
-    loaded = asyncio.run(sink.load(report.run_id))
-    assert asyncio.run(sink.runs()) == [report.run_id]
-    for fresh, back in zip(report.cases, loaded.cases, strict=True):
-        assert (back.case_id, back.scores, back.case) == (fresh.case_id, fresh.scores, fresh.case)
-        [[turn]], [[again]] = fresh.attempts, back.attempts
-        assert (again.input, again.output, again.tool_calls) == (turn.input, turn.output, turn.tool_calls)
-    rescored = asyncio.run(loaded.rescore([ToolUseTrajectory.exact(match="name_and_args")]))
-    assert rescored.passed() and rescored.summary()["tool_trajectory[exact,name_and_args]"].passed == 3
-    with pytest.raises(UserError, match="no eval run 'nope'"):
-        asyncio.run(sink.load("nope"))

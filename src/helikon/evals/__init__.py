@@ -3,7 +3,7 @@
 - `EvalDataset` / `EvalCase`: cases from JSONL (one or several turns each).
 - Evaluators: `ExactMatch`, `ToolUseTrajectory`, `JsonSchemaEvaluator`, `LlmJudge`, or your own.
 - `EvalCase.from_session` and `MockModel.from_session`: a recorded conversation becomes a test.
-- `SqliteTraceSink`: runs recorded with their canonical events; `EvalReport.rescore` and `compare`.
+- `SqliteTraceSink`, `ParquetTraceSink`: runs kept with their events; `EvalReport.rescore`, `compare`.
 - `EvalRun.builder()`: which agent, how many at once, how many times; `run()` gives an `EvalReport`.
 - `EvalReport`: JSON in and out, `passed()`, `summary()`, `render_table()`.
 
@@ -42,10 +42,12 @@ from .compare import Change, ChangeKind, Comparison
 from .dataset import DatasetError, EvalCase, EvalDataset, EvalTurn, ExpectedTool
 from .evaluators import ExactMatch, JsonSchemaEvaluator
 from .judge import LlmJudge, Verdict
+from .parquet_sink import ParquetTraceSink
 from .report import CaseResult, EvalReport, EvaluatorResult, EvaluatorSummary, TurnResult
 from .run import AgentFactory, ContextFactory, EvalRun, EvalRunBuilder
 from .score import CaseOutcome, Evaluator, Score, ScoreOutcome, ToolCallRecord
-from .sinks import SqliteTraceSink, TraceSink, TurnEvents
+from .sinks import TraceSink, TurnEvents
+from .sqlite_sink import SqliteTraceSink
 from .trajectory import CallPredicate, MatchMode, Order, ToolUseTrajectory
 
 __all__ = [
@@ -73,6 +75,7 @@ __all__ = [
     "LlmJudge",
     "MatchMode",
     "Order",
+    "ParquetTraceSink",
     "Score",
     "ScoreOutcome",
     "SqliteTraceSink",

@@ -164,9 +164,8 @@ class EvalRun:
             agent = self._agent(case)
             ctx = RunContext.ephemeral(None) if self._ctx is None else self._ctx(case)
         except Exception as exc:  # a factory's bug fails the case, named
-            return (
-                TurnResult(case.input, "", error=f"building the case's agent or context raised {exc!r}"),
-            ), []
+            error = f"building the case's agent or context raised {exc!r}"
+            return (TurnResult(case.input, "", error=error),), [self._input_only(case.turns[0].input)]
         session = MemorySession() if case.multi_turn or self._runner is not None else None  # else: a bare run
         if session is not None:
             ctx = ctx.with_session(session)
@@ -201,12 +200,20 @@ class EvalRun:
             else:
                 result = await agent.run(text, context=ctx, config=self._config)
         except RunError as exc:
-            return CaseOutcome(error=str(exc.error), latency_s=time.perf_counter() - start)
+            return CaseOutcome(
+                error=str(exc.error), latency_s=time.perf_counter() - start, events=self._input_only(text)
+            )
         except Exception as exc:  # an agent of your own that raised: the case fails, never the eval
             return CaseOutcome(
-                error=f"the run raised {type(exc).__name__}: {exc}", latency_s=time.perf_counter() - start
+                error=f"the run raised {type(exc).__name__}: {exc}",
+                latency_s=time.perf_counter() - start,
+                events=self._input_only(text),
             )
         return _outcome(result, time.perf_counter() - start, text if self._sink is not None else None)
+
+    def _input_only(self, text: str) -> tuple[SessionEvent, ...]:
+        """A failed turn's events for the sink: its input, so the stored turn says what it was asked."""
+        return () if self._sink is None else _logged(text, None)
 
     def _session_runner(self) -> Runner[Any]:
         """The runner the cases run through on their sessions: yours, or an `AsyncioRunner`."""
@@ -345,13 +352,13 @@ def _outcome(result: RunResult[Any], latency: float, logged_input: str | None) -
     )
 
 
-def _logged(text: str, result: RunResult[Any]) -> tuple[SessionEvent, ...]:
-    """The turn's events in their canonical form: as a session would log them."""
+def _logged(text: str, result: RunResult[Any] | None) -> tuple[SessionEvent, ...]:
+    """The turn's events as a session would log them: its input only, when it has no result."""
     from ..core.items import UserMessage
     from ..core.session.recorder import SessionRecorder
 
     recorder = SessionRecorder([UserMessage.from_text(text)])
-    for event in result.events:
+    for event in () if result is None else result.events:
         recorder.observe(event)
     return tuple(recorder.drain())
 
