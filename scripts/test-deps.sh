@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Python environment: the server binaries the
-# integration tests start on 127.0.0.1 (helikon.testing.servers), Node.js, and the real MCP
-# peers from the npm registry (tests/npm_peers, pinned by its package-lock.json). `make test`
-# runs this first, and `.ci/run` runs `make test`, so the README's command and CI share one
-# install step.
+# integration tests start on 127.0.0.1 (helikon.testing.servers), Debian's Chromium for the
+# browser tests, Node.js, and the real MCP peers from the npm registry (tests/npm_peers, pinned
+# by its package-lock.json). `make test` runs this first, and `.ci/run` runs `make test`, so the
+# README's command and CI share one install step.
 #
 # Only missing packages are installed (apt-get, as root or through passwordless sudo). No
 # system service is started: a policy-rc.d that refuses every start is in place while the
@@ -16,6 +16,8 @@ if ! compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null && ! command -v in
 fi
 command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
+# Headless Chromium for the browser tests (tests/browser.py): Playwright drives Debian's build.
+command -v chromium >/dev/null 2>&1 || missing+=(chromium)
 
 install_npm_peers() {
   # npm ci reinstalls from the lock file; skip it when node_modules already matches the lock.

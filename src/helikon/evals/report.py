@@ -227,6 +227,23 @@ class EvalReport:
         """A report `save` wrote."""
         return EvalReport.from_json(Path(path).read_bytes())
 
+    def to_html(self, baseline: EvalReport | None = None) -> str:
+        """The report as one self-contained HTML page: the table, each case's turns and tool calls.
+
+        With `baseline`, each case shows what changed since it, and its answer and tool
+        calls beside the baseline's. Built for large runs: the table draws only the rows in
+        view, and a case's details are decompressed when it is opened.
+        """
+        from .html_report import render_html
+
+        return render_html(self, baseline)
+
+    def save_html(self, path: str | Path, baseline: EvalReport | None = None) -> Path:
+        """Write `to_html(baseline)` to `path`; the path."""
+        path = Path(path)
+        path.write_text(self.to_html(baseline), encoding="utf-8")
+        return path
+
     def render_table(self, *, width: int = 120) -> str:
         """The report as a table for a terminal: a row per case, a column per evaluator, then the summary.
 

@@ -1,0 +1,67 @@
+"""Headless Debian Chromium for the suite's browser tests, driven by Playwright.
+
+Playwright drives the system's `/usr/bin/chromium` (`make test-deps` installs Debian's
+`chromium`) through `executable_path`: `playwright install`, which downloads a browser,
+is never run. The flags keep Chromium off the network: this machine's is closed, and a
+browser test only ever opens files and servers on 127.0.0.1.
+
+Screenshots and other things a person may want to look at after a run go to `ARTIFACTS`
+(`test-artifacts/` at the checkout's root, not committed).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+
+FLAGS = (
+    "--headless",
+    "--no-sandbox",  # the suite may run as root, where Chromium's own sandbox refuses to start
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+)
+
+
+def chromium_path() -> str:
+    """Where Debian's Chromium is; an error that says how to install it when it is not."""
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        raise RuntimeError(
+            "the browser tests need Debian's chromium: run `make test-deps` (apt-get install chromium)"
+        )
+    return found
+
+
+@contextmanager
+def browser_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
+    """A fresh page in a new headless Chromium; page errors and console errors fail the test at exit."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=chromium_path(), args=list(FLAGS))
+        try:
+            page = browser.new_page(viewport={"width": width, "height": height})
+            errors: list[str] = []
+            page.on("pageerror", lambda error: errors.append(str(error)))
+            page.on(
+                "console", lambda message: errors.append(message.text) if message.type == "error" else None
+            )
+            yield page
+            assert not errors, f"the page reported errors: {errors}"
+        finally:
+            browser.close()
+
+
+def artifact(name: str) -> Path:
+    """A path in `ARTIFACTS` for a file named `name` (the folder is made)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS / name
