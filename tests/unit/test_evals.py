@@ -286,6 +286,12 @@ def test_the_report_round_trips_and_renders(tmp_path: Path) -> None:
     table = report.render_table()
     for needle in ("s0", "s2", "exact_match", "PASSED", "mean 1.00, 3 passed, 0 failed, 0 skipped"):
         assert needle in table
+    assert "metadata" not in table  # no case has any: no column for it
+    tagged = EvalDataset.from_jsonl_str(
+        '{"id": "t", "input": "1+1", "expected": "2", "metadata": {"tier": "gold", "n": 2}}'
+    )
+    wide = EvalRun.builder().dataset(tagged).agent_factory(adder).evaluator(ExactMatch()).build().run_sync()
+    assert "tier=gold n=2" in wide.render_table(width=200)
 
 
 def test_the_builder_refuses_what_cannot_run() -> None:

@@ -260,6 +260,9 @@ class EvalReport:
             table.add_column(name, justify="right")
         for title in ("result", "tokens", "seconds", "why"):
             table.add_column(title, justify="right" if title in ("tokens", "seconds") else "left")
+        with_metadata = any(case.metadata for case in self.cases)
+        if with_metadata:
+            table.add_column("metadata")
         for case in self.cases:
             cells = [_cell(case.scores.get(name)) for name in self.evaluators]
             why = case.error or next(
@@ -273,6 +276,7 @@ class EvalReport:
                 str(case.usage.total_tokens),
                 f"{case.latency_s:.2f}",
                 why,
+                *([_metadata(case.metadata)] if with_metadata else []),
             )
         console = Console(width=width, record=True, file=io.StringIO(), color_system=None)
         console.print(table)
@@ -313,6 +317,13 @@ async def _rescored(result: CaseResult, evaluators: Sequence[Evaluator]) -> Case
             [[t.scores[name] for t in turns if name in t.scores] for turns in attempts]
         )
     return dataclasses.replace(result, attempts=tuple(attempts), scores=scores)
+
+
+def _metadata(metadata: JsonObject) -> str:
+    """A case's metadata in a cell: `key=value`, values as JSON unless they are strings."""
+    import json
+
+    return " ".join(f"{k}={v if isinstance(v, str) else json.dumps(v)}" for k, v in metadata.items())
 
 
 def _cell(result: EvaluatorResult | None) -> str:
