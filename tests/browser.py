@@ -12,8 +12,8 @@ Screenshots and other things a person may want to look at after a run go to `ART
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,20 @@ def chromium_path() -> str:
     return found
 
 
-@contextmanager
-def browser_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
-    """A fresh page in a new headless Chromium; page errors and console errors fail the test at exit."""
-    from playwright.sync_api import sync_playwright
+@asynccontextmanager
+async def browser_page(width: int = 1400, height: int = 900) -> AsyncIterator[Any]:
+    """A fresh page in a new headless Chromium; page errors and console errors fail the test at exit.
 
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium_path(), args=list(FLAGS))
+    The async API, on the test's own loop: leaving it waits until Playwright's driver
+    process has exited (the sync API's own loop can close first, and a driver reaped later
+    warns in whatever test runs then).
+    """
+    from playwright.async_api import async_playwright
+
+    async with async_playwright() as playwright:
+        browser = await playwright.chromium.launch(executable_path=chromium_path(), args=list(FLAGS))
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
+            page = await browser.new_page(viewport={"width": width, "height": height})
             errors: list[str] = []
             page.on("pageerror", lambda error: errors.append(str(error)))
             page.on(
@@ -58,7 +63,7 @@ def browser_page(width: int = 1400, height: int = 900) -> Iterator[Any]:
             yield page
             assert not errors, f"the page reported errors: {errors}"
         finally:
-            browser.close()
+            await browser.close()
 
 
 def artifact(name: str) -> Path:

@@ -55,64 +55,66 @@ def big_report(cases: int, *, failing_every: int, run_id: str) -> EvalReport:
     return EvalReport(run_id, "big", "2026-12-07T10:00:00+00:00", ("exact_match",), 1, tuple(results))
 
 
-def test_a_thousand_cases_open_scroll_and_one_expands(tmp_path: Path) -> None:
+async def test_a_thousand_cases_open_scroll_and_one_expands(tmp_path: Path) -> None:
     current = big_report(1000, failing_every=7, run_id="current")
     baseline = big_report(1000, failing_every=5, run_id="baseline")
     path = current.save_html(tmp_path / "report.html", baseline)
-    with browser_page() as page:
+    async with browser_page() as page:
         requests: list[str] = []
         page.on("request", lambda request: requests.append(request.url))
-        page.goto(path.as_uri())
-        page.wait_for_selector("body[data-ready]")
-        assert page.locator("#count").inner_text() == "1000 of 1000 cases"
+        await page.goto(path.as_uri())
+        await page.wait_for_selector("body[data-ready]")
+        assert await page.locator("#count").inner_text() == "1000 of 1000 cases"
         # Virtualised: only the rows in view (and a few around them) are in the page.
-        assert page.locator("#viewport .row").count() < 80
-        assert page.locator("#detail .turn").count() == 0  # no case's details until one is opened
-        page.evaluate("document.getElementById('viewport').scrollTop = 1e9")
-        page.locator("#viewport .row", has_text="case-0999").wait_for()
-        assert page.locator("#viewport .row").count() < 80
-        page.evaluate("document.getElementById('viewport').scrollTop = 0")
+        assert await page.locator("#viewport .row").count() < 80
+        assert await page.locator("#detail .turn").count() == 0  # no case's details until one is opened
+        await page.evaluate("document.getElementById('viewport').scrollTop = 1e9")
+        await page.locator("#viewport .row", has_text="case-0999").wait_for()
+        assert await page.locator("#viewport .row").count() < 80
+        await page.evaluate("document.getElementById('viewport').scrollTop = 0")
         row = page.locator("#viewport .row", has_text="case-0014")
-        assert "regressed" in row.inner_text()  # passed in the baseline (14 % 5), fails now (14 % 7)
-        row.click()
-        page.wait_for_selector("#detail .turn")
+        assert "regressed" in await row.inner_text()  # passed in the baseline (14 % 5), fails now (14 % 7)
+        await row.click()
+        await page.wait_for_selector("#detail .turn")
         detail = page.locator("#detail")
-        assert "case-0014 — failed" in detail.locator("h2").inner_text()
-        text = detail.inner_text()
+        assert "case-0014 — failed" in await detail.locator("h2").inner_text()
+        text = await detail.inner_text()
         assert "regressed exact_match: passed 1.00 → failed 0.00" in text
         assert '{"q":"query 14.9","page":9}' in text and "result 14.9" in text  # the trajectory
         assert "error:" in text  # call 3 of every case failed
         assert "baseline tool calls" in text
-        page.screenshot(path=artifact("eval-report-case.png"))
-        page.select_option("#show", "changes")
+        await page.screenshot(path=artifact("eval-report-case.png"))
+        await page.select_option("#show", "changes")
         changed = sum(1 for i in range(1000) if (i % 7 == 0) != (i % 5 == 0))
-        assert page.locator("#count").inner_text() == f"{changed} of 1000 cases"
-        page.select_option("#show", "all")
-        page.fill("#filter", "case-099")
-        assert page.locator("#count").inner_text() == "10 of 1000 cases"
+        assert await page.locator("#count").inner_text() == f"{changed} of 1000 cases"
+        await page.select_option("#show", "all")
+        await page.fill("#filter", "case-099")
+        assert await page.locator("#count").inner_text() == "10 of 1000 cases"
     assert requests == [path.as_uri()]  # one self-contained file: nothing else is fetched
 
 
-def test_a_run_made_by_an_agent_reads_back_in_the_page(tmp_path: Path) -> None:
+async def test_a_run_made_by_an_agent_reads_back_in_the_page(tmp_path: Path) -> None:
     hostile = '</script><img src=x onerror="document.title=`pwned`"> /*ROWS*/ <!--CHUNKS-->'
     data = EvalDataset((EvalCase.of("<b>hi</b>", id="<i>greet</i>", expected="Hello."),))
-    report = (
+    report = await (
         EvalRun.builder()
         .dataset(data)
         .agent_factory(lambda case: LlmAgent(name="a", model=MockModel.with_scripts([text_turn(hostile)])))
         .evaluator(ExactMatch())
         .build()
-        .run_sync()
+        .run()
     )
     path = report.save_html(tmp_path / "run.html")
-    with browser_page() as page:
-        page.goto(f"{path.as_uri()}#case=%3Ci%3Egreet%3C%2Fi%3E")  # a link to the case opens it
-        page.wait_for_selector("#detail .turn")
-        assert page.locator("img").count() == 0 and page.locator("#detail i, #detail b").count() == 0
-        assert page.title() == f"dataset · {report.run_id}"
+    async with browser_page() as page:
+        await page.goto(f"{path.as_uri()}#case=%3Ci%3Egreet%3C%2Fi%3E")  # a link to the case opens it
+        await page.wait_for_selector("#detail .turn")
+        assert (
+            await page.locator("img").count() == 0 and await page.locator("#detail i, #detail b").count() == 0
+        )
+        assert await page.title() == f"dataset · {report.run_id}"
         turn = page.locator("#detail .turn pre")
-        assert turn.nth(0).inner_text() == "<b>hi</b>" and turn.nth(1).inner_text() == hostile
-        assert page.locator("#viewport .row").first.inner_text().startswith("<i>greet</i>")
+        assert await turn.nth(0).inner_text() == "<b>hi</b>" and await turn.nth(1).inner_text() == hostile
+        assert (await page.locator("#viewport .row").first.inner_text()).startswith("<i>greet</i>")
 
 
 def test_the_page_is_one_file_and_the_same_report_gives_the_same_page() -> None:
