@@ -64,6 +64,7 @@ HelikonError
 ├── OsSandboxError             the OS sandbox cannot run a command, its launcher is gone
 │   │                          (`tools.execution.os_sandbox`)
 │   └── OsSandboxUnsupported   the platform or kernel cannot enforce what was asked
+├── AuthRejection              an agent server's auth layer refused a request, with its status (`server`)
 └── ServerError                a throwaway test server could not start or stop (`testing.servers`)
 ```
 

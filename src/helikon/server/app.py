@@ -1,0 +1,304 @@
+"""`AgentServer`: agents over HTTP, SSE and WebSocket; built with `AgentServer.builder()`.
+
+Example:
+    ```python
+    from helikon import LlmAgent
+    from helikon.server import AgentServer
+    from helikon.testing import MockModel, text_turn
+
+    agent = LlmAgent(name="greeter", model=MockModel.with_scripts([text_turn("Hello!")]))
+    server = AgentServer.builder().with_default_context().agent(agent).build()
+    app = server.app()  # an ASGI app: mount it, or `await server.serve("127.0.0.1", 8000)`
+    assert server.agents["greeter"] is agent
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncGenerator, Iterable
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.middleware.cors import CORSMiddleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route, WebSocketRoute
+
+from ..core.agent import Agent
+from ..core.exceptions import UserError
+from ..core.session.memory import MemorySession
+from .auth import AuthLayer
+from .context import ContextProvider, DefaultContextProvider
+from .errors import INTERNAL, ApiError, error_response
+from .gate import LOOPBACK_HOSTS, Gate
+from .routes import Api
+from .runs import Retention, Runs
+from .sessions import InMemorySessionProvider, SessionProvider
+from .streams import StreamLimits
+
+logger = logging.getLogger("helikon.server")
+
+
+class AgentServer:
+    """Agents served over HTTP (see the module and `docs/server.md`); built by `AgentServer.builder()`."""
+
+    def __init__(
+        self,
+        agents: dict[str, Agent[Any, Any]],
+        contexts: ContextProvider[Any],
+        sessions: SessionProvider,
+        auth: AuthLayer | None,
+        retention: Retention,
+        sweep_every: float,
+        limits: StreamLimits,
+        body_limit: int,
+        cors_origins: tuple[str, ...],
+        allowed_hosts: tuple[str, ...],
+    ) -> None:
+        self.agents = agents
+        self.sessions = sessions
+        self.auth = auth
+        self.limits = limits
+        self.body_limit = body_limit
+        self.sweep_every = sweep_every
+        self.cors_origins = cors_origins
+        self.allowed_hosts = allowed_hosts
+        self.runs = Runs(agents, self._session_for, contexts, retention)
+        self.background: set[asyncio.Task[Any]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
+
+    @staticmethod
+    def builder() -> AgentServerBuilder:
+        """A builder: `.agent(...)`, `.with_default_context()`, then `.build()`."""
+        return AgentServerBuilder()
+
+    async def _session_for(self, session_id: str | None) -> Any:
+        if session_id is None:
+            return MemorySession()  # a fresh session that is never stored
+        return await self.sessions.session(session_id)
+
+    def app(self) -> Any:
+        """The server as an ASGI app, to serve or mount under a prefix in a larger application."""
+        api = Api(self)
+        run = "/agents/{name}/runs/{run_id}"
+        routes = [
+            Route("/agents", api.agents, methods=["GET"]),
+            Route("/agents/{name}/runs", api.start_run, methods=["POST"]),
+            Route(run, api.get_run, methods=["GET"]),
+            Route(f"{run}/wait", api.wait_run, methods=["GET"]),
+            Route(f"{run}/stream", api.stream_run, methods=["GET"]),
+            WebSocketRoute(f"{run}/events", api.run_events),
+            Route(f"{run}/cancel", api.cancel_run, methods=["POST"]),
+            Route(f"{run}/approvals", api.decide, methods=["POST"]),
+            Route("/sessions", api.sessions, methods=["GET"]),
+            Route("/sessions/{session_id}", api.session, methods=["GET"]),
+            Route("/sessions/{session_id}/events", api.session_events, methods=["GET"]),
+            Route("/sessions/{session_id}/runs", api.session_runs, methods=["GET"]),
+            Route("/openapi.json", self._openapi, methods=["GET"]),
+        ]
+        app = Starlette(
+            routes=routes,
+            exception_handlers={
+                ApiError: _api_error,
+                404: _not_found,
+                405: _not_allowed,
+                Exception: _internal,
+            },
+            lifespan=self._lifespan,
+        )
+        app.add_middleware(_Sweeping, server=self)
+        if self.cors_origins:
+            app.add_middleware(
+                CORSMiddleware,
+                allow_origins=list(self.cors_origins),
+                allow_methods=["GET", "POST"],
+                allow_headers=["authorization", "content-type", "x-session-id", "last-event-id"],
+                expose_headers=["x-run-id"],
+            )
+        return Gate(app, self.allowed_hosts, self.auth)
+
+    async def serve(self, host: str = "127.0.0.1", port: int = 8000, **uvicorn_options: Any) -> None:
+        """Bind `host:port` and serve until stopped (uvicorn); the sweeper runs meanwhile."""
+        import uvicorn
+
+        config = uvicorn.Config(self.app(), host=host, port=port, log_level="warning", **uvicorn_options)
+        await uvicorn.Server(config).serve()
+
+    async def _openapi(self, request: Request) -> Response:
+        from .openapi import openapi_document
+
+        return JSONResponse(openapi_document(self))
+
+    def start_sweeper(self) -> None:
+        """Start the background task that lets expired runs go (once; `serve` and the first request do it)."""
+        if self._sweeper is None or self._sweeper.done():
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_every)
+            try:
+                self.runs.sweep()
+            except Exception:  # the sweeper never dies of one bad pass
+                logger.exception("sweeping expired runs failed")
+
+    async def aclose(self) -> None:
+        """Stop the sweeper, cancel the runs still going (their turns are written), close the provider."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            await asyncio.gather(self._sweeper, return_exceptions=True)
+            self._sweeper = None
+        await self.runs.aclose()
+        close = getattr(self.sessions, "aclose", None)
+        if close is not None:
+            await close()
+
+    @contextlib.asynccontextmanager
+    async def _lifespan(self, app: Any) -> AsyncGenerator[None]:
+        self.start_sweeper()
+        try:
+            yield
+        finally:
+            await self.aclose()
+
+
+class _Sweeping:
+    """Starts the sweeper on the first request (a mounted app gets no lifespan of its own)."""
+
+    def __init__(self, app: Any, server: AgentServer) -> None:
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] in ("http", "websocket"):
+            self.server.start_sweeper()
+        await self.app(scope, receive, send)
+
+
+class AgentServerBuilder:
+    """Configures an `AgentServer` (see each method); `.build()` checks it all."""
+
+    def __init__(self) -> None:
+        self._agents: dict[str, Agent[Any, Any]] = {}
+        self._contexts: ContextProvider[Any] | None = None
+        self._sessions: SessionProvider | None = None
+        self._auth: AuthLayer | None = None
+        self._retention = Retention()
+        self._sweep_every = 60.0
+        self._limits = StreamLimits()
+        self._body_limit = 1 << 20
+        self._cors: tuple[str, ...] = ()
+        self._hosts: tuple[str, ...] = LOOPBACK_HOSTS
+
+    def agent(self, agent: Agent[Any, Any], *, name: str | None = None) -> AgentServerBuilder:
+        """Serve `agent` at `/agents/<name>` (its own name by default); call once per agent."""
+        key = name or agent.name
+        if key in self._agents:
+            raise UserError(f"AgentServer: two agents are named {key!r}; give one name=...")
+        self._agents[key] = agent
+        return self
+
+    def with_default_context(self) -> AgentServerBuilder:
+        """Every run gets `RunContext.ephemeral(None)` on its session (see `DefaultContextProvider`)."""
+        self._contexts = DefaultContextProvider()
+        return self
+
+    def context_provider(self, provider: ContextProvider[Any]) -> AgentServerBuilder:
+        """Build each run's `RunContext` from its request (the auth → context bridge)."""
+        self._contexts = provider
+        return self
+
+    def session_provider(self, provider: SessionProvider) -> AgentServerBuilder:
+        """Where `X-Session-Id` sessions live (default: in memory)."""
+        self._sessions = provider
+        return self
+
+    def auth(self, layer: AuthLayer) -> AgentServerBuilder:
+        """Authenticate every request (e.g. `BearerTokenAuth`); without it every request is admitted."""
+        self._auth = layer
+        return self
+
+    def retention(
+        self, *, seconds: float = 3600.0, max_runs: int = 1000, sweep_every: float = 60.0
+    ) -> AgentServerBuilder:
+        """Keep finished runs `seconds`, at most `max_runs`; the sweeper looks every `sweep_every` seconds."""
+        if seconds <= 0 or max_runs < 1 or sweep_every <= 0:
+            raise UserError("AgentServer.retention: seconds and sweep_every must be > 0, max_runs >= 1")
+        self._retention = Retention(seconds, max_runs)
+        self._sweep_every = sweep_every
+        return self
+
+    def stream_limits(self, limits: StreamLimits) -> AgentServerBuilder:
+        """Pings, idle timeout, per-subscriber backlog and subscriber counts (see `StreamLimits`)."""
+        self._limits = limits
+        return self
+
+    def body_limit(self, size: int) -> AgentServerBuilder:
+        """The largest request body accepted, in bytes (default 1 MiB; larger: 413)."""
+        if size < 1024:
+            raise UserError(
+                f"AgentServer.body_limit: {size} bytes is too small to carry a run; give 1024 or more"
+            )
+        self._body_limit = size
+        return self
+
+    def cors(self, origins: Iterable[str]) -> AgentServerBuilder:
+        """Allow browsers on `origins` to call the server (CORS is off without this)."""
+        self._cors = tuple(origins)
+        return self
+
+    def allowed_hosts(self, hosts: Iterable[str]) -> AgentServerBuilder:
+        """The `Host` names the server answers to (default: loopback only; `["*"]`: any)."""
+        self._hosts = tuple(hosts)
+        if not self._hosts:
+            raise UserError("AgentServer.allowed_hosts: give at least one host name, or ['*']")
+        return self
+
+    def build(self) -> AgentServer:
+        """The server.
+
+        Raises:
+            UserError: No agent, or no context (call `.with_default_context()` or `.context_provider(...)`).
+        """
+        if not self._agents:
+            raise UserError("AgentServer: add at least one agent with .agent(...)")
+        if self._contexts is None:
+            raise UserError("AgentServer: call .with_default_context() or .context_provider(...)")
+        return AgentServer(
+            dict(self._agents),
+            self._contexts,
+            self._sessions or InMemorySessionProvider(),
+            self._auth,
+            self._retention,
+            self._sweep_every,
+            self._limits,
+            self._body_limit,
+            self._cors,
+            self._hosts,
+        )
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return exc.response()
+
+
+async def _not_found(request: Request, exc: Exception) -> Response:
+    return error_response(
+        404, "not_found", f"no endpoint at {request.url.path}; GET /openapi.json lists them"
+    )
+
+
+async def _not_allowed(request: Request, exc: Exception) -> Response:
+    return error_response(405, "method_not_allowed", f"{request.method} is not allowed on {request.url.path}")
+
+
+async def _internal(request: Request, exc: Exception) -> Response:
+    logger.error("unhandled error on %s %s", request.method, request.url.path, exc_info=exc)
+    return error_response(500, "internal", INTERNAL)
+
+
+__all__ = ["AgentServer", "AgentServerBuilder"]

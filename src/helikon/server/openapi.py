@@ -1,0 +1,396 @@
+"""`GET /openapi.json`: the server's API as an OpenAPI 3.1 document, with this server's agent names.
+
+Written out as data (no framework generates it): each path, its parameters, bodies and
+responses, and the schemas they use. The WebSocket endpoint is described in the text of
+the stream endpoint (OpenAPI has no WebSocket operations).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import AgentServer
+
+_ERROR = {"$ref": "#/components/schemas/Error"}
+_RUN = {"$ref": "#/components/schemas/Run"}
+_STATUS = ["queued", "running", "paused", "succeeded", "failed", "cancelled"]
+
+
+def _json(schema: dict[str, Any], description: str) -> dict[str, Any]:
+    return {"description": description, "content": {"application/json": {"schema": schema}}}
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    text = {
+        400: "bad request",
+        401: "not authenticated",
+        404: "not found",
+        409: "conflict",
+        413: "body too large",
+        429: "too many subscribers",
+    }
+    return {str(status): _json(_ERROR, text[status]) for status in statuses}
+
+
+def _run_header() -> dict[str, Any]:
+    return {"X-Run-Id": {"description": "The run's id", "schema": {"type": "string"}}}
+
+
+def openapi_document(server: AgentServer) -> dict[str, Any]:
+    """The OpenAPI 3.1 document of `server`."""
+    name = {
+        "name": "name",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "enum": sorted(server.agents)},
+    }
+    run_id = {"name": "run_id", "in": "path", "required": True, "schema": {"type": "string"}}
+    session_id = {
+        "name": "session_id",
+        "in": "path",
+        "required": True,
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"},
+    }
+    session_header = {
+        "name": "X-Session-Id",
+        "in": "header",
+        "required": False,
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"},
+        "description": "Runs with the same id share one session and go one at a time.",
+    }
+    run_response = {"200": {**_json(_RUN, "the run"), "headers": _run_header()}}
+    paths: dict[str, Any] = {
+        "/agents": {
+            "get": {
+                "operationId": "listAgents",
+                "summary": "The agents this server runs",
+                "responses": {"200": _json({"$ref": "#/components/schemas/AgentList"}, "the agents")},
+            }
+        },
+        "/agents/{name}/runs": {
+            "post": {
+                "operationId": "startRun",
+                "summary": "Start a run: one-shot JSON (default), ?stream=sse, or ?mode=async (202)",
+                "parameters": [
+                    name,
+                    session_header,
+                    {
+                        "name": "stream",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string", "enum": ["sse"]},
+                    },
+                    {
+                        "name": "mode",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string", "enum": ["async"]},
+                    },
+                ],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/RunRequest"}}},
+                },
+                "responses": {
+                    "200": {
+                        "description": "the finished (or paused) run; with ?stream=sse, its events",
+                        "headers": _run_header(),
+                        "content": {
+                            "application/json": {"schema": _RUN},
+                            "text/event-stream": {"schema": {"type": "string"}},
+                        },
+                    },
+                    "202": {**_json(_RUN, "the run, started in the background"), "headers": _run_header()},
+                    **_errors(400, 404, 409, 413),
+                },
+            }
+        },
+        "/agents/{name}/runs/{run_id}": {
+            "get": {
+                "operationId": "getRun",
+                "summary": "A run's status and result",
+                "parameters": [name, run_id],
+                "responses": {**run_response, **_errors(404)},
+            }
+        },
+        "/agents/{name}/runs/{run_id}/wait": {
+            "get": {
+                "operationId": "waitRun",
+                "summary": "Wait until the run is paused or finished",
+                "parameters": [name, run_id],
+                "responses": {**run_response, **_errors(404)},
+            }
+        },
+        "/agents/{name}/runs/{run_id}/stream": {
+            "get": {
+                "operationId": "streamRun",
+                "summary": "Events as SSE after Last-Event-ID (WebSocket: GET .../events?after=<seq>)",
+                "parameters": [
+                    name,
+                    run_id,
+                    {
+                        "name": "Last-Event-ID",
+                        "in": "header",
+                        "required": False,
+                        "schema": {"type": "string"},
+                    },
+                    {
+                        "name": "after",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": -1},
+                    },
+                ],
+                "responses": {
+                    "200": {
+                        "description": "id: <seq>, event: <type>, data: <event JSON>",
+                        "headers": _run_header(),
+                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(400, 404, 429),
+                },
+            }
+        },
+        "/agents/{name}/runs/{run_id}/cancel": {
+            "post": {
+                "operationId": "cancelRun",
+                "summary": "Cancel a run (idempotent): interrupt keeps the partial turn, rollback rewinds it",
+                "parameters": [
+                    name,
+                    run_id,
+                    {
+                        "name": "action",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "string", "enum": ["interrupt", "rollback"]},
+                    },
+                ],
+                "responses": {**run_response, **_errors(400, 404, 409)},
+            }
+        },
+        "/agents/{name}/runs/{run_id}/approvals": {
+            "post": {
+                "operationId": "decideRun",
+                "summary": "Decide a paused run's pending calls; the run goes on",
+                "parameters": [name, run_id],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Decisions"}}},
+                },
+                "responses": {
+                    "202": {
+                        **_json(_RUN, "the decisions are recorded; the run goes on"),
+                        "headers": _run_header(),
+                    },
+                    **_errors(400, 404, 409, 413),
+                },
+            }
+        },
+        "/sessions": {
+            "get": {
+                "operationId": "listSessions",
+                "summary": "The sessions, most recently updated first",
+                "parameters": [
+                    {
+                        "name": "limit",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 1, "maximum": 1000},
+                    },
+                    {
+                        "name": "offset",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 0},
+                    },
+                ],
+                "responses": {
+                    "200": _json({"$ref": "#/components/schemas/SessionList"}, "the sessions"),
+                    **_errors(400),
+                },
+            }
+        },
+        "/sessions/{session_id}": {
+            "get": {
+                "operationId": "getSession",
+                "summary": "A session's metadata and branches",
+                "parameters": [session_id],
+                "responses": {
+                    "200": _json({"$ref": "#/components/schemas/Session"}, "the session"),
+                    **_errors(400),
+                },
+            }
+        },
+        "/sessions/{session_id}/events": {
+            "get": {
+                "operationId": "sessionEvents",
+                "summary": "A session's stored events after a seq",
+                "parameters": [
+                    session_id,
+                    {
+                        "name": "after_seq",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": -1},
+                    },
+                ],
+                "responses": {
+                    "200": _json({"$ref": "#/components/schemas/SessionEvents"}, "the events"),
+                    **_errors(400),
+                },
+            }
+        },
+        "/sessions/{session_id}/runs": {
+            "get": {
+                "operationId": "sessionRuns",
+                "summary": "The runs this server keeps for a session",
+                "parameters": [session_id],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "required": ["runs"],
+                            "properties": {"runs": {"type": "array", "items": _RUN}},
+                        },
+                        "the runs",
+                    ),
+                    **_errors(400),
+                },
+            }
+        },
+        "/openapi.json": {
+            "get": {
+                "operationId": "openapi",
+                "summary": "This document",
+                "responses": {"200": _json({"type": "object"}, "the OpenAPI document")},
+            }
+        },
+    }
+    return {
+        "openapi": "3.1.0",
+        "info": {"title": "helikon agent server", "version": "1"},
+        "paths": paths,
+        "components": {"schemas": _schemas()},
+    }
+
+
+def _schemas() -> dict[str, Any]:
+    item = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}
+    return {
+        "Error": {
+            "type": "object",
+            "required": ["error"],
+            "properties": {
+                "error": {
+                    "type": "object",
+                    "required": ["code", "message"],
+                    "properties": {"code": {"type": "string"}, "message": {"type": "string"}},
+                }
+            },
+        },
+        "AgentList": {
+            "type": "object",
+            "required": ["agents"],
+            "properties": {
+                "agents": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["name"],
+                        "properties": {
+                            "name": {"type": "string"},
+                            "description": {"type": ["string", "null"]},
+                        },
+                    },
+                }
+            },
+        },
+        "RunRequest": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "input": {"type": "string", "minLength": 1},
+                "messages": {"type": "array", "minItems": 1, "items": item},
+                "multitask_strategy": {
+                    "type": "string",
+                    "enum": ["enqueue", "reject", "interrupt", "rollback"],
+                },
+                "on_disconnect": {"type": "string", "enum": ["cancel", "continue"]},
+            },
+            "oneOf": [{"required": ["input"]}, {"required": ["messages"]}],
+        },
+        "Run": {
+            "type": "object",
+            "required": ["run_id", "agent", "status", "created", "updated", "events"],
+            "properties": {
+                "run_id": {"type": "string"},
+                "agent": {"type": "string"},
+                "session_id": {"type": ["string", "null"]},
+                "status": {"type": "string", "enum": _STATUS},
+                "created": {"type": "number"},
+                "updated": {"type": "number"},
+                "output": {"type": ["string", "null"]},
+                "error": {"type": ["object", "null"]},
+                "pending": {"type": "array", "items": {"type": "object"}},
+                "usage": {"type": "object"},
+                "events": {"type": "integer"},
+                "cancel_action": {"type": ["string", "null"], "enum": ["interrupt", "rollback", None]},
+            },
+        },
+        "Decisions": {
+            "type": "object",
+            "additionalProperties": False,
+            "properties": {
+                "decisions": {
+                    "type": "object",
+                    "additionalProperties": {
+                        "type": "object",
+                        "required": ["decision"],
+                        "properties": {
+                            "decision": {"type": "string", "enum": ["approve", "deny", "edit"]},
+                            "reason": {"type": "string"},
+                            "digest": {"type": "string"},
+                            "args": {},
+                        },
+                    },
+                },
+                "deny_rest": {"type": "boolean"},
+            },
+        },
+        "SessionList": {
+            "type": "object",
+            "required": ["sessions"],
+            "properties": {"sessions": {"type": "array", "items": {"type": "object"}}},
+        },
+        "Session": {
+            "type": "object",
+            "required": ["session_id", "event_count", "branches"],
+            "properties": {
+                "session_id": {"type": "string"},
+                "title": {"type": ["string", "null"]},
+                "metadata": {"type": "object"},
+                "event_count": {"type": "integer"},
+                "last_seq": {"type": "integer"},
+                "paused": {"type": "boolean"},
+                "branches": {"type": "array", "items": {"type": "object"}},
+            },
+        },
+        "SessionEvents": {
+            "type": "object",
+            "required": ["events"],
+            "properties": {
+                "events": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "required": ["seq", "event"],
+                        "properties": {"seq": {"type": "integer"}, "event": {"type": "object"}},
+                    },
+                }
+            },
+        },
+    }
+
+
+__all__ = ["openapi_document"]

@@ -1,0 +1,144 @@
+"""`RunLog`: a run's events, kept in order for replay, handed to live subscribers without waiting.
+
+Every event a run streams is appended once, numbered from 0 (its `seq`, the SSE `id:`).
+A subscriber asks for the events after a seq it has seen: it gets the ones already logged,
+then the live ones, with no gap and no repeat, because registering and reading the backlog
+happen in one step of the event loop. The run never waits for a subscriber: each has a
+bounded backlog, and one that falls `limit` events behind is dropped (it sees `dropped`
+and ends) instead of slowing the run or the others.
+
+Example:
+    ```python
+    import asyncio
+
+    from helikon.server.run_log import RunLog
+
+    async def main() -> None:
+        log = RunLog()
+        log.append("run_started", b'{"type":"run_started"}')
+        sub = log.subscribe(after=-1)
+        log.append("run_completed", b'{"type":"run_completed"}')
+        log.close()
+        assert [entry.seq async for entry in sub] == [0, 1]
+
+    asyncio.run(main())
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One logged event: its place in the run, its type and its JSON."""
+
+    seq: int
+    type: str
+    data: bytes
+
+
+class Subscription:
+    """The events after a seq, as an async iterator; ends when the run's log closes (or on `dropped`)."""
+
+    __slots__ = ("_limit", "_live", "_log", "_replay", "_wake", "dropped")
+
+    def __init__(self, log: RunLog, replay: list[LogEntry], limit: int) -> None:
+        self._log = log
+        self._replay = replay
+        self._live: deque[LogEntry] = deque()
+        self._limit = limit
+        self._wake = asyncio.Event()
+        self.dropped = False
+        """True once this subscriber fell `limit` live events behind and was let go."""
+
+    def _offer(self, entry: LogEntry) -> None:
+        if len(self._live) >= self._limit:
+            self.dropped = True
+            self._live.clear()
+            self._log._subscribers.discard(self)
+        else:
+            self._live.append(entry)
+        self._wake.set()
+
+    def _closed(self) -> None:
+        self._wake.set()
+
+    def __aiter__(self) -> AsyncIterator[LogEntry]:
+        return self._entries()
+
+    async def _entries(self) -> AsyncIterator[LogEntry]:
+        try:
+            for entry in self._replay:
+                yield entry
+            self._replay = []
+            while True:
+                while self._live and not self.dropped:
+                    yield self._live.popleft()
+                if self.dropped or (self._log.closed and not self._live):
+                    return
+                self._wake.clear()
+                await self._wake.wait()
+        finally:
+            self.cancel()
+
+    def cancel(self) -> None:
+        """Stop receiving (the client went away)."""
+        self._log._subscribers.discard(self)
+
+
+class RunLog:
+    """A run's events in order, for replay and live subscribers (see the module)."""
+
+    __slots__ = ("_entries", "_subscribers", "closed")
+
+    def __init__(self) -> None:
+        self._entries: list[LogEntry] = []
+        self._subscribers: set[Subscription] = set()
+        self.closed = False
+        """True once the run ended: no event will follow."""
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    @property
+    def subscribers(self) -> int:
+        """How many subscribers are attached now."""
+        return len(self._subscribers)
+
+    def append(self, type: str, data: bytes) -> LogEntry:
+        """Log one event and offer it to every subscriber (never waits)."""
+        entry = LogEntry(len(self._entries), type, data)
+        self._entries.append(entry)
+        for subscriber in tuple(self._subscribers):
+            subscriber._offer(entry)
+        return entry
+
+    def close(self) -> None:
+        """The run ended: subscribers drain what they have, then stop."""
+        self.closed = True
+        for subscriber in tuple(self._subscribers):
+            subscriber._closed()
+        self._subscribers.clear()
+
+    def reopen(self) -> None:
+        """A paused run resumes: its log goes on from where it stopped."""
+        self.closed = False
+
+    def entries(self, after: int = -1) -> list[LogEntry]:
+        """The events logged after seq `after`."""
+        return self._entries[max(after + 1, 0) :]
+
+    def subscribe(self, after: int = -1, *, limit: int = 1024) -> Subscription:
+        """The events after seq `after`: the logged ones, then the live ones until the log closes."""
+        subscription = Subscription(self, self.entries(after), max(limit, 1))
+        if not self.closed:
+            self._subscribers.add(subscription)
+        return subscription
+
+
+__all__ = ["LogEntry", "RunLog", "Subscription"]

@@ -1,0 +1,113 @@
+"""Where the server's sessions live: `SessionProvider`, in memory by default, SQLite ready to use.
+
+A request names its session with `X-Session-Id`; the provider gives the `Session` of that
+id (created empty the first time) and lists the sessions it holds for `GET /sessions`. A
+request without the header runs on a fresh in-memory session that is never stored. Any
+helikon backend drops in: implement the two methods over PostgreSQL or Redis the way
+`SqliteSessionProvider` does over SQLite.
+
+Example:
+    ```python
+    import asyncio
+
+    from helikon.server import InMemorySessionProvider
+
+    async def main() -> None:
+        sessions = InMemorySessionProvider()
+        first = await sessions.session("ticket-7")
+        assert await sessions.session("ticket-7") is first
+
+    asyncio.run(main())
+    ```
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from typing import Protocol, runtime_checkable
+
+from ..core.session import Session, SessionInfo
+from ..core.session.memory import MemoryStore
+
+
+@runtime_checkable
+class SessionProvider(Protocol):
+    """Maps a session id to its `Session`, and lists the sessions it holds."""
+
+    async def session(self, session_id: str) -> Session:
+        """The session `session_id` (created empty the first time)."""
+        ...
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions, most recently updated first."""
+        ...
+
+
+class InMemorySessionProvider:
+    """Sessions in this process's memory (`MemoryStore`): gone when the server stops."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self) -> None:
+        self._store = MemoryStore()
+
+    async def session(self, session_id: str) -> Session:
+        """The in-memory session `session_id`."""
+        return await self._store.open(session_id)
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions with events or metadata, most recently updated first."""
+        return await self._store.list_sessions(limit=limit, offset=offset)
+
+
+class SqliteSessionProvider:
+    """Sessions in the SQLite file at `path` (the `sessions-sqlite` extra), opened on first use.
+
+    Durable: a restarted server finds its sessions, and the runs a killed server left
+    open are marked orphaned at startup.
+    """
+
+    __slots__ = ("_db", "_lock", "path")
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        self._db: object = None
+        self._lock = asyncio.Lock()
+
+    async def _database(self) -> object:
+        from ..sessions.sqlite import SqliteDatabase, SqliteSession
+
+        async with self._lock:
+            if self._db is None:
+                db = await SqliteDatabase.open(self.path)
+                await SqliteSession.migrate(db)
+                self._db = db
+            return self._db
+
+    async def session(self, session_id: str) -> Session:
+        """The SQLite session `session_id`."""
+        from ..sessions.sqlite import SqliteDatabase, SqliteSession
+
+        db = await self._database()
+        assert isinstance(db, SqliteDatabase)
+        return SqliteSession.open_without_migrate(db, session_id)
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions in the file, most recently updated first."""
+        from ..sessions.sqlite import SqliteDatabase, SqliteSession
+
+        db = await self._database()
+        assert isinstance(db, SqliteDatabase)
+        return await SqliteSession.list_sessions(db, limit=limit, offset=offset)
+
+    async def aclose(self) -> None:
+        """Close the database (the server does it when it stops)."""
+        from ..sessions.sqlite import SqliteDatabase
+
+        db, self._db = self._db, None
+        if isinstance(db, SqliteDatabase):
+            await db.aclose()
+
+
+__all__ = ["InMemorySessionProvider", "SessionProvider", "SqliteSessionProvider"]

@@ -1,0 +1,145 @@
+"""A run's events to a client: Server-Sent Events (resumable) and WebSocket (replay, then tail).
+
+SSE: each event is `id: <seq>`, `event: <type>`, `data: <the event's JSON>`; a client that
+reconnects with `Last-Event-ID: <seq>` gets the events after it, with no gap and no
+repeat (browsers' `EventSource` does this by itself). Comments every `ping` seconds keep
+proxies from closing a quiet stream. sse-starlette writes the frames.
+
+WebSocket: text messages `{"seq", "type", "event"}`, replaying the events after
+`?after=<seq>` and then following the run; the server closes the socket (1000) after the
+terminal event. A client sends nothing on this socket: a message from it is misuse, and
+closes it (1008) with an error frame first.
+
+Every stream ends with a terminal frame: the run's own (`run_completed`, `run_failed`,
+`run_paused`), or `stream_dropped` for a client that fell too far behind (it may reconnect
+from its last seq), or `stream_idle` after `idle_timeout` seconds with no event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from sse_starlette import EventSourceResponse, ServerSentEvent
+from starlette.websockets import WebSocket, WebSocketDisconnect
+
+from .run_log import LogEntry, Subscription
+from .runs import ServerRun
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    """How the server protects itself and its runs from slow or idle clients."""
+
+    ping: float = 15.0
+    """Seconds between keep-alive comments on a quiet SSE stream."""
+    idle_timeout: float = 600.0
+    """Seconds with no event after which a stream ends (`stream_idle`); the client may reconnect."""
+    backlog: int = 1024
+    """Events a subscriber may fall behind before it is dropped (`stream_dropped`)."""
+    per_run: int = 64
+    """Subscribers one run may have at once."""
+    total: int = 4096
+    """Subscribers the server may have at once."""
+
+
+def end_frame(kind: str, run: ServerRun, last_seq: int, message: str) -> str:
+    """The JSON of a `stream_dropped` or `stream_idle` frame."""
+    return json.dumps({"type": kind, "run_id": run.id, "last_seq": last_seq, "message": message})
+
+
+async def _entries(subscription: Subscription, run: ServerRun, idle: float) -> AsyncIterator[LogEntry | str]:
+    """The subscription's entries, then the end frame due (a string) when the run's own did not end it."""
+    last = -1
+    iterator = aiter(subscription)
+    while True:
+        try:
+            entry = await asyncio.wait_for(anext(iterator), idle)
+        except StopAsyncIteration:
+            break
+        except TimeoutError:
+            yield end_frame("stream_idle", run, last, f"no event for {idle:g} s: reconnect after seq {last}")
+            return
+        last = entry.seq
+        yield entry
+    if subscription.dropped:
+        yield end_frame(
+            "stream_dropped", run, last, f"this client fell too far behind: reconnect after seq {last}"
+        )
+
+
+def sse_response(
+    run: ServerRun,
+    subscription: Subscription,
+    limits: StreamLimits,
+    on_disconnect: Callable[[], None] | None,
+    headers: dict[str, str],
+) -> EventSourceResponse:
+    """The run's events as an SSE response; `on_disconnect` runs if the client leaves first."""
+
+    async def frames() -> AsyncIterator[ServerSentEvent]:
+        finished = False
+        try:
+            async for item in _entries(subscription, run, limits.idle_timeout):
+                if isinstance(item, str):
+                    yield ServerSentEvent(data=item, event=json.loads(item)["type"])
+                else:
+                    yield ServerSentEvent(data=item.data.decode(), event=item.type, id=str(item.seq))
+            finished = True
+        finally:
+            subscription.cancel()
+            if not finished and on_disconnect is not None:
+                on_disconnect()
+
+    return EventSourceResponse(frames(), ping=limits.ping, headers=headers, send_timeout=30.0)
+
+
+async def websocket_stream(
+    websocket: WebSocket, run: ServerRun, subscription: Subscription, limits: StreamLimits
+) -> None:
+    """Send the run's events on an accepted socket to its end; close on misuse or when the client leaves."""
+
+    async def send() -> None:
+        async for item in _entries(subscription, run, limits.idle_timeout):
+            if isinstance(item, str):
+                await websocket.send_text(item)
+            else:
+                await websocket.send_text(
+                    f'{{"seq":{item.seq},"type":{json.dumps(item.type)},"event":{item.data.decode()}}}'
+                )
+
+    async def listen() -> str:
+        message = await websocket.receive()
+        return "gone" if message["type"] == "websocket.disconnect" else "misuse"
+
+    sender = asyncio.create_task(send())
+    listener = asyncio.create_task(listen())
+    try:
+        done, _ = await asyncio.wait({sender, listener}, return_when=asyncio.FIRST_COMPLETED)
+        if listener in done and listener.result() == "misuse":
+            error = {
+                "type": "error",
+                "code": "websocket_misuse",
+                "message": "this socket only sends: do not write to it",
+            }
+            with contextlib.suppress(Exception):
+                await websocket.send_text(json.dumps(error))
+                await websocket.close(code=1008)
+            return
+        if sender in done:
+            sender.result()
+            with contextlib.suppress(Exception):
+                await websocket.close(code=1000)
+    except WebSocketDisconnect:
+        pass
+    finally:
+        subscription.cancel()
+        for task in (sender, listener):
+            task.cancel()
+        await asyncio.gather(sender, listener, return_exceptions=True)
+
+
+__all__ = ["StreamLimits", "end_frame", "sse_response", "websocket_stream"]
