@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,3 +101,32 @@ class Gate:
 def echo_agent(name: str = "echo", turns: int = 64) -> LlmAgent[None, str]:
     """An agent that answers `answer <n>` to its n-th input (0-based), across runs."""
     return LlmAgent(name=name, model=MockModel.with_scripts([text_turn(f"answer {i}") for i in range(turns)]))
+
+
+@contextmanager
+def serving_in_thread(server: AgentServer) -> Iterator[str]:
+    """Serve `server` from a thread of its own (for synchronous clients); its base URL."""
+    config = uvicorn.Config(server.app(), host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    runner = uvicorn.Server(config)
+    thread = threading.Thread(target=runner.run, name="agent-server", daemon=True)
+    thread.start()
+    while not runner.started:
+        if not thread.is_alive():
+            raise RuntimeError("the agent server did not start")
+        time.sleep(0.01)
+    port = runner.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        runner.should_exit = True
+        thread.join(timeout=30)
+
+
+def answering_agent(name: str = "echo") -> LlmAgent[None, str]:
+    """An agent that answers every input with its text, for as many runs as a test makes."""
+
+    def reply(request: Any) -> Any:
+        last = request.messages[-1]
+        return text_turn(f"you said: {getattr(last, 'text', '')}")
+
+    return LlmAgent(name=name, model=FunctionModel(reply))

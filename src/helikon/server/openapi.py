@@ -14,6 +14,24 @@ if TYPE_CHECKING:
 
 _ERROR = {"$ref": "#/components/schemas/Error"}
 _RUN = {"$ref": "#/components/schemas/Run"}
+# One SSE event: `id` its seq (absent on a stream's own end frame), `event` its type, `data` its JSON.
+_SSE_EVENT = {
+    "type": "object",
+    "required": ["data"],
+    "properties": {
+        "id": {"type": "string"},
+        "event": {"type": "string"},
+        "data": {
+            "type": "string",
+            "contentMediaType": "application/json",
+            "contentSchema": {
+                "type": "object",
+                "required": ["type"],
+                "properties": {"type": {"type": "string"}},
+            },
+        },
+    },
+}
 _STATUS = ["queued", "running", "paused", "succeeded", "failed", "cancelled"]
 
 
@@ -98,7 +116,7 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
                         "headers": _run_header(),
                         "content": {
                             "application/json": {"schema": _RUN},
-                            "text/event-stream": {"schema": {"type": "string"}},
+                            "text/event-stream": {"schema": _SSE_EVENT},
                         },
                     },
                     "202": {**_json(_RUN, "the run, started in the background"), "headers": _run_header()},
@@ -146,7 +164,7 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
                     "200": {
                         "description": "id: <seq>, event: <type>, data: <event JSON>",
                         "headers": _run_header(),
-                        "content": {"text/event-stream": {"schema": {"type": "string"}}},
+                        "content": {"text/event-stream": {"schema": _SSE_EVENT}},
                     },
                     **_errors(400, 404, 429),
                 },
@@ -202,7 +220,7 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
                         "name": "offset",
                         "in": "query",
                         "required": False,
-                        "schema": {"type": "integer", "minimum": 0},
+                        "schema": {"type": "integer", "minimum": 0, "maximum": 10**9},
                     },
                 ],
                 "responses": {
@@ -232,7 +250,7 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
                         "name": "after_seq",
                         "in": "query",
                         "required": False,
-                        "schema": {"type": "integer", "minimum": -1},
+                        "schema": {"type": "integer", "minimum": -1, "maximum": 2**62},
                     },
                 ],
                 "responses": {
@@ -275,9 +293,32 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
     }
 
 
-def _schemas() -> dict[str, Any]:
-    item = {"type": "object", "required": ["type"], "properties": {"type": {"type": "string"}}}
+def _decision(kind: str, fields: dict[str, Any]) -> dict[str, Any]:
     return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["decision"],
+        "properties": {"decision": {"const": kind}, "digest": {"type": "string"}, **fields},
+    }
+
+
+def _item_schemas() -> dict[str, Any]:
+    """The conversation items (`helikon.core.items`) as components: `Item` and the types it is one of."""
+    from ..core.items import ITEM_ADAPTER
+
+    schema = ITEM_ADAPTER.adapter.json_schema(ref_template="#/components/schemas/{model}")
+    defs: dict[str, Any] = schema.pop("$defs", {})
+    for definition in defs.values():
+        tag = definition.get("properties", {}).get("type", {})
+        if "const" in tag:  # the tag has a default in Python; on the wire it is required
+            definition["required"] = sorted({*definition.get("required", []), "type"})
+    return {**defs, "Item": schema}
+
+
+def _schemas() -> dict[str, Any]:
+    item = {"$ref": "#/components/schemas/Item"}
+    return {
+        **_item_schemas(),
         "Error": {
             "type": "object",
             "required": ["error"],
@@ -344,19 +385,21 @@ def _schemas() -> dict[str, Any]:
             "properties": {
                 "decisions": {
                     "type": "object",
-                    "additionalProperties": {
-                        "type": "object",
-                        "required": ["decision"],
-                        "properties": {
-                            "decision": {"type": "string", "enum": ["approve", "deny", "edit"]},
-                            "reason": {"type": "string"},
-                            "digest": {"type": "string"},
-                            "args": {},
-                        },
-                    },
+                    "additionalProperties": {"$ref": "#/components/schemas/Decision"},
                 },
                 "deny_rest": {"type": "boolean"},
             },
+            "anyOf": [
+                {"required": ["decisions"], "properties": {"decisions": {"minProperties": 1}}},
+                {"required": ["deny_rest"], "properties": {"deny_rest": {"const": True}}},
+            ],
+        },
+        "Decision": {
+            "oneOf": [
+                _decision("approve", {}),
+                _decision("deny", {"reason": {"type": "string"}}),
+                {**_decision("edit", {"args": {}}), "required": ["decision", "args"]},
+            ]
         },
         "SessionList": {
             "type": "object",

@@ -51,10 +51,8 @@ class Api:
         """`POST /agents/{name}/runs`: one-shot JSON, `?stream=sse`, or `?mode=async` (202)."""
         name = self._agent_name(request)
         stream, mode = request.query_params.get("stream"), request.query_params.get("mode")
-        if stream not in (None, "sse") or mode not in (None, "async") or (stream and mode):
-            raise ApiError(
-                400, "invalid_request", "choose ?stream=sse or ?mode=async (or neither, for one-shot JSON)"
-            )
+        if stream not in (None, "sse") or mode not in (None, "async"):
+            raise ApiError(400, "invalid_request", "the options are ?stream=sse and ?mode=async")
         body = run_request(await read_json(request, self.server.body_limit))
         server_request = self._server_request(request, name)
         try:
@@ -63,13 +61,12 @@ class Api:
             raise ApiError(409, "session_busy", str(exc), run_id=exc.run_id) from None
         headers = {"X-Run-Id": run.id}
         on_disconnect = body.on_disconnect or ("continue" if mode == "async" else "cancel")
+        if stream == "sse":  # with mode=async too: a stream whose run goes on if its client leaves
+            subscription = self._subscribe(run, -1)
+            canceller = self._canceller(run, on_disconnect)
+            return sse_response(run, subscription, self.server.limits, canceller, headers)
         if mode == "async":
             return JSONResponse(run.to_json(), status_code=202, headers=headers)
-        if stream == "sse":
-            subscription = self._subscribe(run, -1)
-            return sse_response(
-                run, subscription, self.server.limits, self._canceller(run, on_disconnect), headers
-            )
         if not await _settled_or_gone(request, run):
             if on_disconnect == "cancel":
                 await self.server.runs.cancel(run, "interrupt")
