@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from helikon import LlmAgent, MemorySession, PersistFailed, RunCompleted, RunConfig, RunContext, tool
-from helikon.core.exceptions import RunError, SessionBackendError, SessionUnavailable
+from helikon.core.exceptions import RunError, SessionBackendError, SessionUnavailable, UserError
 from helikon.core.items import TextPart
 from helikon.core.session import (
     ConversationSnapshot,
@@ -505,3 +505,15 @@ async def test_a_compaction_marker_appended_by_the_session_itself_is_stepped_ove
     log = [e.event for e in await session.events()]
     assert log[2].type == "compacted"  # right after the run's first write: the next one steps over it
     assert [e.outcome for e in log if isinstance(e, TurnClosed)] == ["completed"]
+
+
+async def test_a_run_key_names_the_turn_in_the_log() -> None:
+    session = MemorySession()
+    agent = LlmAgent(name="a", model=MockModel.with_scripts([text_turn("hi")]))
+    ctx = RunContext.ephemeral(None).with_session(session)
+    await AsyncioRunner().run_streamed(agent, "go", ctx, RunConfig(durable=True), run_key="srv-42").collect()
+    [opened] = [e.event for e in await session.events() if isinstance(e.event, TurnOpened)]
+    assert opened.run_id.startswith("srv-42.") and not writer_gone(opened.run_id)
+    for bad in ("a.b", "", "x" * 65, "sp ace"):
+        with pytest.raises(UserError, match="a run key is"):
+            new_run_id(bad)

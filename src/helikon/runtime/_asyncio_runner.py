@@ -64,13 +64,20 @@ class AsyncioRunner(SessionRunner[Ctx]):
     __slots__ = ()
 
     def run_streamed(
-        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+        self,
+        agent: Agent[Ctx, T],
+        input: RunInput,
+        context: RunContext[Ctx],
+        config: RunConfig | None = None,
+        *,
+        run_key: str | None = None,
     ) -> RunStream[T]:
-        """Start a run and stream its events."""
+        """Start a run and stream its events (`run_key`: see `SessionRunner.drive`)."""
         # Converted now, so the context-first runner.run(agent, ctx, input) fails at the call, saying how.
         new_input = to_agent_input(input, call=RUNNER_CALL)
         # The input it knows is the new turn only (the session holds the rest): no input=.
-        return RunStream(drive=functools.partial(self.drive, agent, new_input, context, config), agent=agent)
+        drive = functools.partial(self.drive, agent, new_input, context, config, run_key=run_key)
+        return RunStream(drive=drive, agent=agent)
 
     async def run(
         self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
@@ -87,6 +94,7 @@ class AsyncioRunner(SessionRunner[Ctx]):
         deny_rest: bool = False,
         by: Approver = None,
         config: RunConfig | None = None,
+        run_key: str | None = None,
     ) -> RunStream[T]:
         """Decide the paused run on `context.session` and stream what follows (`SessionRunner.drive_resumed`).
 
@@ -96,7 +104,7 @@ class AsyncioRunner(SessionRunner[Ctx]):
         request still waits.
         """
         drive = functools.partial(
-            self.drive_resumed, agent, context, dict(decisions or {}), deny_rest, by, config
+            self.drive_resumed, agent, context, dict(decisions or {}), deny_rest, by, config, run_key=run_key
         )
         return RunStream(drive=drive, agent=agent)
 

@@ -69,6 +69,8 @@ class AgentServer:
         self.runs = Runs(agents, self._session_for, contexts, retention)
         self.background: set[asyncio.Task[Any]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        self._recovery: asyncio.Task[Any] | None = None
+        self._recovery_logged = False
 
     @staticmethod
     def builder() -> AgentServerBuilder:
@@ -133,9 +135,28 @@ class AgentServer:
         return JSONResponse(openapi_document(self))
 
     def start_sweeper(self) -> None:
-        """Start the background task that lets expired runs go (once; `serve` and the first request do it)."""
+        """Start the background tasks (once; `serve` and the first request do it).
+
+        One looks for the runs a stopped server left open (`Runs.recover`), one lets
+        expired runs go.
+        """
+        loop = asyncio.get_running_loop()
+        if self._recovery is None:
+            self._recovery = loop.create_task(self.runs.recover(self.sessions))
         if self._sweeper is None or self._sweeper.done():
-            self._sweeper = asyncio.get_running_loop().create_task(self._sweep())
+            self._sweeper = loop.create_task(self._sweep())
+
+    async def ready(self) -> None:
+        """Wait until the runs a stopped server left are found (the run endpoints wait for it)."""
+        if self._recovery is None:
+            self.start_sweeper()
+        assert self._recovery is not None
+        try:
+            await asyncio.shield(self._recovery)
+        except Exception:  # a provider that cannot be read: serve anyway, and say so once
+            if not self._recovery_logged:
+                self._recovery_logged = True
+                logger.exception("looking for runs a stopped server left open failed")
 
     async def _sweep(self) -> None:
         while True:
@@ -147,10 +168,11 @@ class AgentServer:
 
     async def aclose(self) -> None:
         """Stop the sweeper, cancel the runs still going (their turns are written), close the provider."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            await asyncio.gather(self._sweeper, return_exceptions=True)
-            self._sweeper = None
+        for task in (self._sweeper, self._recovery):
+            if task is not None:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        self._sweeper = None
         await self.runs.aclose()
         close = getattr(self.sessions, "aclose", None)
         if close is not None:

@@ -75,11 +75,13 @@ class Api:
 
     async def get_run(self, request: Request) -> Response:
         """`GET /agents/{name}/runs/{run_id}`: the run's status and result."""
+        await self.server.ready()
         run = self._run(request)
         return JSONResponse(run.to_json(), headers={"X-Run-Id": run.id})
 
     async def wait_run(self, request: Request) -> Response:
         """`GET .../runs/{run_id}/wait`: block until the run is paused or finished; the run."""
+        await self.server.ready()
         run = self._run(request)
         if not await _settled_or_gone(request, run):
             return Response(status_code=499, headers={"X-Run-Id": run.id})
@@ -87,6 +89,7 @@ class Api:
 
     async def stream_run(self, request: Request) -> Response:
         """`GET .../runs/{run_id}/stream`: SSE from `Last-Event-ID` (or `?after=`), replay then tail."""
+        await self.server.ready()
         run = self._run(request)
         after = _seq(
             request.headers.get("last-event-id") or request.query_params.get("after"), "Last-Event-ID"
@@ -96,6 +99,7 @@ class Api:
 
     async def run_events(self, websocket: WebSocket) -> None:
         """`GET .../runs/{run_id}/events` (WebSocket): replay after `?after=`, then tail."""
+        await self.server.ready()
         try:
             run = self._run(websocket)
             after = _seq(websocket.query_params.get("after"), "after")
@@ -110,6 +114,7 @@ class Api:
 
     async def cancel_run(self, request: Request) -> Response:
         """`POST .../runs/{run_id}/cancel?action=interrupt|rollback`: idempotent; the final status."""
+        await self.server.ready()
         run = self._run(request)
         action = request.query_params.get("action", "interrupt")
         if action not in ("interrupt", "rollback"):
@@ -122,6 +127,7 @@ class Api:
 
     async def decide(self, request: Request) -> Response:
         """`POST .../runs/{run_id}/approvals`: decide a paused run's calls; the run goes on (202)."""
+        await self.server.ready()
         run = self._run(request)
         chosen, deny_rest = decisions(await read_json(request, self.server.body_limit))
         server_request = self._server_request(request, run.agent)
@@ -186,6 +192,7 @@ class Api:
 
     async def session_runs(self, request: Request) -> Response:
         """`GET /sessions/{session_id}/runs`: the runs this server keeps for the session, oldest first."""
+        await self.server.ready()
         session_id_ = check_session_id(request.path_params["session_id"])
         return JSONResponse({"runs": [run.to_json() for run in self.server.runs.of_session(session_id_)]})
 

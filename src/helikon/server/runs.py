@@ -33,11 +33,14 @@ from ..core.approvals import ApprovalError, Approver, Decision
 from ..core.cancel import CancellationToken
 from ..core.events import AGENT_EVENT_ADAPTER, AgentError, AgentEvent, RunCompleted, RunFailed, RunPaused
 from ..core.input import RunInput
-from ..core.session import Session
+from ..core.session import Session, TurnOpened
+from ..core.session._run_ids import run_key, writer_gone
 from ..core.session.branches import Branching
+from ..core.session.crash_repair import open_turn
 from ..runtime import AsyncioRunner
 from .context import ContextProvider, ServerRequest
 from .run_log import RunLog
+from .sessions import SessionProvider
 
 RunStatus = Literal["queued", "running", "paused", "succeeded", "failed", "cancelled"]
 CancelAction = Literal["interrupt", "rollback"]
@@ -60,6 +63,7 @@ class ServerRun:
     pending: list[Any] = field(default_factory=lambda: [])
     usage: dict[str, Any] = field(default_factory=lambda: {})
     cancel_action: CancelAction | None = None
+    resumes: int = 0
     log: RunLog = field(default_factory=RunLog)
     cancel: CancellationToken = field(default_factory=CancellationToken)
     settled: asyncio.Event = field(default_factory=asyncio.Event)
@@ -220,6 +224,37 @@ class Runs:
             await asyncio.shield(run.settled.wait())
         return run
 
+    async def recover(self, sessions: SessionProvider, limit: int = 1000) -> list[ServerRun]:
+        """Find the runs a stopped server left open in its sessions' logs: each is `failed`, cause `orphaned`.
+
+        Reads the `limit` most recently updated sessions. A turn still open whose writer is
+        gone (`writer_gone`) belongs to a server process that died; its run, under the id the
+        server gave it, answers `failed` with a terminal `run_failed` on its stream. The log is
+        left as it is: the next run on the session repairs the turn, or `agent.resume`
+        continues it.
+        """
+        found: list[ServerRun] = []
+        for info in await sessions.list_sessions(limit=limit):
+            session = await sessions.session(info.session_id)
+            opened = open_turn(await session.events())
+            if (
+                opened is None
+                or not isinstance(opened.event, TurnOpened)
+                or not writer_gone(opened.event.run_id)
+            ):
+                continue
+            run_id = run_key(opened.event.run_id).split("-", 1)[0]
+            if run_id in self._runs:
+                continue
+            run = ServerRun(run_id, opened.event.agent or "", info.session_id)
+            self._runs[run.id] = run
+            message = "the server running it stopped before it ended (its turn is left open in the session)"
+            event = RunFailed(error=AgentError(kind="other", message=message, cause="orphaned"))
+            run.log.append(event.type, AGENT_EVENT_ADAPTER.dump_json(event))
+            self._finish(run, "failed", event.error)
+            found.append(run)
+        return found
+
     def sweep(self, now: float | None = None) -> int:
         """Let finished runs older than the retention, or beyond its count, go; how many went."""
         now = time.time() if now is None else now
@@ -302,13 +337,20 @@ class Runs:
             run._set("running")
             self._heads[run.id] = await _active_head(session)
         context = await self._contexts.build(request, session, run.cancel)
+        # The turn's run id begins with the server's: after a crash, the log names the run.
         if decisions is None:
             assert input is not None
-            stream = self._runner.run_streamed(agent, input, context)
+            stream = self._runner.run_streamed(agent, input, context, run_key=run.id)
         else:
             chosen, deny_rest = decisions
+            run.resumes += 1
             stream = self._runner.resume_streamed(
-                agent, context, chosen, deny_rest=deny_rest, by=_approver(request.identity)
+                agent,
+                context,
+                chosen,
+                deny_rest=deny_rest,
+                by=_approver(request.identity),
+                run_key=f"{run.id}-{run.resumes}",
             )
         await self._pump(run, stream, recorded)
         if run.status == "cancelled" and run.cancel_action == "rollback":

@@ -13,13 +13,29 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+import re
 import socket
 import uuid
 
+from ..exceptions import UserError
 
-def new_run_id() -> str:
-    """A fresh run id naming this process as its writer."""
-    return f"{uuid.uuid4().hex[:16]}.{_machine()}.{os.getpid()}.{_process()}"
+_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def new_run_id(key: str | None = None) -> str:
+    """A fresh run id naming this process as its writer; `key` (`[A-Za-z0-9_-]`) replaces its random part.
+
+    A host that names its runs (the agent server does) passes its own id as `key` and
+    finds the run's turn in a session's log by it, after a restart too.
+    """
+    if key is not None and not _KEY.fullmatch(key):
+        raise UserError(f"a run key is 1 to 64 letters, digits, '_' or '-', not {key!r}")
+    return f"{key or uuid.uuid4().hex[:16]}.{_machine()}.{os.getpid()}.{_process()}"
+
+
+def run_key(run_id: str) -> str:
+    """The first part of a run id: its random part, or the key it was made with."""
+    return run_id.split(".", 1)[0]
 
 
 def writer_gone(run_id: str) -> bool:

@@ -158,17 +158,20 @@ class SessionRunner(Generic[Ctx]):
         context: RunContext[Ctx],
         config: RunConfig | None,
         sink: EventSink,
+        run_key: str | None = None,
     ) -> None:
         """Run `agent` on `input` in a turn on `context.session`, writing its events to `sink`.
 
         The terminal event comes once the run is stored (whoever sees the end of a run may
         rely on the session's log), after a `PersistFailed` if some of it could not be. A
         session whose last run is paused for approval takes no new run: it fails with kind
-        `session_paused` (`RunIsPaused`) until the paused run is resumed.
+        `session_paused` (`RunIsPaused`) until the paused run is resumed. `run_key` begins
+        the turn's run id (`new_run_id`): a host names its runs, and finds them in the log.
         """
         config = _config_of(agent, config)
         run_ctx, timer = _timed(context, config.timeout)  # from the start: waiting for the session counts too
         claim = self._claim(agent, input, run_ctx, config)
+        claim.run_id = new_run_id(run_key)
 
         def go(history: tuple[Item, ...]) -> Go:
             return lambda ctx, recording: drive_agent(agent, input.prepend(history), ctx, config, recording)
@@ -188,6 +191,7 @@ class SessionRunner(Generic[Ctx]):
         by: Approver,
         config: RunConfig | None,
         sink: EventSink,
+        run_key: str | None = None,
     ) -> None:
         """Record `decisions` on `context.session`'s paused run; once all are decided, go on with it.
 
@@ -201,6 +205,7 @@ class SessionRunner(Generic[Ctx]):
         config = _config_of(agent, config)
         run_ctx, timer = _timed(context, config.timeout)
         claim = self._claim(agent, AgentInput((), ()), run_ctx, config)
+        claim.run_id = new_run_id(run_key)
         prepare = functools.partial(self._prepare_resume, claim, agent, decisions, deny_rest, by, config)
         try:
             await self._turn(claim, run_ctx, sink, prepare)
@@ -748,7 +753,7 @@ class _Claim:
         self.session = session
         self.key, self.owner = _identity(session)  # the session as the runner knows it (see _identity)
         self.durable = durable  # written as the run goes, between turn markers
-        self.run_id = new_run_id()
+        self.run_id = ""  # named by `drive` (`new_run_id`)
         self.agent = agent
         self.input = input  # the new turn
         self.cancel = cancel  # the run's token (a timeout's child, when there is one)
