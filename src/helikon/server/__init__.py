@@ -4,7 +4,7 @@
   `.session_provider(...)`, `.auth(...)`, retention and limits; `.build()`, then `.app()` (ASGI)
   or `await .serve(host, port)`.
 - `SessionProvider`: `X-Session-Id` → a session (`InMemorySessionProvider`,
-  `SqliteSessionProvider`, or your own over any backend).
+  `SqliteSessionProvider`, `PostgresSessionProvider`, `RedisSessionProvider`, or your own).
 - `ContextProvider` / `ServerRequest`: each run's `RunContext` from its request.
 - `AuthLayer` / `AuthRejection` / `BearerTokenAuth`: who may call.
 - `StreamLimits`: pings, idle timeout and subscriber limits.
@@ -41,7 +41,13 @@ from .app import AgentServer, AgentServerBuilder
 from .auth import AuthLayer, AuthRejection, BearerTokenAuth
 from .context import ContextProvider, DefaultContextProvider, ServerRequest
 from .runs import RunStatus
-from .sessions import InMemorySessionProvider, SessionProvider, SqliteSessionProvider
+from .sessions import (
+    InMemorySessionProvider,
+    PostgresSessionProvider,
+    RedisSessionProvider,
+    SessionProvider,
+    SqliteSessionProvider,
+)
 from .streams import StreamLimits
 
 __all__ = [
@@ -53,6 +59,8 @@ __all__ = [
     "ContextProvider",
     "DefaultContextProvider",
     "InMemorySessionProvider",
+    "PostgresSessionProvider",
+    "RedisSessionProvider",
     "RunStatus",
     "ServerRequest",
     "SessionProvider",

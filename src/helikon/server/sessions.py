@@ -2,9 +2,9 @@
 
 A request names its session with `X-Session-Id`; the provider gives the `Session` of that
 id (created empty the first time) and lists the sessions it holds for `GET /sessions`. A
-request without the header runs on a fresh in-memory session that is never stored. Any
-helikon backend drops in: implement the two methods over PostgreSQL or Redis the way
-`SqliteSessionProvider` does over SQLite.
+request without the header runs on a fresh in-memory session that is never stored. Every
+helikon backend has one: in memory (the default), SQLite, PostgreSQL and Redis; a store of
+your own needs the same two methods.
 
 Example:
     ```python
@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from ..core.session import Session, SessionInfo
 from ..core.session.memory import MemoryStore
@@ -110,4 +110,70 @@ class SqliteSessionProvider:
             await db.aclose()
 
 
-__all__ = ["InMemorySessionProvider", "SessionProvider", "SqliteSessionProvider"]
+class PostgresSessionProvider:
+    """Sessions in PostgreSQL on your asyncpg `pool` (the `sessions-postgres` extra); migrated on first use.
+
+    The pool is yours: the server does not close it.
+    """
+
+    __slots__ = ("_lock", "_migrated", "pool")
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+        self._migrated = False
+        self._lock = asyncio.Lock()
+
+    async def _migrate(self) -> None:
+        from ..sessions.postgres import PostgresSession
+
+        async with self._lock:
+            if not self._migrated:
+                await PostgresSession.migrate(self.pool)
+                self._migrated = True
+
+    async def session(self, session_id: str) -> Session:
+        """The PostgreSQL session `session_id`."""
+        from ..sessions.postgres import PostgresSession
+
+        await self._migrate()
+        return PostgresSession.open_without_migrate(self.pool, session_id)
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions in the database, most recently updated first."""
+        from ..sessions.postgres import PostgresSession
+
+        await self._migrate()  # a fresh database has no tables yet
+        return await PostgresSession.list_sessions(self.pool, limit=limit, offset=offset)
+
+
+class RedisSessionProvider:
+    """Sessions in Redis on your `redis.asyncio` `client` (the `sessions-redis` extra).
+
+    The client is yours: the server does not close it.
+    """
+
+    __slots__ = ("client",)
+
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def session(self, session_id: str) -> Session:
+        """The Redis session `session_id`."""
+        from ..sessions.redis import RedisSession
+
+        return RedisSession(self.client, session_id)
+
+    async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
+        """The sessions on the server, most recently updated first."""
+        from ..sessions.redis import RedisSession
+
+        return await RedisSession.list_sessions(self.client, limit=limit, offset=offset)
+
+
+__all__ = [
+    "InMemorySessionProvider",
+    "PostgresSessionProvider",
+    "RedisSessionProvider",
+    "SessionProvider",
+    "SqliteSessionProvider",
+]
