@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx2
 from server_helpers import Gate, echo_agent, serving, sse_frames
 
 from helikon import LlmAgent, tool
-from helikon.server import AgentServer, BearerTokenAuth
+from helikon.server import AgentServer, BearerTokenAuth, StreamLimits
 from helikon.testing import MockModel, text_turn, tool_call_turn
 
 SESSION = {"X-Session-Id": "s1"}
@@ -232,3 +233,54 @@ async def test_finished_runs_are_swept_after_their_retention() -> None:
         assert (await client.get(f"/agents/echo/runs/{ids[0]}")).status_code == 404
         assert server.runs.sweep(now=server.runs.get(ids[2]).updated + 61) == 2  # type: ignore[union-attr]
         assert (await client.get(f"/agents/echo/runs/{ids[2]}")).status_code == 404
+
+
+class BrokenContext:
+    """A context provider that fails, its message carrying what must not leave the server."""
+
+    async def build(self, request: Any, session: Any, cancel: Any) -> Any:
+        raise RuntimeError("db password=hunter2 refused")
+
+
+async def test_a_run_that_cannot_start_is_a_500_that_keeps_its_reason_inside() -> None:
+    server = AgentServer.builder().context_provider(BrokenContext()).agent(echo_agent()).build()
+    async with serving(server) as base, httpx2.AsyncClient(base_url=base) as client:
+        failed = await client.post("/agents/echo/runs", json={"input": "hi"})
+        assert failed.status_code == 500 and failed.json()["error"]["code"] == "run_not_started"
+        assert "hunter2" not in failed.text and failed.headers["x-run-id"] == failed.json()["error"]["run_id"]
+        async with client.stream("POST", "/agents/echo/runs?stream=sse", json={"input": "hi"}) as streamed:
+            frames = [frame async for frame in sse_frames(streamed)]
+        assert [f.event for f in frames] == ["run_failed"] and "hunter2" not in frames[0].data
+
+
+async def test_subscriber_caps_and_the_idle_timeout() -> None:
+    gate = Gate()
+    limits = StreamLimits(per_run=1, idle_timeout=0.2)
+    server = AgentServer.builder().with_default_context().agent(gate.agent()).stream_limits(limits).build()
+    async with serving(server) as base, httpx2.AsyncClient(base_url=base) as client:
+        run_id = (await client.post("/agents/slow/runs?mode=async", json={"input": "go"})).json()["run_id"]
+        await gate.entered.wait()
+        async with client.stream("GET", f"/agents/slow/runs/{run_id}/stream") as first:
+            second = await client.get(f"/agents/slow/runs/{run_id}/stream")
+            assert second.status_code == 429 and second.json()["error"]["code"] == "too_many_subscribers"
+            frames = [frame async for frame in sse_frames(first)]  # the run is stuck: the stream goes idle
+        assert frames[-1].event == "stream_idle" and frames[-1].json["last_seq"] == len(frames) - 2
+        gate.open.set()
+        assert (await client.get(f"/agents/slow/runs/{run_id}/wait")).json()["status"] == "succeeded"
+
+
+async def test_the_background_sweeper_lets_expired_runs_go() -> None:
+    server = (
+        AgentServer.builder()
+        .with_default_context()
+        .agent(echo_agent())
+        .retention(seconds=0.05, sweep_every=0.05)
+        .build()
+    )
+    async with serving(server) as base, httpx2.AsyncClient(base_url=base) as client:
+        run_id = (await client.post("/agents/echo/runs", json={"input": "hi"})).json()["run_id"]
+        async with asyncio.timeout(60):  # wait for the sweeper: the run goes once expired
+            while True:
+                if (await client.get(f"/agents/echo/runs/{run_id}")).status_code == 404:
+                    break
+                await asyncio.sleep(0.05)

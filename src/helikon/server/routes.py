@@ -20,7 +20,7 @@ from starlette.websockets import WebSocket
 from ..core.approvals import ApprovalError, UnknownApprovalRequest
 from ..core.session.codec import encode_event
 from .context import ServerRequest
-from .errors import ApiError
+from .errors import ApiError, error_response
 from .runs import RunConflict, ServerRun
 from .streams import sse_response, websocket_stream
 from .wire import check_session_id, decisions, read_json, run_request, session_id
@@ -71,6 +71,9 @@ class Api:
             if on_disconnect == "cancel":
                 await self.server.runs.cancel(run, "interrupt")
             return Response(status_code=499, headers=headers)  # no one reads it: the client left
+        if run.error is not None and run.error.get("cause") == "not_started":
+            message = run.error["message"]
+            return error_response(500, "run_not_started", message, headers=headers, run_id=run.id)
         return JSONResponse(run.to_json(), headers=headers)
 
     async def get_run(self, request: Request) -> Response:

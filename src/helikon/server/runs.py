@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 import uuid
 from collections import OrderedDict
@@ -41,6 +42,8 @@ from ..runtime import AsyncioRunner
 from .context import ContextProvider, ServerRequest
 from .run_log import RunLog
 from .sessions import SessionProvider
+
+logger = logging.getLogger("helikon.server")
 
 RunStatus = Literal["queued", "running", "paused", "succeeded", "failed", "cancelled"]
 CancelAction = Literal["interrupt", "rollback"]
@@ -313,7 +316,16 @@ class Runs:
         except Exception as exc:  # the run could not start or its stream broke: every subscriber sees an end
             if recorded is not None and not recorded.done():
                 recorded.set_exception(exc)
-            self._end_without_terminal(run, "failed", f"the run ended without a terminal event: {exc}")
+            # Its text stays in the server's log: an exception may carry what no client should read.
+            logger.error("run %s ended without a terminal event", run.id, exc_info=exc)
+            started = len(run.log) > 0
+            message = "the run's stream broke off" if started else "the run could not start"
+            self._end_without_terminal(
+                run,
+                "failed",
+                f"{message}; the server's log has the details",
+                None if started else "not_started",
+            )
         else:
             if recorded is not None and not recorded.done():
                 recorded.set_result(None)
@@ -399,11 +411,14 @@ class Runs:
         if status != "cancelled" or run.cancel_action != "rollback":
             self._heads.pop(run.id, None)
 
-    def _end_without_terminal(self, run: ServerRun, status: RunStatus, message: str) -> None:
+    def _end_without_terminal(
+        self, run: ServerRun, status: RunStatus, message: str, cause: str | None = None
+    ) -> None:
         """A run that ended with no terminal event: a synthetic `run_failed`, so subscribers see an end."""
         if run.settled.is_set() and run.status != "running":
             return
-        error = AgentError(kind="cancelled" if status == "cancelled" else "other", message=message)
+        kind = "cancelled" if status == "cancelled" else "other"
+        error = AgentError(kind=kind, message=message, cause=cause)
         event = RunFailed(error=error)
         run.log.append(event.type, AGENT_EVENT_ADAPTER.dump_json(event))
         self._finish(run, status, error)
