@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx2
@@ -163,3 +164,35 @@ async def test_misusing_the_websocket_closes_it_with_an_error() -> None:
         gate.open.set()
         done = await client.get(f"/agents/slow/runs/{run_id}/wait")
         assert done.json()["status"] == "succeeded"  # the run never noticed
+
+
+async def test_the_app_mounts_under_a_prefix_beside_other_routes() -> None:
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Mount, Route
+
+    server = build(echo_agent())
+
+    async def healthz(request: object) -> PlainTextResponse:
+        return PlainTextResponse("ok")
+
+    outer = Starlette(routes=[Route("/healthz", healthz), Mount("/api/v1", app=server.app())])
+    runner = uvicorn.Server(uvicorn.Config(outer, host="127.0.0.1", port=0, log_level="warning"))
+    task = asyncio.create_task(runner.serve())
+    while not runner.started:  # uvicorn says when it listens by a flag only
+        if task.done():
+            task.result()
+        await asyncio.sleep(0.01)
+    base = f"http://127.0.0.1:{runner.servers[0].sockets[0].getsockname()[1]}"
+    try:
+        async with httpx2.AsyncClient(base_url=base) as client:
+            assert (await client.get("/healthz")).text == "ok"
+            run = await client.post("/api/v1/agents/echo/runs", json={"input": "hi"})
+            assert run.json()["status"] == "succeeded"
+            waited = await client.get(f"/api/v1/agents/echo/runs/{run.json()['run_id']}/wait")
+            assert waited.json()["output"] == "answer 0"
+    finally:
+        runner.should_exit = True
+        await task
+        await server.aclose()
