@@ -31,11 +31,14 @@ Sessions are mirrored: every run is on a new conversation that the server stores
 run (``if_not_exists: "create"``); helikon a new ``X-Session-Id`` per run (stored by its
 ``InMemorySessionProvider``). One request per run, no session set-up calls.
 
-Contenders take turns in blocks (A, B, A, B...) so machine noise hits all; every response is
-checked (status, the run succeeded, the scripted text, the stream's end frame) before it counts.
-Tracing is off everywhere (``OTEL_SDK_DISABLED``, ``LANGSMITH_TRACING=false``...). The table also
-shows each server's CPU per run (from ``/proc``) and the load generator's CPU use: on this 2-core
-machine a busy client shares the cores with the server.
+Each scenario starts fresh servers (none carries an earlier scenario's sessions or runs) and
+stops them after it. Contenders take turns in blocks (A, B, B, A, A, B...) after a checked warm-up,
+so machine noise hits all; every response is checked (status, the run succeeded, the scripted
+text, the stream's end frame) before it counts. Tracing is off everywhere (``OTEL_SDK_DISABLED``,
+``LANGSMITH_TRACING=false``...). Besides runs/s, p50/p99 and events/s, each table shows the server's
+CPU per run and the cores that the server, the load generator and everything else on the machine
+kept busy (``/proc``): on a 2-core machine the client shares the cores with the server, and a
+busy "others" column means another process competed for them.
 
 Run: ``bash benchmarks/setup_env.sh && .bench-venv/bin/python benchmarks/server.py``
 (``--duration 4 --rounds 3 --clients 50``, about 2.5 minutes). Targets: one-shot runs/s at least
@@ -52,7 +55,6 @@ import os
 import shutil
 import signal
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -79,7 +81,7 @@ QUIET_ENV = {
 }
 _DROP_ENV_PREFIXES = ("LANGSMITH_", "LANGCHAIN_", "OTEL_", "LOGFIRE_")
 
-ADK_AGENT = f'''
+ADK_AGENT = f"""
 from google.adk.agents import LlmAgent
 from google.adk.models import BaseLlm, LlmResponse
 from google.genai import types
@@ -102,7 +104,7 @@ class FakeLlm(BaseLlm):
 
 
 root_agent = LlmAgent(name="bench", model=FakeLlm(model="fake-llm"), instruction={INSTRUCTIONS!r})
-'''
+"""
 
 LANGGRAPH_GRAPH = f"""
 from typing import TypedDict
@@ -242,7 +244,7 @@ def _env() -> dict[str, str]:
 
 def start(name: str, command: list[str], work: Path, cwd: Path | None = None) -> Server:
     port = _free_port()
-    log = work / f"{name}.log"
+    log = work / f"{name}-{port}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen(
             [part.replace("{port}", str(port)) for part in command],
@@ -261,7 +263,7 @@ def start_child(name: str, work: Path, arg: str = "") -> Server:
 
 def start_langgraph(work: Path, jobs: int) -> Server:
     project = work / "langgraph"
-    project.mkdir()
+    project.mkdir(exist_ok=True)
     (project / "graph.py").write_text(LANGGRAPH_GRAPH)
     config = {"dependencies": ["."], "graphs": {"bench": "./graph.py:graph"}, "disable_persistence": True}
     (project / "langgraph.json").write_text(json.dumps(config))
@@ -271,9 +273,9 @@ def start_langgraph(work: Path, jobs: int) -> Server:
     return start("langgraph", command, work, cwd=project)
 
 
-async def wait_ready(client: Any, server: Server, path: str, timeout: float = 90.0) -> str | None:
+async def wait_ready(client: Any, server: Server, path: str, limit: float = 90.0) -> str | None:
     """None once `path` answers 200; else why not (the process died, or it never answered)."""
-    deadline = time.monotonic() + timeout
+    deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
         if server.proc.poll() is not None:
             tail = server.log.read_text(errors="replace").strip().splitlines()[-5:]
@@ -282,7 +284,7 @@ async def wait_ready(client: Any, server: Server, path: str, timeout: float = 90
             if (await client.get(server.base + path, timeout=2.0)).status_code == 200:
                 return None
         await asyncio.sleep(0.2)
-    return f"no answer on {path} within {timeout:g} s"
+    return f"no answer on {path} within {limit:g} s"
 
 
 # --------------------------------------------------------------------------- the requests (checked)
@@ -321,8 +323,7 @@ async def _sse(response: Any) -> list[tuple[str, str]]:
 
 def _helikon_run_ok(response: Any, status: int = 200) -> dict[str, Any]:
     _expect(response.status_code == status, f"HTTP {response.status_code}: {response.text[:200]}")
-    run = response.json()
-    return run
+    return response.json()
 
 
 async def helikon_oneshot(client: Any, base: str) -> int:
@@ -429,7 +430,8 @@ class Tally:
     seconds: float = 0.0
     server_cpu: float = 0.0
     client_cpu: float = 0.0
-    per_round: list[float] = field(default_factory=lambda: [])  # runs/s of each block
+    machine_cpu: float = 0.0  # busy CPU seconds of the whole machine (every core, every process)
+    blocks: list[Tally] = field(default_factory=lambda: [])  # the timed blocks added up here
 
     def add(self, other: Tally) -> None:
         self.latencies += other.latencies
@@ -440,7 +442,8 @@ class Tally:
         self.seconds += other.seconds
         self.server_cpu += other.server_cpu
         self.client_cpu += other.client_cpu
-        self.per_round.append(other.runs / other.seconds if other.seconds else 0.0)
+        self.machine_cpu += other.machine_cpu
+        self.blocks.append(other)
 
     def rate(self) -> float:
         return self.runs / self.seconds if self.seconds else 0.0
@@ -474,19 +477,26 @@ async def block(op: Op, client: Any, server: Server, clients: int, seconds: floa
             tally.runs += 1
             tally.events += events
 
-    cpu0, srv0, t0 = time.process_time(), server.cpu_seconds(), time.perf_counter()
+    cpu0, srv0, all0, t0 = time.process_time(), server.cpu_seconds(), _machine_busy(), time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(clients)))
     tally.seconds = time.perf_counter() - t0
     tally.client_cpu = time.process_time() - cpu0
     tally.server_cpu = server.cpu_seconds() - srv0
+    tally.machine_cpu = _machine_busy() - all0
     return tally
+
+
+def _machine_busy() -> float:
+    """Busy CPU seconds of the machine so far, all cores (/proc/stat: all but idle and iowait)."""
+    ticks = [int(t) for t in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    return (sum(ticks) - ticks[3] - ticks[4]) / os.sysconf("SC_CLK_TCK")
 
 
 @dataclass
 class Contender:
     name: str
-    server: Server | None
     op: Op
+    server: Server | None = None
     unavailable: str = ""  # why it cannot be measured, if it cannot
 
 
@@ -500,9 +510,11 @@ class Scenario:
 
 async def run_scenario(scenario: Scenario, pools: dict[str, Any], args: argparse.Namespace) -> None:
     live = [c for c in scenario.contenders if not c.unavailable]
-    for contender in live:  # warm-up: connections, caches, JIT-free but lazy imports; checked too
+    for contender in live:  # warm-up, checked too: connections opened, lazy imports and caches done
         assert contender.server is not None
-        warm = await block(contender.op, pools[contender.name], contender.server, scenario.clients, args.warmup)
+        warm = await block(
+            contender.op, pools[contender.name], contender.server, scenario.clients, args.warmup
+        )
         if warm.errors and not warm.runs:
             contender.unavailable = f"every warm-up request failed: {warm.first_error}"
         scenario.tallies[contender.name] = Tally()
@@ -531,22 +543,27 @@ def _fmt(value: float, digits: int = 1) -> str:
 
 
 def print_scenario(scenario: Scenario) -> None:
-    print(f"\n{scenario.title} ({scenario.clients} client{'s' if scenario.clients > 1 else ''})")
+    clients = f"{scenario.clients} client{'s' if scenario.clients > 1 else ''}"
+    print(
+        f"\n{scenario.title} ({clients}; server, client, others: cores busy; others: the rest of the machine)"
+    )
     head = f"{'contender':<12}{'runs/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'events/s':>11}{'ev/run':>8}"
-    print(head + f"{'srv CPU ms/run':>16}{'client CPU':>12}{'errors':>8}")
+    print(head + f"{'srv CPU ms/run':>16}{'server':>8}{'client':>8}{'others':>8}{'errors':>8}")
     for contender in scenario.contenders:
         tally = scenario.tallies.get(contender.name)
         if contender.unavailable or tally is None or not tally.runs:
             reason = contender.unavailable or (tally.first_error if tally else "no run")
             print(f"{contender.name:<12}not measurable: {reason}")
             continue
+        others = (tally.machine_cpu - tally.server_cpu - tally.client_cpu) / tally.seconds
         events = tally.events / tally.seconds if tally.events else float("nan")
         per_run = tally.events / tally.runs if tally.events else float("nan")
         print(
             f"{contender.name:<12}{_fmt(tally.rate()):>10}{_fmt(tally.quantile(0.5), 2):>9}"
             f"{_fmt(tally.quantile(0.99), 2):>9}{_fmt(events, 0):>11}{_fmt(per_run):>8}"
             f"{_fmt(tally.server_cpu / tally.runs * 1000, 2):>16}"
-            f"{tally.client_cpu / tally.seconds:>11.0%}{tally.errors:>8}"
+            f"{tally.server_cpu / tally.seconds:>8.2f}{tally.client_cpu / tally.seconds:>8.2f}"
+            f"{others:>8.2f}{tally.errors:>8}"
         )
         if tally.errors:
             print(f"{'':<12}first error: {tally.first_error}")
@@ -557,7 +574,7 @@ class Figure:
     label: str
     scenario: str
     peer: str
-    metric: str  # runs/s, events/s, p50, p99
+    metric: str  # runs/s, events/s, p50, p99, cpu (the server's CPU ms per run)
     target: str = ""  # ">= 3", "<= 0.5", "" (context)
 
 
@@ -565,26 +582,32 @@ def _value(tally: Tally, metric: str) -> float:
     if metric == "runs/s":
         return tally.rate()
     if metric == "events/s":
-        return tally.events / tally.seconds
+        return tally.events / tally.seconds if tally.seconds else 0.0
+    if metric == "cpu":
+        return tally.server_cpu / tally.runs * 1000 if tally.runs else float("nan")
     return tally.quantile(0.5 if metric == "p50" else 0.99)
 
 
 def print_summary(scenarios: dict[str, Scenario], figures: list[Figure]) -> None:
     print("\nSummary: helikon against each peer (ratio = helikon / peer)")
-    print(f"{'figure':<40}{'helikon':>10}{'peer':>12}  {'peer name':<11}{'ratio':>8}  {'per block':<13}target")
+    print(
+        f"{'figure':<40}{'helikon':>10}{'peer':>12}  {'peer name':<11}{'ratio':>8}  {'per block':<13}target"
+    )
     for figure in figures:
         scenario = scenarios[figure.scenario]
+        label = figure.label.replace("N clients", f"{scenario.clients} clients")
         ours, theirs = scenario.tallies.get("helikon"), scenario.tallies.get(figure.peer)
         peer = next(c for c in scenario.contenders if c.name == figure.peer)
         if peer.unavailable or not theirs or not theirs.runs or not ours or not ours.runs:
             why = peer.unavailable or (theirs.first_error if theirs else "") or "no run"
-            print(f"{figure.label:<40}{'':>22}  {figure.peer:<11}not measurable: {why}")
+            print(f"{label:<40}{'':>22}  {figure.peer:<11}not measurable: {why}")
             continue
         a, b = _value(ours, figure.metric), _value(theirs, figure.metric)
-        ratio = a / b
+        ratio = a / b if b else float("nan")
         spread = ""
         if figure.metric in ("runs/s", "events/s"):  # the same ratio block by block
-            pairs = [x / y for x, y in zip(ours.per_round, theirs.per_round, strict=True) if y]
+            blocks = zip(ours.blocks, theirs.blocks, strict=True)
+            pairs = [_value(x, figure.metric) / _value(y, figure.metric) for x, y in blocks if y.runs]
             spread = f"{min(pairs):.2f}-{max(pairs):.2f}x" if pairs else ""
         verdict = "(context)"
         if figure.target:
@@ -593,9 +616,10 @@ def print_summary(scenarios: dict[str, Scenario], figures: list[Figure]) -> None
             verdict = f"{op} {bound}x {'met' if met else 'NOT MET'}"
         digits = 0 if figure.metric in ("runs/s", "events/s") else 2
         print(
-            f"{figure.label:<40}{_fmt(a, digits):>10}{_fmt(b, digits):>12}  {figure.peer:<11}"
-            f"{ratio:>7.2f}x  {spread:<13}{verdict}"
+            f"{label:<40}{_fmt(a, digits):>10}{_fmt(b, digits):>12}  {figure.peer:<11}"
+            f"{ratio:>7.{2 if ratio >= 0.1 else 3}f}x  {spread:<13}{verdict}"
         )
+    print("(events/s counts each server's own events: ev/run above; CPU ms per run: lower is better)")
 
 
 # --------------------------------------------------------------------------- the orchestration
@@ -610,10 +634,10 @@ def _versions() -> str:
     return ", ".join(found)
 
 
-async def capture_frames(client: Any, helikon: Server, path: Path) -> int:
-    """Helikon's SSE frames for one run, written for the floor server to replay; their number."""
+async def capture_frames(client: Any, helikon: Server) -> list[dict[str, str]]:
+    """Helikon's SSE frames for one run (id, event, data), for the floor server to replay."""
     url = f"{helikon.base}/agents/bench/runs?stream=sse"
-    frames = []
+    frames: list[dict[str, str]] = []
     async with client.stream("POST", url, json={"input": PROMPT}) as response:
         event: dict[str, str] = {}
         async for line in response.aiter_lines():
@@ -624,39 +648,34 @@ async def capture_frames(client: Any, helikon: Server, path: Path) -> int:
             elif ":" in line and not line.startswith(":"):
                 key, _, value = line.partition(":")
                 event[key] = value.removeprefix(" ")
-    path.write_text(json.dumps(frames))
-    return len(frames)
+    return frames
 
 
-def build_scenarios(servers: dict[str, Server], unavailable: dict[str, str], args: argparse.Namespace) -> Any:
-    def contender(name: str, op: Op) -> Contender:
-        return Contender(name, servers.get(name), op, unavailable.get(name, ""))
+def build_scenarios(clients: int) -> dict[str, Scenario]:
+    def async_join(n: int) -> Scenario:
+        return Scenario(
+            "background run + join",
+            n,
+            [Contender("helikon", helikon_async_join), Contender("langgraph", langgraph_async_join)],
+        )
 
     return {
         "one-shot": Scenario(
             "one-shot POST, JSON until done",
-            args.clients,
-            [contender("helikon", helikon_oneshot), contender("google-adk", adk_oneshot)],
+            clients,
+            [Contender("helikon", helikon_oneshot), Contender("google-adk", adk_oneshot)],
         ),
         "sse": Scenario(
             "SSE stream of one run",
-            args.clients,
+            clients,
             [
-                contender("helikon", helikon_sse),
-                contender("google-adk", adk_sse),
-                contender("floor", floor_sse(args.floor_events)),
+                Contender("helikon", helikon_sse),
+                Contender("google-adk", adk_sse),
+                Contender("floor", floor_sse(0)),  # its frame count is known once helikon is up
             ],
         ),
-        "async": Scenario(
-            "background run + join",
-            args.clients,
-            [contender("helikon", helikon_async_join), contender("langgraph", langgraph_async_join)],
-        ),
-        "async-1": Scenario(
-            "background run + join",
-            1,
-            [contender("helikon", helikon_async_join), contender("langgraph", langgraph_async_join)],
-        ),
+        "async": async_join(clients),
+        "async-1": async_join(1),
     }
 
 
@@ -664,15 +683,58 @@ FIGURES = [
     Figure("one-shot runs/s", "one-shot", "google-adk", "runs/s", ">= 3"),
     Figure("one-shot p50 latency ms", "one-shot", "google-adk", "p50"),
     Figure("one-shot p99 latency ms", "one-shot", "google-adk", "p99"),
+    Figure("one-shot server CPU ms per run", "one-shot", "google-adk", "cpu"),
     Figure("SSE events/s", "sse", "google-adk", "events/s"),
     Figure("SSE streams/s", "sse", "google-adk", "runs/s"),
     Figure("SSE p50 latency ms (whole stream)", "sse", "google-adk", "p50"),
+    Figure("SSE server CPU ms per stream", "sse", "google-adk", "cpu"),
     Figure("SSE events/s against the floor", "sse", "floor", "events/s", ">= 0.7"),
+    Figure("SSE server CPU ms per stream", "sse", "floor", "cpu"),
     Figure("async+join p50 ms, N clients", "async", "langgraph", "p50", "<= 0.5"),
     Figure("async+join p99 ms, N clients", "async", "langgraph", "p99"),
     Figure("async+join runs/s, N clients", "async", "langgraph", "runs/s"),
+    Figure("async+join server CPU ms per run", "async", "langgraph", "cpu"),
     Figure("async+join p50 ms, 1 client", "async-1", "langgraph", "p50", "<= 0.5"),
 ]
+
+
+HEALTH = {"helikon": "/agents", "google-adk": "/list-apps", "langgraph": "/ok", "floor": "/health"}
+
+
+async def launch(
+    scenario: Scenario,
+    work: Path,
+    args: argparse.Namespace,
+    pools: dict[str, Any],
+    servers: dict[str, Server],
+) -> None:
+    """Start fresh servers for the scenario into `servers`: none keeps an earlier scenario's state."""
+    for contender in scenario.contenders:
+        if contender.name == "helikon":
+            servers["helikon"] = start_child("helikon", work)
+        elif contender.name == "google-adk":
+            servers["google-adk"] = start_child("google-adk", work, str(work / "agents"))
+        elif contender.name == "langgraph":
+            if shutil.which("langgraph", path=str(Path(sys.executable).parent)):
+                servers["langgraph"] = start_langgraph(work, args.langgraph_jobs or args.clients)
+            else:
+                contender.unavailable = "the `langgraph` CLI is not installed here (langgraph-cli[inmem])"
+    problems = await asyncio.gather(
+        *(wait_ready(pools[n], server, HEALTH[n]) for n, server in servers.items())
+    )
+    for name, problem in zip(servers, problems, strict=True):
+        if name == "helikon" and problem:
+            raise SystemExit(f"helikon's server did not start: {problem}")
+        contender = next(c for c in scenario.contenders if c.name == name)
+        contender.server, contender.unavailable = servers[name], problem or ""
+    floor = next((c for c in scenario.contenders if c.name == "floor"), None)
+    if floor is not None:  # helikon's own frames for one run, replayed by a bare endpoint
+        captured = await capture_frames(pools["helikon"], servers["helikon"])
+        frames = work / "frames.json"
+        frames.write_text(json.dumps(captured))
+        floor.server = servers["floor"] = start_child("floor", work, str(frames))
+        floor.op = floor_sse(len(captured))
+        floor.unavailable = await wait_ready(pools["floor"], floor.server, HEALTH["floor"]) or ""
 
 
 async def bench(args: argparse.Namespace, work: Path) -> None:
@@ -682,47 +744,23 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     (work / "agents" / "bench").mkdir(parents=True)
     (work / "agents" / "bench" / "__init__.py").write_text("from . import agent\n")
     (work / "agents" / "bench" / "agent.py").write_text(ADK_AGENT)
-    servers = {
-        "helikon": start_child("helikon", work),
-        "google-adk": start_child("google-adk", work, str(work / "agents")),
-    }
-    unavailable: dict[str, str] = {}
-    if shutil.which("langgraph", path=str(Path(sys.executable).parent)):
-        servers["langgraph"] = start_langgraph(work, args.langgraph_jobs or args.clients)
-    else:
-        unavailable["langgraph"] = "the `langgraph` CLI is not installed here (langgraph-cli[inmem])"
     limits = httpx2.Limits(max_connections=args.clients, max_keepalive_connections=args.clients)
-    pools = {
-        name: httpx2.AsyncClient(limits=limits, timeout=60.0)
-        for name in ("helikon", "google-adk", "langgraph", "floor")
-    }
-    try:
-        health = {"helikon": "/agents", "google-adk": "/list-apps", "langgraph": "/ok", "floor": "/health"}
-        waits = [wait_ready(pools[name], server, health[name]) for name, server in servers.items()]
-        for name, problem in zip(servers, await asyncio.gather(*waits), strict=True):
-            if problem:
-                unavailable[name] = problem
-        if "helikon" in unavailable:
-            raise SystemExit(f"helikon's server did not start: {unavailable['helikon']}")
-        frames = work / "frames.json"
-        args.floor_events = await capture_frames(pools["helikon"], servers["helikon"], frames)
-        servers["floor"] = start_child("floor", work, str(frames))
-        problem = await wait_ready(pools["floor"], servers["floor"], "/health")
-        if problem:
-            unavailable["floor"] = problem
-        print(f"servers up in {time.perf_counter() - started:.1f} s; the floor replays {args.floor_events} frames")
-        scenarios = build_scenarios(servers, unavailable, args)
-        for scenario in scenarios.values():
+    scenarios = build_scenarios(args.clients)
+    for scenario in scenarios.values():
+        pools = {c.name: httpx2.AsyncClient(limits=limits, timeout=60.0) for c in scenario.contenders}
+        servers: dict[str, Server] = {}
+        try:
+            await launch(scenario, work, args, pools, servers)
             await run_scenario(scenario, pools, args)
-        for scenario in scenarios.values():
-            print_scenario(scenario)
-        print_summary(scenarios, FIGURES)
-        print(f"\n(whole run: {time.perf_counter() - started:.0f} s)")
-    finally:
-        for pool in pools.values():
-            await pool.aclose()
-        for server in servers.values():
-            server.stop()
+        finally:
+            for pool in pools.values():
+                await pool.aclose()
+            for server in servers.values():
+                server.stop()
+    for scenario in scenarios.values():
+        print_scenario(scenario)
+    print_summary(scenarios, FIGURES)
+    print(f"\n(whole run: {time.perf_counter() - started:.0f} s)")
 
 
 def main() -> None:
@@ -753,9 +791,10 @@ def main() -> None:
         import uvloop
 
         loop_factory = uvloop.new_event_loop
-    with tempfile.TemporaryDirectory(prefix="helikon-server-bench-") as work, asyncio.Runner(
-        loop_factory=loop_factory
-    ) as runner:
+    with (
+        tempfile.TemporaryDirectory(prefix="helikon-server-bench-") as work,
+        asyncio.Runner(loop_factory=loop_factory) as runner,
+    ):
         runner.run(bench(args, Path(work)))
 
 

@@ -42,8 +42,12 @@ def chromium_path() -> str:
 
 
 @asynccontextmanager
-async def browser_page(width: int = 1400, height: int = 900) -> AsyncIterator[Any]:
+async def browser_page(
+    width: int = 1400, height: int = 900, *, allow: tuple[str, ...] = ()
+) -> AsyncIterator[Any]:
     """A fresh page in a new headless Chromium; page errors and console errors fail the test at exit.
+
+    `allow`: console errors the test expects (substrings of their text), e.g. a refused request.
 
     The async API, on the test's own loop: leaving it waits until Playwright's driver
     process has exited (the sync API's own loop can close first, and a driver reaped later
@@ -57,11 +61,15 @@ async def browser_page(width: int = 1400, height: int = 900) -> AsyncIterator[An
             page = await browser.new_page(viewport={"width": width, "height": height})
             errors: list[str] = []
             page.on("pageerror", lambda error: errors.append(str(error)))
-            page.on(
-                "console", lambda message: errors.append(message.text) if message.type == "error" else None
-            )
+
+            def console(message: Any) -> None:
+                if message.type == "error":  # with where it came from: a failed load names its URL
+                    errors.append(f"{message.text} ({message.location.get('url', '')})")
+
+            page.on("console", console)
             yield page
-            assert not errors, f"the page reported errors: {errors}"
+            unexpected = [error for error in errors if not any(part in error for part in allow)]
+            assert not unexpected, f"the page reported errors: {unexpected}"
         finally:
             await browser.close()
 

@@ -38,7 +38,7 @@ except ImportError as exc:
     raise missing_extra("helikon.server needs Starlette and sse-starlette", "server") from exc
 
 from .app import AgentServer, AgentServerBuilder
-from .auth import AuthLayer, AuthRejection, BearerTokenAuth
+from .auth import AuthLayer, AuthRejection, BearerTokenAuth, LocalTokenAuth
 from .context import ContextProvider, DefaultContextProvider, ServerRequest
 from .runs import RunStatus
 from .sessions import (
@@ -59,6 +59,7 @@ __all__ = [
     "ContextProvider",
     "DefaultContextProvider",
     "InMemorySessionProvider",
+    "LocalTokenAuth",
     "PostgresSessionProvider",
     "RedisSessionProvider",
     "RunStatus",

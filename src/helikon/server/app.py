@@ -30,7 +30,8 @@ from starlette.routing import Route, WebSocketRoute
 from ..core.agent import Agent
 from ..core.exceptions import UserError
 from ..core.session.memory import MemorySession
-from .auth import AuthLayer
+from .auth import AuthLayer, LocalTokenAuth
+from .console import Console
 from .context import ContextProvider, DefaultContextProvider
 from .errors import INTERNAL, ApiError, error_response
 from .gate import LOOPBACK_HOSTS, Gate
@@ -57,6 +58,8 @@ class AgentServer:
         body_limit: int,
         cors_origins: tuple[str, ...],
         allowed_hosts: tuple[str, ...],
+        local: LocalTokenAuth | None = None,
+        console: bool = True,
     ) -> None:
         self.agents = agents
         self.sessions = sessions
@@ -66,6 +69,8 @@ class AgentServer:
         self.sweep_every = sweep_every
         self.cors_origins = cors_origins
         self.allowed_hosts = allowed_hosts
+        self.local = local
+        self.console = console
         self.runs = Runs(agents, self._session_for, contexts, retention)
         self.background: set[asyncio.Task[Any]] = set()
         self._sweeper: asyncio.Task[None] | None = None
@@ -101,6 +106,12 @@ class AgentServer:
             Route("/sessions/{session_id}/runs", api.session_runs, methods=["GET"]),
             Route("/openapi.json", self._openapi, methods=["GET"]),
         ]
+        if self.console:
+            console = Console(self.local)
+            routes += [
+                Route("/ui", console.index, methods=["GET"], name="console"),
+                Route("/ui/static/{name}", console.asset, methods=["GET"]),
+            ]
         app = Starlette(
             routes=routes,
             exception_handlers={
@@ -120,14 +131,39 @@ class AgentServer:
                 allow_headers=["authorization", "content-type", "x-session-id", "last-event-id"],
                 expose_headers=["x-run-id"],
             )
-        return Gate(app, self.allowed_hosts, self.auth)
+        return Gate(app, self.allowed_hosts, self.auth or self.local, self.cors_origins)
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 8000, **uvicorn_options: Any) -> None:
-        """Bind `host:port` and serve until stopped (uvicorn); the sweeper runs meanwhile."""
+    async def serve(
+        self, host: str = "127.0.0.1", port: int = 8000, *, console_token: bool = True, **uvicorn_options: Any
+    ) -> None:
+        """Bind `host:port` and serve until stopped (uvicorn); the sweeper runs meanwhile.
+
+        Without an auth layer, the server guards itself with a `LocalTokenAuth` (unless
+        `console_token=False`) and prints the console's URL with its token.
+        """
         import uvicorn
 
+        if self.auth is None and self.local is None and console_token:
+            self.local = LocalTokenAuth()
         config = uvicorn.Config(self.app(), host=host, port=port, log_level="warning", **uvicorn_options)
-        await uvicorn.Server(config).serve()
+        server = uvicorn.Server(config)
+        serving = asyncio.get_running_loop().create_task(server.serve())
+        while not server.started:  # uvicorn tells that it listens by a flag only
+            if serving.done():
+                serving.result()  # it could not bind: raise why
+            await asyncio.sleep(0.02)
+        bound = server.servers[0].sockets[0].getsockname()[1] if server.servers else port
+        name = f"[{host}]" if ":" in host else host
+        if self.local is not None and self.console:
+            print(f"helikon console: http://{name}:{bound}/ui?token={self.local.token}", flush=True)
+        else:
+            print(f"helikon server: http://{name}:{bound}", flush=True)
+        try:
+            await asyncio.shield(serving)
+        except asyncio.CancelledError:  # stopped from outside: shut down cleanly, sockets closed
+            server.should_exit = True
+            await serving
+            raise
 
     async def _openapi(self, request: Request) -> Response:
         from .openapi import openapi_document
@@ -214,6 +250,8 @@ class AgentServerBuilder:
         self._body_limit = 1 << 20
         self._cors: tuple[str, ...] = ()
         self._hosts: tuple[str, ...] = LOOPBACK_HOSTS
+        self._local: LocalTokenAuth | None = None
+        self._console = True
 
     def agent(self, agent: Agent[Any, Any], *, name: str | None = None) -> AgentServerBuilder:
         """Serve `agent` at `/agents/<name>` (its own name by default); call once per agent."""
@@ -236,6 +274,16 @@ class AgentServerBuilder:
     def session_provider(self, provider: SessionProvider) -> AgentServerBuilder:
         """Where `X-Session-Id` sessions live (default: in memory)."""
         self._sessions = provider
+        return self
+
+    def local_token(self, token: str | None = None) -> AgentServerBuilder:
+        """Guard the server with a `LocalTokenAuth` (a fresh token unless given): for a local dev server."""
+        self._local = LocalTokenAuth(token)
+        return self
+
+    def console(self, enabled: bool = True) -> AgentServerBuilder:
+        """Serve the web console at `/ui` (the default), or not."""
+        self._console = enabled
         return self
 
     def auth(self, layer: AuthLayer) -> AgentServerBuilder:
@@ -300,6 +348,8 @@ class AgentServerBuilder:
             self._body_limit,
             self._cors,
             self._hosts,
+            self._local,
+            self._console,
         )
 
 

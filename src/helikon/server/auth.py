@@ -85,4 +85,71 @@ class BearerTokenAuth:
         return found
 
 
-__all__ = ["AuthLayer", "AuthRejection", "BearerTokenAuth"]
+CONSOLE_COOKIE = "helikon_console"
+
+
+class LocalTokenAuth:
+    """The local dev server's auth, Jupyter-style: one token, printed in the console's URL.
+
+    Rules:
+
+    1. `Authorization: Bearer <token>` is admitted (scripts and curl).
+    2. The token in the URL (`/ui?token=...`) is exchanged once, by `exchange`, for a fresh
+       secret set as an HttpOnly, SameSite=Strict cookie; a request carrying a secret so
+       issued is admitted. A URL token already exchanged is refused: print a new one.
+    3. Anything else is refused (401).
+
+    All comparisons are constant-time. The identity of an admitted request is `"local"`.
+    """
+
+    __slots__ = ("_exchanged", "_secrets", "_token")
+
+    def __init__(self, token: str | None = None) -> None:
+        import secrets
+
+        self._token = (token or secrets.token_urlsafe(24)).encode()
+        if len(self._token) < 16:
+            raise UserError("LocalTokenAuth: the token must be 16 characters or more")
+        self._secrets: list[bytes] = []
+        self._exchanged = False
+
+    @property
+    def token(self) -> str:
+        """The token to print in the console's URL."""
+        return self._token.decode()
+
+    def exchange(self, offered: str) -> str | None:
+        """A fresh cookie secret for the URL's `offered` token, once; None when it is wrong or used."""
+        import secrets
+
+        if self._exchanged or not hmac.compare_digest(offered.encode(), self._token):
+            return None
+        self._exchanged = True
+        secret = secrets.token_urlsafe(32)
+        self._secrets.append(secret.encode())
+        return secret
+
+    async def authenticate(self, headers: Mapping[str, str]) -> JsonValue:
+        """`"local"` for the bearer token or an issued cookie; `AuthRejection(401)` otherwise."""
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self._token):
+            return "local"
+        cookie = _cookie(headers.get("cookie", ""), CONSOLE_COOKIE).encode()
+        matched = False
+        for secret in self._secrets:  # every secret compared: no early exit
+            matched = hmac.compare_digest(cookie, secret) or matched
+        if cookie and matched:
+            return "local"
+        raise AuthRejection(401, "open the console with the URL the server printed (it carries the token)")
+
+
+def _cookie(header: str, name: str) -> str:
+    """The value of cookie `name` in a `Cookie` header ("" when absent)."""
+    for part in header.split(";"):
+        key, _, value = part.strip().partition("=")
+        if key == name:
+            return value
+    return ""
+
+
+__all__ = ["CONSOLE_COOKIE", "AuthLayer", "AuthRejection", "BearerTokenAuth", "LocalTokenAuth"]

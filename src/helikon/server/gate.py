@@ -5,7 +5,12 @@ Rules, in order:
 1. The `Host` header (its name, without the port) must be one of `allowed_hosts`, unless
    the list is `["*"]`. The default list is the loopback names, so a server started for
    development cannot be reached through a DNS-rebinding name. Refused: 400.
-2. The auth layer, when there is one, must admit the request. Refused: its status and
+2. An `Origin` header, when there is one, must name an allowed host too, or be one of the
+   CORS origins: a page elsewhere cannot drive the server through a visitor's browser.
+   Refused: 403.
+3. The console's static files (`/ui/static/...`) and its entry (`/ui`, which exchanges the
+   URL's token for a cookie) pass without the auth layer: they hold nothing secret.
+4. The auth layer, when there is one, must admit the request. Refused: its status and
    message. Admitted: what it returned is the request's identity (`scope["state"]`).
 
 A refused WebSocket is closed before it is accepted (the client sees a 403).
@@ -38,10 +43,13 @@ def host_name(host: str) -> str:
 class Gate:
     """ASGI middleware applying the rules above before `app` sees a request."""
 
-    def __init__(self, app: App, allowed_hosts: tuple[str, ...], auth: AuthLayer | None) -> None:
+    def __init__(
+        self, app: App, allowed_hosts: tuple[str, ...], auth: AuthLayer | None, origins: tuple[str, ...] = ()
+    ) -> None:
         self.app = app
         self.allowed = tuple(host.lower() for host in allowed_hosts)
         self.auth = auth
+        self.origins = tuple(origin.lower().rstrip("/") for origin in origins)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Check the request against the rules, then pass it on (or answer the refusal)."""
@@ -54,8 +62,14 @@ class Gate:
                 scope, receive, send, 400, "invalid_host", "this server does not answer to that Host"
             )
             return
+        origin = headers.get("origin")
+        if origin is not None and not self._origin_allowed(origin):
+            await _refuse(
+                scope, receive, send, 403, "cross_origin", "this server does not answer to that Origin"
+            )
+            return
         identity: Any = None
-        if self.auth is not None:
+        if self.auth is not None and not _public(scope):
             try:
                 identity = await self.auth.authenticate(headers)
             except AuthRejection as rejection:
@@ -63,6 +77,21 @@ class Gate:
                 return
         scope.setdefault("state", {})["identity"] = identity
         await self.app(scope, receive, send)
+
+    def _origin_allowed(self, origin: str) -> bool:
+        if "*" in self.allowed or origin.lower().rstrip("/") in self.origins:
+            return True
+        _, _, rest = origin.partition("://")
+        return bool(rest) and host_name(rest) in self.allowed
+
+
+def _public(scope: Scope) -> bool:
+    """Whether the request is for the console's entry or its static files (rule 3)."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root):
+        path = path[len(root) :]
+    return scope["type"] == "http" and (path in ("/ui", "/ui/") or path.startswith("/ui/static/"))
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str) -> None:

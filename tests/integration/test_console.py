@@ -1,0 +1,159 @@
+"""The web console in headless Debian Chromium: chat, streaming, stop, approve, text stays text, the token."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx2
+from server_helpers import Gate, serving
+
+from browser import artifact, browser_page
+from helikon import LlmAgent, tool
+from helikon.server import AgentServer
+from helikon.testing import FunctionModel, text_turn, tool_call_turn
+
+TOKEN = "console-token-for-tests-0123"
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> **not bold in a result**'
+
+
+@tool
+def lookup(city: str) -> str:
+    """Look a city up."""
+    return f"{city}: sunny. {HOSTILE}"
+
+
+def weather() -> LlmAgent[None, str]:
+    def reply(request: Any) -> Any:
+        if request.messages[-1].type == "tool_result":
+            return text_turn("It is **sunny** in Paris.\n\n- dry\n- warm <b>not markup</b>")
+        return tool_call_turn("lookup", {"city": "Paris"})
+
+    return LlmAgent(name="weather", model=FunctionModel(reply), tools=[lookup])
+
+
+refunds: list[int] = []
+
+
+@tool(needs_approval=True)
+def refund(order: int) -> str:
+    """Refund an order."""
+    refunds.append(order)
+    return f"refunded {order}"
+
+
+def clerk() -> LlmAgent[None, str]:
+    def reply(request: Any) -> Any:
+        if request.messages[-1].type == "tool_result":
+            return text_turn("Refund done.")
+        return tool_call_turn("refund", {"order": 7})
+
+    return LlmAgent(name="clerk", model=FunctionModel(reply), tools=[refund])
+
+
+def console_server(*agents: Any) -> AgentServer:
+    builder = AgentServer.builder().with_default_context().local_token(TOKEN)
+    for agent in agents:
+        builder = builder.agent(agent)
+    return builder.build()
+
+
+async def open_console(page: Any, base: str) -> None:
+    await page.goto(f"{base}/ui?token={TOKEN}")
+    await page.wait_for_selector("body[data-ready]")
+    assert "token" not in page.url  # the token left the address bar
+
+
+async def test_chat_streams_the_answer_and_the_tool_call_and_keeps_text_as_text() -> None:
+    async with serving(console_server(weather())) as base, browser_page() as page:
+        await open_console(page, base)
+        await page.fill("#input", "Weather in Paris?")
+        await page.press("#input", "Enter")
+        answer = page.locator(".message.assistant").last
+        await answer.wait_for()
+        await page.wait_for_function("document.getElementById('send').disabled === false")
+        assert await answer.locator("strong").inner_text() == "sunny"
+        assert await answer.locator("li").count() == 2 and await answer.locator("b").count() == 0
+        tool_result = page.locator(".tool .result")
+        assert HOSTILE in await tool_result.inner_text()  # a result's markup is shown as text
+        assert await page.locator(".messages img, .messages script").count() == 0
+        assert await page.evaluate("window.pwned") is None
+        events = await page.locator("#events li").all_inner_texts()
+        assert any("tool_call_item" in e for e in events) and "run_completed" in events[-1]
+        await page.screenshot(path=artifact("console-chat.png"))
+        await page.fill("#input", "And tomorrow?")  # the same session goes on
+        await page.press("#input", "Enter")
+        await page.locator(".message.assistant").nth(1).wait_for()
+
+
+async def test_escape_stops_a_slow_run() -> None:
+    gate = Gate()
+    async with serving(console_server(gate.agent())) as base, browser_page() as page:
+        await open_console(page, base)
+        await page.fill("#input", "go")
+        await page.press("#input", "Enter")
+        await page.locator(".tool").wait_for()
+        await gate.entered.wait()
+        await page.keyboard.press("Escape")
+        error = page.locator(".message.error")
+        await error.wait_for()
+        assert (await error.inner_text()).startswith("cancelled:")
+        assert await page.locator("#send").is_enabled()
+
+
+async def test_a_paused_call_is_approved_and_the_run_finishes() -> None:
+    refunds.clear()
+    async with serving(console_server(clerk())) as base, browser_page() as page:
+        await open_console(page, base)
+        await page.fill("#input", "refund order 7")
+        await page.press("#input", "Enter")
+        await page.locator(".approval").wait_for()
+        assert '"order": 7' in await page.locator(".approval textarea").input_value()
+        assert refunds == []
+        await page.screenshot(path=artifact("console-approval.png"))
+        await page.get_by_role("button", name="Approve").click()
+        await page.locator(".message.assistant", has_text="Refund done.").wait_for()
+        assert refunds == [7]
+
+
+async def test_without_the_token_the_console_is_refused() -> None:
+    refused = ("status of 401",)
+    async with serving(console_server(weather())) as base, browser_page(allow=refused) as page:
+        await page.goto(f"{base}/ui")
+        await page.locator("#login").wait_for()
+        assert "URL the server printed" in await page.locator("#login-why").inner_text()
+        wrong = await page.goto(f"{base}/ui?token=wrong-token")
+        assert wrong is not None and wrong.status == 401
+        await open_console(page, base)
+        assert await page.locator("#agent option").all_inner_texts() == ["weather"]
+        async with httpx2.AsyncClient(base_url=base) as client:
+            used = await client.get("/ui", params={"token": TOKEN})  # one-time: already exchanged
+            assert used.status_code == 401
+            assert (await client.get("/agents")).status_code == 401  # no cookie, no token: refused
+            bearer = {"Authorization": f"Bearer {TOKEN}"}
+            assert (await client.get("/agents", headers=bearer)).status_code == 200  # scripts use the token
+
+
+async def test_serve_prints_the_console_url_whose_token_opens_it(capsys: Any) -> None:
+    server = AgentServer.builder().with_default_context().agent(weather()).build()
+    task = asyncio.create_task(server.serve("127.0.0.1", 0))
+    try:
+        printed = ""
+        async with asyncio.timeout(60):  # wait until it listens: it prints the URL then
+            while True:
+                printed += capsys.readouterr().out
+                if "helikon console:" in printed:
+                    break
+                await asyncio.sleep(0.02)
+        url = printed.split("helikon console: ", 1)[1].split()[0]
+        async with httpx2.AsyncClient(follow_redirects=True) as client:
+            assert (await client.get(url.split("/ui")[0] + "/agents")).status_code == 401
+            opened = await client.get(url)  # the token becomes a cookie, then the page
+            assert opened.status_code == 200 and "helikon_console" in client.cookies
+            assert (await client.get(url.split("/ui")[0] + "/agents")).json()["agents"][0][
+                "name"
+            ] == "weather"
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        await server.aclose()
