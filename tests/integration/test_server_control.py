@@ -284,3 +284,4 @@ async def test_the_background_sweeper_lets_expired_runs_go() -> None:
                 if (await client.get(f"/agents/echo/runs/{run_id}")).status_code == 404:
                     break
                 await asyncio.sleep(0.05)
+        assert server.runs.get(run_id) is None and server.runs.all() == []

@@ -17,7 +17,8 @@ from helikon.server import (
 )
 
 
-async def two_runs_on_one_session_read_back(provider: Any) -> None:
+async def two_runs_on_one_session_read_back(provider: Any) -> list[str]:
+    """Two runs on session p-1; what its log says the user said."""
     server = (
         AgentServer.builder()
         .with_default_context()
@@ -34,23 +35,26 @@ async def two_runs_on_one_session_read_back(provider: Any) -> None:
         assert [s["session_id"] for s in (await client.get("/sessions")).json()["sessions"]] == ["p-1"]
         events = (await client.get("/sessions/p-1/events")).json()["events"]
         said = [e["event"]["content"][0]["text"] for e in events if e["event"]["type"] == "user_message"]
-        assert said == ["first", "second"]
         session = (await client.get("/sessions/p-1")).json()
         assert session["event_count"] == len(events) and session["last_seq"] == events[-1]["seq"]
+        return said
 
 
 async def test_in_memory() -> None:
-    await two_runs_on_one_session_read_back(InMemorySessionProvider())
+    assert await two_runs_on_one_session_read_back(InMemorySessionProvider()) == ["first", "second"]
 
 
 async def test_sqlite(tmp_path: Path) -> None:
     provider = SqliteSessionProvider(tmp_path / "sessions.db")
-    await two_runs_on_one_session_read_back(provider)
+    assert await two_runs_on_one_session_read_back(provider) == ["first", "second"]
 
 
 async def test_postgres(postgres_pool: Any) -> None:
-    await two_runs_on_one_session_read_back(PostgresSessionProvider(postgres_pool))
+    assert await two_runs_on_one_session_read_back(PostgresSessionProvider(postgres_pool)) == [
+        "first",
+        "second",
+    ]
 
 
 async def test_redis(redis_client: Any) -> None:
-    await two_runs_on_one_session_read_back(RedisSessionProvider(redis_client))
+    assert await two_runs_on_one_session_read_back(RedisSessionProvider(redis_client)) == ["first", "second"]
