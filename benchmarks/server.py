@@ -41,7 +41,7 @@ kept busy (``/proc``): on a 2-core machine the client shares the cores with the 
 busy "others" column means another process competed for them.
 
 Run: ``bash benchmarks/setup_env.sh && .bench-venv/bin/python benchmarks/server.py``
-(``--duration 4 --rounds 3 --clients 50``, about 2.5 minutes). Targets: one-shot runs/s at least
+(``--duration 4 --rounds 3 --clients 50``, about 2.3 minutes). Targets: one-shot runs/s at least
 3x ADK's; async + join latency at most 1/2 of LangGraph's; SSE events/s at least 0.7x the floor's.
 """
 

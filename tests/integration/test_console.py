@@ -157,3 +157,34 @@ async def test_serve_prints_the_console_url_whose_token_opens_it(capsys: Any) ->
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         await server.aclose()
+
+
+def echo() -> LlmAgent[None, str]:
+    def reply(request: Any) -> Any:
+        return text_turn(f"you said: {request.messages[-1].text}")
+
+    return LlmAgent(name="echo", model=FunctionModel(reply))
+
+
+async def test_the_session_tree_shows_a_branch_after_a_rewind() -> None:
+    async with serving(console_server(echo())) as base, browser_page() as page:
+        await open_console(page, base)
+        for text in ("first", "second"):
+            await page.fill("#input", text)
+            await page.press("#input", "Enter")
+            await page.locator(".message.assistant", has_text=f"you said: {text}").wait_for()
+        await page.click("#tab-sessions")
+        first_answer = page.locator(".node.assistant_message", has_text="you said: first")
+        await first_answer.wait_for()
+        await first_answer.get_by_role("button", name="rewind here").click()
+        await page.locator(".node:not(.active)", has_text="second").first.wait_for()  # off the active branch
+        await page.click("#tab-events")
+        await page.fill("#input", "third")
+        await page.press("#input", "Enter")
+        await page.locator(".message.assistant", has_text="you said: third").wait_for()
+        await page.click("#tab-sessions")
+        nested = page.locator(".branch.nested")
+        await nested.first.wait_for()
+        assert "second" in await nested.first.inner_text()  # the old branch, drawn beside the new one
+        assert await page.locator(".node.active.user_message", has_text="third").count() == 1
+        await page.screenshot(path=artifact("console-session-tree.png"))

@@ -196,3 +196,33 @@ async def test_the_app_mounts_under_a_prefix_beside_other_routes() -> None:
         runner.should_exit = True
         await task
         await server.aclose()
+
+
+async def test_a_session_is_rewound_and_forked_over_http() -> None:
+    server = build(echo_agent())
+    async with serving(server) as base, httpx2.AsyncClient(base_url=base) as client:
+        headers = {"X-Session-Id": "tree"}
+        for text in ("one", "two"):
+            await client.post("/agents/echo/runs", json={"input": text}, headers=headers)
+        events = (await client.get("/sessions/tree/events")).json()["events"]
+        assert all(e["active"] for e in events if e["parent"] is not None)
+        assert [e["parent"] for e in events[:3]] == [-1, 0, 1]
+        second = next(e["seq"] for e in events if e["event"].get("content", [{}])[0].get("text") == "two")
+        rewound = await client.post("/sessions/tree/rewind", json={"to_seq": second - 1})
+        assert rewound.status_code == 200 and len(rewound.json()["branches"]) == 2
+        await client.post("/agents/echo/runs", json={"input": "three"}, headers=headers)
+        events = (await client.get("/sessions/tree/events")).json()["events"]
+        active = [
+            e["event"]["content"][0]["text"]
+            for e in events
+            if e["active"] and e["event"]["type"] == "user_message"
+        ]
+        assert active == ["one", "three"]  # "two" stays in the log, off the active branch
+        forked = await client.post("/sessions/tree/fork", json={"at_seq": second - 1, "session_id": "tree-b"})
+        assert forked.status_code == 201 and forked.json() == {"session_id": "tree-b"}
+        copy = (await client.get("/sessions/tree-b/events")).json()["events"]
+        assert [e["event"]["type"] for e in copy][-1] == "forked"
+        bad = await client.post("/sessions/tree/rewind", json={"to_seq": 10_000})
+        assert bad.status_code == 409 and bad.json()["error"]["code"] == "invalid_point"
+        junk = await client.post("/sessions/tree/fork", json={"at_seq": "x"})
+        assert junk.status_code == 400

@@ -55,6 +55,18 @@ def _run_header() -> dict[str, Any]:
     return {"X-Run-Id": {"description": "The run's id", "schema": {"type": "string"}}}
 
 
+def _SEQ_BODY(field: str) -> dict[str, Any]:  # a schema, named like the others
+    return {
+        "type": "object",
+        "required": [field],
+        "properties": {
+            field: {"type": "integer", "minimum": -1, "maximum": 2**62},
+            "expected_seq": {"type": "integer", "minimum": -1, "maximum": 2**62},
+            "session_id": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}$"},
+        },
+    }
+
+
 def openapi_document(server: AgentServer) -> dict[str, Any]:
     """The OpenAPI 3.1 document of `server`."""
     name = {
@@ -68,13 +80,13 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
         "name": "session_id",
         "in": "path",
         "required": True,
-        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"},
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}$"},
     }
     session_header = {
         "name": "X-Session-Id",
         "in": "header",
         "required": False,
-        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}$"},
+        "schema": {"type": "string", "pattern": "^[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}$"},
         "description": "Runs with the same id share one session and go one at a time.",
     }
     run_response = {"200": {**_json(_RUN, "the run"), "headers": _run_header()}}
@@ -277,6 +289,43 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
                 },
             }
         },
+        "/sessions/{session_id}/rewind": {
+            "post": {
+                "operationId": "rewindSession",
+                "summary": "Move the session's head back to a seq (nothing is deleted)",
+                "parameters": [session_id],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _SEQ_BODY("to_seq")}},
+                },
+                "responses": {
+                    "200": _json({"$ref": "#/components/schemas/Session"}, "the session"),
+                    **_errors(400, 409, 413),
+                },
+            }
+        },
+        "/sessions/{session_id}/fork": {
+            "post": {
+                "operationId": "forkSession",
+                "summary": "A new session sharing this one's events up to a seq",
+                "parameters": [session_id],
+                "requestBody": {
+                    "required": True,
+                    "content": {"application/json": {"schema": _SEQ_BODY("at_seq")}},
+                },
+                "responses": {
+                    "201": _json(
+                        {
+                            "type": "object",
+                            "required": ["session_id"],
+                            "properties": {"session_id": {"type": "string"}},
+                        },
+                        "the new session",
+                    ),
+                    **_errors(400, 409, 413),
+                },
+            }
+        },
         "/openapi.json": {
             "get": {
                 "operationId": "openapi",
@@ -427,8 +476,13 @@ def _schemas() -> dict[str, Any]:
                     "type": "array",
                     "items": {
                         "type": "object",
-                        "required": ["seq", "event"],
-                        "properties": {"seq": {"type": "integer"}, "event": {"type": "object"}},
+                        "required": ["seq", "event", "parent", "active"],
+                        "properties": {
+                            "seq": {"type": "integer"},
+                            "parent": {"type": ["integer", "null"]},
+                            "active": {"type": "boolean"},
+                            "event": {"type": "object"},
+                        },
                     },
                 }
             },

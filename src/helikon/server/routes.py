@@ -8,22 +8,25 @@ the API as a client sees it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Generator, Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.websockets import WebSocket
 
 from ..core.approvals import ApprovalError, UnknownApprovalRequest
+from ..core.exceptions import SessionConflict, UserError
+from ..core.session.branches import Branching, event_parents
 from ..core.session.codec import encode_event
 from .context import ServerRequest
 from .errors import ApiError, error_response
 from .runs import RunConflict, ServerRun
 from .streams import sse_response, websocket_stream
-from .wire import check_session_id, decisions, read_json, run_request, session_id
+from .wire import check_session_id, decisions, read_json, run_request, seq_field, session_id
 
 if TYPE_CHECKING:
     from .app import AgentServer
@@ -182,16 +185,53 @@ class Api:
         )
 
     async def session_events(self, request: Request) -> Response:
-        """`GET /sessions/{session_id}/events?after_seq=`: the log after a seq, in the stored form."""
+        """`GET /sessions/{session_id}/events?after_seq=`: the log after a seq, in the stored form.
+
+        Each entry has its `parent` (the event it follows in the log's tree; null for a
+        marker) and whether it is on the `active` branch: a client draws the tree from these.
+        """
         session = await self._session(request)
         after = _int(request.query_params.get("after_seq"), "after_seq", -1, -1, 2**62)
         entries = await session.events()
+        parents, head = event_parents([entry.event for entry in entries])
+        active: set[int] = set()
+        while head >= 0:
+            active.add(head)
+            head = parents.get(head, -1)
         events = [
-            f'{{"seq":{entry.seq},"event":{encode_event(entry.event)}}}'
-            for entry in entries
+            f'{{"seq":{entry.seq},"parent":{json.dumps(parents.get(index))},'
+            f'"active":{json.dumps(index in active)},"event":{encode_event(entry.event)}}}'
+            for index, entry in enumerate(entries)
             if entry.seq > after
         ]
         return Response(f'{{"events":[{",".join(events)}]}}', media_type="application/json")
+
+    async def rewind_session(self, request: Request) -> Response:
+        """`POST /sessions/{session_id}/rewind` `{"to_seq", "expected_seq"?}`: move the head back."""
+        await self.server.ready()
+        session = await self._idle_session(request)
+        body = await read_json(request, self.server.body_limit)
+        to_seq = seq_field(body, "to_seq")
+        assert to_seq is not None
+        with _session_errors():
+            await session.rewind(to_seq, expected_seq=seq_field(body, "expected_seq", required=False))
+        return await self.session(request)
+
+    async def fork_session(self, request: Request) -> Response:
+        """`POST /sessions/{session_id}/fork` `{"at_seq", "session_id"?}`: a new session from there (201)."""
+        await self.server.ready()
+        session = await self._idle_session(request)
+        body = await read_json(request, self.server.body_limit)
+        at_seq = seq_field(body, "at_seq")
+        assert at_seq is not None
+        new_id = cast("dict[str, Any]", body).get("session_id")
+        if new_id is not None and not isinstance(new_id, str):
+            raise ApiError(400, "invalid_request", "`session_id` must be a string")
+        if new_id is not None:
+            check_session_id(new_id)
+        with _session_errors():
+            fork = await session.fork(at_seq, session_id=new_id)
+        return JSONResponse({"session_id": fork.session_id}, status_code=201)
 
     async def session_runs(self, request: Request) -> Response:
         """`GET /sessions/{session_id}/runs`: the runs this server keeps for the session, oldest first."""
@@ -215,6 +255,17 @@ class Api:
                 404, "unknown_run", f"agent {name!r} has no run {request.path_params['run_id']!r} here"
             )
         return run
+
+    async def _idle_session(self, request: Request) -> Any:
+        """The path's session, refused (409) while one of its runs is queued or running here."""
+        session_id_ = check_session_id(request.path_params["session_id"])
+        busy = [r for r in self.server.runs.of_session(session_id_) if r.status in ("queued", "running")]
+        if busy:
+            raise ApiError(409, "session_busy", f"session {session_id_!r} is busy with run {busy[-1].id}")
+        session = await self.server.sessions.session(session_id_)
+        if not isinstance(session, Branching):
+            raise ApiError(400, "no_branches", f"session {session_id_!r} cannot be rewound or forked")
+        return session
 
     async def _session(self, request: Request) -> Any:
         session_id_ = check_session_id(request.path_params["session_id"])
@@ -246,6 +297,21 @@ class Api:
                 task.add_done_callback(self.server.background.discard)
 
         return cancel
+
+
+@contextlib.contextmanager
+def _session_errors() -> Generator[None]:
+    """A rewind's or fork's refusal as the API's: both are 409s, as each depends on the log as it is now.
+
+    A point the log does not have, or one inside a turn, is `invalid_point`; another writer
+    that appended since `expected_seq` is `session_conflict`.
+    """
+    try:
+        yield
+    except SessionConflict as exc:
+        raise ApiError(409, "session_conflict", str(exc)) from None
+    except UserError as exc:
+        raise ApiError(409, "invalid_point", str(exc)) from None
 
 
 async def _settled_or_gone(request: Request, run: ServerRun) -> bool:

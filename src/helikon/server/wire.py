@@ -28,7 +28,7 @@ ON_DISCONNECT: tuple[OnDisconnect, ...] = ("cancel", "continue")
 # Message tags other agent APIs use (`user_message`...), beside helikon's own item tags.
 _MESSAGE_TAGS = {"user_message": "user", "assistant_message": "assistant", "system_message": "system"}
 # A session id is a header value and a key in every backend: printable, no spaces, bounded.
-_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}")
+_SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:@~-]{0,127}")  # `~`: a fork's default id
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +133,22 @@ def check_session_id(value: str) -> str:
         raise ApiError(
             400,
             "invalid_session_id",
-            "a session id is 1 to 128 letters, digits and . _ : @ -, starting with a letter or digit",
+            "a session id is 1 to 128 letters, digits and . _ : @ ~ -, starting with a letter or digit",
         )
+    return value
+
+
+def seq_field(body: Any, name: str, *, required: bool = True) -> int | None:
+    """The integer field `name` of a JSON object body (an event's seq, >= -1)."""
+    if not isinstance(body, dict):
+        raise ApiError(400, "invalid_request", f"the body must be a JSON object with `{name}`")
+    value = cast("dict[str, Any]", body).get(name)
+    if value is None and not required:
+        return None
+    if isinstance(value, float) and value.is_integer():  # JSON's 7.0 is the integer 7
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < -1:
+        raise ApiError(400, "invalid_request", f"`{name}` must be an event's seq (an integer >= -1)")
     return value
 
 

@@ -120,6 +120,15 @@ def _parents(events: Sequence[SessionEvent]) -> tuple[dict[int, int], int]:
     return parents, head
 
 
+def event_parents(events: Sequence[SessionEvent]) -> tuple[dict[int, int], int]:
+    """Each event's parent seq (-1: the start; markers have none), and the active branch's head.
+
+    The events of a log form a tree: an event's parent is the head when it was appended,
+    which a `Rewound` marker moves back. A UI draws the tree from these.
+    """
+    return _parents(events)
+
+
 def list_branches(events: Sequence[SessionEvent]) -> list[Branch]:
     """The branches of a log (see `Branch`), the active one first, then the newest first."""
     parents, head = _parents(events)
@@ -325,4 +334,13 @@ async def _close(session: Any) -> None:
         await aclose()
 
 
-__all__ = ["Branch", "Branching", "Lineage", "cut_problem", "head_of", "list_branches", "open_calls_at"]
+__all__ = [
+    "Branch",
+    "Branching",
+    "Lineage",
+    "cut_problem",
+    "event_parents",
+    "head_of",
+    "list_branches",
+    "open_calls_at",
+]

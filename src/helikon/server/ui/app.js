@@ -4,6 +4,7 @@
 
 import { ApiError, call, stream, useToken } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
+import { SessionsPane } from "./sessions.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -249,6 +250,19 @@ function start() {
     useToken($("login-token").value.trim());
     loadAgents();
   });
+  const sessions = new SessionsPane($("sessions"), {
+    onOpen: (id) => { setSession(id); ui.messages.replaceChildren(); showTab("events"); },
+    onError: say,
+  });
+  const showTab = (name) => {
+    $("tab-events").setAttribute("aria-selected", String(name === "events"));
+    $("tab-sessions").setAttribute("aria-selected", String(name === "sessions"));
+    ui.events.hidden = name !== "events";
+    $("sessions").hidden = name !== "sessions";
+    if (name === "sessions") sessions.load().then(() => sessions.show(ui.session.value));
+  };
+  $("tab-events").addEventListener("click", () => showTab("events"));
+  $("tab-sessions").addEventListener("click", () => showTab("sessions"));
   loadAgents().then(() => { document.body.dataset.ready = "1"; });
 }
 
