@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from helikon.server.run_log import RunLog
+from helikon.server.run_log import RunLog, Tally
 
 
 async def test_a_late_subscriber_gets_the_backlog_then_the_live_events_once_each() -> None:
@@ -39,3 +39,19 @@ async def test_a_subscriber_that_falls_behind_is_dropped_and_the_log_goes_on() -
     assert [e.seq async for e in slow] == []  # it learns it was dropped, and ends
     log.close()
     assert [e.seq async for e in fast] == [0, 1, 2, 3, 4]
+
+
+async def test_a_tally_counts_the_subscribers_of_every_log_sharing_it() -> None:
+    tally = Tally()
+    first, second = RunLog(tally), RunLog(tally)
+    a, b = first.subscribe(), second.subscribe(limit=1)
+    assert tally.count == 2
+    second.append("e", b"0")
+    second.append("e", b"1")  # b falls behind and is dropped
+    assert b.dropped and tally.count == 1
+    a.cancel()
+    a.cancel()  # twice: counted once
+    assert tally.count == 0
+    c = first.subscribe()
+    first.close()
+    assert tally.count == 0 and [e async for e in c] == []

@@ -282,7 +282,7 @@ class Api:
             raise ApiError(
                 429, "too_many_subscribers", f"run {run.id} has {limits.per_run} subscribers already"
             )
-        if sum(r.log.subscribers for r in self.server.runs.all()) >= limits.total:
+        if self.server.runs.subscribers.count >= limits.total:
             raise ApiError(429, "too_many_subscribers", "this server has as many subscribers as it takes")
         return run.log.subscribe(after, limit=limits.backlog)
 

@@ -60,7 +60,7 @@ class Subscription:
         if len(self._live) >= self._limit:
             self.dropped = True
             self._live.clear()
-            self._log._subscribers.discard(self)
+            self._log._detach(self)
         else:
             self._live.append(entry)
         self._wake.set()
@@ -88,17 +88,27 @@ class Subscription:
 
     def cancel(self) -> None:
         """Stop receiving (the client went away)."""
-        self._log._subscribers.discard(self)
+        self._log._detach(self)
+
+
+class Tally:
+    """How many subscribers all the logs sharing it have: what a server-wide cap reads."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
 
 
 class RunLog:
     """A run's events in order, for replay and live subscribers (see the module)."""
 
-    __slots__ = ("_entries", "_subscribers", "closed")
+    __slots__ = ("_entries", "_subscribers", "_tally", "closed")
 
-    def __init__(self) -> None:
+    def __init__(self, tally: Tally | None = None) -> None:
         self._entries: list[LogEntry] = []
         self._subscribers: set[Subscription] = set()
+        self._tally = tally if tally is not None else Tally()
         self.closed = False
         """True once the run ended: no event will follow."""
 
@@ -123,11 +133,17 @@ class RunLog:
         self.closed = True
         for subscriber in tuple(self._subscribers):
             subscriber._closed()
+        self._tally.count -= len(self._subscribers)
         self._subscribers.clear()
 
     def reopen(self) -> None:
         """A paused run resumes: its log goes on from where it stopped."""
         self.closed = False
+
+    def _detach(self, subscription: Subscription) -> None:
+        if subscription in self._subscribers:
+            self._subscribers.remove(subscription)
+            self._tally.count -= 1
 
     def entries(self, after: int = -1) -> list[LogEntry]:
         """The events logged after seq `after`."""
@@ -138,7 +154,8 @@ class RunLog:
         subscription = Subscription(self, self.entries(after), max(limit, 1))
         if not self.closed:
             self._subscribers.add(subscription)
+            self._tally.count += 1
         return subscription
 
 
-__all__ = ["LogEntry", "RunLog", "Subscription"]
+__all__ = ["LogEntry", "RunLog", "Subscription", "Tally"]

@@ -40,7 +40,7 @@ from ..core.session.branches import Branching
 from ..core.session.crash_repair import open_turn
 from ..runtime import AsyncioRunner
 from .context import ContextProvider, ServerRequest
-from .run_log import RunLog
+from .run_log import RunLog, Tally
 from .sessions import SessionProvider
 
 logger = logging.getLogger("helikon.server")
@@ -148,6 +148,8 @@ class Runs:
         self._runs: OrderedDict[str, ServerRun] = OrderedDict()
         self._lanes: dict[str, _Lane] = {}
         self._heads: dict[str, int] = {}  # each running run's session head before it: where rollback goes
+        self.subscribers = Tally()
+        """How many clients follow a run's events now, over all runs."""
 
     def get(self, run_id: str) -> ServerRun | None:
         """The run `run_id`, if the server still keeps it."""
@@ -176,7 +178,7 @@ class Runs:
         if busy and strategy in ("interrupt", "rollback"):
             for run in busy:
                 await self.cancel(run, "interrupt" if strategy == "interrupt" else "rollback")
-        run = ServerRun(uuid.uuid4().hex, agent, request.session_id)
+        run = ServerRun(uuid.uuid4().hex, agent, request.session_id, log=RunLog(self.subscribers))
         self._runs[run.id] = run
         if request.session_id is not None:
             lane = self._lanes.setdefault(request.session_id, _Lane())
@@ -249,7 +251,7 @@ class Runs:
             run_id = run_key(opened.event.run_id).split("-", 1)[0]
             if run_id in self._runs:
                 continue
-            run = ServerRun(run_id, opened.event.agent or "", info.session_id)
+            run = ServerRun(run_id, opened.event.agent or "", info.session_id, log=RunLog(self.subscribers))
             self._runs[run.id] = run
             message = "the server running it stopped before it ended (its turn is left open in the session)"
             event = RunFailed(error=AgentError(kind="other", message=message, cause="orphaned"))
