@@ -284,7 +284,7 @@ class Api:
             )
         if self.server.runs.subscribers.count >= limits.total:
             raise ApiError(429, "too_many_subscribers", "this server has as many subscribers as it takes")
-        return run.log.subscribe(after, limit=limits.backlog)
+        return run.log.subscribe(after, limit=limits.backlog, idle=limits.idle_timeout)
 
     def _canceller(self, run: ServerRun, on_disconnect: str) -> Callable[[], None] | None:
         if on_disconnect != "cancel":

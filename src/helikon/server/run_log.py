@@ -45,9 +45,11 @@ class LogEntry:
 class Subscription:
     """The events after a seq, as an async iterator; ends when the run's log closes (or on `dropped`)."""
 
-    __slots__ = ("_limit", "_live", "_log", "_replay", "_wake", "dropped")
+    __slots__ = ("_limit", "_live", "_log", "_replay", "_wake", "dropped", "idle")
 
-    def __init__(self, log: RunLog, replay: list[LogEntry], limit: int) -> None:
+    def __init__(self, log: RunLog, replay: list[LogEntry], limit: int, idle: float | None = None) -> None:
+        self.idle = idle
+        """Seconds to wait for an event before iteration raises `TimeoutError` (None: for ever)."""
         self._log = log
         self._replay = replay
         self._live: deque[LogEntry] = deque()
@@ -82,7 +84,11 @@ class Subscription:
                 if self.dropped or (self._log.closed and not self._live):
                     return
                 self._wake.clear()
-                await self._wake.wait()
+                if self.idle is None:
+                    await self._wake.wait()
+                else:  # a timer only while waiting: an entry at hand costs none
+                    async with asyncio.timeout(self.idle):
+                        await self._wake.wait()
         finally:
             self.cancel()
 
@@ -149,9 +155,12 @@ class RunLog:
         """The events logged after seq `after`."""
         return self._entries[max(after + 1, 0) :]
 
-    def subscribe(self, after: int = -1, *, limit: int = 1024) -> Subscription:
-        """The events after seq `after`: the logged ones, then the live ones until the log closes."""
-        subscription = Subscription(self, self.entries(after), max(limit, 1))
+    def subscribe(self, after: int = -1, *, limit: int = 1024, idle: float | None = None) -> Subscription:
+        """The events after seq `after`: the logged ones, then the live ones until the log closes.
+
+        With `idle`, waiting longer than that for the next event raises `TimeoutError`.
+        """
+        subscription = Subscription(self, self.entries(after), max(limit, 1), idle)
         if not self.closed:
             self._subscribers.add(subscription)
             self._tally.count += 1

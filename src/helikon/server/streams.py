@@ -51,20 +51,17 @@ def end_frame(kind: str, run: ServerRun, last_seq: int, message: str) -> str:
     return json.dumps({"type": kind, "run_id": run.id, "last_seq": last_seq, "message": message})
 
 
-async def _entries(subscription: Subscription, run: ServerRun, idle: float) -> AsyncIterator[LogEntry | str]:
+async def _entries(subscription: Subscription, run: ServerRun) -> AsyncIterator[LogEntry | str]:
     """The subscription's entries, then the end frame due (a string) when the run's own did not end it."""
     last = -1
-    iterator = aiter(subscription)
-    while True:
-        try:
-            entry = await asyncio.wait_for(anext(iterator), idle)
-        except StopAsyncIteration:
-            break
-        except TimeoutError:
-            yield end_frame("stream_idle", run, last, f"no event for {idle:g} s: reconnect after seq {last}")
-            return
-        last = entry.seq
-        yield entry
+    try:
+        async for entry in subscription:
+            last = entry.seq
+            yield entry
+    except TimeoutError:  # the subscription waited its `idle` seconds for an event
+        idle = subscription.idle
+        yield end_frame("stream_idle", run, last, f"no event for {idle:g} s: reconnect after seq {last}")
+        return
     if subscription.dropped:
         yield end_frame(
             "stream_dropped", run, last, f"this client fell too far behind: reconnect after seq {last}"
@@ -83,7 +80,7 @@ def sse_response(
     async def frames() -> AsyncIterator[ServerSentEvent]:
         finished = False
         try:
-            async for item in _entries(subscription, run, limits.idle_timeout):
+            async for item in _entries(subscription, run):
                 if isinstance(item, str):
                     yield ServerSentEvent(data=item, event=json.loads(item)["type"])
                 else:
@@ -103,7 +100,7 @@ async def websocket_stream(
     """Send the run's events on an accepted socket to its end; close on misuse or when the client leaves."""
 
     async def send() -> None:
-        async for item in _entries(subscription, run, limits.idle_timeout):
+        async for item in _entries(subscription, run):
             if isinstance(item, str):
                 await websocket.send_text(item)
             else:
