@@ -58,3 +58,14 @@ async def test_postgres(postgres_pool: Any) -> None:
 
 async def test_redis(redis_client: Any) -> None:
     assert await two_runs_on_one_session_read_back(RedisSessionProvider(redis_client)) == ["first", "second"]
+
+
+async def test_the_in_memory_provider_forgets_the_least_recently_used_past_its_cap() -> None:
+    provider = InMemorySessionProvider(max_sessions=2)
+    first = await provider.session("a")
+    await provider.session("b")
+    assert await provider.session("a") is first  # "a" is now the most recently used
+    await provider.session("c")  # over the cap: "b" goes
+    assert await provider.session("a") is first
+    assert {info.session_id for info in await provider.list_sessions()} <= {"a", "c"}
+    assert provider._store.session_ids() == ["a", "c"]  # pyright: ignore[reportPrivateUsage]

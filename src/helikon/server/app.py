@@ -113,6 +113,7 @@ class AgentServer:
             routes += [
                 Route("/ui", console.index, methods=["GET"], name="console"),
                 Route("/ui/static/{name}", console.asset, methods=["GET"]),
+                Route("/favicon.ico", console.favicon, methods=["GET"]),
             ]
         app = Starlette(
             routes=routes,

@@ -72,6 +72,10 @@ class Console:
             return response
         return FileResponse(UI / "index.html", media_type="text/html", headers=dict(HEADERS))
 
+    async def favicon(self, request: Request) -> Response:
+        """`GET /favicon.ico`: no icon (a browser asks on every page, the console's error pages too)."""
+        return Response(status_code=204, headers=dict(HEADERS))
+
     async def asset(self, request: Request) -> Response:
         """`GET /ui/static/<name>`: one of the console's files."""
         name = request.path_params["name"]

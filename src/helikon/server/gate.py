@@ -8,8 +8,9 @@ Rules, in order:
 2. An `Origin` header, when there is one, must name an allowed host too, or be one of the
    CORS origins: a page elsewhere cannot drive the server through a visitor's browser.
    Refused: 403.
-3. The console's static files (`/ui/static/...`) and its entry (`/ui`, which exchanges the
-   URL's token for a cookie) pass without the auth layer: they hold nothing secret.
+3. The console's static files (`/ui/static/...`), its entry (`/ui`, which exchanges the
+   URL's token for a cookie) and `/favicon.ico` pass without the auth layer: they hold
+   nothing secret.
 4. The auth layer, when there is one, must admit the request. Refused: its status and
    message. Admitted: what it returned is the request's identity (`scope["state"]`).
 
@@ -91,7 +92,8 @@ def _public(scope: Scope) -> bool:
     root: str = scope.get("root_path", "")
     if root and path.startswith(root):
         path = path[len(root) :]
-    return scope["type"] == "http" and (path in ("/ui", "/ui/") or path.startswith("/ui/static/"))
+    console = path in ("/ui", "/ui/", "/favicon.ico") or path.startswith("/ui/static/")
+    return scope["type"] == "http" and console
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, status: int, code: str, message: str) -> None:

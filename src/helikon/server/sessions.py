@@ -25,8 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import OrderedDict
 from typing import Any, Protocol, runtime_checkable
 
+from ..core.exceptions import UserError
 from ..core.session import Session, SessionInfo
 from ..core.session.memory import MemoryStore
 
@@ -45,16 +47,31 @@ class SessionProvider(Protocol):
 
 
 class InMemorySessionProvider:
-    """Sessions in this process's memory (`MemoryStore`): gone when the server stops."""
+    """Sessions in this process's memory (a `MemoryStore`): gone when the server stops.
 
-    __slots__ = ("_store",)
+    At most `max_sessions` are kept (any client can name a new one with `X-Session-Id`):
+    past that, the session used least recently is forgotten first.
+    """
 
-    def __init__(self) -> None:
+    __slots__ = ("_store", "_used", "max_sessions")
+
+    def __init__(self, max_sessions: int = 10_000) -> None:
+        if max_sessions < 1:
+            raise UserError(f"InMemorySessionProvider: max_sessions must be at least 1, not {max_sessions}")
+        self.max_sessions = max_sessions
         self._store = MemoryStore()
+        self._used: OrderedDict[str, None] = OrderedDict()  # session ids, least recently used first
 
     async def session(self, session_id: str) -> Session:
-        """The in-memory session `session_id`."""
-        return await self._store.open(session_id)
+        """The in-memory session `session_id` (now the most recently used)."""
+        session = await self._store.open(session_id)
+        for known in self._store.session_ids():  # the ones a fork made count as just used
+            self._used.setdefault(known)
+        self._used.move_to_end(session_id)
+        while len(self._used) > self.max_sessions:
+            oldest, _ = self._used.popitem(last=False)
+            self._store.forget(oldest)
+        return session
 
     async def list_sessions(self, *, limit: int = 100, offset: int = 0) -> list[SessionInfo]:
         """The sessions with events or metadata, most recently updated first."""

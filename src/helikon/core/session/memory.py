@@ -294,6 +294,14 @@ class MemoryStore:
             session = self._sessions[session_id] = MemorySession(session_id=session_id, store=self)
         return session
 
+    def session_ids(self) -> list[str]:
+        """The ids of the sessions the store holds, in the order they were first opened."""
+        return list(self._sessions)
+
+    def forget(self, session_id: str) -> None:
+        """Drop the session `session_id` from the store (its objects in use keep their events)."""
+        self._sessions.pop(session_id, None)
+
     async def list_sessions(
         self, *, limit: int = 100, offset: int = 0, filter: Mapping[str, JsonValue] | None = None
     ) -> list[SessionInfo]:
