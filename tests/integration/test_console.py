@@ -188,3 +188,7 @@ async def test_the_session_tree_shows_a_branch_after_a_rewind() -> None:
         assert "second" in await nested.first.inner_text()  # the old branch, drawn beside the new one
         assert await page.locator(".node.active.user_message", has_text="third").count() == 1
         await page.screenshot(path=artifact("console-session-tree.png"))
+        await page.reload()  # the session is in the address: the chat comes back from its log
+        await page.wait_for_selector("body[data-ready]")
+        users = await page.locator(".message.user").all_inner_texts()
+        assert users == ["first", "third"]  # the active branch: "second" was rewound away

@@ -111,6 +111,43 @@ function onEvent({ seq, type, data }) {
   }
 }
 
+async function loadHistory(sessionId) {
+  // The conversation so far, from the session's log: its active branch, as the chat shows it.
+  ui.messages.replaceChildren();
+  let events;
+  try {
+    ({ events } = await call("GET", `/sessions/${encodeURIComponent(sessionId)}/events`));
+  } catch (error) {
+    if (!(error instanceof ApiError && error.status === 401)) say(error.message);
+    return;
+  }
+  const results = new Map();
+  const fragment = document.createDocumentFragment();
+  const append = (node) => fragment.append(node);
+  for (const { event, active } of events) {
+    if (!active) continue;
+    if (event.type === "user_message") {
+      append(el("li", { class: "message user" }, textOf(event.content)));
+    } else if (event.type === "assistant_message") {
+      const text = textOf(event.content);
+      if (text) append(el("li", { class: "message assistant" }, renderMarkdown(text)));
+    } else if (event.type === "tool_called") {
+      const result = el("pre", { class: "result" }, "…");
+      results.set(event.call_id, result);
+      append(el("li", { class: "tool" },
+        el("details", {}, el("summary", {}, "tool ", el("code", {}, event.name)),
+          el("div", { class: "muted" }, "arguments"), el("pre", {}, JSON.stringify(event.args, null, 2)),
+          el("div", { class: "muted" }, "result"), result)));
+    } else if (event.type === "tool_returned" && results.has(event.call_id)) {
+      const result = results.get(event.call_id);
+      result.textContent = textOf(event.content);
+      if (event.is_error) result.classList.add("failed");
+    }
+  }
+  ui.messages.append(fragment);
+  scrollDown(ui.messages);
+}
+
 function busy(running) {
   ui.send.disabled = running;
   ui.stop.disabled = !running;
@@ -243,7 +280,10 @@ function start() {
     ui.messages.replaceChildren();
     ui.events.replaceChildren();
   });
-  ui.session.addEventListener("change", () => setSession(ui.session.value.trim() || newSessionId()));
+  ui.session.addEventListener("change", () => {
+    setSession(ui.session.value.trim() || newSessionId());
+    loadHistory(ui.session.value);
+  });
   $("theme").addEventListener("click", theme);
   $("login-form").addEventListener("submit", (event) => {
     event.preventDefault();
@@ -251,7 +291,7 @@ function start() {
     loadAgents();
   });
   const sessions = new SessionsPane($("sessions"), {
-    onOpen: (id) => { setSession(id); ui.messages.replaceChildren(); showTab("events"); },
+    onOpen: (id) => { setSession(id); loadHistory(id); showTab("events"); },
     onError: say,
   });
   const showTab = (name) => {
@@ -263,7 +303,9 @@ function start() {
   };
   $("tab-events").addEventListener("click", () => showTab("events"));
   $("tab-sessions").addEventListener("click", () => showTab("sessions"));
-  loadAgents().then(() => { document.body.dataset.ready = "1"; });
+  loadAgents()
+    .then(() => loadHistory(ui.session.value))
+    .then(() => { document.body.dataset.ready = String(performance.now()); });
 }
 
 start();
