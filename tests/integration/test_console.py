@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import httpx2
@@ -10,6 +11,7 @@ from server_helpers import Gate, serving
 
 from browser import artifact, browser_page
 from helikon import LlmAgent, tool
+from helikon.evals import EvalReport
 from helikon.server import AgentServer
 from helikon.testing import FunctionModel, text_turn, tool_call_turn
 
@@ -192,3 +194,31 @@ async def test_the_session_tree_shows_a_branch_after_a_rewind() -> None:
         await page.wait_for_selector("body[data-ready]")
         users = await page.locator(".message.user").all_inner_texts()
         assert users == ["first", "third"]  # the active branch: "second" was rewound away
+
+
+async def test_a_session_is_saved_as_an_eval_case_and_reports_are_listed(tmp_path: Any) -> None:
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "nightly.json").write_text(
+        EvalReport.empty("nightly").to_json(), encoding="utf-8"
+    )
+    server = (
+        AgentServer.builder()
+        .with_default_context()
+        .local_token(TOKEN)
+        .agent(echo())
+        .evals(dataset=tmp_path / "cases.jsonl", reports=tmp_path / "reports")
+        .build()
+    )
+    async with serving(server) as base, browser_page() as page:
+        await open_console(page, base)
+        await page.fill("#input", "hello")
+        await page.press("#input", "Enter")
+        await page.locator(".message.assistant", has_text="you said: hello").wait_for()
+        await page.click("#save-case")
+        await page.locator("#status", has_text="saved as eval case").wait_for()
+        await page.click("#tab-evals")
+        link = page.locator("#evals a", has_text="nightly.json")
+        await link.wait_for()
+        assert (await link.get_attribute("href") or "").endswith("/evals/nightly.json")
+    [line] = (tmp_path / "cases.jsonl").read_text(encoding="utf-8").splitlines()
+    assert json.loads(line)["expected"] == "you said: hello"

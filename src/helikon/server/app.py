@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncGenerator, Iterable
+from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
@@ -34,6 +35,7 @@ from .auth import AuthLayer, LocalTokenAuth
 from .console import Console
 from .context import ContextProvider, DefaultContextProvider
 from .errors import INTERNAL, ApiError, error_response
+from .eval_routes import EvalRoutes
 from .gate import LOOPBACK_HOSTS, Gate
 from .routes import Api
 from .runs import Retention, Runs
@@ -60,6 +62,7 @@ class AgentServer:
         allowed_hosts: tuple[str, ...],
         local: LocalTokenAuth | None = None,
         console: bool = True,
+        evals: tuple[Path | None, Path | None] = (None, None),
     ) -> None:
         self.agents = agents
         self.sessions = sessions
@@ -71,6 +74,7 @@ class AgentServer:
         self.allowed_hosts = allowed_hosts
         self.local = local
         self.console = console
+        self.evals = evals
         self.runs = Runs(agents, self._session_for, contexts, retention)
         self.background: set[asyncio.Task[Any]] = set()
         self._sweeper: asyncio.Task[None] | None = None
@@ -107,6 +111,12 @@ class AgentServer:
             Route("/sessions/{session_id}/rewind", api.rewind_session, methods=["POST"]),
             Route("/sessions/{session_id}/fork", api.fork_session, methods=["POST"]),
             Route("/openapi.json", self._openapi, methods=["GET"]),
+        ]
+        evals = EvalRoutes(self, *self.evals)
+        routes += [
+            Route("/sessions/{session_id}/eval-case", evals.save_case, methods=["POST"]),
+            Route("/evals", evals.list_reports, methods=["GET"]),
+            Route("/evals/{name}", evals.show_report, methods=["GET"]),
         ]
         if self.console:
             console = Console(self.local)
@@ -255,6 +265,7 @@ class AgentServerBuilder:
         self._hosts: tuple[str, ...] = LOOPBACK_HOSTS
         self._local: LocalTokenAuth | None = None
         self._console = True
+        self._evals: tuple[Path | None, Path | None] = (None, None)
 
     def agent(self, agent: Agent[Any, Any], *, name: str | None = None) -> AgentServerBuilder:
         """Serve `agent` at `/agents/<name>` (its own name by default); call once per agent."""
@@ -282,6 +293,17 @@ class AgentServerBuilder:
     def local_token(self, token: str | None = None) -> AgentServerBuilder:
         """Guard the server with a `LocalTokenAuth` (a fresh token unless given): for a local dev server."""
         self._local = LocalTokenAuth(token)
+        return self
+
+    def evals(
+        self, *, dataset: str | Path | None = None, reports: str | Path | None = None
+    ) -> AgentServerBuilder:
+        """Where sessions are saved as eval cases (a JSONL file), and the eval reports shown (a folder)."""
+        if reports is not None and not Path(reports).is_dir():
+            raise UserError(f"AgentServer.evals: reports={str(reports)!r} is not a folder")
+        if dataset is not None and not Path(dataset).parent.is_dir():
+            raise UserError(f"AgentServer.evals: the folder of dataset={str(dataset)!r} does not exist")
+        self._evals = (None if dataset is None else Path(dataset), None if reports is None else Path(reports))
         return self
 
     def console(self, enabled: bool = True) -> AgentServerBuilder:
@@ -353,6 +375,7 @@ class AgentServerBuilder:
             self._hosts,
             self._local,
             self._console,
+            self._evals,
         )
 
 

@@ -326,6 +326,73 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
                 },
             }
         },
+        "/sessions/{session_id}/eval-case": {
+            "post": {
+                "operationId": "saveEvalCase",
+                "summary": "Append the session to the server's eval dataset as one case",
+                "parameters": [session_id],
+                "requestBody": {
+                    "required": True,
+                    "content": {
+                        "application/json": {
+                            "schema": {
+                                "type": "object",
+                                "properties": {"id": {"type": "string", "minLength": 1}},
+                            }
+                        }
+                    },
+                },
+                "responses": {
+                    "201": _json(
+                        {
+                            "type": "object",
+                            "required": ["case", "dataset", "line"],
+                            "properties": {
+                                "case": {"type": "object"},
+                                "dataset": {"type": "string"},
+                                "line": {"type": "integer"},
+                            },
+                        },
+                        "the case, and where it went",
+                    ),
+                    **_errors(400, 404, 409, 413),
+                },
+            }
+        },
+        "/evals": {
+            "get": {
+                "operationId": "listEvalReports",
+                "summary": "The eval reports in the server's reports folder",
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "required": ["reports"],
+                            "properties": {"reports": {"type": "array", "items": {"type": "object"}}},
+                        },
+                        "the reports",
+                    ),
+                    **_errors(404),
+                },
+            }
+        },
+        "/evals/{name}": {
+            "get": {
+                "operationId": "showEvalReport",
+                "summary": "An eval report as its self-contained HTML page (?baseline=<name>: with the diff)",
+                "parameters": [
+                    {"name": "name", "in": "path", "required": True, "schema": {"type": "string"}},
+                    {"name": "baseline", "in": "query", "required": False, "schema": {"type": "string"}},
+                ],
+                "responses": {
+                    "200": {
+                        "description": "the page",
+                        "content": {"text/html": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(404),
+                },
+            }
+        },
         "/openapi.json": {
             "get": {
                 "operationId": "openapi",

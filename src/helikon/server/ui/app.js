@@ -2,7 +2,7 @@
 // run's calls, and watch every event of the run. Everything a run produced is shown as text
 // (markdown.js builds DOM nodes, never markup).
 
-import { ApiError, call, stream, useToken } from "./api.js";
+import { ApiError, base, call, stream, useToken } from "./api.js";
 import { renderMarkdown } from "./markdown.js";
 import { SessionsPane } from "./sessions.js";
 
@@ -240,6 +240,28 @@ async function resume(run, decisions) {
   }
 }
 
+async function saveCase() {
+  try {
+    const saved = await call("POST", `/sessions/${encodeURIComponent(ui.session.value)}/eval-case`, {});
+    say(`saved as eval case ${saved.case.id}: line ${saved.line} of ${saved.dataset}`);
+  } catch (error) {
+    say(error.message);
+  }
+}
+
+async function loadReports() {
+  const list = $("evals");
+  try {
+    const { reports } = await call("GET", "/evals");
+    list.replaceChildren(...reports.map((r) => el("li", {},
+      r.error ? `${r.name}: ${r.error}` : el("a", { href: `${base}/evals/${encodeURIComponent(r.name)}`, target: "_blank", rel: "noopener" }, r.name),
+      r.error ? "" : el("span", { class: "muted" }, ` ${r.dataset}, ${r.cases} cases, ${r.passed ? "passed" : "failed"}`))));
+    if (!reports.length) list.replaceChildren(el("li", { class: "muted" }, "no reports in the server's folder yet"));
+  } catch (error) {
+    list.replaceChildren(el("li", { class: "muted" }, error.message));
+  }
+}
+
 function showLogin(why) {
   $("login").hidden = false;
   $("login-why").textContent = why;
@@ -295,14 +317,15 @@ function start() {
     onError: say,
   });
   const showTab = (name) => {
-    $("tab-events").setAttribute("aria-selected", String(name === "events"));
-    $("tab-sessions").setAttribute("aria-selected", String(name === "sessions"));
-    ui.events.hidden = name !== "events";
-    $("sessions").hidden = name !== "sessions";
+    for (const tab of ["events", "sessions", "evals"]) {
+      $(`tab-${tab}`).setAttribute("aria-selected", String(name === tab));
+      $(tab).hidden = name !== tab;
+    }
     if (name === "sessions") sessions.load().then(() => sessions.show(ui.session.value));
+    if (name === "evals") loadReports();
   };
-  $("tab-events").addEventListener("click", () => showTab("events"));
-  $("tab-sessions").addEventListener("click", () => showTab("sessions"));
+  for (const tab of ["events", "sessions", "evals"]) $(`tab-${tab}`).addEventListener("click", () => showTab(tab));
+  $("save-case").addEventListener("click", saveCase);
   loadAgents()
     .then(() => loadHistory(ui.session.value))
     .then(() => { document.body.dataset.ready = String(performance.now()); });
