@@ -222,3 +222,28 @@ async def test_a_session_is_saved_as_an_eval_case_and_reports_are_listed(tmp_pat
         assert (await link.get_attribute("href") or "").endswith("/evals/nightly.json")
     [line] = (tmp_path / "cases.jsonl").read_text(encoding="utf-8").splitlines()
     assert json.loads(line)["expected"] == "you said: hello"
+
+
+async def test_with_an_auth_layer_the_console_asks_for_a_token_and_sends_it() -> None:
+    from helikon.server import BearerTokenAuth
+
+    token = "a-bearer-token-for-the-console"
+    server = (
+        AgentServer.builder()
+        .with_default_context()
+        .agent(echo())
+        .auth(BearerTokenAuth({token: "ada"}))
+        .build()
+    )
+    async with serving(server) as base, browser_page(allow=("status of 401",)) as page:
+        await page.goto(f"{base}/ui")  # the page itself loads: it holds nothing secret
+        await page.locator("#login").wait_for()
+        await page.fill("#login-token", token)
+        await page.press("#login-token", "Enter")
+        await page.locator("#agent option", has_text="echo").wait_for(state="attached")
+        assert await page.locator("#login").is_hidden()
+        await page.fill("#input", "hi")
+        await page.press("#input", "Enter")
+        await page.locator(
+            ".message.assistant", has_text="you said: hi"
+        ).wait_for()  # its calls carry the token
