@@ -247,3 +247,26 @@ async def test_with_an_auth_layer_the_console_asks_for_a_token_and_sends_it() ->
         await page.locator(
             ".message.assistant", has_text="you said: hi"
         ).wait_for()  # its calls carry the token
+
+
+async def test_the_model_calls_tab_shows_each_request_and_its_answer() -> None:
+    async with serving(console_server(weather())) as base, browser_page() as page:
+        await open_console(page, base)
+        await page.fill("#input", "Weather in Paris?")
+        await page.press("#input", "Enter")
+        await page.locator(".message.assistant").last.wait_for()
+        await page.wait_for_function("document.getElementById('send').disabled === false")
+        await page.click("#tab-calls")
+        calls = page.locator("#calls details.call")
+        await calls.nth(1).wait_for()
+        assert await calls.count() == 2  # the call that asked for the tool, and the one that answered
+        await calls.nth(1).locator("summary").click()
+        sent = calls.nth(1).locator(".sent li")
+        await sent.first.wait_for()
+        texts = await sent.all_inner_texts()
+        assert texts[0] == "user Weather in Paris?" and texts[1].startswith(
+            'tool_call lookup({"city":"Paris"})'
+        )
+        assert HOSTILE in texts[2]  # the tool's result as the model read it: text, again
+        assert "tools offered: lookup" in await calls.nth(1).inner_text()
+        await page.screenshot(path=artifact("console-model-calls.png"))

@@ -108,6 +108,7 @@ class AgentServer:
             Route("/sessions/{session_id}", api.session, methods=["GET"]),
             Route("/sessions/{session_id}/events", api.session_events, methods=["GET"]),
             Route("/sessions/{session_id}/runs", api.session_runs, methods=["GET"]),
+            Route("/sessions/{session_id}/requests", api.session_requests, methods=["GET"]),
             Route("/sessions/{session_id}/rewind", api.rewind_session, methods=["POST"]),
             Route("/sessions/{session_id}/fork", api.fork_session, methods=["POST"]),
             Route("/openapi.json", self._openapi, methods=["GET"]),

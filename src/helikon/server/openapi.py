@@ -326,6 +326,32 @@ def openapi_document(server: AgentServer) -> dict[str, Any]:
                 },
             }
         },
+        "/sessions/{session_id}/requests": {
+            "get": {
+                "operationId": "sessionModelCalls",
+                "summary": "Each model call of the session as sent and answered (?turn=: with its messages)",
+                "parameters": [
+                    session_id,
+                    {
+                        "name": "turn",
+                        "in": "query",
+                        "required": False,
+                        "schema": {"type": "integer", "minimum": 0, "maximum": 2**31},
+                    },
+                ],
+                "responses": {
+                    "200": _json(
+                        {
+                            "type": "object",
+                            "required": ["calls"],
+                            "properties": {"calls": {"type": "array", "items": {"type": "object"}}},
+                        },
+                        "the calls",
+                    ),
+                    **_errors(400, 409),
+                },
+            }
+        },
         "/sessions/{session_id}/eval-case": {
             "post": {
                 "operationId": "saveEvalCase",

@@ -24,6 +24,7 @@ from ..core.session.branches import Branching, event_parents
 from ..core.session.codec import encode_event
 from .context import ServerRequest
 from .errors import ApiError, error_response
+from .model_calls import model_calls
 from .runs import RunConflict, ServerRun
 from .streams import sse_response, websocket_stream
 from .wire import check_session_id, decisions, read_json, run_request, seq_field, session_id
@@ -232,6 +233,19 @@ class Api:
         with _session_errors():
             fork = await session.fork(at_seq, session_id=new_id)
         return JSONResponse({"session_id": fork.session_id}, status_code=201)
+
+    async def session_requests(self, request: Request) -> Response:
+        """`GET /sessions/{session_id}/requests?turn=`: each model call, as sent and answered (`model_calls`).
+
+        With `turn`, that call carries the messages it was sent.
+        """
+        session = await self._session(request)
+        turn = _int(request.query_params.get("turn"), "turn", -1, 0, 2**31)
+        try:
+            calls = model_calls(await session.events(), with_messages=None if turn < 0 else turn)
+        except UserError as exc:
+            raise ApiError(409, "no_request_records", str(exc)) from None
+        return JSONResponse({"calls": calls})
 
     async def session_runs(self, request: Request) -> Response:
         """`GET /sessions/{session_id}/runs`: the runs this server keeps for the session, oldest first."""

@@ -240,6 +240,45 @@ async function resume(run, decisions) {
   }
 }
 
+function messageText(item) {
+  if (item.type === "system") return item.text;
+  if (item.type === "tool_call") return `${item.name}(${JSON.stringify(item.args)})`;
+  return textOf(item.content);
+}
+
+async function loadCalls() {
+  // Each model call of the session: the model, what it cost and took, the tools offered; opened,
+  // the messages it was sent (fetched for that call only) and its answer.
+  const list = $("calls");
+  const path = `/sessions/${encodeURIComponent(ui.session.value)}/requests`;
+  try {
+    const { calls } = await call("GET", path);
+    list.replaceChildren(...calls.map((c) => {
+      const usage = c.usage ? `${c.usage.input_tokens} in, ${c.usage.output_tokens} out` : "no usage reported";
+      const took = c.latency_s === null ? "" : `, ${(c.latency_s * 1000).toFixed(0)} ms`;
+      const body = el("div", {}, el("div", { class: "muted" }, "loading…"));
+      const details = el("details", { class: "call" },
+        el("summary", {}, el("span", { class: "seq" }, c.turn), `${c.provider}:${c.model} — ${usage}${took}`), body);
+      details.addEventListener("toggle", async () => {
+        if (!details.open || details.dataset.loaded) return;
+        details.dataset.loaded = "1";
+        const [full] = (await call("GET", `${path}?turn=${c.turn}`)).calls.filter((x) => x.turn === c.turn);
+        body.replaceChildren(
+          el("div", { class: "muted" }, `tools offered: ${c.tools.map((t) => t.name).join(", ") || "none"}`),
+          el("div", { class: "muted" }, `settings: ${JSON.stringify(c.settings)}`),
+          el("div", { class: "muted" }, `messages sent (${full.messages.length})`),
+          el("ol", { class: "sent" }, ...full.messages.map((m) => el("li", {}, el("b", {}, m.type), " ", el("span", {}, messageText(m))))),
+          el("div", { class: "muted" }, "answer"),
+          el("pre", {}, JSON.stringify(c.answer, null, 2)));
+      });
+      return el("li", {}, details);
+    }));
+    if (!calls.length) list.replaceChildren(el("li", { class: "muted" }, "no model call on this session yet"));
+  } catch (error) {
+    list.replaceChildren(el("li", { class: "muted" }, error.message));
+  }
+}
+
 async function saveCase() {
   try {
     const saved = await call("POST", `/sessions/${encodeURIComponent(ui.session.value)}/eval-case`, {});
@@ -317,14 +356,17 @@ function start() {
     onError: say,
   });
   const showTab = (name) => {
-    for (const tab of ["events", "sessions", "evals"]) {
+    for (const tab of ["events", "calls", "sessions", "evals"]) {
       $(`tab-${tab}`).setAttribute("aria-selected", String(name === tab));
       $(tab).hidden = name !== tab;
     }
     if (name === "sessions") sessions.load().then(() => sessions.show(ui.session.value));
     if (name === "evals") loadReports();
+    if (name === "calls") loadCalls();
   };
-  for (const tab of ["events", "sessions", "evals"]) $(`tab-${tab}`).addEventListener("click", () => showTab(tab));
+  for (const tab of ["events", "calls", "sessions", "evals"]) {
+    $(`tab-${tab}`).addEventListener("click", () => showTab(tab));
+  }
   $("save-case").addEventListener("click", saveCase);
   loadAgents()
     .then(() => loadHistory(ui.session.value))
