@@ -270,3 +270,45 @@ async def test_the_model_calls_tab_shows_each_request_and_its_answer() -> None:
         assert HOSTILE in texts[2]  # the tool's result as the model read it: text, again
         assert "tools offered: lookup" in await calls.nth(1).inner_text()
         await page.screenshot(path=artifact("console-model-calls.png"))
+
+
+async def test_a_compaction_marker_is_drawn_in_the_tree() -> None:
+    from helikon.core.items import TextPart
+    from helikon.core.session import AssistantMessageEvent, Compacted, UserMessageEvent
+    from helikon.server import InMemorySessionProvider
+
+    provider = InMemorySessionProvider()
+    session = await provider.session("compacted")
+    await session.append(
+        [
+            UserMessageEvent(content=(TextPart(text="long ago"),)),
+            AssistantMessageEvent(content=(TextPart(text="noted"),)),
+            Compacted(summary="They talked about long ago.", original_count=2),
+            UserMessageEvent(content=(TextPart(text="and now"),)),
+        ]
+    )
+    server = (
+        AgentServer.builder()
+        .with_default_context()
+        .local_token(TOKEN)
+        .agent(echo())
+        .session_provider(provider)
+        .build()
+    )
+    async with serving(server) as base, browser_page() as page:
+        await page.goto(f"{base}/ui?token={TOKEN}")
+        await page.wait_for_selector("body[data-ready]")
+        await page.goto(f"{base}/ui#session=compacted")  # a new hash only: the page stays
+        await page.reload()
+        await page.wait_for_selector("body[data-ready]")
+        await page.click("#tab-sessions")
+        marker = page.locator(".node.compacted.active")
+        await marker.wait_for()
+        assert "earlier events summarized" in await marker.inner_text()
+        order = await page.locator(".tree .node b").all_inner_texts()
+        assert order == [
+            "user_message",
+            "assistant_message",
+            "compacted",
+            "user_message",
+        ]  # in the tree, in place
