@@ -65,9 +65,11 @@ class InMemorySessionProvider:
     async def session(self, session_id: str) -> Session:
         """The in-memory session `session_id` (now the most recently used)."""
         session = await self._store.open(session_id)
-        for known in self._store.session_ids():  # the ones a fork made count as just used
-            self._used.setdefault(known)
+        self._used[session_id] = None
         self._used.move_to_end(session_id)
+        if len(self._store) != len(self._used):  # a fork made sessions: they count as just used
+            for known in self._store.session_ids():
+                self._used.setdefault(known)
         while len(self._used) > self.max_sessions:
             oldest, _ = self._used.popitem(last=False)
             self._store.forget(oldest)

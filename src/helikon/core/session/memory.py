@@ -294,6 +294,9 @@ class MemoryStore:
             session = self._sessions[session_id] = MemorySession(session_id=session_id, store=self)
         return session
 
+    def __len__(self) -> int:
+        return len(self._sessions)
+
     def session_ids(self) -> list[str]:
         """The ids of the sessions the store holds, in the order they were first opened."""
         return list(self._sessions)
