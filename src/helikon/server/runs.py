@@ -113,7 +113,10 @@ class RunConflict(Exception):
 
 
 class _Lane:
-    """One session's runs, one at a time, in the order they came (asyncio's lock is FIFO)."""
+    """One session's runs, one at a time, in the order they came (asyncio's lock is FIFO).
+
+    `runs` holds the lane's queued and running runs; an idle lane is let go.
+    """
 
     __slots__ = ("lock", "runs")
 
@@ -285,6 +288,9 @@ class Runs:
 
     def _forget(self, run: ServerRun) -> None:
         self._runs.pop(run.id, None)
+
+    def _leave_lane(self, run: ServerRun) -> None:
+        """`run` no longer waits or runs: out of its lane, and the lane let go once idle."""
         lane = self._lanes.get(run.session_id) if run.session_id is not None else None
         if lane is not None and run in lane.runs:
             lane.runs.remove(run)
@@ -300,7 +306,11 @@ class Runs:
         decisions: tuple[dict[str, Decision], bool] | None = None,
         recorded: asyncio.Future[None] | None = None,
     ) -> None:
-        lane = self._lanes.get(run.session_id) if run.session_id is not None else None
+        lane = None
+        if run.session_id is not None:  # a resumed run takes its place in line again
+            lane = self._lanes.setdefault(run.session_id, _Lane())
+            if run not in lane.runs:
+                lane.runs.append(run)
         try:
             if lane is not None:
                 async with lane.lock:
@@ -333,6 +343,10 @@ class Runs:
                 recorded.set_result(None)
             if not run.settled.is_set():
                 self._end_without_terminal(run, "failed", "the run's stream ended without a terminal event")
+        finally:
+            self._leave_lane(run)
+            if run.task is asyncio.current_task():
+                run.task = None  # a kept run keeps its result, not the finished task and its coroutine
 
     async def _run(
         self,
