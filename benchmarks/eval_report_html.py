@@ -22,25 +22,16 @@ Run: `uv run python benchmarks/eval_report_html.py [--cases 1000] [--rounds 5]`
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from headless_chromium import FLAGS, chromium_path
+
 TARGET_S = 2.0
 CALLS = 10
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 def make_report(cases: int, wrong_every: int) -> Any:
@@ -78,12 +69,10 @@ def make_report(cases: int, wrong_every: int) -> Any:
 def measure(path: Path, rounds: int) -> dict[str, list[float]]:
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        raise SystemExit("Debian's chromium is needed: run `make test-deps`")
+    chromium = chromium_path()
     times: dict[str, list[float]] = {"open": [], "scroll": [], "expand": []}
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=chromium, args=list(FLAGS))
         for _ in range(rounds):
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(path.as_uri())

@@ -36,7 +36,6 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
 import socket
 import statistics
 import subprocess
@@ -46,18 +45,10 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from headless_chromium import FLAGS, chromium_path
+
 TARGET_S = 1.5
 TOKEN = "benchmark-console-token-0123456789"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 HOST = "127.0.0.1"
 ROOT = Path(__file__).resolve().parents[1]
 ADK_PYTHON = ROOT / ".bench-venv" / "bin" / "python"
@@ -305,9 +296,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
     from helikon.server import AgentServer, InMemorySessionProvider
     from helikon.testing import MockModel
 
-    chromium = shutil.which("chromium")
-    if chromium is None:
-        raise SystemExit("Debian's chromium is needed: run `make test-deps`")
+    chromium = chromium_path()
     provider = InMemorySessionProvider()
     logged = await big_session(provider, args.events)
     agent = LlmAgent(name="bench", model=MockModel.with_scripts([]))
@@ -340,7 +329,7 @@ async def measure(args: argparse.Namespace, work: Path) -> dict[str, Any]:
         except (RuntimeError, OSError) as error:
             result["adk problem"] = str(error)
         async with async_playwright() as playwright:
-            browser = await playwright.chromium.launch(executable_path=chromium, args=FLAGS)
+            browser = await playwright.chromium.launch(executable_path=chromium, args=list(FLAGS))
             context = await browser.new_context(viewport={"width": 1400, "height": 900})
             page = await context.new_page()
             await page.goto(f"{base}/ui?token={TOKEN}")  # the cookie, once

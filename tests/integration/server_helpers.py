@@ -130,3 +130,25 @@ def answering_agent(name: str = "echo") -> LlmAgent[None, str]:
         return text_turn(f"you said: {getattr(last, 'text', '')}")
 
     return LlmAgent(name=name, model=FunctionModel(reply))
+
+
+refunds: list[int] = []
+"""The orders `refund` refunded: a test clears it, runs, and checks what really ran."""
+
+
+@tool(needs_approval=True)
+def refund(order: int) -> str:
+    """Refund an order."""
+    refunds.append(order)
+    return f"refunded {order}"
+
+
+def clerk(answer: str = "Refunded.") -> LlmAgent[None, str]:
+    """An agent whose every run asks to refund order 7 (a call that waits for approval), then answers."""
+
+    def reply(request: Any) -> Any:
+        if request.messages[-1].type == "tool_result":
+            return text_turn(answer)
+        return tool_call_turn("refund", {"order": 7})
+
+    return LlmAgent(name="clerk", model=FunctionModel(reply), tools=[refund])

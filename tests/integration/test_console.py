@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 import httpx2
-from server_helpers import Gate, serving
+from server_helpers import Gate, clerk, refunds, serving
 
 from browser import artifact, browser_page
 from helikon import LlmAgent, tool
@@ -32,25 +32,6 @@ def weather() -> LlmAgent[None, str]:
         return tool_call_turn("lookup", {"city": "Paris"})
 
     return LlmAgent(name="weather", model=FunctionModel(reply), tools=[lookup])
-
-
-refunds: list[int] = []
-
-
-@tool(needs_approval=True)
-def refund(order: int) -> str:
-    """Refund an order."""
-    refunds.append(order)
-    return f"refunded {order}"
-
-
-def clerk() -> LlmAgent[None, str]:
-    def reply(request: Any) -> Any:
-        if request.messages[-1].type == "tool_result":
-            return text_turn("Refund done.")
-        return tool_call_turn("refund", {"order": 7})
-
-    return LlmAgent(name="clerk", model=FunctionModel(reply), tools=[refund])
 
 
 def console_server(*agents: Any) -> AgentServer:
@@ -105,7 +86,7 @@ async def test_escape_stops_a_slow_run() -> None:
 
 async def test_a_paused_call_is_approved_and_the_run_finishes() -> None:
     refunds.clear()
-    async with serving(console_server(clerk())) as base, browser_page() as page:
+    async with serving(console_server(clerk("Refund done."))) as base, browser_page() as page:
         await open_console(page, base)
         await page.fill("#input", "refund order 7")
         await page.press("#input", "Enter")

@@ -6,11 +6,9 @@ import asyncio
 from typing import Any
 
 import httpx2
-from server_helpers import Gate, echo_agent, serving, sse_frames
+from server_helpers import Gate, clerk, echo_agent, refunds, serving, sse_frames
 
-from helikon import LlmAgent, tool
 from helikon.server import AgentServer, BearerTokenAuth, StreamLimits
-from helikon.testing import MockModel, text_turn, tool_call_turn
 
 SESSION = {"X-Session-Id": "s1"}
 
@@ -154,21 +152,6 @@ async def test_every_multitask_strategy() -> None:
         kept = await server.sessions.session("s1")
         texts = [m.text for m in (await kept.snapshot()).messages if m.type == "user"]
         assert texts == ["1", "2", "4", "6"]  # 4 interrupted (kept), 5 rolled back (off the branch)
-
-
-refunds: list[int] = []
-
-
-@tool(needs_approval=True)
-def refund(order: int) -> str:
-    """Refund an order."""
-    refunds.append(order)
-    return f"refunded {order}"
-
-
-def clerk() -> LlmAgent[None, str]:
-    script = [tool_call_turn("refund", {"order": 7}), text_turn("Refunded.")]
-    return LlmAgent(name="clerk", model=MockModel.with_scripts(script), tools=[refund])
 
 
 async def test_a_paused_run_is_approved_over_http_and_completes() -> None:

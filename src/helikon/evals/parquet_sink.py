@@ -255,14 +255,21 @@ def _turn(rows: list[dict[str, Any]], events: list[SessionEvent]) -> TurnResult:
     )
 
 
+def _turn_columns(pa: Any) -> list[tuple[str, Any]]:
+    """The columns both files start with: which run, case, attempt and turn a row is of."""
+    return [
+        ("run_id", pa.string()),
+        ("case_index", pa.int32()),
+        ("case_id", pa.string()),
+        ("attempt", pa.int32()),
+        ("turn", pa.int32()),
+    ]
+
+
 def _events_schema(pa: Any) -> Any:
     return pa.schema(
         [
-            ("run_id", pa.string()),
-            ("case_index", pa.int32()),
-            ("case_id", pa.string()),
-            ("attempt", pa.int32()),
-            ("turn", pa.int32()),
+            *_turn_columns(pa),
             ("seq", pa.int32()),
             ("type", pa.string()),
             ("event", pa.string()),
@@ -273,11 +280,7 @@ def _events_schema(pa: Any) -> Any:
 def _scores_schema(pa: Any) -> Any:
     return pa.schema(
         [
-            ("run_id", pa.string()),
-            ("case_index", pa.int32()),
-            ("case_id", pa.string()),
-            ("attempt", pa.int32()),
-            ("turn", pa.int32()),
+            *_turn_columns(pa),
             ("evaluator", pa.string()),
             ("value", pa.float64()),
             ("outcome", pa.string()),

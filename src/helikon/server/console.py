@@ -29,6 +29,7 @@ ASSETS = MappingProxyType(
         "app.js": "text/javascript",
         "markdown.js": "text/javascript",
         "api.js": "text/javascript",
+        "dom.js": "text/javascript",
         "sessions.js": "text/javascript",
         "style.css": "text/css",
     }

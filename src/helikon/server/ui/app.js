@@ -3,6 +3,7 @@
 // (markdown.js builds DOM nodes, never markup).
 
 import { ApiError, base, call, stream, useToken } from "./api.js";
+import { el } from "./dom.js";
 import { renderMarkdown } from "./markdown.js";
 import { SessionsPane } from "./sessions.js";
 
@@ -12,16 +13,6 @@ const ui = {
   input: $("input"), send: $("send"), stop: $("stop"), status: $("status"), runId: $("run-id"),
 };
 let current = null; // the run in progress: {id, agent, lastSeq, assistant, text, tools}
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
-  return node;
-}
 
 function scrollDown(list) { list.scrollTop = list.scrollHeight; }
 function say(text) { ui.status.textContent = text; }

@@ -3,16 +3,7 @@
 // which stays in the log. From any event: rewind the session to it, or fork a new session there.
 
 import { call } from "./api.js";
-
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [key, value] of Object.entries(attrs)) {
-    if (key === "class") node.className = value;
-    else node.setAttribute(key, value);
-  }
-  for (const child of children) node.append(child instanceof Node ? child : String(child ?? ""));
-  return node;
-}
+import { el } from "./dom.js";
 
 function summary(event) {
   const text = (event.content || []).filter((p) => p.type === "text").map((p) => p.text).join("");
