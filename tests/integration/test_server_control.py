@@ -199,23 +199,33 @@ async def test_auth_rejections_and_the_host_allow_list() -> None:
         assert "access-control-allow-origin" not in preflight.headers  # CORS is off unless configured
 
 
-async def test_finished_runs_are_swept_after_their_retention() -> None:
+async def test_finished_runs_past_the_count_go_at_once_and_the_sweeper_lets_old_ones_go() -> None:
+    gate = Gate()
     server = (
         AgentServer.builder()
         .with_default_context()
         .agent(echo_agent())
+        .agent(gate.agent())
         .retention(seconds=60, max_runs=2)
         .build()
     )
     async with serving(server) as base, httpx2.AsyncClient(base_url=base) as client:
+        slow = (await client.post("/agents/slow/runs?mode=async", json={"input": "go"})).json()["run_id"]
+        await gate.entered.wait()
         ids = [
             (await client.post("/agents/echo/runs", json={"input": str(i)})).json()["run_id"]
             for i in range(3)
         ]
-        assert server.runs.sweep() == 1  # over the count: the oldest goes
-        assert (await client.get(f"/agents/echo/runs/{ids[0]}")).status_code == 404
-        assert server.runs.sweep(now=server.runs.get(ids[2]).updated + 61) == 2  # type: ignore[union-attr]
-        assert (await client.get(f"/agents/echo/runs/{ids[2]}")).status_code == 404
+        # No sweep yet: past the count, the oldest finished runs went as the others finished.
+        status = [(await client.get(f"/agents/echo/runs/{run_id}")).status_code for run_id in ids]
+        assert status == [404, 404, 200]
+        assert (await client.get(f"/agents/slow/runs/{slow}")).json()["status"] == "running"  # never trimmed
+        gate.open.set()
+        assert (await client.get(f"/agents/slow/runs/{slow}/wait")).json()["status"] == "succeeded"
+        assert (await client.get(f"/agents/echo/runs/{ids[2]}")).status_code == 200
+        assert server.runs.sweep() == 0  # none is older than its retention
+        assert server.runs.sweep(now=server.runs.get(slow).updated + 61) == 2  # type: ignore[union-attr]
+        assert (await client.get(f"/agents/slow/runs/{slow}")).status_code == 404
 
 
 class BrokenContext:

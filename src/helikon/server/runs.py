@@ -11,7 +11,8 @@ when no one listens. A run whose stream ends without a terminal event gets a syn
 token: `interrupt` keeps what the turn had done (the core closes it as cancelled);
 `rollback` then rewinds the session to where it was before the run, so the turn leaves
 the active branch (nothing is deleted). Finished runs are kept `retention` seconds and at
-most `max_runs` of them; `sweep()` (called by the server's sweeper) lets older ones go.
+most `max_runs` of them: past the count, the oldest finished run goes as another finishes;
+`sweep()` (called by the server's sweeper) lets the ones past their age go.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import json
 import logging
 import time
 import uuid
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from collections.abc import AsyncIterable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -149,6 +150,7 @@ class Runs:
         self._retention = retention
         self._runner: AsyncioRunner[Any] = AsyncioRunner()
         self._runs: OrderedDict[str, ServerRun] = OrderedDict()
+        self._finished: deque[str] = deque()  # finished runs' ids, in the order they finished
         self._lanes: dict[str, _Lane] = {}
         self._heads: dict[str, int] = {}  # each running run's session head before it: where rollback goes
         self.subscribers = Tally()
@@ -274,6 +276,8 @@ class Runs:
                 self._forget(run)
                 excess -= 1
                 gone += 1
+        if gone:
+            self._finished = deque(run_id for run_id in self._finished if run_id in self._runs)
         return gone
 
     async def aclose(self) -> None:
@@ -426,6 +430,10 @@ class Runs:
         run._set(status)
         if status != "cancelled" or run.cancel_action != "rollback":
             self._heads.pop(run.id, None)
+        # The count holds at once, not at the next sweep: a busy server would keep a minute of runs.
+        self._finished.append(run.id)
+        while len(self._runs) > self._retention.max_runs and self._finished:
+            self._runs.pop(self._finished.popleft(), None)
 
     def _end_without_terminal(
         self, run: ServerRun, status: RunStatus, message: str, cause: str | None = None
