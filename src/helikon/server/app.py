@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncGenerator, Iterable
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +50,7 @@ class AgentServer:
 
     def __init__(
         self,
-        agents: dict[str, Agent[Any, Any]],
+        agents: Mapping[str, Agent[Any, Any]],
         contexts: ContextProvider[Any],
         sessions: SessionProvider,
         auth: AuthLayer | None,
@@ -255,6 +255,7 @@ class AgentServerBuilder:
 
     def __init__(self) -> None:
         self._agents: dict[str, Agent[Any, Any]] = {}
+        self._source: Mapping[str, Agent[Any, Any]] | None = None
         self._contexts: ContextProvider[Any] | None = None
         self._sessions: SessionProvider | None = None
         self._auth: AuthLayer | None = None
@@ -274,6 +275,15 @@ class AgentServerBuilder:
         if key in self._agents:
             raise UserError(f"AgentServer: two agents are named {key!r}; give one name=...")
         self._agents[key] = agent
+        return self
+
+    def agents(self, source: Mapping[str, Agent[Any, Any]]) -> AgentServerBuilder:
+        """Serve the agents of `source`, looked up at each request (instead of `.agent(...)`).
+
+        A mapping that changes changes what the server runs: `helikon web` serves a sidecar
+        this way, and a save of the sidecar reaches the next run (one in flight keeps its agent).
+        """
+        self._source = source
         return self
 
     def with_default_context(self) -> AgentServerBuilder:
@@ -359,12 +369,14 @@ class AgentServerBuilder:
         Raises:
             UserError: No agent, or no context (call `.with_default_context()` or `.context_provider(...)`).
         """
-        if not self._agents:
+        if self._source is not None and self._agents:
+            raise UserError("AgentServer: give agents with .agent(...) or .agents(source), not both")
+        if not self._agents and self._source is None:
             raise UserError("AgentServer: add at least one agent with .agent(...)")
         if self._contexts is None:
             raise UserError("AgentServer: call .with_default_context() or .context_provider(...)")
         return AgentServer(
-            dict(self._agents),
+            self._source if self._source is not None else dict(self._agents),
             self._contexts,
             self._sessions or InMemorySessionProvider(),
             self._auth,
