@@ -34,7 +34,7 @@ test: test-deps install lint typecheck
 	$(UV) run coverage report --include='*/helikon/core/*' --fail-under=$(CORE_COVERAGE_FLOOR)
 
 demo:
-	$(UV) run helikon demo
+	$(UV) run --extra cli helikon demo
 
 bench:
 	bash benchmarks/setup_env.sh

@@ -74,7 +74,7 @@ async def test_main_streams_the_answer_and_says_it_is_scripted(
 def test_the_cli_runs_the_demo_and_reports_its_version() -> None:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.startswith("AWS_")}
     version = subprocess.run(
-        [sys.executable, "-m", "helikon.cli._main", "--version"],
+        [sys.executable, "-m", "helikon.cli", "--version"],
         capture_output=True,
         text=True,
         check=True,
@@ -82,7 +82,7 @@ def test_the_cli_runs_the_demo_and_reports_its_version() -> None:
     )
     assert version.stdout.strip().startswith("helikon ")
     demo = subprocess.run(
-        [sys.executable, "-m", "helikon.cli._main", "demo"],
+        [sys.executable, "-m", "helikon.cli", "demo"],
         capture_output=True,
         text=True,
         env=env,

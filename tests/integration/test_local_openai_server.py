@@ -13,7 +13,7 @@ import socket
 import pytest
 
 from helikon import LlmAgent, RunError, Transport
-from helikon.cli._main import main
+from helikon.cli import main
 from helikon.core.cancel import CancellationToken
 from helikon.core.items import UserMessage
 from helikon.core.model import ModelRequest

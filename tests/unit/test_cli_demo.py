@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from helikon import LazyModel, Model, register_model_prefix, unregister_model_prefix
-from helikon.cli._main import main
+from helikon.cli import main
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "budget_assistant.py"
 SELECTORS = (

@@ -37,7 +37,18 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 # extra but imports without it must have an entry here, one of whose uses needs that extra, or
 # the test fails; a module that needs several extras lists a use for each.
 _CONNECT = "from helikon.mcp.client import McpServerHandle\nasyncio.run(McpServerHandle.{}.connect())"
+# Loading a sidecar with a tool checks its params (jsonschema) and compiles its Lua (lupa).
+_SIDECAR = (
+    "import pathlib, tempfile\n"
+    "path = pathlib.Path(tempfile.mkdtemp(), 'agents.toml')\n"
+    'path.write_text(\'[agents.a]\\nmodel = "openai:x"\\n[tools.t]\\ninline = "function run(a) end"\\n\')\n'
+    "from helikon.cli.sidecar import load_sidecar\nload_sidecar(path)"
+)
 LAZY_USES: dict[str, list[str]] = {
+    **{
+        f"helikon.cli.{module}": [_SIDECAR]
+        for module in ("sidecar", "registry", "eval_command", "run_command", "live", "serve_commands")
+    },
     "helikon.evals.evaluators": [
         "from helikon.evals import JsonSchemaEvaluator\nJsonSchemaEvaluator({'type': 'object'})"
     ],

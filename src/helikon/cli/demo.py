@@ -1,10 +1,10 @@
+"""`helikon demo`: the Quickstart budgeting assistant, on a live provider when a key is set."""
+
 from __future__ import annotations
 
-import argparse
 import asyncio
 import runpy
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,8 @@ def _example_path() -> Path:
     return Path(helikon.__file__).resolve().parents[2] / "examples" / _EXAMPLE
 
 
-def _demo(model_string: str | None) -> int:
+def run_demo(model_string: str | None) -> int:
+    """Run the Quickstart example; 0 on success, 2 for a model string that cannot be used."""
     path = _example_path()
     if not path.exists():
         print(f"helikon demo: the example is missing ({path}); reinstall paigasus-helikon", file=sys.stderr)
@@ -40,33 +41,3 @@ def _demo(model_string: str | None) -> int:
         print(f"Running on {model_string} (--model).\n")
     example: dict[str, Any] = runpy.run_path(str(path), run_name="helikon_demo")
     return int(asyncio.run(example["main"](model)))
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the `helikon` console script."""
-    parser = argparse.ArgumentParser(prog="helikon", description="Build agentic AI systems in Python.")
-    parser.add_argument("--version", action="version", version=f"helikon {helikon.__version__}")
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
-    demo = commands.add_parser(
-        "demo",
-        help="run the Quickstart budgeting assistant (scripted without an API key)",
-        description="Run the Quickstart budgeting assistant: on --model if given, else on the first "
-        "provider whose key is set (OpenAI, Anthropic, Gemini, AWS Bedrock), else on the built-in "
-        "scripted model.",
-    )
-    demo.add_argument(
-        "--model",
-        metavar="MODEL",
-        help="a model string, e.g. openai:gpt-5-mini, anthropic:claude-sonnet-4-6, "
-        "openai-compatible:llama3.2@http://localhost:8000/v1; "
-        f"prefixes: {', '.join(helikon.model_prefixes())}",
-    )
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        return _demo(args.model)
-    parser.print_help()
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

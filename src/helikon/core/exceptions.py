@@ -8,7 +8,8 @@ HelikonError
 ├── UserError                  misuse: a bad argument, a missing extra, a bad config (also a ValueError)
 │   ├── GraphBuildError        a graph that cannot run, e.g. a cycle (`core.workflows.graph`)
 │   ├── SwarmBuildError        a swarm that cannot work, e.g. no members (`core.workflows.swarm`)
-│   └── DatasetError           an eval dataset line that is no case; names line and field (`evals`)
+│   ├── DatasetError           an eval dataset line that is no case; names line and field (`evals`)
+│   └── SidecarError           an agents.toml that cannot be used; each problem with its line (`cli.sidecar`)
 ├── ModelError                 a model call failed (raised by `Model.invoke`)
 │   ├── Unavailable            the provider is down or overloaded (5xx, 529)
 │   ├── RateLimited            429; `retry_after_ms` carries the provider's hint
@@ -19,7 +20,8 @@ HelikonError
 ├── ToolError                  a tool failed; the model sees it as an error result
 │   ├── InvalidArgs            the arguments did not match the schema, or passed the depth/size limits
 │   ├── Denied                 the tool refused; the model reads why (`fail_on_tool_denied` fails the run)
-│   └── ForkdError             a forkd controller call or egress proxy probe failed (`tools.execution.forkd`)
+│   ├── ForkdError             a forkd controller call or egress proxy probe failed (`tools.execution.forkd`)
+│   └── LuaScriptError         a sidecar's Lua tool failed or hit a cap (`cli.lua_sandbox`)
 ├── ToolSourceError            a tool source (`LlmAgent(tool_sources=...)`) cannot give the agent its tools
 │   └── DuplicateName          two tools offered to one agent share a name
 ├── ModelRetry                 raised by a tool or an output validator: the model tries again, told why
