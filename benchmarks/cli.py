@@ -1,0 +1,362 @@
+"""The `helikon` command's start-up, process start to exit, beside google-adk's `adk` and `clai`.
+
+Every figure is the wall time of a whole process, from `subprocess.run` to its exit
+(`time.perf_counter` around it, stdout and stderr captured, stdin `/dev/null`):
+
+1. **`--help`**: `helikon --help` vs. `adk --help`; target helikon <= 0.8x adk. `clai --help`
+   beside them for context.
+2. **one question to a scripted agent**: `helikon run "Weather in Paris?"` vs.
+   `adk run --in_memory bench "Weather in Paris?"`; target helikon <= 1.0x adk. The same work on
+   both sides: one question, one scripted model turn answering `"It is sunny in Paris."`, no
+   network, nothing kept afterwards. helikon: a directory with an `agents.toml` whose agent `bench`
+   has the `mock` provider and the script `answer.json` (one turn: the answer as one token delta,
+   then finish). ADK: an agents directory whose `bench/agent.py` is `server.py`'s `ADK_AGENT`
+   (an `LlmAgent` on a `BaseLlm` subclass yielding one fixed `LlmResponse`), run by ADK's own
+   single-query mode (`adk run AGENT QUERY`); `--in_memory` because `helikon run` without
+   `--session` stores nothing either (ADK would otherwise create a SQLite session store in `.adk/`).
+   Every run is checked: helikon's stdout must be exactly the answer, ADK's must hold
+   `[bench]: It is sunny in Paris.`; a contender whose run fails is reported as not measurable,
+   never timed.
+3. **context only: `clai`'s time to ready** (pydantic-ai's chat REPL, for the REPL helikon does
+   not have yet): `clai --model test` (pydantic-ai's `TestModel`: no API key needed) on a pseudo
+   terminal, from the start of the process until its prompt (`clai ➤`) is drawn; the pty answers
+   the prompt's cursor-position request as a terminal would, then `/exit` is typed and the exit
+   is checked. The REPL starts in a throw-away `HOME` (it writes its prompt history there).
+
+`clai` is pydantic-ai-slim's own command-line interface (`pydantic_ai._cli`, prog name `clai`,
+its `cli` extra: prompt-toolkit, rich, argcomplete, pyperclip). pydantic-ai-slim 2.68.0 installs it
+as the script `pai`; the separate PyPI package `clai`, which only adds the script name, pins the
+whole `pydantic-ai` of an older release (2.62.0 at the newest), so it cannot sit beside the pinned
+pydantic-ai-slim and `.bench-venv/bin/pai` is timed as `clai`.
+
+Method: `--runs` timed runs of every command (default 15) after `--warmup` checked runs each
+(default 2). Within a figure the contenders take turns run by run, the order reversed every other
+round (A B, B A, A B...), so a drift of the machine's speed weighs on all. Reported: median and
+fastest run in ms; the ratio is helikon's median over the peer's. Every command is the script in
+`.bench-venv/bin/` (helikon's too, so all start the same interpreter with the same site-packages),
+run directly as a user runs it. The children's environment: API keys, cloud credentials and
+`HELIKON_*` dropped, tracing off (`server.py`'s `QUIET_ENV`), `PYTHONDONTWRITEBYTECODE` unset, and
+`HOME` and `TMPDIR` pointing into a temporary directory (ADK's `adk run` writes its log file
+to `$TMPDIR/agents_log/`; that cost is included, a user pays it).
+
+Run: `bash benchmarks/setup_env.sh && .bench-venv/bin/python benchmarks/cli.py [--runs 15]`
+(about a minute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import platform
+import pty
+import select
+import signal
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+
+from server import ADK_AGENT, ANSWER, INSTRUCTIONS, PROMPT, QUIET_ENV
+
+BIN = Path(sys.executable).parent  # .bench-venv/bin: helikon, adk and pai side by side
+CLAI_PROMPT = "clai ➤".encode()
+CURSOR_REQUEST, CURSOR_ANSWER = b"\x1b[6n", b"\x1b[1;1R"  # a terminal's reply: row 1, column 1
+
+_DROP_ENV_PREFIXES = ("LANGSMITH_", "LANGCHAIN_", "OTEL_", "LOGFIRE_", "HELIKON_", "GOOGLE_", "VERTEX")
+_DROP_ENV_MARKERS = ("API_KEY", "ACCESS_KEY", "SECRET", "TOKEN", "CREDENTIALS")
+
+HELIKON_SIDECAR = f"""[agents.bench]
+instructions = {json.dumps(INSTRUCTIONS)}
+model = {{ provider = "mock", script = "answer.json" }}
+"""
+HELIKON_SCRIPT = {"default": [[{"type": "token_delta", "text": ANSWER}, {"type": "finish"}]]}
+
+
+class Wrong(Exception):
+    """A run that did not do the work: it is not timed."""
+
+
+Check = Callable[[subprocess.CompletedProcess[str]], None]
+
+
+@dataclass
+class Contender:
+    name: str
+    label: str  # the command as a user types it
+    argv: list[str]
+    cwd: Path
+    check: Check | None = None  # raises Wrong if the run did not do the work
+    times: list[float] = field(default_factory=lambda: [])
+    unavailable: str = ""  # why it is not measured, if it is not
+
+
+@dataclass
+class Figure:
+    label: str
+    contenders: list[Contender]  # helikon first, then the peer the target is against, then context
+    target: float | None = None  # helikon / peer at most this, by medians
+
+
+# --------------------------------------------------------------------------- the commands and their checks
+
+
+def _env(work: Path) -> dict[str, str]:
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(_DROP_ENV_PREFIXES) and not any(m in k for m in _DROP_ENV_MARKERS)
+    }
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env.update(QUIET_ENV)
+    env["HOME"] = str(work / "home")
+    env["TMPDIR"] = str(work / "tmp")
+    return env
+
+
+def _tail(proc: subprocess.CompletedProcess[str]) -> str:
+    out, err = proc.stdout.strip().splitlines()[-2:], proc.stderr.strip().splitlines()[-2:]
+    return f"exit {proc.returncode}; stdout ends {' | '.join(out)!r}; stderr ends {' | '.join(err)!r}"
+
+
+def help_ok(proc: subprocess.CompletedProcess[str]) -> None:
+    if proc.returncode != 0 or "usage:" not in proc.stdout.lower():
+        raise Wrong(_tail(proc))
+
+
+def helikon_answered(proc: subprocess.CompletedProcess[str]) -> None:
+    if proc.returncode != 0 or proc.stdout.strip() != ANSWER:
+        raise Wrong(f"stdout is not the answer; {_tail(proc)}")
+
+
+def adk_answered(proc: subprocess.CompletedProcess[str]) -> None:
+    if proc.returncode != 0 or f"[bench]: {ANSWER}" not in proc.stdout:
+        raise Wrong(f"no `[bench]: {ANSWER}` in its output; {_tail(proc)}")
+
+
+def prepare(work: Path) -> tuple[Path, Path]:
+    """The helikon project directory and ADK's agents directory, both answering ANSWER."""
+    for sub in ("home", "tmp"):
+        (work / sub).mkdir()
+    project = work / "helikon"
+    project.mkdir()
+    (project / "agents.toml").write_text(HELIKON_SIDECAR)
+    (project / "answer.json").write_text(json.dumps(HELIKON_SCRIPT))
+    agents = work / "adk"
+    (agents / "bench").mkdir(parents=True)
+    (agents / "bench" / "__init__.py").write_text("from . import agent\n")
+    (agents / "bench" / "agent.py").write_text(ADK_AGENT)
+    return project, agents
+
+
+def build_figures(project: Path, agents: Path) -> list[Figure]:
+    helikon, adk, clai = str(BIN / "helikon"), str(BIN / "adk"), str(BIN / "pai")
+    return [
+        Figure(
+            "--help",
+            [
+                Contender("helikon", "helikon --help", [helikon, "--help"], project, help_ok),
+                Contender("adk", "adk --help", [adk, "--help"], agents, help_ok),
+                Contender("clai", "clai --help (the script pai)", [clai, "--help"], project, help_ok),
+            ],
+            target=0.8,
+        ),
+        Figure(
+            "run: one question, mock model",
+            [
+                Contender(
+                    "helikon", f"helikon run {PROMPT!r}", [helikon, "run", PROMPT], project, helikon_answered
+                ),
+                Contender(
+                    "adk",
+                    f"adk run --in_memory bench {PROMPT!r}",
+                    [adk, "run", "--in_memory", "bench", PROMPT],
+                    agents,
+                    adk_answered,
+                ),
+            ],
+            target=1.0,
+        ),
+    ]
+
+
+# --------------------------------------------------------------------------- timing
+
+
+def time_run(contender: Contender, env: dict[str, str]) -> float:
+    """Seconds from start to exit of one checked run of the contender's command."""
+    began = time.perf_counter()
+    proc = subprocess.run(
+        contender.argv,
+        cwd=contender.cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    elapsed = time.perf_counter() - began
+    if contender.check is not None:
+        contender.check(proc)
+    return elapsed
+
+
+def time_to_prompt(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """Seconds from start until a REPL on a pseudo-terminal draws `clai ➤`; then `/exit`, checked."""
+    controller, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
+    began = time.perf_counter()
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env={**env, "TERM": "xterm-256color"},
+        stdin=terminal,
+        stdout=terminal,
+        stderr=terminal,
+        start_new_session=True,
+    )
+    os.close(terminal)
+    screen, ready = b"", 0.0
+    try:
+        while proc.poll() is None and time.perf_counter() - began < 60:
+            if not select.select([controller], [], [], 0.5)[0]:
+                continue
+            with contextlib.suppress(OSError):  # EIO: the REPL closed the terminal
+                chunk = os.read(controller, 65536)
+                screen += chunk
+                if CURSOR_REQUEST in chunk:
+                    os.write(controller, CURSOR_ANSWER)
+                if not ready and CLAI_PROMPT in screen:
+                    ready = time.perf_counter() - began
+                    os.write(controller, b"/exit\r")
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        os.close(controller)
+    if not ready or proc.returncode != 0:
+        text = screen.decode(errors="replace").strip().splitlines()[-3:]
+        raise Wrong(
+            f"exit {proc.returncode}, prompt {'seen' if ready else 'never drawn'}: {' | '.join(text)}"
+        )
+    return ready
+
+
+def measure(contenders: list[Contender], once: Callable[[Contender], float], runs: int, warmup: int) -> None:
+    """Checked warm-up runs of each, then `runs` timed rounds taking turns (A B, B A, ...)."""
+    for contender in contenders:
+        try:
+            for _ in range(warmup):
+                once(contender)
+        except (Wrong, subprocess.TimeoutExpired) as exc:
+            contender.unavailable = str(exc)
+    for round_ in range(runs):
+        live = [c for c in contenders if not c.unavailable]
+        for contender in reversed(live) if round_ % 2 else live:
+            try:
+                contender.times.append(once(contender))
+            except (Wrong, subprocess.TimeoutExpired) as exc:
+                contender.unavailable = f"round {round_ + 1}: {exc}"
+
+
+# --------------------------------------------------------------------------- the report
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1000:,.0f}"
+
+
+def print_figure(figure: Figure) -> None:
+    print(f"\n{figure.label}")
+    ratios = len(figure.contenders) > 1
+    print(f"{'command':<47}{'median ms':>11}{'min ms':>9}{'helikon / it' if ratios else '':>14}".rstrip())
+    ours = figure.contenders[0]
+    for contender in figure.contenders:
+        if contender.unavailable or not contender.times:
+            print(f"{contender.label:<47}not measurable: {contender.unavailable or 'no run'}")
+            continue
+        ratio = ""
+        if ours.times and not ours.unavailable and contender is not ours:
+            ratio = f"{statistics.median(ours.times) / statistics.median(contender.times):.2f}x"
+        median, fastest = statistics.median(contender.times), min(contender.times)
+        print(f"{contender.label:<47}{_ms(median):>11}{_ms(fastest):>9}{ratio:>14}".rstrip())
+
+
+def print_summary(figures: list[Figure], clai_ready: Contender) -> None:
+    print("\nSummary (median ms; ratio = helikon / peer)")
+    print(f"{'figure':<34}{'helikon':>9}{'peer':>9}  {'peer name':<10}{'ratio':>7}  target")
+    for figure in figures:
+        ours, peer = figure.contenders[0], figure.contenders[1]
+        broken = [c for c in (ours, peer) if c.unavailable or not c.times]
+        if broken:
+            why = "; ".join(f"{c.name}: {c.unavailable or 'no run'}" for c in broken)
+            print(f"{figure.label:<34}not measurable: {why}")
+            continue
+        a, b = statistics.median(ours.times), statistics.median(peer.times)
+        ratio = a / b
+        verdict = "(context)"
+        if figure.target is not None:
+            verdict = f"<= {figure.target}x {'met' if ratio <= figure.target else 'NOT MET'}"
+        print(f"{figure.label:<34}{_ms(a):>9}{_ms(b):>9}  {peer.name:<10}{ratio:>6.2f}x  {verdict}")
+    if clai_ready.times and not clai_ready.unavailable:
+        median = _ms(statistics.median(clai_ready.times))
+        print(f"{'REPL ready (context)':<34}{'-':>9}{median:>9}  {'clai':<10}{'-':>7}  (context)")
+    else:
+        print(f"{'REPL ready (context)':<34}clai not measurable: {clai_ready.unavailable or 'no run'}")
+
+
+def _versions() -> str:
+    found = []
+    for name in ("paigasus-helikon", "google-adk", "pydantic-ai-slim", "typer", "click", "prompt-toolkit"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            found.append(f"{name} {metadata.version(name)}")
+    return ", ".join(found)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--runs", type=int, default=15, help="timed runs of each command (default 15)")
+    parser.add_argument(
+        "--warmup", type=int, default=2, help="checked runs of each before timing (default 2)"
+    )
+    args = parser.parse_args()
+    missing = [name for name in ("helikon", "adk", "pai") if not (BIN / name).exists()]
+    if missing:
+        raise SystemExit(f"{', '.join(missing)} not in {BIN}: run with .bench-venv/bin/python")
+    print("helikon's command vs. google-adk's `adk` (and pydantic-ai's `clai`): process start to exit")
+    print(f"{os.cpu_count()} cores; python {platform.python_version()}; {_versions()}")
+    print(f"{args.runs} timed runs of each command, turn about, after {args.warmup} checked warm-up runs")
+    with tempfile.TemporaryDirectory(prefix="helikon-cli-bench-") as tmp:
+        work = Path(tmp)
+        project, agents = prepare(work)
+        env = _env(work)
+        figures = build_figures(project, agents)
+        for figure in figures:
+            measure(figure.contenders, lambda c: time_run(c, env), args.runs, args.warmup)
+            print_figure(figure)
+        clai_ready = Contender(
+            "clai", "clai --model test (pai), on a pty", [str(BIN / "pai"), "--model", "test"], project
+        )
+        measure([clai_ready], lambda c: time_to_prompt(c.argv, c.cwd, env), args.runs, args.warmup)
+        print_figure(
+            Figure("REPL: start until the prompt is drawn (context; helikon has no REPL yet)", [clai_ready])
+        )
+        print_summary(figures, clai_ready)
+    broken = [f.label for f in figures if f.contenders[0].unavailable or not f.contenders[0].times]
+    if broken:
+        raise SystemExit(f"helikon could not be measured: {', '.join(broken)} (see above)")
+
+
+if __name__ == "__main__":
+    main()
