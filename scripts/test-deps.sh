@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the test suite needs beyond the Python environment: the server binaries the
 # integration tests start on 127.0.0.1 (helikon.testing.servers), Debian's Chromium for the
-# browser tests, Node.js, and the real MCP peers from the npm registry (tests/npm_peers, pinned
+# browser tests, tmux for the REPL tests, Node.js, and the real MCP peers from the npm registry (tests/npm_peers, pinned
 # by its package-lock.json). `make test` runs this first, and `.ci/run` runs `make test`, so the
 # README's command and CI share one install step.
 #
@@ -18,6 +18,8 @@ command -v redis-server >/dev/null 2>&1 || missing+=(redis-server)
 command -v npm >/dev/null 2>&1 || missing+=(nodejs npm)
 # Headless Chromium for the browser tests (tests/browser.py): Playwright drives Debian's build.
 command -v chromium >/dev/null 2>&1 || missing+=(chromium)
+# A real terminal for the REPL tests (tests/integration/test_cli_repl.py): tmux runs `helikon repl`.
+command -v tmux >/dev/null 2>&1 || missing+=(tmux)
 
 install_npm_peers() {
   # npm ci reinstalls from the lock file; skip it when node_modules already matches the lock.

@@ -306,3 +306,11 @@ def test_the_json_schema_accepts_the_starter_and_refuses_what_the_loader_refuses
         {"agents": {}},
     ):
         assert list(validator.iter_errors(bad)), bad
+
+
+def test_needs_approval_is_a_boolean(tmp_path: Path) -> None:
+    found = problems(
+        tmp_path,
+        f'[agents.a]\n{MOCK}\n[tools.t]\ninline = "function run(a) return 1 end"\nneeds_approval = "yes"\n',
+    )
+    assert found == ["agents.toml:5: tools.t.needs_approval: expected true or false, not a string"]

@@ -47,7 +47,7 @@ _SIDECAR = (
 LAZY_USES: dict[str, list[str]] = {
     **{
         f"helikon.cli.{module}": [_SIDECAR]
-        for module in ("sidecar", "registry", "eval_command", "run_command", "live", "serve_commands")
+        for module in ("sidecar", "registry", "eval_command", "run_command", "live", "serve_commands", "repl")
     },
     "helikon.evals.evaluators": [
         "from helikon.evals import JsonSchemaEvaluator\nJsonSchemaEvaluator({'type': 'object'})"

@@ -99,6 +99,20 @@ def run(
 
 
 @app.command()
+def repl(
+    agents: AgentsOption = Path("agents.toml"),
+    agent: AgentOption = None,
+    session: Annotated[str | None, typer.Option(help="Continue (or start) this saved session.")] = None,
+    resume: Annotated[bool, typer.Option(help="Continue the most recent session.")] = False,
+    store: StoreOption = None,
+) -> None:
+    """Talk to the sidecar's agents: saved sessions, slash commands (/help), reload on every save."""
+    from .repl import run_repl
+
+    raise typer.Exit(run_repl(agents, agent, session, resume, store))
+
+
+@app.command()
 def init(
     directory: Annotated[Path, typer.Argument(help="Where to write the starter.")] = Path("."),
 ) -> None:

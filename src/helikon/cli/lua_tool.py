@@ -53,7 +53,17 @@ class LuaTool:
         ```
     """
 
-    __slots__ = ("_limits", "_source", "description", "effect", "name", "origin", "output_schema", "schema")
+    __slots__ = (
+        "_limits",
+        "_source",
+        "description",
+        "effect",
+        "name",
+        "needs_approval",
+        "origin",
+        "output_schema",
+        "schema",
+    )
 
     def __init__(
         self,
@@ -64,6 +74,7 @@ class LuaTool:
         source: str,
         origin: str,
         limits: LuaLimits = LuaLimits(),  # noqa: B008 - frozen, so one shared default is safe
+        needs_approval: bool = False,
     ) -> None:
         """Check the script (see `check_lua`) and keep it for the calls.
 
@@ -74,6 +85,7 @@ class LuaTool:
             source: The Lua script; it defines a global `function run(args)`.
             origin: Where the script came from, named in errors (e.g. `tools/lookup.lua`).
             limits: The caps of each call.
+            needs_approval: Every call waits for a person's decision (see `helikon.core.approvals`).
 
         Raises:
             UserError: The script does not compile or defines no `run`.
@@ -87,6 +99,7 @@ class LuaTool:
         self.effect = ToolEffect.READ_ONLY
         self._source = source
         self._limits = limits
+        self.needs_approval = needs_approval
 
     async def invoke(self, ctx: ToolContext[Any], args: JsonValue) -> ToolOutput:
         """Run the script's `run(args)` in a new runtime, off the event loop.

@@ -176,6 +176,7 @@ def _tool(spec: ToolSpec) -> Any:
         source=spec.source,
         origin=spec.origin,
         limits=limits,
+        needs_approval=spec.needs_approval,
     )
 
 

@@ -52,7 +52,16 @@ _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}\Z")
 _TOP_KEYS = ("agents", "tools", "eval")
 _AGENT_KEYS = ("description", "instructions", "model", "tools", "handoffs")
 _MODEL_KEYS = ("provider", "id", "script")
-_TOOL_KEYS = ("description", "params", "script", "inline", "max_memory", "max_instructions", "timeout")
+_TOOL_KEYS = (
+    "description",
+    "params",
+    "script",
+    "inline",
+    "needs_approval",
+    "max_memory",
+    "max_instructions",
+    "timeout",
+)
 _EVAL_KEYS = ("evaluators", "exact_match", "tool_trajectory", "json_schema", "llm_judge")
 
 
@@ -116,6 +125,8 @@ class ToolSpec:
     max_memory: int | None = None
     max_instructions: int | None = None
     timeout: float | None = None
+    needs_approval: bool = False
+    """Every call waits for a person's decision (the REPL asks at the prompt)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -368,7 +379,14 @@ class _Reader:
             max_memory=self.positive((*where, "max_memory"), data.get("max_memory"), int),
             max_instructions=self.positive((*where, "max_instructions"), data.get("max_instructions"), int),
             timeout=self.positive((*where, "timeout"), data.get("timeout"), float),
+            needs_approval=self.boolean((*where, "needs_approval"), data.get("needs_approval", False)),
         )
+
+    def boolean(self, where: tuple[str | int, ...], value: object) -> bool:
+        if isinstance(value, bool):
+            return value
+        self.problem(where, f"expected true or false, not {_shown(value)}")
+        return False
 
     def params(self, where: tuple[str | int, ...], value: object) -> JsonObject:
         try:

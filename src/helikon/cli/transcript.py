@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 TOOL_RESULT_CHARS = 80
@@ -28,6 +28,18 @@ def transcript_lines(entries: Iterable[Any]) -> Iterator[str]:
             yield f"  -> {event.from_agent} handed off to {event.to_agent}"
 
 
+def active_entries(entries: Sequence[Any]) -> list[Any]:
+    """The entries of the active branch, in order (what a rewind left out is not in it)."""
+    from ..core.session.branches import event_parents
+
+    parents, head = event_parents([entry.event for entry in entries])
+    seqs: list[int] = []
+    while head >= 0:
+        seqs.append(head)
+        head = parents[head]
+    return [entries[seq] for seq in reversed(seqs)]
+
+
 def _text(parts: Iterable[Any]) -> str:
     return "".join(getattr(part, "text", "") or "" for part in parts)
 
@@ -37,4 +49,4 @@ def _brief(text: str, limit: int = TOOL_RESULT_CHARS) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-__all__ = ["TOOL_RESULT_CHARS", "transcript_lines"]
+__all__ = ["TOOL_RESULT_CHARS", "active_entries", "transcript_lines"]
