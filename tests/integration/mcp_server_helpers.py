@@ -34,7 +34,7 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _wait_listening(port: int, process: subprocess.Popen[bytes], deadline: float) -> None:
+def wait_listening(port: int, process: subprocess.Popen[Any], deadline: float) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             _, err = process.communicate()
@@ -54,7 +54,7 @@ def example_http(*flags: str) -> Iterator[str]:
         [*EXAMPLE_COMMAND, "--http", str(port), *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
     try:
-        _wait_listening(port, process, time.monotonic() + 30)
+        wait_listening(port, process, time.monotonic() + 30)
         yield f"http://127.0.0.1:{port}/mcp"
     finally:
         process.terminate()

@@ -231,3 +231,27 @@ def test_help_imports_nothing_heavy() -> None:
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert "Usage: helikon" in done.stdout and done.stderr.strip() == "[]"
+
+
+def test_shell_completion_comes_from_typer() -> None:
+    done = subprocess.run(
+        [*HELIKON, "--show-completion", "bash"],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={**os.environ},
+    )
+    assert done.returncode == 0 and "_HELIKON_COMPLETE" in done.stdout, done.stderr
+    completed = subprocess.run(
+        [*HELIKON],
+        capture_output=True,
+        text=True,
+        check=False,
+        env={
+            **os.environ,
+            "_HELIKON_COMPLETE": "complete_bash",
+            "COMP_WORDS": "helikon ev",
+            "COMP_CWORD": "1",
+        },
+    )
+    assert "eval" in completed.stdout.split()

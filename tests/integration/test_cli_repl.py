@@ -228,3 +228,18 @@ def test_a_denied_call_reaches_the_model_and_a_left_one_waits_for_approve(
     terminal.type("/deny not now")
     screen = terminal.wait_for("Three words.", after="> /deny")
     assert "! " in screen.split("/deny")[-1]  # the denial, as the tool's error result
+
+
+def test_init_then_repl_works_at_once(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "helikon.cli", "init", str(tmp_path / "new")], capture_output=True, check=True
+    )
+    term = Terminal(tmp_path / "new")
+    try:
+        term.start("repl")
+        term.wait_for("assistant>")
+        term.type("How many words: the quick brown fox")
+        screen = term.wait_for("Your text has 4 words.", after="> How many words")
+        assert '> word_count({"text": "the quick brown fox"})' in screen
+    finally:
+        term.close()

@@ -9,15 +9,17 @@ import re
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import httpx2
 import pytest
 from mcp import StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
+from mcp_server_helpers import free_port, inspector, wait_listening
 
 HELIKON = [sys.executable, "-m", "helikon.cli"]
 
@@ -125,3 +127,122 @@ async def test_mcp_serve_over_stdio_answers_and_follows_a_save(project: Path) ->
             if result.content[0].text == "Reloaded!":  # type: ignore[union-attr]
                 break
         assert result.content[0].text == "Reloaded!"  # type: ignore[union-attr]
+
+
+# --- the real MCP Inspector CLI ---------------------------------------------------------------
+
+COUNTER = """
+[agents.counter]
+description = "Counts words"
+model = { provider = "mock", script = "count.json" }
+tools = ["word_count"]
+
+[tools.word_count]
+description = "Count words"
+params = { type = "object", properties = { text = { type = "string" } }, required = ["text"] }
+inline = '''
+function run(args)
+  local n = 0
+  for _ in string.gmatch(args.text, "%S+") do n = n + 1 end
+  return { words = n }
+end
+'''
+"""
+
+
+@pytest.fixture
+def counter(tmp_path: Path) -> Path:
+    call = {
+        "type": "tool_call_delta",
+        "call_id": "c1",
+        "name": "word_count",
+        "args_delta": '{"text": "a b c"}',
+    }
+    script = {
+        "default": [
+            [call, {"type": "finish", "reason": "tool_calls"}],
+            [{"type": "token_delta", "text": "3 words."}, {"type": "finish"}],
+        ]
+    }
+    (tmp_path / "count.json").write_text(json.dumps(script))
+    (tmp_path / "agents.toml").write_text(COUNTER)
+    return tmp_path / "agents.toml"
+
+
+def _printed(run: subprocess.CompletedProcess[str]) -> dict[str, Any]:
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_the_inspector_lists_and_calls_the_agent_over_stdio(counter: Path) -> None:
+    server = [sys.executable, "-m", "helikon.cli", "mcp", "serve", "--agents", str(counter)]
+    listed = _printed(inspector(*server, "--method", "tools/list"))
+    assert [(t["name"], t["description"]) for t in listed["tools"]] == [("counter", "Counts words")]
+    called = _printed(
+        inspector(*server, "--method", "tools/call", "--tool-name", "counter", "--tool-arg", "input=a b c")
+    )
+    assert called == {"content": [{"type": "text", "text": "3 words."}], "isError": False}
+
+
+def test_the_inspector_calls_the_agent_over_streamable_http(counter: Path) -> None:
+    port = free_port()
+    command = [*HELIKON, "mcp", "serve", "--agents", str(counter), "--http", f"127.0.0.1:{port}"]
+    with subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stderr is not None
+            line = Lines(process.stderr).next()
+            assert line == f"helikon mcp: serving 'counter' at http://127.0.0.1:{port}/mcp\n"
+            url = f"http://127.0.0.1:{port}/mcp"
+            wait_listening(port, process, time.monotonic() + 60)
+            called = _printed(
+                inspector(
+                    url, "--transport", "http", "--method", "tools/call",
+                    "--tool-name", "counter", "--tool-arg", "input=a b c",
+                )
+            )  # fmt: skip
+            assert called["content"] == [{"type": "text", "text": "3 words."}]
+        finally:
+            process.terminate()
+
+
+# --- helikon web in headless Chromium ---------------------------------------------------------
+
+
+@pytest.fixture
+def starter_web(tmp_path: Path) -> Iterator[str]:
+    """`helikon init`, then `helikon web` in the new directory: the console URL it printed."""
+    subprocess.run([*HELIKON, "init", str(tmp_path)], capture_output=True, check=True)
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    with subprocess.Popen(
+        [*HELIKON, "web", "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    ) as process:
+        try:
+            assert process.stdout is not None
+            line = Lines(process.stdout).next()
+            url = re.match(r"helikon console: (\S+)", line)
+            assert url is not None, line
+            yield url.group(1)
+        finally:
+            process.terminate()
+
+
+async def test_helikon_web_from_a_starter_opens_in_chromium_and_chats(starter_web: str) -> None:
+    from browser import artifact, browser_page
+
+    async with browser_page() as page:
+        await page.goto(starter_web)
+        await page.wait_for_selector("body[data-ready]")
+        assert "token" not in page.url
+        await page.fill("#input", "How many words: the quick brown fox")
+        await page.press("#input", "Enter")
+        answer = page.locator(".message.assistant").last
+        await answer.wait_for()
+        await page.wait_for_function("document.getElementById('send').disabled === false")
+        assert "4 words" in await answer.inner_text()
+        assert "word_count" in await page.locator(".tool").first.inner_text()
+        await page.screenshot(path=artifact("cli-web-starter.png"))
