@@ -4,25 +4,17 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import subprocess
 import sys
-import threading
 from pathlib import Path
-from typing import IO
 
 import pytest
+from cli_helpers import HELIKON, helikon_process, turns
 
 from helikon.cli import main
 from helikon.core.session.codec import decode_event
 from helikon.core.session.memory import MemoryStore
 from helikon.evals import EvalCase
-
-HELIKON = [sys.executable, "-m", "helikon.cli"]
-
-
-def turns(*texts: str) -> str:
-    return json.dumps({"default": [[{"type": "token_delta", "text": t}, {"type": "finish"}] for t in texts]})
 
 
 @pytest.fixture
@@ -183,42 +175,18 @@ def test_init_writes_a_starter_where_run_and_eval_work_at_once(tmp_path: Path) -
     assert again.returncode == 1 and "nothing was written" in again.stderr
 
 
-class Lines:
-    """A pipe's lines, read in a thread: a test waits for the next one, never for ever."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [self._lines.put(line) for line in stream], daemon=True).start()
-
-    def next(self) -> str:
-        return self._lines.get(timeout=120)  # generous: only a hung process takes this long
-
-
 def test_run_watch_runs_again_on_a_save_and_survives_a_broken_one(project: Path) -> None:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen(
-        [*HELIKON, "run", "--watch", "hello"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    ) as process:
-        try:
-            assert process.stdout is not None and process.stderr is not None
-            out, err = Lines(process.stdout), Lines(process.stderr)
-            assert out.next() == "Hi there!\n"
-            assert err.next().startswith("-- watching 2 file(s)")
-            (project / "agents.toml").write_text('[agents.greeter]\nmodel = "gpt-5"\n')
-            assert err.next().startswith("helikon: agents.toml:2: agents.greeter.model:")
-            assert err.next().startswith("-- watching 1 file(s)")
-            (project / "hi.json").write_text(turns("Fixed!"))
-            (project / "agents.toml").write_text(
-                '[agents.greeter]\nmodel = { provider = "mock", script = "hi.json" }\n'
-            )
-            assert out.next() == "Fixed!\n"
-        finally:
-            process.terminate()
+    with helikon_process("run", "--watch", "hello", cwd=project) as (_, out, err):
+        assert out.next() == "Hi there!\n"
+        assert err.next().startswith("-- watching 2 file(s)")
+        (project / "agents.toml").write_text('[agents.greeter]\nmodel = "gpt-5"\n')
+        assert err.next().startswith("helikon: agents.toml:2: agents.greeter.model:")
+        assert err.next().startswith("-- watching 1 file(s)")
+        (project / "hi.json").write_text(turns("Fixed!"))
+        (project / "agents.toml").write_text(
+            '[agents.greeter]\nmodel = { provider = "mock", script = "hi.json" }\n'
+        )
+        assert out.next() == "Fixed!\n"
 
 
 def test_help_imports_nothing_heavy() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import subprocess
@@ -13,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cli_helpers import WORD_COUNT, call, script, text
 
 # tmux comes with the suite's install step (scripts/test-deps.sh): without it the tests fail.
 
@@ -72,42 +72,12 @@ class Terminal:
         subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
 
 
-def turns(*steps: list[dict[str, object]]) -> str:
-    return json.dumps({"default": list(steps)})
-
-
-def text(answer: str) -> list[dict[str, object]]:
-    return [{"type": "token_delta", "text": answer}, {"type": "finish"}]
-
-
-def call(tool: str, args: dict[str, object]) -> list[dict[str, object]]:
-    delta: dict[str, object] = {
-        "type": "tool_call_delta",
-        "call_id": "c1",
-        "name": tool,
-        "args_delta": json.dumps(args),
-    }
-    return [delta, {"type": "finish", "reason": "tool_calls"}]
-
-
-WORD_COUNT = """
-[tools.word_count]
-description = "Count words"
-params = { type = "object", properties = { text = { type = "string" } }, required = ["text"] }
-inline = '''
-function run(args)
-  local n = 0
-  for _ in string.gmatch(args.text, "%S+") do n = n + 1 end
-  return { words = n }
-end
-'''
-"""
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     (tmp_path / "script.json").write_text(
-        turns(call("word_count", {"text": "one two three"}), text("**Three** words."), text("Second answer."))
+        script(
+            call("word_count", {"text": "one two three"}), text("**Three** words."), text("Second answer.")
+        )
     )
     (tmp_path / "agents.toml").write_text(
         '[agents.counter]\ndescription = "Counts"\nmodel = { provider = "mock", script = "script.json" }\n'
@@ -132,20 +102,17 @@ def test_a_conversation_with_tool_calls_and_the_slash_commands(terminal: Termina
     screen = terminal.wait_for("Three words.", after="> How many words")
     assert '> word_count({"text": "one two three"})' in screen and '< {"words":3}' in screen
     assert "**Three**" not in screen  # Markdown, rendered
-    terminal.type("/help")
-    terminal.wait_for("/rewind", after="> /help")
-    terminal.type("/nope")
-    terminal.wait_for("no command /nope: /help lists them", after="> /nope")
-    terminal.type("/agents")
-    terminal.wait_for("* counter  Counts", after="> /agents")
-    terminal.type("/usage")
-    terminal.wait_for("model call(s)", after="> /usage")
-    terminal.type("/fork keep")
-    terminal.wait_for("into keep; now in the fork", after="> /fork")
-    terminal.type("/rewind")
-    terminal.wait_for("rewound 1 turn(s)", after="> /rewind")
-    terminal.type("/session")
-    terminal.wait_for("session keep: 0 events on its active branch", after="> /session")
+    for command, shows in (
+        ("/help", "/rewind"),
+        ("/nope", "no command /nope: /help lists them"),
+        ("/agents", "* counter  Counts"),
+        ("/usage", "model call(s)"),
+        ("/fork keep", "into keep; now in the fork"),
+        ("/rewind", "rewound 1 turn(s)"),
+        ("/session", "session keep: 0 events on its active branch"),
+    ):
+        terminal.type(command)
+        terminal.wait_for(shows, after=f"> {command}")
     terminal.type("/sessions")
     screen = terminal.wait_for("* keep", after="> /sessions")
     assert "chat-" in screen.split("/sessions")[-1]  # the session it forked from is kept

@@ -3,29 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
-import queue
 import re
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import httpx2
 import pytest
+from cli_helpers import HELIKON, WORD_COUNT, Lines, call, helikon_process, script, text, turns
 from mcp import StdioServerParameters
 from mcp.client.session import ClientSession
 from mcp.client.stdio import stdio_client
 from mcp_server_helpers import free_port, inspector, wait_listening
-
-HELIKON = [sys.executable, "-m", "helikon.cli"]
-
-
-def turns(*texts: str) -> str:
-    return json.dumps({"default": [[{"type": "token_delta", "text": t}, {"type": "finish"}] for t in texts]})
 
 
 @pytest.fixture
@@ -38,41 +30,12 @@ def project(tmp_path: Path) -> Path:
     return tmp_path
 
 
-class Lines:
-    """A pipe's lines, read in a thread: a test waits for the next one, never for ever."""
-
-    def __init__(self, stream: IO[str]) -> None:
-        self._lines: queue.Queue[str] = queue.Queue()
-        threading.Thread(target=lambda: [self._lines.put(line) for line in stream], daemon=True).start()
-
-    def next(self) -> str:
-        return self._lines.get(timeout=120)  # generous: only a hung process takes this long
-
-    def until(self, prefix: str) -> str:
-        while not (line := self.next()).startswith(prefix):
-            pass
-        return line
-
-
 @pytest.fixture
 def web(project: Path) -> Iterator[tuple[str, str, Lines]]:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"} | {"PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen(
-        [*HELIKON, "web", "--port", "0"],
-        cwd=project,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env,
-    ) as process:
-        try:
-            assert process.stdout is not None and process.stderr is not None
-            out, err = Lines(process.stdout), Lines(process.stderr)
-            match = re.match(r"helikon console: (http://127\.0\.0\.1:\d+)/ui\?token=(\S+)", out.next())
-            assert match is not None
-            yield match.group(1), match.group(2), err
-        finally:
-            process.terminate()
+    with helikon_process("web", "--port", "0", cwd=project, drop=("OPENAI_API_KEY",)) as (_, out, err):
+        match = re.match(r"helikon console: (http://127\.0\.0\.1:\d+)/ui\?token=(\S+)", out.next())
+        assert match is not None
+        yield match.group(1), match.group(2), err
 
 
 def test_web_serves_the_working_agents_and_a_save_reaches_the_next_run(
@@ -131,40 +94,15 @@ async def test_mcp_serve_over_stdio_answers_and_follows_a_save(project: Path) ->
 
 # --- the real MCP Inspector CLI ---------------------------------------------------------------
 
-COUNTER = """
-[agents.counter]
-description = "Counts words"
-model = { provider = "mock", script = "count.json" }
-tools = ["word_count"]
-
-[tools.word_count]
-description = "Count words"
-params = { type = "object", properties = { text = { type = "string" } }, required = ["text"] }
-inline = '''
-function run(args)
-  local n = 0
-  for _ in string.gmatch(args.text, "%S+") do n = n + 1 end
-  return { words = n }
-end
-'''
-"""
+COUNTER = (
+    '[agents.counter]\ndescription = "Counts words"\nmodel = { provider = "mock", script = "count.json" }\n'
+    'tools = ["word_count"]\n' + WORD_COUNT
+)
 
 
 @pytest.fixture
 def counter(tmp_path: Path) -> Path:
-    call = {
-        "type": "tool_call_delta",
-        "call_id": "c1",
-        "name": "word_count",
-        "args_delta": '{"text": "a b c"}',
-    }
-    script = {
-        "default": [
-            [call, {"type": "finish", "reason": "tool_calls"}],
-            [{"type": "token_delta", "text": "3 words."}, {"type": "finish"}],
-        ]
-    }
-    (tmp_path / "count.json").write_text(json.dumps(script))
+    (tmp_path / "count.json").write_text(script(call("word_count", {"text": "a b c"}), text("3 words.")))
     (tmp_path / "agents.toml").write_text(COUNTER)
     return tmp_path / "agents.toml"
 
@@ -212,23 +150,10 @@ def test_the_inspector_calls_the_agent_over_streamable_http(counter: Path) -> No
 def starter_web(tmp_path: Path) -> Iterator[str]:
     """`helikon init`, then `helikon web` in the new directory: the console URL it printed."""
     subprocess.run([*HELIKON, "init", str(tmp_path)], capture_output=True, check=True)
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    with subprocess.Popen(
-        [*HELIKON, "web", "--port", "0"],
-        cwd=tmp_path,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-        env=env,
-    ) as process:
-        try:
-            assert process.stdout is not None
-            line = Lines(process.stdout).next()
-            url = re.match(r"helikon console: (\S+)", line)
-            assert url is not None, line
-            yield url.group(1)
-        finally:
-            process.terminate()
+    with helikon_process("web", "--port", "0", cwd=tmp_path) as (_, out, _err):
+        url = re.match(r"helikon console: (\S+)", line := out.next())
+        assert url is not None, line
+        yield url.group(1)
 
 
 async def test_helikon_web_from_a_starter_opens_in_chromium_and_chats(starter_web: str) -> None:
