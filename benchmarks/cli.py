@@ -1,7 +1,8 @@
-"""The `helikon` command's start-up, process start to exit, beside google-adk's `adk` and `clai`.
+"""The `helikon` command's start-up beside google-adk's `adk` and pydantic-ai's `clai`.
 
-Every figure is the wall time of a whole process, from `subprocess.run` to its exit
-(`time.perf_counter` around it, stdout and stderr captured, stdin `/dev/null`):
+The first two figures are the wall time of a whole process, from `subprocess.run` to its exit
+(`time.perf_counter` around it, stdout and stderr captured, stdin `/dev/null`); the third is a
+REPL's time from process start until its prompt is drawn:
 
 1. **`--help`**: `helikon --help` vs. `adk --help`; target helikon <= 0.8x adk. `clai --help`
    beside them for context.
@@ -17,11 +18,20 @@ Every figure is the wall time of a whole process, from `subprocess.run` to its e
    Every run is checked: helikon's stdout must be exactly the answer, ADK's must hold
    `[bench]: It is sunny in Paris.`; a contender whose run fails is reported as not measurable,
    never timed.
-3. **context only: `clai`'s time to ready** (pydantic-ai's chat REPL, for the REPL helikon does
-   not have yet): `clai --model test` (pydantic-ai's `TestModel`: no API key needed) on a pseudo
-   terminal, from the start of the process until its prompt (`clai ➤`) is drawn; the pty answers
-   the prompt's cursor-position request as a terminal would, then `/exit` is typed and the exit
-   is checked. The REPL starts in a throw-away `HOME` (it writes its prompt history there).
+3. **REPL: start until the prompt is drawn**: `helikon repl` vs. `clai --model test`
+   (pydantic-ai's chat REPL on its `TestModel`: no API key needed); targets helikon <= 1.0x clai
+   and helikon <= 1,500 ms. Both on a pseudo-terminal (120x40, `TERM=xterm-256color`), timed from
+   the start of the process until the prompt is drawn: `bench>` for helikon (the sidecar of figure
+   2, agent `bench`), `clai ➤` for clai. Both are prompt_toolkit prompts, which draw the trailing
+   space as a cursor move, so the match is on the text before it. The pty answers the prompt's
+   cursor-position request as a terminal would; once the prompt is seen, `/quit` + Enter
+   (helikon) or `/exit` + Enter (clai) is typed, and the run counts only if the process then exits
+   with code 0 within 10 s and printed no traceback. helikon's run must also have printed its
+   banner for a new session (`helikon repl: agent bench, session ... (new)`). A run whose prompt
+   never shows is not measurable, never timed. helikon writes its sessions (and its prompt
+   history) to `.helikon/` beside the sidecar; that directory is deleted before every run, outside
+   the timed span, so every run creates a new `sessions.db`, as a first start in a project does.
+   clai writes its prompt history to the throw-away `HOME`.
 
 `clai` is pydantic-ai-slim's own command-line interface (`pydantic_ai._cli`, prog name `clai`,
 its `cli` extra: prompt-toolkit, rich, argcomplete, pyperclip). pydantic-ai-slim 2.68.0 installs it
@@ -40,7 +50,7 @@ run directly as a user runs it. The children's environment: API keys, cloud cred
 to `$TMPDIR/agents_log/`; that cost is included, a user pays it).
 
 Run: `bash benchmarks/setup_env.sh && .bench-venv/bin/python benchmarks/cli.py [--runs 15]`
-(about a minute).
+(about a minute and a half).
 """
 
 from __future__ import annotations
@@ -52,7 +62,9 @@ import json
 import os
 import platform
 import pty
+import re
 import select
+import shutil
 import signal
 import statistics
 import struct
@@ -69,7 +81,6 @@ from pathlib import Path
 from server import ADK_AGENT, ANSWER, INSTRUCTIONS, PROMPT, QUIET_ENV
 
 BIN = Path(sys.executable).parent  # .bench-venv/bin: helikon, adk and pai side by side
-CLAI_PROMPT = "clai ➤".encode()
 CURSOR_REQUEST, CURSOR_ANSWER = b"\x1b[6n", b"\x1b[1;1R"  # a terminal's reply: row 1, column 1
 
 _DROP_ENV_PREFIXES = ("LANGSMITH_", "LANGCHAIN_", "OTEL_", "LOGFIRE_", "HELIKON_", "GOOGLE_", "VERTEX")
@@ -90,12 +101,23 @@ Check = Callable[[subprocess.CompletedProcess[str]], None]
 
 
 @dataclass
+class OnPty:
+    """How a REPL is timed on a pseudo-terminal: what its prompt looks like and how it is left."""
+
+    prompt: bytes  # drawn when the REPL is ready
+    quit: bytes  # typed once the prompt is seen; the REPL must then exit with code 0
+    banner: tuple[bytes, ...] = ()  # each must have been printed by the time the prompt is drawn
+    reset: Callable[[], None] | None = None  # before every run, outside the timed span
+
+
+@dataclass
 class Contender:
     name: str
     label: str  # the command as a user types it
     argv: list[str]
     cwd: Path
     check: Check | None = None  # raises Wrong if the run did not do the work
+    pty: OnPty | None = None  # a REPL timed until its prompt (else: a process timed to its exit)
     times: list[float] = field(default_factory=lambda: [])
     unavailable: str = ""  # why it is not measured, if it is not
 
@@ -105,6 +127,7 @@ class Figure:
     label: str
     contenders: list[Contender]  # helikon first, then the peer the target is against, then context
     target: float | None = None  # helikon / peer at most this, by medians
+    limit_ms: float | None = None  # helikon's median at most this many ms
 
 
 # --------------------------------------------------------------------------- the commands and their checks
@@ -160,6 +183,12 @@ def prepare(work: Path) -> tuple[Path, Path]:
 
 def build_figures(project: Path, agents: Path) -> list[Figure]:
     helikon, adk, clai = str(BIN / "helikon"), str(BIN / "adk"), str(BIN / "pai")
+    helikon_repl = OnPty(
+        prompt=b"bench>",
+        quit=b"/quit\r",
+        banner=(b"helikon repl: agent bench, session ", b" (new); /help lists the commands"),
+        reset=lambda: shutil.rmtree(project / ".helikon", ignore_errors=True),
+    )
     return [
         Figure(
             "--help",
@@ -186,6 +215,27 @@ def build_figures(project: Path, agents: Path) -> list[Figure]:
             ],
             target=1.0,
         ),
+        Figure(
+            "REPL: start to prompt, on a pty",
+            [
+                Contender(
+                    "helikon",
+                    "helikon repl (a new .helikon/ each run)",
+                    [helikon, "repl"],
+                    project,
+                    pty=helikon_repl,
+                ),
+                Contender(
+                    "clai",
+                    "clai --model test (pai)",
+                    [clai, "--model", "test"],
+                    project,
+                    pty=OnPty(prompt="clai ➤".encode(), quit=b"/exit\r"),
+                ),
+            ],
+            target=1.0,
+            limit_ms=1500,
+        ),
     ]
 
 
@@ -193,7 +243,9 @@ def build_figures(project: Path, agents: Path) -> list[Figure]:
 
 
 def time_run(contender: Contender, env: dict[str, str]) -> float:
-    """Seconds from start to exit of one checked run of the contender's command."""
+    """Seconds from start to exit of one checked run of the contender's command (or to its prompt)."""
+    if contender.pty is not None:
+        return time_to_prompt(contender.argv, contender.cwd, env, contender.pty)
     began = time.perf_counter()
     proc = subprocess.run(
         contender.argv,
@@ -211,8 +263,10 @@ def time_run(contender: Contender, env: dict[str, str]) -> float:
     return elapsed
 
 
-def time_to_prompt(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    """Seconds from start until a REPL on a pseudo-terminal draws `clai ➤`; then `/exit`, checked."""
+def time_to_prompt(argv: list[str], cwd: Path, env: dict[str, str], repl: OnPty) -> float:
+    """Seconds from start until a REPL on a pseudo-terminal draws its prompt; then it is left, checked."""
+    if repl.reset is not None:
+        repl.reset()
     controller, terminal = pty.openpty()
     fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))
     began = time.perf_counter()
@@ -226,7 +280,7 @@ def time_to_prompt(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
         start_new_session=True,
     )
     os.close(terminal)
-    screen, ready = b"", 0.0
+    screen, ready, before_prompt, exited = b"", 0.0, b"", True
     try:
         while proc.poll() is None and time.perf_counter() - began < 60:
             if not select.select([controller], [], [], 0.5)[0]:
@@ -236,20 +290,32 @@ def time_to_prompt(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
                 screen += chunk
                 if CURSOR_REQUEST in chunk:
                     os.write(controller, CURSOR_ANSWER)
-                if not ready and CLAI_PROMPT in screen:
+                if not ready and repl.prompt in screen:
                     ready = time.perf_counter() - began
-                    os.write(controller, b"/exit\r")
-        proc.wait(10)
+                    before_prompt = screen[: screen.index(repl.prompt)]
+                    os.write(controller, repl.quit)
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            exited = False
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
         os.close(controller)
-    if not ready or proc.returncode != 0:
-        text = screen.decode(errors="replace").strip().splitlines()[-3:]
-        raise Wrong(
-            f"exit {proc.returncode}, prompt {'seen' if ready else 'never drawn'}: {' | '.join(text)}"
-        )
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", screen.decode(errors="replace"))  # no CSI codes
+    last = " | ".join(line.strip() for line in text.strip().splitlines()[-3:])
+    if not ready:
+        raise Wrong(f"prompt never drawn (exit {proc.returncode}): {last}")
+    if not exited:
+        raise Wrong(f"prompt drawn, but still running 10 s after {repl.quit!r}: {last}")
+    traceback = "Traceback (most recent call last)" in text
+    if proc.returncode != 0 or traceback:
+        how = f"exit {proc.returncode}{', a traceback' if traceback else ''}"
+        raise Wrong(f"prompt drawn, but {how} after {repl.quit!r}: {last}")
+    missing = [b.decode() for b in repl.banner if b not in before_prompt]
+    if missing:
+        raise Wrong(f"prompt drawn without {' / '.join(map(repr, missing))} before it: {last}")
     return ready
 
 
@@ -293,27 +359,31 @@ def print_figure(figure: Figure) -> None:
         print(f"{contender.label:<47}{_ms(median):>11}{_ms(fastest):>9}{ratio:>14}".rstrip())
 
 
-def print_summary(figures: list[Figure], clai_ready: Contender) -> None:
+def print_summary(figures: list[Figure]) -> None:
     print("\nSummary (median ms; ratio = helikon / peer)")
     print(f"{'figure':<34}{'helikon':>9}{'peer':>9}  {'peer name':<10}{'ratio':>7}  target")
     for figure in figures:
         ours, peer = figure.contenders[0], figure.contenders[1]
-        broken = [c for c in (ours, peer) if c.unavailable or not c.times]
-        if broken:
-            why = "; ".join(f"{c.name}: {c.unavailable or 'no run'}" for c in broken)
-            print(f"{figure.label:<34}not measurable: {why}")
+        if ours.unavailable or not ours.times:
+            print(f"{figure.label:<34}not measurable: helikon: {ours.unavailable or 'no run'}")
             continue
-        a, b = statistics.median(ours.times), statistics.median(peer.times)
-        ratio = a / b
-        verdict = "(context)"
-        if figure.target is not None:
-            verdict = f"<= {figure.target}x {'met' if ratio <= figure.target else 'NOT MET'}"
-        print(f"{figure.label:<34}{_ms(a):>9}{_ms(b):>9}  {peer.name:<10}{ratio:>6.2f}x  {verdict}")
-    if clai_ready.times and not clai_ready.unavailable:
-        median = _ms(statistics.median(clai_ready.times))
-        print(f"{'REPL ready (context)':<34}{'-':>9}{median:>9}  {'clai':<10}{'-':>7}  (context)")
-    else:
-        print(f"{'REPL ready (context)':<34}clai not measurable: {clai_ready.unavailable or 'no run'}")
+        a = statistics.median(ours.times)
+        verdicts = []
+        if peer.unavailable or not peer.times:
+            b_text, ratio_text = "-", "-"
+            if figure.target is not None:
+                why = peer.unavailable or "no run"
+                verdicts.append(f"<= {figure.target}x not measurable ({peer.name}: {why})")
+        else:
+            ratio = a / statistics.median(peer.times)
+            b_text, ratio_text = _ms(statistics.median(peer.times)), f"{ratio:.2f}x"
+            if figure.target is not None:
+                verdicts.append(f"<= {figure.target}x {'met' if ratio <= figure.target else 'NOT MET'}")
+        if figure.limit_ms is not None:
+            met = "met" if a * 1000 <= figure.limit_ms else "NOT MET"
+            verdicts.append(f"<= {figure.limit_ms:,.0f} ms {met}")
+        verdict = "; ".join(verdicts) or "(context)"
+        print(f"{figure.label:<34}{_ms(a):>9}{b_text:>9}  {peer.name:<10}{ratio_text:>7}  {verdict}")
 
 
 def _versions() -> str:
@@ -334,7 +404,7 @@ def main() -> None:
     missing = [name for name in ("helikon", "adk", "pai") if not (BIN / name).exists()]
     if missing:
         raise SystemExit(f"{', '.join(missing)} not in {BIN}: run with .bench-venv/bin/python")
-    print("helikon's command vs. google-adk's `adk` (and pydantic-ai's `clai`): process start to exit")
+    print("helikon's command vs. google-adk's `adk` and pydantic-ai's `clai`: start-up times")
     print(f"{os.cpu_count()} cores; python {platform.python_version()}; {_versions()}")
     print(f"{args.runs} timed runs of each command, turn about, after {args.warmup} checked warm-up runs")
     with tempfile.TemporaryDirectory(prefix="helikon-cli-bench-") as tmp:
@@ -345,14 +415,7 @@ def main() -> None:
         for figure in figures:
             measure(figure.contenders, lambda c: time_run(c, env), args.runs, args.warmup)
             print_figure(figure)
-        clai_ready = Contender(
-            "clai", "clai --model test (pai), on a pty", [str(BIN / "pai"), "--model", "test"], project
-        )
-        measure([clai_ready], lambda c: time_to_prompt(c.argv, c.cwd, env), args.runs, args.warmup)
-        print_figure(
-            Figure("REPL: start until the prompt is drawn (context; helikon has no REPL yet)", [clai_ready])
-        )
-        print_summary(figures, clai_ready)
+        print_summary(figures)
     broken = [f.label for f in figures if f.contenders[0].unavailable or not f.contenders[0].times]
     if broken:
         raise SystemExit(f"helikon could not be measured: {', '.join(broken)} (see above)")
