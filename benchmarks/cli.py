@@ -5,7 +5,10 @@ The first two figures are the wall time of a whole process, from `subprocess.run
 REPL's time from process start until its prompt is drawn:
 
 1. **`--help`**: `helikon --help` vs. `adk --help`; target helikon <= 0.8x adk. `clai --help`
-   beside them for context.
+   beside them for context, and the floor: helikon's own command tree (src/helikon/cli/app.py,
+   read from the source) built and printed by typer with nothing of helikon imported. typer
+   alone costs ~27 ms of imports over click's ~11 ms, which ADK's command uses directly, so the
+   floor measures what a typer command line can reach at all.
 2. **one question to a scripted agent**: `helikon run "Weather in Paris?"` vs.
    `adk run --in_memory bench "Weather in Paris?"`; target helikon <= 1.0x adk. The same work on
    both sides: one question, one scripted model turn answering `"It is sunny in Paris."`, no
@@ -166,6 +169,28 @@ def adk_answered(proc: subprocess.CompletedProcess[str]) -> None:
         raise Wrong(f"no `[bench]: {ANSWER}` in its output; {_tail(proc)}")
 
 
+# The floor of `--help` for a typer command line: helikon's own command tree (cli/app.py, read
+# from the source) built and printed by typer with nothing of helikon imported. Its two
+# imports from helikon are replaced by stand-ins; every command and option is the same.
+TYPER_FLOOR = r"""
+import sys
+import types
+
+source = open(sys.argv[1], encoding="utf-8").read()
+source = source.replace(
+    "from ..core._internal.extras import missing_extra",
+    "def missing_extra(needs, extra): return ImportError(needs)",
+)
+source = source.replace("from .state import STATE", "class _State: debug = False\nSTATE = _State()")
+module = types.ModuleType("floor_app")
+exec(compile(source, "floor_app", "exec"), module.__dict__)
+import typer
+
+typer.main.get_command(module.app).main(args=sys.argv[2:], prog_name="helikon", standalone_mode=False)
+"""
+APP_SOURCE = Path(__file__).resolve().parents[1] / "src" / "helikon" / "cli" / "app.py"
+
+
 def prepare(work: Path) -> tuple[Path, Path]:
     """The helikon project directory and ADK's agents directory, both answering ANSWER."""
     for sub in ("home", "tmp"):
@@ -178,6 +203,7 @@ def prepare(work: Path) -> tuple[Path, Path]:
     (agents / "bench").mkdir(parents=True)
     (agents / "bench" / "__init__.py").write_text("from . import agent\n")
     (agents / "bench" / "agent.py").write_text(ADK_AGENT)
+    (work / "typer_floor.py").write_text(TYPER_FLOOR)
     return project, agents
 
 
@@ -196,6 +222,13 @@ def build_figures(project: Path, agents: Path) -> list[Figure]:
                 Contender("helikon", "helikon --help", [helikon, "--help"], project, help_ok),
                 Contender("adk", "adk --help", [adk, "--help"], agents, help_ok),
                 Contender("clai", "clai --help (the script pai)", [clai, "--help"], project, help_ok),
+                Contender(
+                    "typer floor",
+                    "typer floor: same commands, no helikon",
+                    [sys.executable, str(project.parent / "typer_floor.py"), str(APP_SOURCE), "--help"],
+                    project,
+                    help_ok,
+                ),
             ],
             target=0.8,
         ),
