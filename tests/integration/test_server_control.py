@@ -6,8 +6,10 @@ import asyncio
 from typing import Any
 
 import httpx2
+import pytest
 from server_helpers import Gate, clerk, echo_agent, refunds, serving, sse_frames
 
+from helikon import UserError
 from helikon.server import AgentServer, BearerTokenAuth, StreamLimits
 
 SESSION = {"X-Session-Id": "s1"}
@@ -278,3 +280,17 @@ async def test_the_background_sweeper_lets_expired_runs_go() -> None:
                     break
                 await asyncio.sleep(0.05)
         assert server.runs.get(run_id) is None and server.runs.all() == []
+
+
+async def test_agents_from_a_mapping_are_looked_up_at_each_request() -> None:
+    with pytest.raises(UserError, match=r"\.agent\(\.\.\.\) or \.agents\(source\), not both"):
+        AgentServer.builder().with_default_context().agent(echo_agent()).agents({}).build()
+    source = {"echo": echo_agent()}
+    server = AgentServer.builder().with_default_context().agents(source).build()
+    async with serving(server) as base, httpx2.AsyncClient(base_url=base) as client:
+        assert [a["name"] for a in (await client.get("/agents")).json()["agents"]] == ["echo"]
+        source["other"] = echo_agent("other")  # the mapping changed: so does what the server runs
+        ran = await client.post("/agents/other/runs", json={"input": "hi"})
+        assert ran.json()["output"] == "answer 0"
+        del source["echo"]
+        assert (await client.post("/agents/echo/runs", json={"input": "hi"})).status_code == 404
