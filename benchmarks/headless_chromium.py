@@ -1,29 +1,18 @@
-"""Debian's Chromium for the browser benchmarks, started as the test suite starts it (`tests/browser.py`).
+"""Debian's Chromium for the browser benchmarks, started as the test suite starts it.
 
-The flags keep Chromium off the network, which is closed here; the benchmarks only open
-files and servers on 127.0.0.1. Playwright drives `/usr/bin/chromium` through
-`executable_path`: `playwright install`, which downloads a browser, is never run.
+One home for the flags and the lookup: `tests/browser.py`, re-exported here. The flags keep
+Chromium off the network, which is closed here; the benchmarks only open files and servers on
+127.0.0.1. Playwright drives `/usr/bin/chromium` through `executable_path`: `playwright
+install`, which downloads a browser, is never run.
 """
 
 from __future__ import annotations
 
-import shutil
+import sys
+from pathlib import Path
 
-FLAGS = (
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
+from browser import FLAGS, chromium_path
 
-def chromium_path() -> str:
-    """Where Debian's Chromium is; exits saying how to install it when it is not."""
-    found = shutil.which("chromium")
-    if found is None:
-        raise SystemExit("Debian's chromium is needed: run `make test-deps`")
-    return found
+__all__ = ["FLAGS", "chromium_path"]

@@ -150,14 +150,15 @@ def serve_helikon(port: int, _: str) -> None:
     _uvicorn(AgentServer.builder().with_default_context().agent(agent).build().app(), port)
 
 
-def serve_adk(port: int, agents_dir: str) -> None:
+def serve_adk(port: int, agents_dir: str, *, web: bool = False) -> None:
+    """ADK's app as `adk api_server` serves it on `port` (`web`: as `adk web`, with the dev UI)."""
     from google.adk.cli.fast_api import get_fast_api_app
 
     app = get_fast_api_app(
         agents_dir=agents_dir,
         session_service_uri="memory://",
         use_local_storage=False,
-        web=False,
+        web=web,
         host=HOST,
         bind_host=HOST,
         port=port,

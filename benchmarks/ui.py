@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from headless_chromium import FLAGS, chromium_path
+from server import serve_adk
 
 TARGET_S = 1.5
 TOKEN = "benchmark-console-token-0123456789"
@@ -124,22 +125,6 @@ async def helikon_round(context: Any, base: str, events: int, times: dict[str, l
 
 
 # --------------------------------------------------------------------------- google-adk
-
-
-def serve_adk(port: int, agents_dir: str) -> None:
-    """The child: ADK's `adk web` app (API server plus the dev UI's assets) on `port`."""
-    import uvicorn
-    from google.adk.cli.fast_api import get_fast_api_app
-
-    app = get_fast_api_app(
-        agents_dir=agents_dir,
-        session_service_uri="memory://",
-        use_local_storage=False,
-        web=True,
-        host=HOST,
-        port=port,
-    )
-    uvicorn.run(app, host=HOST, port=port, log_level="warning", access_log=False)
 
 
 def adk_events(events: int) -> list[dict[str, Any]]:
@@ -363,7 +348,7 @@ def main() -> None:
     parser.add_argument("--serve-adk", nargs=2, metavar=("PORT", "AGENTS_DIR"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_adk:
-        serve_adk(int(args.serve_adk[0]), args.serve_adk[1])
+        serve_adk(int(args.serve_adk[0]), args.serve_adk[1], web=True)
         return
     with tempfile.TemporaryDirectory(prefix="helikon-ui-bench-") as work:
         result = asyncio.run(measure(args, Path(work)))

@@ -5,6 +5,9 @@ Playwright drives the system's `/usr/bin/chromium` (`make test-deps` installs De
 is never run. The flags keep Chromium off the network: this machine's is closed, and a
 browser test only ever opens files and servers on 127.0.0.1.
 
+The browser benchmarks start Chromium with these same flags (`benchmarks/headless_chromium.py`
+re-exports `FLAGS` and `chromium_path` from here).
+
 Screenshots and other things a person may want to look at after a run go to `ARTIFACTS`
 (`test-artifacts/` at the checkout's root, not committed).
 """

@@ -104,8 +104,8 @@ def test_an_unknown_provider_and_a_bad_model_string(tmp_path: Path) -> None:
         tmp_path, '[agents.a]\nmodel = { provider = "openia", id = "x" }\n[agents.b]\nmodel = "gpt-5"\n'
     )
     assert found[0] == (
-        "agents.toml:2: agents.a.model.provider: 'openia': one of o"
-        "penai, anthropic, gemini, bedrock, mock (or a model string)"
+        "agents.toml:2: agents.a.model.provider: 'openia': "
+        "one of openai, anthropic, gemini, bedrock, mock (or a model string)"
     )
     assert found[1].startswith(
         "agents.toml:4: agents.b.model: model='gpt-5': expected a Model or a model string"
@@ -156,16 +156,16 @@ def test_a_handoff_cycle_is_rejected_once(tmp_path: Path) -> None:
         f'handoffs = ["b"]\n[agents.b]\n{MOCK}\nhandoffs = ["c"]\n',
     )
     assert found == [
-        "agents.toml:6: agents.a.handoffs: handoff cycle detec"
-        "ted (a -> b -> c -> a): declare one-way handoff chains"
+        "agents.toml:6: agents.a.handoffs: "
+        "handoff cycle detected (a -> b -> c -> a): declare one-way handoff chains"
     ]
 
 
 def test_a_tool_needs_exactly_one_of_script_and_inline(tmp_path: Path) -> None:
     found = problems(
         tmp_path,
-        f'[agents.a]\n{MOCK}\n[tools.none]\ndescription = "'
-        'x"\n[tools.both]\nscript = "t.lua"\ninline = "x"\n',
+        f'[agents.a]\n{MOCK}\n[tools.none]\ndescription = "x"\n'
+        '[tools.both]\nscript = "t.lua"\ninline = "x"\n',
     )
     assert found == [
         "agents.toml:3: tools.none: give exactly one of script = \"<file>.lua\" and inline = '''<lua>'''",
@@ -196,8 +196,8 @@ def test_eval_settings(tmp_path: Path) -> None:
     )
     assert found == [
         'agents.toml:3: eval.json_schema: json_schema needs [eval.json_schema] with schema = "<file>.json"',
-        "agents.toml:4: eval.evaluators[1]: 'bleu': one of e"
-        "xact_match, tool_trajectory, json_schema, llm_judge",
+        "agents.toml:4: eval.evaluators[1]: 'bleu': "
+        "one of exact_match, tool_trajectory, json_schema, llm_judge",
         "agents.toml:6: eval.tool_trajectory.order: one of exact, in_order, any_order",
     ]
 
