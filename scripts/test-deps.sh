@@ -2,7 +2,8 @@
 # Installs what the test suite needs beyond the Python environment: the server binaries the
 # integration tests start on 127.0.0.1 (helikon.testing.servers), Debian's Chromium for the
 # browser tests, tmux for the REPL tests, Node.js, and the real MCP peers from the npm registry (tests/npm_peers, pinned
-# by its package-lock.json). `make test` runs this first, and `.ci/run` runs `make test`, so the
+# by its package-lock.json), and the contract oracles' own virtual environments (tests/oracles: AWS's
+# AgentCore app, which pins an older pydantic). `make test` runs this first, and `.ci/run` runs `make test`, so the
 # README's command and CI share one install step.
 #
 # Only missing packages are installed (apt-get, as root or through passwordless sudo). No
@@ -35,8 +36,26 @@ install_npm_peers() {
   fi
 }
 
+install_oracles() {
+  # Each oracle is a peer's own package in a virtual environment of its own, never a dependency of
+  # helikon; reinstalled only when its requirements changed.
+  local oracle
+  oracle="$(dirname "$0")/../tests/oracles/agentcore"
+  if [ -f "$oracle/.venv/installed" ] && [ "$oracle/.venv/installed" -nt "$oracle/requirements.txt" ]; then
+    return 0
+  fi
+  echo "test-deps: installing the AgentCore oracle (tests/oracles/agentcore/.venv)"
+  rm -rf "$oracle/.venv"
+  if ! { uv venv -q "$oracle/.venv" && VIRTUAL_ENV="$oracle/.venv" uv pip install -q -r "$oracle/requirements.txt"; }; then
+    echo "test-deps: uv could not install tests/oracles/agentcore (PyPI must be reachable)" >&2
+    exit 1
+  fi
+  touch "$oracle/.venv/installed"
+}
+
 if [ "${#missing[@]}" -eq 0 ]; then
   install_npm_peers
+  install_oracles
   exit 0
 fi
 
@@ -69,3 +88,4 @@ if ! { "${sudo[@]}" apt-get update -qq && "${sudo[@]}" apt-get install -y -qq --
 fi
 rm -f "$log"
 install_npm_peers
+install_oracles

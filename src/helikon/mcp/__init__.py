@@ -19,12 +19,18 @@ from .client import McpServerHandle
 from .errors import McpError
 
 if TYPE_CHECKING:
+    from ._server_calls import call_headers
     from .server import McpAgentServer, tool_name_for
     from .tool_server import McpToolServer
 
 # The servers' names -> their module, imported on first access: they load the SDK's server
 # stack (Starlette, uvicorn), which a client alone never needs.
-_LAZY = {"McpAgentServer": "server", "tool_name_for": "server", "McpToolServer": "tool_server"}
+_LAZY = {
+    "call_headers": "_server_calls",
+    "McpAgentServer": "server",
+    "tool_name_for": "server",
+    "McpToolServer": "tool_server",
+}
 
 
 def __getattr__(name: str) -> Any:
@@ -37,5 +43,6 @@ __all__ = [
     "McpError",
     "McpServerHandle",
     "McpToolServer",
+    "call_headers",
     "tool_name_for",
 ]

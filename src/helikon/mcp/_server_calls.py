@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
+from types import MappingProxyType
 from typing import Any, TypeAlias, TypeVar
 
 import mcp_types as types
@@ -47,6 +49,40 @@ async def abandon(task: asyncio.Future[Any]) -> None:
         task.exception()  # retrieved, so an abandoned call's error is not logged as never read
 
 
+_NO_HEADERS: Mapping[str, str] = MappingProxyType({})
+_call_headers: ContextVar[Mapping[str, str]] = ContextVar("helikon_mcp_call_headers", default=_NO_HEADERS)
+
+
+def call_headers() -> Mapping[str, str]:
+    """The HTTP headers of the request carrying the tool call being made (names in lower case).
+
+    For a context factory that keys a session, or a tenant, on a header. Empty over stdio,
+    and outside a call.
+
+    Example:
+        ```python
+        from helikon import RunContext
+        from helikon.mcp import call_headers
+
+        def ctx_factory() -> RunContext[str]:
+            return RunContext.ephemeral(call_headers().get("x-tenant", "public"))
+
+        assert ctx_factory().user_ctx == "public"  # no call is being made here
+        ```
+    """
+    return _call_headers.get()
+
+
+def with_call_headers(request: Any) -> None:
+    """Make the HTTP headers of the SDK's `request` (if it came over HTTP) what `call_headers` gives.
+
+    Called in the task that serves the call, so its context factory and run see them.
+    """
+    headers = getattr(getattr(request, "request", None), "headers", None)
+    if headers is not None:
+        _call_headers.set(MappingProxyType({str(k).lower(): str(v) for k, v in headers.items()}))
+
+
 def default_ctx() -> RunContext[None]:
     """The context factory of a server given none: `RunContext.ephemeral(None)`."""
     return RunContext.ephemeral(None)
@@ -75,8 +111,10 @@ __all__ = [
     "WIND_DOWN",
     "CtxFactory",
     "abandon",
+    "call_headers",
     "default_ctx",
     "error_result",
     "make_context",
     "settle",
+    "with_call_headers",
 ]

@@ -49,7 +49,7 @@ from helikon.core.exceptions import UserError
 from helikon.core.output import OutputSpec
 
 from ._agent_call import Report, run_agent_call
-from ._server_calls import CtxFactory, default_ctx, error_result, make_context
+from ._server_calls import CtxFactory, default_ctx, error_result, make_context, with_call_headers
 from ._serving import McpServing, unknown_tool
 
 if TYPE_CHECKING:
@@ -105,6 +105,7 @@ class _AgentTool(Generic[Ctx]):
         if not isinstance(text, str) or extra:
             why = f"unexpected argument(s) {extra}" if extra else "'input' must be a string"
             return error_result(f'invalid arguments for {name!r}: {why}; call it with {{"input": "<text>"}}')
+        with_call_headers(request)  # this call's task: its factory and run see them
         try:
             ctx = await make_context(self.ctx_factory)
         except Exception as exc:

@@ -54,7 +54,15 @@ from helikon.core.context import RunConfig, ToolContext
 from helikon.core.exceptions import InvalidArgs, ModelRetry, ToolError, UserError
 from helikon.core.tools import Tool
 
-from ._server_calls import CLIENT_CANCELLED, CtxFactory, abandon, default_ctx, error_result, make_context
+from ._server_calls import (
+    CLIENT_CANCELLED,
+    CtxFactory,
+    abandon,
+    default_ctx,
+    error_result,
+    make_context,
+    with_call_headers,
+)
 from ._serving import McpServing, unknown_tool
 from ._tool_results import call_result, definition
 
@@ -79,6 +87,7 @@ class _Tools(Generic[Ctx]):
         tool = self.by_name.get(name)
         if tool is None:
             raise unknown_tool(name, list(self.by_name))
+        with_call_headers(request)  # this call's task: its factory and tool see them
         try:
             run = await make_context(self.ctx_factory)
         except Exception as exc:

@@ -4,7 +4,8 @@
   `.session_provider(...)`, `.auth(...)`, retention and limits; `.build()`, then `.app()` (ASGI)
   or `await .serve(host, port)`.
 - `SessionProvider`: `X-Session-Id` → a session (`InMemorySessionProvider`,
-  `SqliteSessionProvider`, `PostgresSessionProvider`, `RedisSessionProvider`, or your own).
+  `SqliteSessionProvider`, `PostgresSessionProvider`, `RedisSessionProvider`, or your own);
+  `session_provider(url)` picks one by URL (`sqlite:///...`, `postgresql://...`, `redis://...`).
 - `ContextProvider` / `ServerRequest`: each run's `RunContext` from its request.
 - `AuthLayer` / `AuthRejection` / `BearerTokenAuth`: who may call.
 - `StreamLimits`: pings, idle timeout and subscriber limits.
@@ -41,6 +42,7 @@ from .app import AgentServer, AgentServerBuilder
 from .auth import AuthLayer, AuthRejection, BearerTokenAuth, LocalTokenAuth
 from .context import ContextProvider, DefaultContextProvider, ServerRequest
 from .runs import RunStatus
+from .session_urls import session_provider
 from .sessions import (
     InMemorySessionProvider,
     PostgresSessionProvider,
@@ -67,4 +69,5 @@ __all__ = [
     "SessionProvider",
     "SqliteSessionProvider",
     "StreamLimits",
+    "session_provider",
 ]

@@ -215,6 +215,31 @@ class Runs:
         )
         await recorded
 
+    async def resume_session(
+        self,
+        agent: str,
+        decisions: Mapping[str, Decision],
+        request: ServerRequest,
+        *,
+        deny_rest: bool = False,
+    ) -> ServerRun:
+        """Decide the run `request`'s session holds paused, kept here or not (the pause is in the log).
+
+        A new `ServerRun` carries what follows; returns once the decisions are recorded.
+
+        Raises:
+            ApprovalError: Nothing is paused on the session, or a decision failed its checks.
+        """
+        run = ServerRun(uuid.uuid4().hex, agent, request.session_id, log=RunLog(self.subscribers))
+        run._set("paused")
+        self._runs[run.id] = run
+        try:
+            await self.resume(run, decisions, request, deny_rest=deny_rest)
+        except BaseException:
+            self._runs.pop(run.id, None)
+            raise
+        return run
+
     async def cancel(self, run: ServerRun, action: CancelAction) -> ServerRun:
         """Cancel `run` (idempotent): wait for it to end, rewind its turn for `rollback`; the run."""
         if run.finished:
