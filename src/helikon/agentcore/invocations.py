@@ -96,7 +96,7 @@ class Invocations:
         ask = _ask(payload, self.server.input_from)
         run = await self._begin(ask, self.server.request(request.headers, session_id))
         if "text/event-stream" in request.headers.get("accept", ""):
-            return EventSourceResponse(self._frames(run), sep="\n", ping=15)
+            return EventSourceResponse(self._frames(run), sep="\n", ping=15, ping_message_factory=_keep_alive)
         return await self._answer(request, run)
 
     async def _begin(self, ask: Any, request: ServerRequest) -> ServerRun:
@@ -126,7 +126,7 @@ class Invocations:
         finished = False
         try:
             async for entry in self._events(run):
-                yield ServerSentEvent(data=entry.data.decode())
+                yield ServerSentEvent(data=entry.data.decode(), sep="\n")
             finished = True
         finally:
             if not finished:  # the client left (or the server stops): the run ends with it
@@ -175,6 +175,9 @@ class _Conversation:
                 message = receiver.result()
                 if message["type"] == "websocket.disconnect":
                     return
+                if sender is not None and self.run_now is not None and _ended(self.run_now):
+                    await sender  # its run ended: only its last events are left to send
+                    sender, self.run_now = None, None
                 receiver = asyncio.ensure_future(self.websocket.receive())
                 text = message.get("text")
                 if text is None:
@@ -258,6 +261,16 @@ def outcome(run: ServerRun) -> dict[str, Any]:
     if run.status == "paused":
         body["pending"] = run.pending
     return body
+
+
+def _keep_alive() -> ServerSentEvent:
+    """The comment a quiet stream sends every 15 s, so proxies keep it open."""
+    return ServerSentEvent(comment="ping", sep="\n")
+
+
+def _ended(run: ServerRun) -> bool:
+    """Whether `run` logged its last event (paused or finished)."""
+    return run.status == "paused" or run.finished
 
 
 def _status(run: ServerRun) -> int:

@@ -30,7 +30,7 @@ def _events(text):
         {"type": "turn_started", "turn": 0},
         {"type": "token_delta", "text": text},
         {"type": "message_output", "item": item},
-        {"type": "run_completed", "usage": USAGE, "output": text},
+        {"type": "run_completed", "usage": USAGE, "output": None},
     ]
 
 
