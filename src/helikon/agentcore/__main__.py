@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import importlib
 import os
 import sys
@@ -20,7 +21,7 @@ from typing import Any, cast
 from ..core.agent import Agent
 from ..core.exceptions import UserError
 from ..server.session_urls import session_provider
-from .server import AgentCoreServer
+from .server import AgentCoreServer, serve_app
 
 SESSIONS_ENV = "HELIKON_SESSIONS_URL"
 PORTS = {"http": 8080, "mcp": 8000}
@@ -74,6 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     try:
         server = load(args.target, args.sessions)
+        app = server.mcp_app(durable=args.durable_mcp) if args.protocol == "mcp" else server.app()
     except UserError as exc:
         print(f"helikon.agentcore: {exc}", file=sys.stderr)
         return 2
@@ -84,13 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
     port = args.port if args.port is not None else PORTS[args.protocol]
-    try:
-        if args.protocol == "mcp":
-            asyncio.run(server.serve_mcp(args.host, port, durable=args.durable_mcp))
-        else:
-            asyncio.run(server.serve(args.host, port))
-    except KeyboardInterrupt:
-        pass
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down already
+        asyncio.run(serve_app(app, args.host, port, {}))
     return 0
 
 

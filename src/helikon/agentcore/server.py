@@ -158,8 +158,18 @@ class AgentCoreServer:
         Each call runs on a fresh in-memory session. With `durable=True` a call that
         carries `X-Amzn-Bedrock-AgentCore-Runtime-Session-Id` runs on that session of
         `sessions` instead, so calls of one AgentCore session share a conversation.
+
+        Raises:
+            UserError: `durable=True` with sessions in memory (give SQLite, PostgreSQL or Redis).
         """
         from .mcp_mode import mcp_app
+
+        if durable and isinstance(self.sessions, InMemorySessionProvider):
+            raise UserError(
+                "AgentCoreServer.mcp_app(durable=True) keeps each AgentCore session's conversation in "
+                "`sessions`, which are in memory: give sessions=session_provider('postgresql://...') "
+                "(or redis://..., sqlite:///...)"
+            )
 
         return mcp_app(self, durable=durable)
 
@@ -173,13 +183,13 @@ class AgentCoreServer:
 
     async def serve(self, host: str = "127.0.0.1", port: int = 8080, **uvicorn_options: Any) -> None:
         """Serve the HTTP protocol on `host:port` until cancelled (in a container: `0.0.0.0`, 8080)."""
-        await _serve(self.app(), host, port, uvicorn_options)
+        await serve_app(self.app(), host, port, uvicorn_options)
 
     async def serve_mcp(
         self, host: str = "127.0.0.1", port: int = 8000, *, durable: bool = False, **uvicorn_options: Any
     ) -> None:
         """Serve the MCP protocol on `host:port` until cancelled (in a container: `0.0.0.0`, 8000)."""
-        await _serve(self.mcp_app(durable=durable), host, port, uvicorn_options)
+        await serve_app(self.mcp_app(durable=durable), host, port, uvicorn_options)
 
     async def aclose(self) -> None:
         """Cancel the runs still going (their turns are written), close the sessions, stop the worker loop."""
@@ -202,7 +212,8 @@ class AgentCoreServer:
             await self.aclose()
 
 
-async def _serve(app: Any, host: str, port: int, options: dict[str, Any]) -> None:
+async def serve_app(app: Any, host: str, port: int, options: dict[str, Any]) -> None:
+    """Serve the ASGI `app` on `host:port` with uvicorn until cancelled (the app's lifespan runs)."""
     import uvicorn
 
     settings: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **options}
