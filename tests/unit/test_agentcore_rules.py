@@ -221,5 +221,6 @@ async def test_leaving_a_stream_early_stops_the_worker_side() -> None:
                 break
         await stream.aclose()  # type: ignore[attr-defined]
         await asyncio.wait_for(stopped.wait(), 30)
+        assert stopped.is_set()  # the worker side's generator was closed
     finally:
         worker.stop()
