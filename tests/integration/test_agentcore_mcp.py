@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import subprocess
@@ -13,14 +14,14 @@ from typing import Any
 
 import httpx2
 import pytest
-from agentcore_helpers import counting_agent, serving, session
+from agentcore_helpers import ThreadGate, closing_outcome, counting_agent, eventually, serving, session
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp_server_helpers import free_port, inspector, wait_listening
 
 from helikon import UserError
 from helikon.agentcore import AgentCoreServer
-from helikon.server import session_provider
+from helikon.server import SqliteSessionProvider, session_provider
 
 ROOT = Path(__file__).resolve().parents[2]
 MCP_HEADERS = {
@@ -124,3 +125,29 @@ def test_the_inspector_lists_and_calls_the_agent_served_by_the_entry_point() -> 
     assert [t["name"] for t in json.loads(listed.stdout)["tools"]] == ["assistant"]
     assert called.returncode == 0, called.stderr
     assert json.loads(called.stdout)["content"] == [{"type": "text", "text": "The answer is 42."}]
+
+
+async def test_a_caller_that_hangs_up_mid_call_cancels_the_run_and_its_turn_is_written(
+    tmp_path: Path,
+) -> None:
+    gate = ThreadGate()
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    server = AgentCoreServer(gate.agent(), sessions=session_provider(url))
+    call = {**tool_call("go"), "params": {"name": "slow", "arguments": {"input": "go"}}}
+    async with serving(server, mcp=True, durable=True) as base:
+        async with httpx2.AsyncClient(base_url=base, timeout=60) as client:
+            hanging = asyncio.create_task(
+                client.post("/mcp", headers={**MCP_HEADERS, **session("mcp-left")}, json=call)
+            )
+            await gate.wait_entered()
+            hanging.cancel()  # the caller hangs up: its connection closes
+            await asyncio.gather(hanging, return_exceptions=True)
+        reader = SqliteSessionProvider(tmp_path / "s.db")
+        kept = await reader.session("mcp-left")
+
+        async def written() -> bool:
+            return await closing_outcome(kept) == "cancelled"
+
+        await eventually(written, "the cancelled turn written after the MCP caller hung up")
+        await reader.aclose()
+    gate.open.set()
