@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Create the benchmark venv (.bench-venv) with the peer frameworks and helikon (editable).
 # Usage (from anywhere): bash benchmarks/setup_env.sh
+# (benchmarks/agentcore.py has a venv of its own, .bench-venv-agentcore: benchmarks/setup_agentcore_env.sh.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 uv venv --clear -p 3.11 .bench-venv
