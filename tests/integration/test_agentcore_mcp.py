@@ -149,5 +149,6 @@ async def test_a_caller_that_hangs_up_mid_call_cancels_the_run_and_its_turn_is_w
             return await closing_outcome(kept) == "cancelled"
 
         await eventually(written, "the cancelled turn written after the MCP caller hung up")
+        assert [m.type for m in (await kept.snapshot()).messages][:2] == ["user", "tool_call"]
         await reader.aclose()
     gate.open.set()

@@ -24,11 +24,10 @@ Example:
 from helikon.core._internal.extras import missing_extra
 
 try:  # the web stack, checked once here
-    import sse_starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    import starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import starlette.applications  # noqa: F401  # pyright: ignore[reportUnusedImport]
     import uvicorn  # noqa: F401  # pyright: ignore[reportUnusedImport]
 except ImportError as exc:
-    raise missing_extra("helikon.agentcore needs Starlette, sse-starlette and uvicorn", "agentcore") from exc
+    raise missing_extra("helikon.agentcore needs Starlette and uvicorn", "agentcore") from exc
 
 from .headers import CUSTOM_PREFIX, REQUEST_ID_HEADER, SESSION_HEADER, USER_ID_HEADER, custom_headers
 from .health import Health, PingStatus

@@ -28,7 +28,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING, Any
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.types import Receive, Scope, Send
@@ -38,6 +37,8 @@ from ..core.approvals import ApprovalError
 from ..server.context import ServerRequest
 from ..server.run_log import LogEntry
 from ..server.runs import ServerRun
+from ..server.sse import SseResponse
+from ..server.streams import sse_chunks
 from .headers import SESSION_HEADER, BadSessionId, session_id_of
 from .payloads import PayloadError, read_payload
 
@@ -49,6 +50,8 @@ logger = logging.getLogger("helikon.agentcore")
 _ALL = 1 << 30
 """A subscriber's backlog: the bridge to the HTTP loop drains it at once, so it never fills."""
 FAILED = "the invocation failed; the container's log has the details"
+KEEP_ALIVE = 15.0
+"""Seconds of quiet after which an SSE stream sends a comment, so proxies keep it open."""
 
 
 class Refused(Exception):
@@ -96,7 +99,8 @@ class Invocations:
         ask = _ask(payload, self.server.input_from)
         run = await self._begin(ask, self.server.request(request.headers, session_id))
         if "text/event-stream" in request.headers.get("accept", ""):
-            return EventSourceResponse(self._frames(run), sep="\n", ping=15, ping_message_factory=_keep_alive)
+            chunks = self.server.worker.stream(lambda: _sse_chunks(run))
+            return SseResponse(chunks, on_disconnect=lambda: self.server.cancel(run))
         return await self._answer(request, run)
 
     async def _begin(self, ask: Any, request: ServerRequest) -> ServerRun:
@@ -121,16 +125,6 @@ class Invocations:
             self.server.cancel(run)
             return Response(status_code=499)  # no one is there to read it
         return JSONResponse(outcome(run), status_code=_status(run))
-
-    async def _frames(self, run: ServerRun) -> AsyncIterator[ServerSentEvent]:
-        finished = False
-        try:
-            async for entry in self._events(run):
-                yield ServerSentEvent(data=entry.data.decode(), sep="\n")
-            finished = True
-        finally:
-            if not finished:  # the client left (or the server stops): the run ends with it
-                self.server.cancel(run)
 
     def _events(self, run: ServerRun) -> AsyncIterator[LogEntry]:
         return self.server.worker.stream(lambda: run.log.subscribe(after=-1, limit=_ALL))
@@ -263,9 +257,15 @@ def outcome(run: ServerRun) -> dict[str, Any]:
     return body
 
 
-def _keep_alive() -> ServerSentEvent:
-    """The comment a quiet stream sends every 15 s, so proxies keep it open."""
-    return ServerSentEvent(comment="ping", sep="\n")
+def _sse_chunks(run: ServerRun) -> AsyncIterator[bytes]:
+    """The run's events as SSE chunks, made on the worker loop: `data:` frames, a comment every 15 s."""
+    subscription = run.log.subscribe(after=-1, limit=_ALL)
+    return sse_chunks(subscription, run, _data_frame, ping=KEEP_ALIVE, idle=None)
+
+
+def _data_frame(entry: LogEntry) -> bytes:
+    """An event as AgentCore's SSE frame: its JSON as the data, nothing else (the JSON is one line)."""
+    return b"data: " + entry.data + b"\n\n"
 
 
 def _ended(run: ServerRun) -> bool:

@@ -33,10 +33,9 @@ Example:
 from helikon.core._internal.extras import missing_extra
 
 try:  # the web stack, checked once here: every module below may import it
-    import sse_starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
-    import starlette  # noqa: F401  # pyright: ignore[reportUnusedImport]
+    import starlette.applications  # noqa: F401  # pyright: ignore[reportUnusedImport]
 except ImportError as exc:
-    raise missing_extra("helikon.server needs Starlette and sse-starlette", "server") from exc
+    raise missing_extra("helikon.server needs Starlette", "server") from exc
 
 from .app import AgentServer, AgentServerBuilder
 from .auth import AuthLayer, AuthRejection, BearerTokenAuth, LocalTokenAuth

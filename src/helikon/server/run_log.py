@@ -70,25 +70,46 @@ class Subscription:
     def _closed(self) -> None:
         self._wake.set()
 
+    def take(self) -> list[LogEntry]:
+        """The entries ready now, in order (the replay first), without waiting; [] when none is."""
+        ready, self._replay = self._replay, []
+        if not self.dropped:
+            ready.extend(self._live)
+        self._live.clear()
+        return ready
+
+    @property
+    def ended(self) -> bool:
+        """True once nothing more will come: the log closed and everything was taken, or dropped."""
+        return self.dropped or (self._log.closed and not self._live and not self._replay)
+
+    async def wait(self, within: float | None = None) -> bool:
+        """Wait until an entry is ready or the subscription ends (True), or `within` seconds pass (False)."""
+        if self._replay or self._live or self.ended:
+            return True
+        self._wake.clear()
+        if within is None:
+            await self._wake.wait()
+            return True
+        try:  # a timer only while waiting: an entry at hand costs none
+            async with asyncio.timeout(within):
+                await self._wake.wait()
+        except TimeoutError:
+            return False
+        return True
+
     def __aiter__(self) -> AsyncIterator[LogEntry]:
         return self._entries()
 
     async def _entries(self) -> AsyncIterator[LogEntry]:
         try:
-            for entry in self._replay:
-                yield entry
-            self._replay = []
             while True:
-                while self._live and not self.dropped:
-                    yield self._live.popleft()
-                if self.dropped or (self._log.closed and not self._live):
+                for entry in self.take():
+                    yield entry
+                if self.ended:
                     return
-                self._wake.clear()
-                if self.idle is None:
-                    await self._wake.wait()
-                else:  # a timer only while waiting: an entry at hand costs none
-                    async with asyncio.timeout(self.idle):
-                        await self._wake.wait()
+                if not await self.wait(self.idle):
+                    raise TimeoutError(f"no event for {self.idle} s")
         finally:
             self.cancel()
 

@@ -3,7 +3,8 @@
 SSE: each event is `id: <seq>`, `event: <type>`, `data: <the event's JSON>`; a client that
 reconnects with `Last-Event-ID: <seq>` gets the events after it, with no gap and no
 repeat (browsers' `EventSource` does this by itself). Comments every `ping` seconds keep
-proxies from closing a quiet stream. sse-starlette writes the frames.
+proxies from closing a quiet stream. `SseResponse` writes them, the events that are ready
+together in one write.
 
 WebSocket: text messages `{"seq", "type", "event"}`, replaying the events after
 `?after=<seq>` and then following the run; the server closes the socket (1000) after the
@@ -23,11 +24,11 @@ import json
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
-from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .run_log import LogEntry, Subscription
 from .runs import ServerRun
+from .sse import PING, SseResponse
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,30 +69,66 @@ async def _entries(subscription: Subscription, run: ServerRun) -> AsyncIterator[
         )
 
 
+def event_frame(entry: LogEntry) -> bytes:
+    """One logged event as an SSE frame with its seq and type (the event's JSON is one line)."""
+    return b"id: %d\nevent: %s\ndata: %s\n\n" % (entry.seq, entry.type.encode(), entry.data)
+
+
+async def sse_chunks(
+    subscription: Subscription,
+    run: ServerRun,
+    frame: Callable[[LogEntry], bytes],
+    *,
+    ping: float,
+    idle: float | None,
+) -> AsyncIterator[bytes]:
+    """The subscription's events as SSE chunks: what is ready, one chunk; a `PING` when quiet.
+
+    Ends after the run's terminal event, or with a `stream_dropped` frame (the client fell
+    behind) or a `stream_idle` one (`idle` seconds without an event; None: never).
+    """
+    loop = asyncio.get_running_loop()
+    last = -1
+    quiet_since = loop.time()
+    try:
+        while True:
+            entries = subscription.take()
+            if entries:
+                last = entries[-1].seq
+                quiet_since = loop.time()
+                yield b"".join(frame(entry) for entry in entries)
+                continue
+            if subscription.ended:
+                if subscription.dropped:
+                    why = f"this client fell too far behind: reconnect after seq {last}"
+                    yield _end("stream_dropped", end_frame("stream_dropped", run, last, why))
+                return
+            wait = ping if idle is None else max(min(ping, quiet_since + idle - loop.time()), 0.0)
+            if await subscription.wait(wait):
+                continue
+            if idle is not None and loop.time() - quiet_since >= idle:
+                why = f"no event for {idle:g} s: reconnect after seq {last}"
+                yield _end("stream_idle", end_frame("stream_idle", run, last, why))
+                return
+            yield PING
+    finally:
+        subscription.cancel()
+
+
+def _end(kind: str, data: str) -> bytes:
+    return b"event: %s\ndata: %s\n\n" % (kind.encode(), data.encode())
+
+
 def sse_response(
     run: ServerRun,
     subscription: Subscription,
     limits: StreamLimits,
     on_disconnect: Callable[[], None] | None,
     headers: dict[str, str],
-) -> EventSourceResponse:
+) -> SseResponse:
     """The run's events as an SSE response; `on_disconnect` runs if the client leaves first."""
-
-    async def frames() -> AsyncIterator[ServerSentEvent]:
-        finished = False
-        try:
-            async for item in _entries(subscription, run):
-                if isinstance(item, str):
-                    yield ServerSentEvent(data=item, event=json.loads(item)["type"])
-                else:
-                    yield ServerSentEvent(data=item.data.decode(), event=item.type, id=str(item.seq))
-            finished = True
-        finally:
-            subscription.cancel()
-            if not finished and on_disconnect is not None:
-                on_disconnect()
-
-    return EventSourceResponse(frames(), ping=limits.ping, headers=headers, send_timeout=30.0)
+    chunks = sse_chunks(subscription, run, event_frame, ping=limits.ping, idle=limits.idle_timeout)
+    return SseResponse(chunks, headers=headers, on_disconnect=on_disconnect)
 
 
 async def websocket_stream(
@@ -139,4 +176,4 @@ async def websocket_stream(
         await asyncio.gather(sender, listener, return_exceptions=True)
 
 
-__all__ = ["StreamLimits", "end_frame", "sse_response", "websocket_stream"]
+__all__ = ["StreamLimits", "end_frame", "event_frame", "sse_chunks", "sse_response", "websocket_stream"]
