@@ -152,3 +152,16 @@ async def test_a_caller_that_hangs_up_mid_call_cancels_the_run_and_its_turn_is_w
         assert [m.type for m in (await kept.snapshot()).messages][:2] == ["user", "tool_call"]
         await reader.aclose()
     gate.open.set()
+
+
+async def test_the_mcp_app_closes_its_session_store_when_it_stops(tmp_path: Path) -> None:
+    provider = SqliteSessionProvider(tmp_path / "s.db")
+    server = AgentCoreServer(counting_agent(), sessions=provider)
+    async with (
+        serving(server, mcp=True, durable=True) as base,
+        httpx2.AsyncClient(base_url=base, timeout=60) as c,
+    ):
+        answered = await c.post("/mcp", headers={**MCP_HEADERS, **session("kept")}, json=tool_call("hi"))
+        assert answer_text(answered) == "1 message(s): hi"
+        assert provider._db is not None  # opened by the call
+    assert provider._db is None  # closed with the app

@@ -9,6 +9,8 @@ carries `X-Amzn-Bedrock-AgentCore-Runtime-Session-Id` on that session of the ser
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from helikon.core._internal.extras import missing_extra
@@ -38,11 +40,23 @@ def mcp_app(server: AgentCoreServer, *, durable: bool) -> Starlette:
     tool = McpAgentServer[Any](server.agent, ctx_factory=ctx_factory)
     # The platform's load balancer names the container by an address of its own: the
     # Host check that guards a loopback dev server against DNS rebinding does not apply.
-    return tool.lowlevel_server().streamable_http_app(
+    app = tool.lowlevel_server().streamable_http_app(
         streamable_http_path=MCP_PATH,
         stateless_http=True,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
     )
+    sdk_lifespan = app.router.lifespan_context
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Any) -> AsyncGenerator[Any]:
+        async with sdk_lifespan(app) as state:
+            yield state
+        close = getattr(server.sessions, "aclose", None)
+        if close is not None:  # the calls ran on this loop: their pool or file closes on it
+            await close()
+
+    app.router.lifespan_context = lifespan
+    return app
 
 
 __all__ = ["MCP_PATH", "mcp_app"]
