@@ -97,7 +97,7 @@ class Invocations:
         payload = _json(await request.body())
         session_id = _session_id(request.headers.get(SESSION_HEADER))
         ask = _ask(payload, self.server.input_from)
-        run = await self._begin(ask, self.server.request(request.headers, session_id))
+        run = await self._begin(ask, self.server.server_request(request.headers, session_id))
         if "text/event-stream" in request.headers.get("accept", ""):
             chunks = self.server.worker.stream(lambda: _sse_chunks(run))
             return SseResponse(chunks, on_disconnect=lambda: self.server.cancel(run))
@@ -141,7 +141,9 @@ class Invocations:
                 await websocket.close(code=1008)
             return
         with self.health.busy():  # an open socket is a conversation going on
-            await _Conversation(self, websocket, self.server.request(websocket.headers, session_id)).run()
+            await _Conversation(
+                self, websocket, self.server.server_request(websocket.headers, session_id)
+            ).run()
 
 
 class _Conversation:

@@ -107,7 +107,7 @@ class AgentCoreServer:
         ]
         return Starlette(routes=routes, lifespan=self._lifespan)
 
-    def request(self, headers: Mapping[str, str], session_id: str | None) -> ServerRequest:
+    def server_request(self, headers: Mapping[str, str], session_id: str | None) -> ServerRequest:
         """What the context provider is told of a request with `headers` (any case)."""
         lowered = {name.lower(): value for name, value in headers.items()}
         return ServerRequest(self.agent.name, session_id, lowered.get(USER_ID_HEADER.lower()), lowered)
@@ -176,7 +176,7 @@ class AgentCoreServer:
     async def mcp_context(self, headers: Mapping[str, str], durable: bool) -> RunContext[Any]:
         """The context of one MCP call with `headers`: a fresh session, or the header's when `durable`."""
         session_id = session_id_of(headers.get(SESSION_HEADER.lower())) if durable else None
-        request = self.request(headers, session_id)
+        request = self.server_request(headers, session_id)
         return await self.contexts.build(request, await self._session_for(session_id), CancellationToken())
 
     # --- serving ----------------------------------------------------------------------------------
