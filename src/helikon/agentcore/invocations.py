@@ -43,7 +43,7 @@ from .headers import SESSION_HEADER, BadSessionId, session_id_of
 from .payloads import PayloadError, read_payload
 
 if TYPE_CHECKING:
-    from .server import AgentCoreServer
+    from .host import AgentHost
 
 logger = logging.getLogger("helikon.agentcore")
 
@@ -68,9 +68,9 @@ class Refused(Exception):
 
 
 class Invocations:
-    """The endpoints of one `AgentCoreServer`."""
+    """The endpoints of one `AgentHost`."""
 
-    def __init__(self, server: AgentCoreServer) -> None:
+    def __init__(self, server: AgentHost) -> None:
         self.server = server
         self.health = server.health
 

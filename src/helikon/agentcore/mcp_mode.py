@@ -26,12 +26,12 @@ from helikon.mcp import McpAgentServer, call_headers
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
-    from .server import AgentCoreServer
+    from .host import AgentHost
 
 MCP_PATH = "/mcp"
 
 
-def mcp_app(server: AgentCoreServer, *, durable: bool) -> Starlette:
+def mcp_app(server: AgentHost, *, durable: bool) -> Starlette:
     """The stateless streamable-HTTP app of `server`'s agent at `/mcp` (see the module)."""
 
     async def ctx_factory() -> RunContext[Any]:
