@@ -2,7 +2,8 @@
 
 Serves `worker` on a `SqliteSessionProvider` and prints its port once it listens. `worker`
 answers "hello" at once; any other input calls `hang`, which never returns, so the run is
-mid-call when the test kills the process.
+mid-call when the test kills the process. With `--serve` the server runs as
+`AgentServer.serve()` runs it (it prints `helikon server: <url>` instead of the port).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def reply(request: Any) -> Any:
     return tool_call_turn("hang", {})
 
 
-async def main(path: str) -> None:
+async def main(path: str, serve: bool) -> None:
     agent = LlmAgent(name="worker", model=FunctionModel(reply), tools=[hang])
     server = (
         AgentServer.builder()
@@ -41,6 +42,9 @@ async def main(path: str) -> None:
         .session_provider(SqliteSessionProvider(path))
         .build()
     )
+    if serve:
+        await server.serve("127.0.0.1", 0, console_token=False)
+        return
     runner = uvicorn.Server(uvicorn.Config(server.app(), host="127.0.0.1", port=0, log_level="warning"))
     serving = asyncio.create_task(runner.serve())
     while not runner.started:
@@ -52,4 +56,4 @@ async def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1]))
+    asyncio.run(main(sys.argv[1], "--serve" in sys.argv[2:]))

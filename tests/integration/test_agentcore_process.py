@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,6 +19,7 @@ import pytest
 from agentcore_helpers import session
 from mcp_server_helpers import free_port, wait_listening
 
+from helikon.server import SqliteSessionProvider
 from helikon.sessions.postgres import open_session
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,3 +130,71 @@ def test_without_a_session_store_the_entry_point_warns_that_sessions_die_with_th
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
     assert "sessions live in memory and are lost when the container stops" in err
+
+
+HANGING = '''
+import asyncio
+
+from helikon import LlmAgent, tool
+from helikon.testing import FunctionModel, text_turn, tool_call_turn
+
+
+@tool
+async def hang() -> str:
+    """Wait for ever."""
+    await asyncio.Event().wait()
+    return "never"
+
+
+def reply(request):
+    if request.messages[-1].type == "tool_result":
+        return text_turn("done")
+    return tool_call_turn("hang", {})
+
+
+agent = LlmAgent(name="stuck", model=FunctionModel(reply), tools=[hang])
+'''
+
+
+def test_sigterm_stops_a_container_with_a_run_still_going_and_writes_its_turn(app_dir: Path) -> None:
+    (app_dir / "hanging.py").write_text(HANGING)
+    port = free_port()
+    store = app_dir / "sessions.db"
+    command = [sys.executable, "-m", "helikon.agentcore", "hanging:agent", "--host", "127.0.0.1"]
+    process = subprocess.Popen(
+        [*command, "--port", str(port), "--sessions", f"sqlite:///{store}"],
+        cwd=app_dir,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    events: list[str] = []
+    # A server that waits on the run keeps the stream open for ever: kill it then, and fail.
+    deadline = threading.Timer(120, process.kill)
+    deadline.start()
+    try:
+        wait_listening(port, process, time.monotonic() + 60)
+        headers = {"accept": "text/event-stream", **session("stuck-1")}
+        with (
+            httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as client,
+            client.stream("POST", "/invocations", json={"prompt": "go"}, headers=headers) as stream,
+        ):
+            for line in stream.iter_lines():
+                if line.startswith("data: "):
+                    events.append(json.loads(line.removeprefix("data: "))["type"])
+                    if events[-1] == "tool_call_item":  # the run hangs in its tool from here on
+                        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=60)  # uvicorn did not wait on the run
+    finally:
+        deadline.cancel()
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert events[-1] == "run_failed" and process.returncode != -signal.SIGKILL
+
+    async def outcome() -> list[str]:
+        reader = SqliteSessionProvider(store)
+        stored = await (await reader.session("stuck-1")).events()
+        await reader.aclose()
+        return [e.event.outcome for e in stored if e.event.type == "turn_closed"]  # type: ignore[attr-defined]
+
+    assert asyncio.run(outcome()) == ["cancelled"]

@@ -13,6 +13,7 @@ import httpx2
 from server_helpers import sse_frames
 
 SCRIPT = Path(__file__).with_name("server_process.py")
+SESSION = {"X-Session-Id": "ticket-3"}
 
 
 @asynccontextmanager
@@ -62,3 +63,40 @@ async def test_a_run_left_by_a_killed_server_is_failed_orphaned_on_the_next(tmp_
             if e["event"]["type"] == "turn_closed"
         ]
         assert closed[0]["outcome"] == "interrupted" and closed[0]["run_id"].startswith(run["run_id"])
+
+
+async def test_sigterm_stops_a_served_server_with_a_run_still_going_and_writes_its_turn(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "sessions.db"
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, str(SCRIPT), str(path), "--serve", stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert process.stdout is not None
+        line = (await asyncio.wait_for(process.stdout.readline(), 120)).decode()
+        base = line.strip().removeprefix("helikon server: ")
+        async with httpx2.AsyncClient(base_url=base, timeout=60) as client, asyncio.timeout(120):
+            frames = []  # (the timeout: a server that waits on the run keeps the stream open for ever)
+            body = {"input": "work"}
+            async with client.stream(
+                "POST", "/agents/worker/runs?stream=sse", json=body, headers=SESSION
+            ) as stream:
+                async for frame in sse_frames(stream):
+                    frames.append(frame)
+                    if frame.event == "tool_call_item":  # the run hangs in its tool from here on
+                        process.send_signal(signal.SIGTERM)
+        assert frames[-1].event == "run_failed" and frames[-1].json["error"]["kind"] == "cancelled"
+        await asyncio.wait_for(process.wait(), 60)  # uvicorn did not wait on the run
+    finally:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+    from helikon.server import SqliteSessionProvider
+
+    reader = SqliteSessionProvider(path)
+    events = await (await reader.session("ticket-3")).events()
+    await reader.aclose()
+    closed = [entry.event for entry in events if entry.event.type == "turn_closed"]
+    assert [c.outcome for c in closed] == ["cancelled"]  # type: ignore[attr-defined]

@@ -87,7 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     port = args.port if args.port is not None else PORTS[args.protocol]
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C: uvicorn has shut down already
-        asyncio.run(serve_app(app, args.host, port, {}))
+        asyncio.run(serve_app(app, args.host, port, {}, on_exit=server.stop_runs))
     return 0
 
 

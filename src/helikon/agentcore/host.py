@@ -108,6 +108,11 @@ class AgentHost:
             self.health.track(run.task)  # busy until the turn is written, also after a client left
         return run
 
+    def stop_runs(self) -> None:
+        """Cancel every run still going (the server stops); safe to call from a signal handler."""
+        if self.worker.started:
+            self.worker.submit(self.runs.aclose())
+
     def cancel(self, run: ServerRun) -> None:
         """Cancel `run` (its client left): the turn is closed as cancelled and still written."""
         self.worker.submit(self.runs.cancel(run, "interrupt"))

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -93,8 +93,12 @@ class AgentCoreServer(AgentHost):
     # --- serving ----------------------------------------------------------------------------------
 
     async def serve(self, host: str = "127.0.0.1", port: int = 8080, **uvicorn_options: Any) -> None:
-        """Serve the HTTP protocol on `host:port` until cancelled (in a container: `0.0.0.0`, 8080)."""
-        await serve_app(self.app(), host, port, uvicorn_options)
+        """Serve the HTTP protocol on `host:port` until cancelled (in a container: `0.0.0.0`, 8080).
+
+        Asked to stop (SIGINT, SIGTERM, or cancelled), it cancels the runs still going: their
+        turns are written and their streams end, so uvicorn does not wait on them.
+        """
+        await serve_app(self.app(), host, port, uvicorn_options, on_exit=self.stop_runs)
 
     async def serve_mcp(
         self, host: str = "127.0.0.1", port: int = 8000, *, durable: bool = False, **uvicorn_options: Any
@@ -111,17 +115,25 @@ class AgentCoreServer(AgentHost):
             await self.aclose()
 
 
-async def serve_app(app: Any, host: str, port: int, options: dict[str, Any]) -> None:
-    """Serve the ASGI `app` on `host:port` with uvicorn until cancelled (the app's lifespan runs)."""
+async def serve_app(
+    app: Any, host: str, port: int, options: dict[str, Any], on_exit: Callable[[], object] = lambda: None
+) -> None:
+    """Serve the ASGI `app` on `host:port` with uvicorn until cancelled (the app's lifespan runs).
+
+    `on_exit` is told when the server is asked to stop, before uvicorn waits for open responses.
+    """
     import uvicorn
 
+    from ..server.uvicorn_exit import StoppingServer
+
     settings: dict[str, Any] = {"log_level": "warning", "lifespan": "on", **options}
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, **settings))
+    server = StoppingServer(uvicorn.Config(app, host=host, port=port, **settings), on_exit)
     serving = asyncio.get_running_loop().create_task(server.serve())
     try:
         await asyncio.shield(serving)
     except asyncio.CancelledError:  # stopped from outside: shut down cleanly (the lifespan ends)
         server.should_exit = True
+        server.stopping()
         await serving
         raise
 

@@ -153,15 +153,20 @@ class AgentServer:
         """Bind `host:port` and serve until stopped (uvicorn); the sweeper runs meanwhile.
 
         Without an auth layer, the server guards itself with a `LocalTokenAuth` (unless
-        `console_token=False`) and prints the console's URL with its token.
+        `console_token=False`) and prints the console's URL with its token. Asked to stop
+        (SIGINT, SIGTERM, or this coroutine cancelled), it cancels the runs still going, so
+        their streams end and uvicorn does not wait on them.
         """
         import uvicorn
+
+        from .uvicorn_exit import StoppingServer
 
         if self.auth is None and self.local is None and console_token:
             self.local = LocalTokenAuth()
         config = uvicorn.Config(self.app(), host=host, port=port, log_level="warning", **uvicorn_options)
-        server = uvicorn.Server(config)
-        serving = asyncio.get_running_loop().create_task(server.serve())
+        loop = asyncio.get_running_loop()
+        server = StoppingServer(config, on_exit=lambda: loop.call_soon_threadsafe(self._stop_runs))
+        serving = loop.create_task(server.serve())
         while not server.started:  # uvicorn tells that it listens by a flag only
             if serving.done():
                 serving.result()  # it could not bind: raise why
@@ -176,8 +181,15 @@ class AgentServer:
             await asyncio.shield(serving)
         except asyncio.CancelledError:  # stopped from outside: shut down cleanly, sockets closed
             server.should_exit = True
+            server.stopping()
             await serving
             raise
+
+    def _stop_runs(self) -> None:
+        """The server stops: cancel the runs still going (in the background; their turns are written)."""
+        task = asyncio.get_running_loop().create_task(self.runs.aclose())
+        self.background.add(task)
+        task.add_done_callback(self.background.discard)
 
     async def _openapi(self, request: Request) -> Response:
         from .openapi import openapi_document
