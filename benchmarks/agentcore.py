@@ -66,12 +66,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import http.client
 import json
 import os
 import platform
-import signal
 import socket
 import statistics
 import subprocess
@@ -83,6 +81,8 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from processes import cpu_seconds, stop_group, versions
 
 ROOT = Path(__file__).resolve().parents[1]
 HOST = "127.0.0.1"
@@ -142,27 +142,14 @@ class Server:
     def cpu_seconds(self) -> tuple[float, float]:
         """User + system CPU of the server so far: all its threads, and its main thread (uvicorn's)."""
         pid = self.proc.pid
-        return _cpu(f"/proc/{pid}/stat"), _cpu(f"/proc/{pid}/task/{pid}/stat")
+        return cpu_seconds(f"/proc/{pid}/stat"), cpu_seconds(f"/proc/{pid}/task/{pid}/stat")
 
     def tail(self) -> str:
         lines = self.log.read_text(errors="replace").strip().splitlines()[-4:]
         return " | ".join(line[:300] for line in lines)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-
-
-def _cpu(stat: str) -> float:
-    fields = Path(stat).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        stop_group(self.proc)
 
 
 def contenders(work: Path) -> list[Contender]:
@@ -627,18 +614,8 @@ def print_summary(contenders: list[Contender], rows: list[Row] | None) -> None:
 
 
 def _versions() -> str:
-    found = []
-    for name in (
-        "paigasus-helikon",
-        "bedrock-agentcore",
-        "starlette",
-        "uvicorn",
-        "sse-starlette",
-        "pydantic",
-    ):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            found.append(f"{name} {metadata.version(name)}")
-    return ", ".join(found)
+    names = ("paigasus-helikon", "bedrock-agentcore", "starlette", "uvicorn", "sse-starlette", "pydantic")
+    return versions(names)
 
 
 def main() -> None:

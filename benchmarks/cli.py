@@ -78,9 +78,9 @@ import termios
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 
+from processes import versions
 from server import ADK_AGENT, ANSWER, INSTRUCTIONS, PROMPT, QUIET_ENV
 
 BIN = Path(sys.executable).parent  # .bench-venv/bin: helikon, adk and pai side by side
@@ -420,11 +420,9 @@ def print_summary(figures: list[Figure]) -> None:
 
 
 def _versions() -> str:
-    found = []
-    for name in ("paigasus-helikon", "google-adk", "pydantic-ai-slim", "typer", "click", "prompt-toolkit"):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            found.append(f"{name} {metadata.version(name)}")
-    return ", ".join(found)
+    return versions(
+        ("paigasus-helikon", "google-adk", "pydantic-ai-slim", "typer", "click", "prompt-toolkit")
+    )
 
 
 def main() -> None:

@@ -53,7 +53,6 @@ import contextlib
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -62,9 +61,10 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from processes import cpu_seconds, stop_group, versions
 
 PROMPT = "Weather in Paris?"
 ANSWER = "It is sunny in Paris."
@@ -215,19 +215,10 @@ class Server:
 
     def cpu_seconds(self) -> float:
         """User + system CPU of the server process so far (all its threads)."""
-        fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        return cpu_seconds(f"/proc/{self.proc.pid}/stat")
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
+        stop_group(self.proc)
 
 
 def _free_port() -> int:
@@ -628,11 +619,7 @@ def print_summary(scenarios: dict[str, Scenario], figures: list[Figure]) -> None
 
 def _versions() -> str:
     names = ("paigasus-helikon", "google-adk", "langgraph", "langgraph-api", "uvicorn", "starlette")
-    found = []
-    for name in (*names, "sse-starlette", "httpx2", "uvloop", "httptools"):
-        with contextlib.suppress(metadata.PackageNotFoundError):
-            found.append(f"{name} {metadata.version(name)}")
-    return ", ".join(found)
+    return versions((*names, "sse-starlette", "httpx2", "uvloop", "httptools"))
 
 
 async def capture_frames(client: Any, helikon: Server) -> list[dict[str, str]]:

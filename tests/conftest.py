@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from hypothesis import settings
 
-pytest_plugins = ["local_chat_server"]  # the `chat_server` fixture: a local OpenAI-compatible server
+# `chat_server`: a local OpenAI-compatible server; `spans`: the spans runs record, in memory.
+pytest_plugins = ["local_chat_server", "recorded_spans"]
 
 # The machines are shared and noisy: a wall-clock deadline per example only adds flakes.
 settings.register_profile("helikon", deadline=None)

@@ -1,5 +1,6 @@
 """helikon's MCP servers as the tests run them: the example server as a real process, or in this one.
 
+`listening(command)` runs a server process on a free port until the block ends;
 `example_http(...)` starts `examples/mcp_agent_server.py --http PORT` and yields its URL;
 `served_in_process(app)` runs an ASGI app on uvicorn on a free loopback port;
 `inspector(...)` runs the real MCP Inspector CLI.
@@ -13,7 +14,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,24 +48,35 @@ def wait_listening(port: int, process: subprocess.Popen[Any], deadline: float) -
 
 
 @contextlib.contextmanager
-def example_http(*flags: str) -> Iterator[str]:
-    """The example server over streamable HTTP in a child process; yields its `/mcp` URL."""
+def listening(
+    command: Callable[[int], list[str]], cwd: Path | None = None
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`command(port)` in a child process until it listens on a free loopback port; its URL and process.
+
+    Stopped with SIGTERM (killed if it has not exited 60 s later) when the block ends; its
+    `returncode` says how it ended.
+    """
     port = free_port()
-    process = subprocess.Popen(
-        [*EXAMPLE_COMMAND, "--http", str(port), *flags], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
-    )
+    process = subprocess.Popen(command(port), cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
-        wait_listening(port, process, time.monotonic() + 30)
-        yield f"http://127.0.0.1:{port}/mcp"
+        wait_listening(port, process, time.monotonic() + 60)
+        yield f"http://127.0.0.1:{port}", process
     finally:
         process.terminate()
         try:
-            process.wait(timeout=10)
+            process.wait(timeout=60)
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
         if process.stderr is not None:
             process.stderr.close()
+
+
+@contextlib.contextmanager
+def example_http(*flags: str) -> Iterator[str]:
+    """The example server over streamable HTTP in a child process; yields its `/mcp` URL."""
+    with listening(lambda port: [*EXAMPLE_COMMAND, "--http", str(port), *flags]) as (base, _):
+        yield f"{base}/mcp"
 
 
 @contextlib.asynccontextmanager

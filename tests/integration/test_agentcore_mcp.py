@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +15,7 @@ import pytest
 from agentcore_helpers import ThreadGate, closing_outcome, counting_agent, eventually, serving, session
 from mcp.client.session import ClientSession
 from mcp.client.streamable_http import streamable_http_client
-from mcp_server_helpers import free_port, inspector, wait_listening
+from mcp_server_helpers import inspector, listening
 
 from helikon import UserError
 from helikon.agentcore import AgentCoreServer
@@ -93,29 +91,19 @@ def test_durable_mode_refuses_sessions_kept_in_memory() -> None:
 
 
 @contextlib.contextmanager
-def entry_point(*args: str) -> Iterator[tuple[int, subprocess.Popen[bytes]]]:
+def entry_point(*args: str) -> Iterator[str]:
     """`python -m helikon.agentcore examples.agentcore.agent:assistant ...` on a free loopback port."""
-    port = free_port()
-    command = [sys.executable, "-m", "helikon.agentcore", "examples.agentcore.agent:assistant"]
-    process = subprocess.Popen(
-        [*command, "--host", "127.0.0.1", "--port", str(port), *args],
-        cwd=ROOT,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_listening(port, process, time.monotonic() + 60)
-        yield port, process
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        assert process.stderr is not None
-        process.stderr.close()
+    command = [sys.executable, "-m", "helikon.agentcore", "examples.agentcore.agent:assistant", *args]
+    with listening(lambda port: [*command, "--host", "127.0.0.1", "--port", str(port)], cwd=ROOT) as (
+        base,
+        _,
+    ):
+        yield base
 
 
 def test_the_inspector_lists_and_calls_the_agent_served_by_the_entry_point() -> None:
-    with entry_point("--protocol", "mcp") as (port, _):
-        url = f"http://127.0.0.1:{port}/mcp"
+    with entry_point("--protocol", "mcp") as base:
+        url = f"{base}/mcp"
         listed = inspector(url, "--transport", "http", "--method", "tools/list")
         called = inspector(
             url, "--transport", "http", "--method", "tools/call",

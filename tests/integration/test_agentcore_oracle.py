@@ -11,8 +11,6 @@ content types, and every body's shape (its keys and the JSON types of their valu
 from __future__ import annotations
 
 import json
-import subprocess
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +18,7 @@ from typing import Any
 import httpx2
 import pytest
 from agentcore_helpers import SSE, data_frames, echo_agent, serving, session
-from mcp_server_helpers import free_port, wait_listening
+from mcp_server_helpers import listening
 from websockets.asyncio.client import connect
 
 from helikon.agentcore import AgentCoreServer
@@ -42,20 +40,8 @@ def shape(value: Any) -> Any:
 def oracle() -> Any:
     """AWS's app on a free loopback port, from its own virtual environment."""
     assert ORACLE_PYTHON.exists(), "the AgentCore oracle is not installed: run `make test-deps`"
-    port = free_port()
-    process = subprocess.Popen(
-        [str(ORACLE_PYTHON), str(ORACLE / "echo_app.py"), str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_listening(port, process, time.monotonic() + 60)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        process.wait(timeout=30)
-        assert process.stderr is not None
-        process.stderr.close()
+    with listening(lambda port: [str(ORACLE_PYTHON), str(ORACLE / "echo_app.py"), str(port)]) as (base, _):
+        yield base
 
 
 @pytest.fixture

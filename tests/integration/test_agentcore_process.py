@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx2
 import pytest
 from agentcore_helpers import session
-from mcp_server_helpers import free_port, wait_listening
+from mcp_server_helpers import free_port, listening, wait_listening
 
 from helikon.server import SqliteSessionProvider
 from helikon.sessions.postgres import open_session
@@ -44,22 +44,10 @@ def app_dir(tmp_path: Path) -> Path:
 @contextlib.contextmanager
 def container(app_dir: Path, *args: str) -> Iterator[str]:
     """The entry point serving on a free loopback port, stopped with SIGTERM (as a container is)."""
-    port = free_port()
-    process = subprocess.Popen(
-        [*entrypoint(), "--host", "127.0.0.1", "--port", str(port), *args],
-        cwd=app_dir,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_listening(port, process, time.monotonic() + 60)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=60)
-        assert process.stderr is not None
-        process.stderr.close()
-    assert code in (0, -signal.SIGTERM)  # uvicorn shuts down, then lets the signal end the process
+    command = [*entrypoint(), "--host", "127.0.0.1", *args]
+    with listening(lambda port: [*command, "--port", str(port)], cwd=app_dir) as (base, process):
+        yield base
+    assert process.returncode in (0, -signal.SIGTERM)  # uvicorn shuts down, then lets the signal end it
 
 
 def test_the_images_entry_point_keeps_sessions_in_postgres_across_containers(

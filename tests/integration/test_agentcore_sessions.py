@@ -21,16 +21,12 @@ from agentcore_helpers import (
     serving,
     session,
 )
-from opentelemetry.sdk.trace import TracerProvider
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
-from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from server_helpers import clerk, refunds, sse_frames
 from websockets.asyncio.client import connect
 
 from helikon import RunContext
 from helikon.agentcore import AgentCoreServer, custom_headers
 from helikon.core.cancel import CancellationToken
-from helikon.core.run import tracing as _tracing
 from helikon.core.session import Session
 from helikon.server import InMemorySessionProvider, ServerRequest, SqliteSessionProvider, session_provider
 
@@ -167,19 +163,6 @@ class HeaderContext:
     ) -> RunContext[Any]:
         self.seen.append(request)
         return RunContext.ephemeral(custom_headers(request.headers)).with_session(session).with_cancel(cancel)
-
-
-@pytest.fixture
-def spans() -> Any:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    _tracing.use_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        _tracing.use_tracer_provider(None)
-        provider.shutdown()
 
 
 async def test_the_context_provider_gets_the_user_the_custom_headers_and_the_callers_trace(

@@ -6,7 +6,6 @@ import json
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -18,19 +17,6 @@ from helikon import AgentAsTool, LlmAgent, RunContext, RunError, TracerHandle, t
 from helikon.core.model import Usage
 from helikon.core.run import tracing as _tracing
 from helikon.testing import MockModel, text_turn, tool_call_turn
-
-
-@pytest.fixture
-def spans() -> Iterator[InMemorySpanExporter]:
-    exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    _tracing.use_tracer_provider(provider)
-    try:
-        yield exporter
-    finally:
-        _tracing.use_tracer_provider(None)
-        provider.shutdown()
 
 
 def tree(finished: tuple[ReadableSpan, ...]) -> list[tuple[int, str]]:
