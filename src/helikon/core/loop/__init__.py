@@ -206,6 +206,17 @@ def _request(
     return ModelRequest(messages=messages, tools=ctx.tools, model_settings=ctx.model_settings)
 
 
+def model_request(
+    ctx: TransitionCtx, conversation: Sequence[Item], *, structured: bool = False
+) -> ModelRequest:
+    """The request a model turn in `ctx` sends after `conversation` (`structured`: for the output type).
+
+    What `CallModel.request` holds; a durable runner makes it again where the call runs,
+    from the conversation its session holds.
+    """
+    return _request(ctx, conversation, (), structured=structured)
+
+
 def _start(
     state: LoopState, input: Start, ctx: TransitionCtx, conversation: Sequence[Item]
 ) -> TransitionOutcome:
@@ -647,5 +658,6 @@ __all__ = [
     "TransitionOutcome",
     "cancel_error",
     "initial_state",
+    "model_request",
     "transition",
 ]

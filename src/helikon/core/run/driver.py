@@ -93,7 +93,7 @@ T = TypeVar("T")
 logger = logging.getLogger("helikon.run")
 
 
-class _Stopped(Exception):
+class Stopped(Exception):
     """Internal: the run's token was cancelled while the driver was suspended; the run ends cancelled."""
 
 
@@ -102,7 +102,7 @@ _NOT_AFTER_LIMIT = (TurnStarted, RunCompleted)  # what a step failed by a usage 
 _TERMINATE = Terminate()
 
 
-class _Run:
+class RunDriver:
     """One run's driver state."""
 
     __slots__ = (
@@ -187,6 +187,7 @@ class _Run:
             self.interrupt()
 
     def interrupt(self) -> None:
+        """Cancel the driver's task, once, if it awaits the model, the tools or user code."""
         if (self.waiting or self.holding) and self.task is not None and not self.fired:
             self.fired = True
             self.task.cancel()
@@ -212,7 +213,7 @@ class _Run:
     async def hold(self, awaitable: Awaitable[T]) -> T:
         """Await user code (hooks, guardrails, the instructions) so that a cancel interrupts it.
 
-        Raises `_Stopped` when the run's token did.
+        Raises `Stopped` when the run's token did.
         """
         self.task = asyncio.current_task()
         self.holding = True
@@ -221,7 +222,7 @@ class _Run:
         except asyncio.CancelledError:
             if not self.absorb_cancel():
                 raise
-            raise _Stopped from None
+            raise Stopped from None
         finally:
             self.holding = False
         if self.fired:  # the code swallowed the interrupt: withdraw it; the token is checked next
@@ -255,7 +256,7 @@ class _Run:
                 return
             state = self.state = initial_state(tctx)
             await self.loop(state, Start(messages=input.conversation), tctx, [], sink)
-        except (_Stopped, CallbackRaised) as exc:
+        except (Stopped, CallbackRaised) as exc:
             await self.end_early(exc, sink)
         finally:
             remove_callback()
@@ -284,7 +285,7 @@ class _Run:
                 Continue() if isinstance(state, CallingModel) else await self.decided_calls(point, sink)
             )
             await self.loop(state, first, tctx, list(point.conversation), sink, frozenset(point.done))
-        except (_Stopped, CallbackRaised) as exc:
+        except (Stopped, CallbackRaised) as exc:
             await self.end_early(exc, sink)
         finally:
             remove_callback()
@@ -423,7 +424,7 @@ class _Run:
             await sink.put(event)
         return results
 
-    async def end_early(self, exc: _Stopped | CallbackRaised, sink: EventSink) -> None:
+    async def end_early(self, exc: Stopped | CallbackRaised, sink: EventSink) -> None:
         """The run stopped by its token, or by user code that raised: it fails (started, if not yet)."""
         state = self.state
         if state is None:
@@ -459,12 +460,13 @@ class _Run:
         agent = self.agent
         try:
             return await self.hold(agent.render_system(self.ctx))
-        except _Stopped:
+        except Stopped:
             raise
         except Exception as exc:
             raise CallbackRaised(f"the instructions function of {agent.name!r}", "instructions", exc) from exc
 
     def with_injected(self, request: ModelRequest) -> ModelRequest:
+        """`request` with the system messages hooks injected, after its leading ones."""
         if not self.injected:
             return request
         injected = [SystemMessage(text=t) for t in self.injected]
@@ -527,7 +529,7 @@ class _Run:
                 anext_ = iterator.__anext__
                 while True:
                     if self.cancelled:
-                        raise _Stopped  # cancelled while the consumer handled the last delta: read no more
+                        raise Stopped  # cancelled while the consumer handled the last delta: read no more
                     self.waiting = True
                     try:
                         event: Any = await anext_()
@@ -540,7 +542,7 @@ class _Run:
                 settled = self.answered(reply, span)
                 if self.meter is not None:
                     self.meter.add_usage(self.agent.name, reply.usage)
-            except (asyncio.CancelledError, _Stopped) as exc:
+            except (asyncio.CancelledError, Stopped) as exc:
                 if not self.call_stopped(exc, span):
                     raise
             except Exception as exc:  # an adapter bug fails the run; it must not crash the consumer
@@ -591,7 +593,7 @@ class _Run:
     def call_stopped(self, exc: BaseException, span: Any) -> bool:
         """A model call interrupted: whether by the run's token (then it settles cancelled)."""
         self.end_chat(span, "cancelled")
-        return type(exc) is _Stopped or self.absorb_cancel()
+        return type(exc) is Stopped or self.absorb_cancel()
 
     def call_failed(self, exc: Exception, span: Any) -> ModelFailed:
         """What a model call that raised settles into: a `ModelError` as it says, anything else as `other`."""
@@ -728,6 +730,7 @@ class _Run:
         return input_tripped(verdict)
 
     async def check_output(self, state: Done, events: tuple[AgentEvent, ...]) -> tuple[AgentEvent, ...]:
+        """The output guardrails on the final answer: `events`, or the run failed by a tripwire."""
         verdict = await self.guard(
             self.agent.output_guardrails, GuardrailInput("model_output", state.output.text)
         )
@@ -765,7 +768,7 @@ async def drive(
     agent: LlmAgent[Any, Any], ctx: RunContext[Any], input: AgentInput, config: RunConfig, sink: EventSink
 ) -> None:
     """Run `agent` on `input` to a terminal event, writing every event to `sink`."""
-    run = _Run(agent, ctx, config)
+    run = RunDriver(agent, ctx, config)
     if not tracing_possible():
         await run.run(input, sink)
         return
@@ -784,7 +787,7 @@ async def resume(
     agent: LlmAgent[Any, Any], ctx: RunContext[Any], point: ResumePoint, config: RunConfig, sink: EventSink
 ) -> None:
     """Go on with `agent`'s paused run from `point` to a terminal event, writing every event to `sink`."""
-    run = _Run(agent, ctx, config)
+    run = RunDriver(agent, ctx, config)
     trace = run.open_trace() if tracing_possible() else None
     if trace is None:
         await run.resume(point, sink)

@@ -71,6 +71,7 @@ class SessionRecorder:
         *,
         last_header: RequestHeader | None = None,
         turn: TurnOpened | None = None,
+        usage: TokenUsage | None = None,
     ) -> None:
         self._events: list[SessionEvent] = [] if turn is None else [turn]
         self.refused = False
@@ -79,7 +80,8 @@ class SessionRecorder:
         self._returned: set[str] = set()  # calls recorded by `returned`, their ToolOutputItem still to come
         # The request fields of the header in force, as a `RequestSent` carries them.
         self._header: tuple[object, ...] | None = None if last_header is None else _key_of(last_header)
-        self._usage: TokenUsage | None = None  # the last call's, for the message it answered
+        # The last call's, for the message it answered (`usage`: a call made by an earlier recorder's run).
+        self._usage = usage
         for item in new_input:
             self._record_item(item)
 

@@ -1,0 +1,219 @@
+"""`TemporalRunner`: a `Runner` whose runs are Temporal workflows, durable across crashed workers.
+
+`run()` starts the `helikon.AgentRun` workflow for the run on the configured task queue and
+awaits its outcome; `run_streamed()` streams the run's events by tailing its session's log,
+which the workflow's steps write (see `LogTail`). The session must be in a store the workers
+reach too (a SQLite file, PostgreSQL, Redis): the run's conversation lives there, not in
+Temporal's history. The workflow id derives from the session id (`helikon-<session id>`), so a
+session has one durable run at a time, and whoever knows the session can address its run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import uuid
+from dataclasses import dataclass, field, replace
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
+from temporalio.exceptions import WorkflowAlreadyStartedError
+
+from helikon.core._internal.json_value import JsonValue
+from helikon.core.events import AgentError, AgentEvent, RunCompleted, RunFailed, RunPaused
+from helikon.core.exceptions import UserError
+from helikon.core.input import RUNNER_CALL, RunInput, to_agent_input
+from helikon.core.result import RunResult, RunStream
+from helikon.core.session import Session, SharedLog, check_session
+
+from .converter import with_converter
+from .log_tail import LogTail
+from .refs import DEFAULT_PAYLOAD_LIMIT, RunRef, RunSpec, RunSummary
+from .workflow import WORKFLOW_NAME
+
+if TYPE_CHECKING:
+    from helikon.core.agent import Agent
+    from helikon.core.context import RunConfig, RunContext
+    from helikon.core.run.sink import EventSink
+
+Ctx = TypeVar("Ctx")
+T = TypeVar("T")
+
+MAX_SEED_BYTES = 64 * 1024
+"""The largest ctx seed a run carries (it goes into every step's input)."""
+
+
+@dataclass(frozen=True)
+class TemporalRunnerConfig:
+    """Where and how a `TemporalRunner` starts its runs.
+
+    Args:
+        task_queue: The task queue its workers poll (`TemporalAgentWorker`'s).
+        execution_timeout: The longest a run may take, waiting included.
+        payload_limit: The server's payload limit (`limit.blobSize.error`, 2 MiB by default).
+        poll_interval: Seconds between reads of the session log while a run streams.
+        ctx_seed: See `with_ctx_seed`.
+    """
+
+    task_queue: str = "helikon"
+    execution_timeout: timedelta = timedelta(days=7)
+    payload_limit: int = DEFAULT_PAYLOAD_LIMIT
+    poll_interval: float = 0.02
+    ctx_seed: JsonValue = field(default=None)
+
+    def with_ctx_seed(self, seed: JsonValue) -> TemporalRunnerConfig:
+        """Carry `seed` (small JSON) to the worker's context factory, which makes each step's context of it.
+
+        Raises:
+            UserError: `seed` is not JSON, or over `MAX_SEED_BYTES` (it goes into every step's input).
+        """
+        try:
+            size = len(json.dumps(seed, allow_nan=False).encode())
+        except (TypeError, ValueError) as exc:
+            raise UserError(
+                f"with_ctx_seed: the seed must be plain JSON (it crosses processes): {exc}"
+            ) from exc
+        if size > MAX_SEED_BYTES:
+            raise UserError(
+                f"with_ctx_seed: the seed is {size} bytes, over {MAX_SEED_BYTES}: "
+                "pass an id the worker looks up instead"
+            )
+        return replace(self, ctx_seed=seed)
+
+
+class TemporalRunner:
+    """Runs agents as durable Temporal workflows, served by `TemporalAgentWorker`s.
+
+    Example:
+        ```python
+        from helikon.temporal import TemporalRunner, TemporalRunnerConfig
+
+        config = TemporalRunnerConfig(task_queue="assistants").with_ctx_seed({"user": "u-42"})
+        assert config.ctx_seed == {"user": "u-42"}
+        # runner = TemporalRunner(await Client.connect("localhost:7233"), config)
+        # result = await runner.run(agent, "Hi", RunContext.ephemeral(None).with_session(session))
+        ```
+    """
+
+    __slots__ = ("client", "config")
+
+    def __init__(self, client: Client, config: TemporalRunnerConfig | None = None) -> None:
+        self.client = with_converter(client)
+        self.config = config or TemporalRunnerConfig()
+
+    def run_streamed(
+        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+    ) -> RunStream[T]:
+        """Start a run and stream its settled events (read from the session as they are stored)."""
+        new_input = to_agent_input(input, call=RUNNER_CALL)
+        session, session_id = _durable_session(context.session)
+        max_turns = config.max_turns if config is not None else None
+        ref = RunRef(
+            agent=agent.name,
+            session_id=session_id,
+            run_id=f"{uuid.uuid4().hex[:16]}.temporal",
+            max_turns=max_turns,
+            ctx_seed=self.config.ctx_seed,
+            payload_limit=self.config.payload_limit,
+        )
+        spec = RunSpec(run=ref, input=new_input.messages)
+        return RunStream(drive=functools.partial(self._drive, spec, session), agent=agent)
+
+    async def run(
+        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+    ) -> RunResult[T]:
+        """Run to completion (raises `RunError` if the run fails); `final_output` as `agent.run` gives it."""
+        return await self.run_streamed(agent, input, context, config).collect()
+
+    def workflow_id(self, session_id: str) -> str:
+        """The id of the workflow of `session_id`'s durable run."""
+        return f"helikon-{session_id}"
+
+    async def _drive(self, spec: RunSpec, session: Session, sink: EventSink) -> None:
+        entries = await session.events()
+        tail = LogTail(spec.run.run_id, entries[-1].seq if entries else None)
+        try:
+            handle = await self.client.start_workflow(
+                WORKFLOW_NAME,
+                spec,
+                id=self.workflow_id(spec.run.session_id),
+                task_queue=self.config.task_queue,
+                execution_timeout=self.config.execution_timeout,
+                result_type=RunSummary,
+                id_reuse_policy=WorkflowIDReusePolicy.ALLOW_DUPLICATE,
+                id_conflict_policy=WorkflowIDConflictPolicy.FAIL,
+            )
+        except WorkflowAlreadyStartedError:
+            message = (
+                f"session {spec.run.session_id} has a durable run in progress; one run at a time per session"
+            )
+            await _failed(sink, spec, AgentError(kind="session_error", message=message, cause="busy"))
+            return
+        await self._stream(handle, session, tail, sink, spec)
+
+    async def _stream(
+        self,
+        handle: WorkflowHandle[Any, RunSummary],
+        session: Session,
+        tail: LogTail,
+        sink: EventSink,
+        spec: RunSpec,
+    ) -> None:
+        """Pass the run's events on as the log grows; the terminal one once the workflow has ended."""
+        result = asyncio.ensure_future(handle.result())
+        try:
+            while True:
+                ended = result.done()
+                for event in tail.read(await session.events(tail.seq)):
+                    await sink.put(event)
+                if ended:
+                    break
+                await asyncio.wait((result,), timeout=self.config.poll_interval)
+        except BaseException:
+            result.cancel()
+            raise
+        await sink.put(_terminal(spec, tail, result))
+
+
+def _terminal(spec: RunSpec, tail: LogTail, result: asyncio.Future[RunSummary]) -> AgentEvent:
+    """The run's terminal event, from how its workflow ended."""
+    try:
+        summary = result.result()
+    except WorkflowFailureError as exc:
+        message = f"the durable run's workflow failed: {exc.cause}"
+        return RunFailed(error=AgentError(kind="other", message=message, cause="workflow"))
+    if summary.outcome == "completed":
+        return RunCompleted(usage=summary.usage)
+    if summary.outcome == "paused":
+        return RunPaused(pending=tuple(p.pending() for p in tail.pending), usage=summary.usage)
+    error = summary.error or AgentError(kind="other", message=f"the run ended {summary.outcome}")
+    return RunFailed(error=error, usage=summary.usage)
+
+
+async def _failed(sink: EventSink, spec: RunSpec, error: AgentError) -> None:
+    from helikon.core.events import RunStarted
+
+    await sink.put(RunStarted(agent=spec.run.agent))
+    await sink.put(RunFailed(error=error))
+
+
+def _durable_session(session: object) -> tuple[Session, str]:
+    """The run's session and its id; a `UserError` when the workers could not reach it."""
+    if session is None:
+        raise UserError(
+            "TemporalRunner: the run needs a session (RunContext.with_session(...)): its log is the run"
+        )
+    checked = check_session(session)
+    if not checked.durable or not isinstance(checked, SharedLog):
+        raise UserError(
+            f"TemporalRunner: the run's session ({type(session).__name__}) is in this process only; a "
+            "durable run's session must be in a store its workers and its client all reach (a SQLite "
+            "file, PostgreSQL, Redis: open_session('sqlite:///runs.db', id))"
+        )
+    return checked, str(checked.log_key[1])
+
+
+__all__ = ["MAX_SEED_BYTES", "TemporalRunner", "TemporalRunnerConfig"]

@@ -1,0 +1,305 @@
+"""`WorkerSteps`: the worker's side of a durable run, each step's session writes and the step itself.
+
+A step records what the workflow passed it (`pending`: the model's calls, its answer) with
+a `SessionRecorder`, as an in-process durable run records its stream, then does its own
+work where the agent, its tools and the session live: the model step reads the
+conversation from the session and makes the call as the in-process driver does
+(`helikon.core.run.driver.model_step`); a tool step stores the batch's calls and its
+`ToolsStarted` marker, runs its call (`tool_step`: hooks, permissions, redaction) and
+stores the result. Every write carries ids made from the run, the step and the call, so
+an activity that Temporal retries writes nothing twice, and a tool step retried after its
+result was stored returns that result instead of running the tool again.
+
+What goes back into Temporal's history is small: a tool's result longer than
+`inline_limit` bytes comes back as a digest of what the session stored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+from helikon.core.context import RunConfig, RunContext
+from helikon.core.events import AgentError, AgentEvent, ModelFallback, RequestSent, ToolOutputItem
+from helikon.core.exceptions import UserError
+from helikon.core.items import ContentPart, TextPart, ToolResult
+from helikon.core.loop import ModelResponse, ToolCallOutcome, model_request
+from helikon.core.run.steps import model_step, tool_step
+from helikon.core.run.transition_ctx import transition_ctx
+from helikon.core.session import (
+    RequestHeader,
+    Session,
+    SessionEntry,
+    SessionEvent,
+    ToolReturned,
+    ToolsStarted,
+    TurnClosed,
+    TurnOpened,
+)
+from helikon.core.session.recorder import INTERRUPTED_TOOL_TEXT, SessionRecorder
+
+from .refs import CloseRun, ModelTurn, RunRef, RunSpec, StepFailed, ToolAnswer, ToolTurn
+
+if TYPE_CHECKING:
+    from helikon.core.agent import LlmAgent
+
+SessionSource = Callable[[str], Session | Awaitable[Session]]
+"""How a worker opens a run's session by its id."""
+
+ContextFactory = Callable[[RunRef, Session], RunContext[Any] | Awaitable[RunContext[Any]]]
+"""How a worker makes a run's context (its session given), e.g. from `RunRef.ctx_seed`."""
+
+INLINE_LIMIT = 1024
+"""A tool result up to this many bytes goes into history as it is; a longer one as its digest."""
+
+
+class _SessionBusy(Exception):
+    """Another run has its turn open on the session: the open step is retried until it closes."""
+
+
+class WorkerSteps:
+    """The step functions a worker serves: `open_run`, `call_model`, `invoke_tool`, `close_run`.
+
+    Args:
+        agents: The agents by name (what a `RunRef.agent` names).
+        sessions: Opens a session by id (a store the client reads too).
+        contexts: Makes a run's context; default: a plain context on the session.
+        config: The runs' `RunConfig` (limits, `parallel_tool_call_limit`).
+        inline_limit: See `INLINE_LIMIT`.
+    """
+
+    __slots__ = ("agents", "config", "contexts", "inline_limit", "sessions")
+
+    def __init__(
+        self,
+        agents: Mapping[str, LlmAgent[Any, Any]],
+        sessions: SessionSource,
+        *,
+        contexts: ContextFactory | None = None,
+        config: RunConfig | None = None,
+        inline_limit: int = INLINE_LIMIT,
+    ) -> None:
+        self.agents = dict(agents)
+        self.sessions = sessions
+        self.contexts = contexts
+        self.config = config or RunConfig()
+        self.inline_limit = inline_limit
+
+    # --- the steps ---------------------------------------------------------------------------
+
+    async def open_run(self, spec: RunSpec) -> None:
+        """Open the run's turn and record its input, once the session has no other open turn."""
+        run = spec.run
+        self.agent(run)  # a run of an agent this worker does not serve fails before it writes
+        session = await self.session(run)
+        entries = await session.events()
+        opened = _open_turn(entries)
+        if opened is not None and opened != run.run_id:
+            raise _SessionBusy(f"run {opened} has its turn open on session {run.session_id}; waiting for it")
+        recorder = SessionRecorder(spec.input, turn=TurnOpened(run_id=run.run_id, agent=run.agent))
+        end = int(entries[-1].seq) if entries else -1
+        events = recorder.take()
+        ids = _ids(run, 0, len(events))
+        if opened == run.run_id:  # a retried open whose first attempt went through: nothing to add
+            return
+        await session.append(events, ids=ids, expected_seq=end)
+
+    async def call_model(self, turn: ModelTurn) -> ModelResponse | Any:
+        """Record `turn.pending`, then make the turn's model call from the session's conversation."""
+        run = turn.run
+        agent, session = self.agent(run), await self.session(run)
+        entries = await session.events()
+        recorder = SessionRecorder(last_header=_last_header(entries), usage=turn.usage)
+        for event in turn.pending:
+            recorder.observe(event)
+        recorded = recorder.take()
+        if recorded:
+            await session.append(recorded, ids=_ids(run, turn.step, len(recorded)))
+        ctx, config = await self.run_parts(run, session)
+        conversation = (await session.snapshot()).messages
+        tctx = transition_ctx(agent, config, (), ctx.agent_depth)
+        request = model_request(tctx, conversation, structured=turn.structured)
+        sent = _Sent()
+        streamed = _Kept()
+        settled = await model_step(agent, ctx.with_observer(sent), config, request, turn.turn, streamed)
+        for event in streamed.events:
+            recorder.observe(event)
+        if sent.request is not None:
+            recorder.request_sent(sent.request)
+        after = recorder.take()
+        if after:
+            await session.append(after, ids=_ids(run, turn.step, len(after), "m"))
+        if isinstance(settled, AgentError):
+            return StepFailed(error=settled)
+        return settled
+
+    async def invoke_tool(self, turn: ToolTurn, attempt: int = 1) -> ToolAnswer:
+        """Store the batch's calls and marker, run `turn.call`, store its result (once, across retries)."""
+        run, call = turn.run, turn.call
+        agent, session = self.agent(run), await self.session(run)
+        result_id = f"{run.run_id}:{turn.step}:r:{call.call_id}"
+        if attempt > 1:
+            stored = _stored_result(await session.events(), turn.batch, call.call_id)
+            if stored is not None:
+                return ToolAnswer(outcome=self._digest(_outcome_of(stored, call.name), result_id))
+        recorder = SessionRecorder(usage=turn.usage)
+        for event in turn.pending:
+            recorder.observe(event)
+        opening: list[SessionEvent] = [*recorder.take(), ToolsStarted(call_ids=turn.batch)]
+        await session.append(opening, ids=_ids(run, turn.step, len(opening)))
+        ctx, config = await self.run_parts(run, session)
+        outcome = await tool_step(agent, ctx, config, call, _discard)
+        if isinstance(outcome, AgentError):
+            return ToolAnswer(failed=StepFailed(error=outcome))
+        if not outcome.pending:  # a call waiting for a person has no result yet
+            recorder.returned(ToolOutputItem(item=outcome.to_result(), metadata=outcome.metadata))
+            await session.append(recorder.take(), ids=[result_id])
+        return ToolAnswer(outcome=self._digest(outcome, result_id))
+
+    async def close_run(self, close: CloseRun) -> None:
+        """Record `close.pending`, answer the calls that never returned, close the turn."""
+        run = close.run
+        session = await self.session(run)
+        recorder = SessionRecorder(usage=close.usage)
+        for event in close.pending:
+            recorder.observe(event)
+        events: list[SessionEvent] = recorder.take()
+        interrupted = (TextPart(text=INTERRUPTED_TOOL_TEXT),)
+        events += [
+            ToolReturned(call_id=c.call_id, content=interrupted, is_error=True, name=c.name)
+            for c in close.open_calls
+        ]
+        events.append(TurnClosed(run_id=run.run_id, outcome=close.outcome))  # pyright: ignore[reportArgumentType]
+        await session.append(events, ids=_ids(run, close.step, len(events)))
+
+    # --- what the steps share ----------------------------------------------------------------
+
+    def agent(self, run: RunRef) -> LlmAgent[Any, Any]:
+        """The agent `run` names; a `UserError` if this worker does not serve it."""
+        agent = self.agents.get(run.agent)
+        if agent is None:
+            known = ", ".join(sorted(self.agents)) or "none"
+            raise UserError(f"this worker serves no agent named {run.agent!r} (it serves: {known})")
+        return agent
+
+    async def session(self, run: RunRef) -> Session:
+        """The session `run` is recorded in."""
+        opened = self.sessions(run.session_id)
+        return opened if isinstance(opened, Session) else await opened  # pyright: ignore[reportUnnecessaryIsInstance]
+
+    async def run_parts(self, run: RunRef, session: Session) -> tuple[RunContext[Any], RunConfig]:
+        """The run's context (on `session`) and config."""
+        config = self.config
+        if run.max_turns is not None:
+            config = replace(config, max_turns=run.max_turns)
+        if self.contexts is None:
+            return RunContext.ephemeral(None).with_session(session), config
+        made = self.contexts(run, session)
+        ctx = made if isinstance(made, RunContext) else await made
+        return ctx.with_session(session), config
+
+    def _digest(self, outcome: ToolCallOutcome, stored_as: str) -> ToolCallOutcome:
+        """`outcome` as history keeps it: a long result as its digest, no metadata (the session has both)."""
+        size = _size(outcome.content)
+        if size <= self.inline_limit:
+            return outcome if outcome.metadata is None else replace(outcome, metadata=None)
+        digest = hashlib.sha256(_encoded(outcome.content)).hexdigest()
+        note = f"[{size} bytes stored in the session as {stored_as}, sha256 {digest}]"
+        head = "" if outcome.status == "ok" else ToolResult(call_id="", content=outcome.content).text[:512]
+        content: tuple[ContentPart, ...] = (TextPart(text=f"{head} {note}".strip()),)
+        return replace(outcome, content=content, metadata=None)
+
+
+class _Sent:
+    """The model step's observer: keeps what the call was sent (its request record)."""
+
+    __slots__ = ("request",)
+
+    def __init__(self) -> None:
+        self.request: RequestSent | None = None
+
+    def request_sent(self, sent: RequestSent) -> None:
+        self.request = sent
+
+    async def tools_starting(self, call_ids: tuple[str, ...]) -> None:
+        return None
+
+    async def tool_returned(self, output: ToolOutputItem) -> None:
+        return None
+
+
+class _Kept:
+    """The model step's sink: the deltas are dropped, what the session records is kept."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events: list[AgentEvent] = []
+
+    async def put(self, event: AgentEvent) -> None:
+        if type(event) is ModelFallback:
+            self.events.append(event)
+
+
+def _discard(event: AgentEvent) -> None:
+    return None
+
+
+def _ids(run: RunRef, step: int, count: int, part: str = "") -> list[str]:
+    """The ids of `count` events a step writes: the run, the step, their place."""
+    return [f"{run.run_id}:{step}:{part}{n}" for n in range(count)]
+
+
+def _open_turn(entries: Sequence[SessionEntry]) -> str | None:
+    """The run id of the session's open turn, if its last turn is open."""
+    for entry in reversed(entries):
+        event = entry.event
+        if isinstance(event, TurnClosed):
+            return None
+        if isinstance(event, TurnOpened):
+            return event.run_id
+    return None
+
+
+def _last_header(entries: Sequence[SessionEntry]) -> RequestHeader | None:
+    for entry in reversed(entries):
+        if type(entry.event) is RequestHeader:
+            return entry.event
+    return None
+
+
+def _stored_result(
+    entries: Sequence[SessionEntry], batch: tuple[str, ...], call_id: str
+) -> ToolReturned | None:
+    """The result of `call_id` stored after its batch's last `ToolsStarted` marker, if any."""
+    for entry in reversed(entries):
+        event = entry.event
+        if type(event) is ToolReturned and event.call_id == call_id:
+            return event
+        if type(event) is ToolsStarted and event.call_ids == batch:
+            return None
+    return None
+
+
+def _outcome_of(stored: ToolReturned, name: str) -> ToolCallOutcome:
+    status = "error" if stored.is_error else "ok"
+    return ToolCallOutcome(
+        call_id=stored.call_id, name=stored.name or name, content=stored.content, status=status
+    )
+
+
+def _encoded(content: tuple[ContentPart, ...]) -> bytes:
+    from helikon.core.items import ITEM_ADAPTER
+
+    return ITEM_ADAPTER.dump_json(ToolResult(call_id="", content=content))
+
+
+def _size(content: tuple[ContentPart, ...]) -> int:
+    if all(isinstance(part, TextPart) for part in content):
+        return sum(len(part.text.encode()) for part in content if isinstance(part, TextPart))
+    return len(_encoded(content))
+
+
+__all__ = ["INLINE_LIMIT", "ContextFactory", "SessionSource", "WorkerSteps"]

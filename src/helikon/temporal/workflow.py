@@ -1,0 +1,158 @@
+"""`AgentRunWorkflow`: one agent run as a Temporal workflow, stepped by the `DurableDriver`.
+
+The workflow owns the loop's state and nothing else; each step is an activity
+(`helikon.open_run`, `helikon.call_model`, one `helikon.invoke_tool` per call,
+`helikon.close_run`). Before a step is scheduled its input's encoded size is checked against
+the server's payload limit: past it, Temporal would fail the workflow task and retry it
+forever (the run would hang), so the run fails instead, naming the step. A step that fails
+for good (its retries spent, a result too large, a `UserError`) fails the run the same way,
+and the run's turn is still closed in the session.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+from temporalio.exceptions import ActivityError, ApplicationError
+
+with workflow.unsafe.imports_passed_through():
+    from helikon.core.events import AgentError
+    from helikon.core.loop import TransitionInput
+    from helikon.core.run.transition_ctx import transition_ctx
+
+    from .activities import CALL_MODEL, CLOSE_RUN, FINAL_ERRORS, INVOKE_TOOL, OPEN_RUN
+    from .durable_driver import DurableDriver
+    from .refs import CloseRun, ModelAnswer, ModelTurn, RunSpec, RunSummary, StepFailed, ToolAnswer, ToolTurn
+    from .served import Served, StepOptions, served_for
+    from .size import over_limit
+
+WORKFLOW_NAME = "helikon.AgentRun"
+
+
+@workflow.defn(name=WORKFLOW_NAME)
+class AgentRunWorkflow:
+    """One run of a served agent on its session, from its input to its closed turn."""
+
+    @workflow.run
+    async def run(self, spec: RunSpec) -> RunSummary:
+        """Drive the run to its end; how it ended (its events are in the session)."""
+        served = _served(spec)
+        agent = served.agents[spec.run.agent]
+        config = served.config
+        if spec.run.max_turns is not None:
+            from dataclasses import replace
+
+            config = replace(config, max_turns=spec.run.max_turns)
+        tctx = transition_ctx(agent, config, (), 0)
+        port = _ActivityPort(spec, served.options)
+        return await DurableDriver(spec, tctx, port, config.parallel_tool_call_limit).run()
+
+
+def _served(spec: RunSpec) -> Served:
+    queue = workflow.info().task_queue
+    served = served_for(queue, spec.run.agent)
+    if served is None:
+        raise ApplicationError(
+            f"no worker in this process serves agent {spec.run.agent!r} on task queue {queue!r}",
+            type="UserError",
+            non_retryable=True,
+        )
+    return served
+
+
+class _ActivityPort:
+    """The driver's steps as activities, each checked for size before it is scheduled."""
+
+    __slots__ = ("limit", "options", "spec")
+
+    def __init__(self, spec: RunSpec, options: StepOptions) -> None:
+        self.spec = spec
+        self.options = options
+        self.limit = spec.run.payload_limit
+
+    async def open_run(self, spec: RunSpec) -> None:
+        too_big = self._too_big(spec, "the run's input")
+        if too_big is not None:
+            raise ApplicationError(too_big.error.message, type="StepTooLarge", non_retryable=True)
+        await workflow.execute_activity(
+            OPEN_RUN, spec, activity_id="open", **self._options(self.options.step_timeout, busy=True)
+        )
+
+    async def call_model(self, turn: ModelTurn) -> TransitionInput | StepFailed:
+        what = f"the model call of turn {turn.turn}"
+        too_big = self._too_big(turn, what)
+        if too_big is not None:
+            return too_big
+        try:
+            return await workflow.execute_activity(
+                CALL_MODEL,
+                turn,
+                result_type=ModelAnswer,  # pyright: ignore[reportArgumentType]
+                activity_id=f"{turn.step}:model",
+                **self._options(self.options.model_timeout),
+            )
+        except ActivityError as exc:
+            return _step_failed(what, exc)
+
+    async def invoke_tool(self, turn: ToolTurn) -> ToolAnswer:
+        what = f"tool {turn.call.name!r} (call {turn.call.call_id})"
+        too_big = self._too_big(turn, what)
+        if too_big is not None:
+            return ToolAnswer(failed=too_big)
+        try:
+            return await workflow.execute_activity(
+                INVOKE_TOOL,
+                turn,
+                result_type=ToolAnswer,
+                activity_id=f"{turn.step}:tool:{turn.call.call_id}",
+                **self._options(self.options.tool_timeout),
+            )
+        except ActivityError as exc:
+            return ToolAnswer(failed=_step_failed(what, exc))
+
+    async def close_run(self, close: CloseRun) -> None:
+        too_big = self._too_big(close, "the run's last events")
+        if too_big is not None:  # its answer: stored without what did not fit, saying why
+            close = CloseRun(run=close.run, step=close.step, outcome="failed", usage=close.usage)
+        await workflow.execute_activity(
+            CLOSE_RUN, close, activity_id=f"{close.step}:close", **self._options(self.options.step_timeout)
+        )
+
+    def _too_big(self, value: object, what: str) -> StepFailed | None:
+        size = over_limit(value, self.limit)
+        if size is None:
+            return None
+        message = (
+            f"the input of {what} is {size} bytes, over the Temporal server's payload limit of "
+            f"{self.limit} bytes: the run fails rather than wait for a step that cannot be scheduled"
+        )
+        return StepFailed(error=AgentError(kind="other", message=message, cause="payload_too_large"))
+
+    def _options(self, timeout: timedelta, *, busy: bool = False) -> dict[str, Any]:
+        options = self.options
+        retry = RetryPolicy(
+            initial_interval=timedelta(milliseconds=100 if busy else 500),
+            maximum_interval=timedelta(seconds=2 if busy else 30),
+            maximum_attempts=options.max_attempts,
+            non_retryable_error_types=list(FINAL_ERRORS),
+        )
+        return {
+            "start_to_close_timeout": timeout,
+            "heartbeat_timeout": options.heartbeat_timeout,
+            "retry_policy": retry,
+        }
+
+
+def _step_failed(what: str, exc: ActivityError) -> StepFailed:
+    """A step that failed for good, as the error its run fails with."""
+    cause = exc.cause
+    detail = str(cause) if cause is not None else str(exc)
+    kind = getattr(cause, "type", None) or type(cause).__name__
+    message = f"{what} failed: {detail}"
+    return StepFailed(error=AgentError(kind="other", message=message, cause=str(kind)))
+
+
+__all__ = ["WORKFLOW_NAME", "AgentRunWorkflow"]

@@ -1,0 +1,78 @@
+"""Crash-resume: the worker is SIGKILLed in the middle of a tool call, and a new one finishes the run."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from temporal_helpers import connect, dev_server, on, runner
+from temporal_worker_process import crash_agent
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with dev_server() as address:
+        yield address
+
+
+def start_worker(address: str, store: str, state: Path, name: str) -> subprocess.Popen[bytes]:
+    argv = [sys.executable, str(HERE / "temporal_worker_process.py"), address, store, "crashy", str(state)]
+    with (state / f"{name}.log").open("wb") as log:
+        return subprocess.Popen(argv, cwd=HERE, start_new_session=True, stdout=log, stderr=log)
+
+
+async def wait_for(path: Path, process: subprocess.Popen[bytes]) -> None:
+    """Until `path` exists (the worker's process must not die meanwhile)."""
+    while not path.exists():  # noqa: ASYNC240 - a stat, while polling
+        if process.poll() is not None:
+            logs = "".join(log.read_text()[-2000:] for log in path.parent.glob("*.log"))
+            raise AssertionError(f"the worker exited ({process.returncode}): {logs}")
+        await asyncio.sleep(0.05)
+
+
+def lines(path: Path) -> int:
+    return len(path.read_text().splitlines()) if path.exists() else 0
+
+
+async def test_a_worker_killed_mid_tool_is_replaced_and_the_run_resumes_from_its_last_step(
+    server: str, tmp_path: Path
+) -> None:
+    store, state = f"sqlite:///{tmp_path}/sessions.db", tmp_path
+    first = start_worker(server, store, state, "first")
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        await wait_for(state / "ready-crashy", first)
+        client = await connect(server)
+        session, ctx = on(store, "crash")
+        run = asyncio.ensure_future(runner(client, "crashy").run(crash_agent(state), "Go.", ctx))
+        while lines(state / "slow_runs") == 0:  # the slow tool has started, in the first worker
+            assert not run.done(), run.result()
+            await asyncio.sleep(0.05)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        (state / "ready-crashy").unlink()
+        assert lines(state / "model_calls") == 2 and not run.done()
+
+        (state / "release").touch()
+        second = start_worker(server, store, state, "second")
+        result = await asyncio.wait_for(run, 120)
+        assert result.final_output == "done: one and two"
+        # The two model turns that had completed are not made again; only the third is new.
+        assert lines(state / "model_calls") == 3
+        assert lines(state / "slow_runs") == 2  # the interrupted call ran again, once
+        kinds = [e.event.type for e in await session.events()]
+        assert kinds.count("tool_returned") == 2 and kinds.count("tool_called") == 2
+        assert kinds[-2:] == ["assistant_message", "turn_closed"]
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()

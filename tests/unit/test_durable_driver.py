@@ -1,0 +1,215 @@
+"""The `DurableDriver` and the worker's steps, without Temporal: a port that calls the steps directly."""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from helikon import LlmAgent, RunConfig, RunContext, tool
+from helikon.core._internal.json_value import JsonValue
+from helikon.core.governance import Hook, HookDecision, HookEvent
+from helikon.core.loop import TransitionInput
+from helikon.core.run.transition_ctx import transition_ctx
+from helikon.core.session import Session, SessionEntry
+from helikon.sessions import open_session
+from helikon.temporal import DurableDriver, RunRef, RunSpec, WorkerSteps
+from helikon.temporal.refs import CloseRun, ModelTurn, StepFailed, ToolAnswer, ToolTurn
+from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
+
+
+class DirectPort:
+    """The driver's steps performed by `WorkerSteps` in this process, counting what runs at once."""
+
+    def __init__(self, steps: WorkerSteps) -> None:
+        self.steps = steps
+        self.tools_running = 0
+        self.most_at_once = 0
+
+    async def open_run(self, spec: RunSpec) -> None:
+        await self.steps.open_run(spec)
+
+    async def call_model(self, turn: ModelTurn) -> TransitionInput | StepFailed:
+        return await self.steps.call_model(turn)
+
+    async def invoke_tool(self, turn: ToolTurn) -> ToolAnswer:
+        self.tools_running += 1
+        self.most_at_once = max(self.most_at_once, self.tools_running)
+        try:
+            await asyncio.sleep(0.01)
+            return await self.steps.invoke_tool(turn)
+        finally:
+            self.tools_running -= 1
+
+    async def close_run(self, close: CloseRun) -> None:
+        await self.steps.close_run(close)
+
+
+ran: list[str] = []
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    ran.append(f"add {a} {b}")
+    return a + b
+
+
+@tool
+def long_text() -> str:
+    """A long result."""
+    return "word " * 1000
+
+
+def store(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path}/sessions.db"
+
+
+async def durable_run(
+    agent: LlmAgent[Any, Any], url: str, session_id: str, text: str, config: RunConfig | None = None
+) -> tuple[Any, DirectPort, Session]:
+    session = open_session(url, session_id)
+    config = config or RunConfig()
+    steps = WorkerSteps({agent.name: agent}, lambda _: session, config=config)
+    port = DirectPort(steps)
+    from helikon.core.items import UserMessage
+
+    spec = RunSpec(
+        run=RunRef(agent=agent.name, session_id=session_id, run_id=f"run-{session_id}"),
+        input=(UserMessage.from_text(text),),
+    )
+    tctx = transition_ctx(agent, config, (), 0)
+    summary = await DurableDriver(spec, tctx, port, config.parallel_tool_call_limit).run()
+    return summary, port, session
+
+
+def normalized(entries: list[SessionEntry]) -> list[dict[str, Any]]:
+    out = []
+    for entry in entries:
+        fields = {
+            f.name: getattr(entry.event, f.name) for f in dataclasses.fields(entry.event) if f.name != "ts"
+        }
+        fields.pop("run_id", None)
+        out.append(fields)
+    return out
+
+
+def calculator() -> LlmAgent[None, str]:
+    model = MockModel.with_scripts(
+        [
+            tool_calls_turn([("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})]),
+            tool_call_turn("add", {"a": 5, "b": 6}),
+            text_turn("3, 7 and 11"),
+        ]
+    )
+    return LlmAgent(name="calc", model=model, tools=[add], instructions="Be exact.")
+
+
+async def test_the_driver_records_what_an_in_process_durable_run_records(tmp_path: Path) -> None:
+    url = store(tmp_path)
+    in_process = open_session(url, "in-process")
+    await calculator().run("Add them up.", context=RunContext.ephemeral(None).with_session(in_process))
+    summary, _, session = await durable_run(calculator(), url, "durable", "Add them up.")
+    assert summary.outcome == "completed" and summary.error is None
+    assert normalized(await session.events()) == normalized(await in_process.events())
+
+
+async def test_tool_steps_run_together_within_the_parallel_limit(tmp_path: Path) -> None:
+    calls: list[tuple[str, JsonValue]] = [("add", {"a": n, "b": n}) for n in range(5)]
+    model = MockModel.with_scripts([tool_calls_turn(calls), text_turn("done")])
+    agent = LlmAgent(name="calc", model=model, tools=[add])
+    _, port, _ = await durable_run(agent, store(tmp_path), "s", "go", RunConfig(parallel_tool_call_limit=2))
+    assert port.most_at_once == 2
+    _, port, _ = await durable_run(
+        LlmAgent(
+            name="calc",
+            model=MockModel.with_scripts([tool_calls_turn(calls), text_turn("done")]),
+            tools=[add],
+        ),
+        store(tmp_path),
+        "t",
+        "go",
+    )
+    assert port.most_at_once == 5
+
+
+async def test_a_retried_tool_step_returns_the_stored_result_without_running_the_tool(tmp_path: Path) -> None:
+    agent = calculator()
+    session = open_session(store(tmp_path), "retry")
+    steps = WorkerSteps({"calc": agent}, lambda _: session)
+    run = RunRef(agent="calc", session_id="retry", run_id="r1")
+    from helikon.core.events import ToolCallItem
+    from helikon.core.items import ToolCall, UserMessage
+
+    await steps.open_run(RunSpec(run=run, input=(UserMessage.from_text("go"),)))
+    call = ToolCall(call_id="c1", name="add", args={"a": 20, "b": 22})
+    turn = ToolTurn(run=run, step=2, turn=0, call=call, batch=("c1",), pending=(ToolCallItem(item=call),))
+    ran.clear()
+    first = await steps.invoke_tool(turn)
+    again = await steps.invoke_tool(turn, attempt=2)
+    assert ran == ["add 20 22"]
+    assert first == again and first.outcome is not None and first.outcome.content[0].text == "42"  # pyright: ignore[reportAttributeAccessIssue]
+    assert [e.event.type for e in await session.events()].count("tool_returned") == 1
+
+
+async def test_a_long_result_goes_back_as_its_digest_and_stays_whole_in_the_session(tmp_path: Path) -> None:
+    model = MockModel.with_scripts([tool_call_turn("long_text", {}), text_turn("done")])
+    agent = LlmAgent(name="reader", model=model, tools=[long_text])
+    session = open_session(store(tmp_path), "digest")
+    steps = WorkerSteps({"reader": agent}, lambda _: session, inline_limit=100)
+    run = RunRef(agent="reader", session_id="digest", run_id="r1")
+    from helikon.core.items import ToolCall
+
+    call = ToolCall(call_id="c1", name="long_text", args={})
+    answer = await steps.invoke_tool(ToolTurn(run=run, step=1, turn=0, call=call, batch=("c1",)))
+    assert answer.outcome is not None
+    text = answer.outcome.content[0].text  # pyright: ignore[reportAttributeAccessIssue]
+    assert text.startswith("[5000 bytes stored in the session as r1:1:r:c1, sha256 ") and len(text) < 200
+    stored = [e.event for e in await session.events() if e.event.type == "tool_returned"]
+    assert stored[0].content[0].text == "word " * 1000  # pyright: ignore[reportAttributeAccessIssue]
+
+
+class Refuses(Hook[Any]):
+    async def on_event(self, ctx: RunContext[Any], event: HookEvent) -> HookDecision:
+        if event.type == "pre_tool_use":
+            raise RuntimeError("audit store down")
+        return HookDecision.allow()
+
+
+async def test_a_hook_that_raises_fails_the_run_as_in_process_and_closes_its_turn(tmp_path: Path) -> None:
+    model = MockModel.with_scripts([tool_call_turn("add", {"a": 1, "b": 2}), text_turn("never")])
+    agent = LlmAgent(name="calc", model=model, tools=[add], hooks=[Refuses()])
+    summary, _, session = await durable_run(agent, store(tmp_path), "hooked", "go")
+    assert summary.outcome == "failed" and summary.error is not None
+    assert "audit store down" in summary.error.message and summary.error.cause == "hook"
+    kinds = [e.event.type for e in await session.events()]
+    assert (
+        kinds[-1] == "turn_closed" and kinds.count("tool_returned") == 1
+    )  # the call answered as interrupted
+
+    in_process = open_session(store(tmp_path), "in-process")
+    model = MockModel.with_scripts([tool_call_turn("add", {"a": 1, "b": 2}), text_turn("never")])
+    agent = LlmAgent(name="calc", model=model, tools=[add], hooks=[Refuses()])
+    stream = agent.run("go", context=RunContext.ephemeral(None).with_session(in_process))
+    async for _ in stream:
+        pass
+    assert normalized(await session.events()) == normalized(await in_process.events())
+
+
+async def test_the_run_s_max_turns_comes_from_its_ref(tmp_path: Path) -> None:
+    model = MockModel.with_scripts([tool_call_turn("add", {"a": n, "b": n}) for n in range(5)])
+    agent = LlmAgent(name="calc", model=model, tools=[add])
+    summary, _, _ = await durable_run(agent, store(tmp_path), "turns", "go", RunConfig(max_turns=2))
+    assert summary.outcome == "failed" and summary.error is not None
+    assert summary.error.kind == "max_turns_exceeded"
+
+
+async def test_an_unknown_agent_is_a_user_error_naming_the_served_ones(tmp_path: Path) -> None:
+    from helikon.core.exceptions import UserError
+
+    steps = WorkerSteps({"calc": calculator()}, lambda _: open_session(store(tmp_path), "x"))
+    with pytest.raises(UserError, match=r"no agent named 'nope' \(it serves: calc\)"):
+        await steps.open_run(RunSpec(run=RunRef(agent="nope", session_id="x", run_id="r")))
