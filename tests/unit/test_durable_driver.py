@@ -47,6 +47,9 @@ class DirectPort:
     async def close_run(self, close: CloseRun) -> None:
         await self.steps.close_run(close)
 
+    def cancel_reason(self) -> str | None:
+        return None
+
 
 ran: list[str] = []
 

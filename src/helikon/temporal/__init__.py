@@ -29,7 +29,7 @@ from .durable_driver import DurableDriver, StepPort
 from .refs import RunRef, RunSpec, RunSummary
 from .runner import TemporalRunner, TemporalRunnerConfig
 from .served import StepOptions
-from .worker import TemporalAgentWorker, TemporalAgentWorkerBuilder
+from .worker import TemporalAgentWorker, TemporalAgentWorkerBuilder, WorkerPosture
 from .worker_steps import WorkerSteps
 from .workflow import AgentRunWorkflow
 
@@ -45,5 +45,6 @@ __all__ = [
     "TemporalAgentWorkerBuilder",
     "TemporalRunner",
     "TemporalRunnerConfig",
+    "WorkerPosture",
     "WorkerSteps",
 ]

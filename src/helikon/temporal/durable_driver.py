@@ -92,6 +92,10 @@ class StepPort(Protocol):
         """Record `close.pending` and close the run's turn."""
         ...
 
+    def cancel_reason(self) -> str | None:
+        """Why the run was cancelled, if the canceller said (`TIMEOUT_REASON`: its timeout)."""
+        ...
+
 
 class DurableDriver:
     """Steps one run's loop from its input to its end, performing each step through `port`.
@@ -112,7 +116,6 @@ class DurableDriver:
         "_spec",
         "_step",
         "_tctx",
-        "_unanswered",
         "_usage",
         "limit",
     )
@@ -129,13 +132,15 @@ class DurableDriver:
         self._recorded: set[str] = set()  # calls whose results a tool step stored
         self._step = 0
         self._usage: TokenUsage | None = None  # the last model call's
-        self._unanswered: tuple[ToolCall, ...] = ()  # calls of a failed or cancelled batch without a result
 
     async def run(self) -> RunSummary:
         """Drive the run to its end; how it ended."""
-        await self._port.open_run(self._spec)
         state = initial_state(self._tctx)
         next_input: TransitionInput | None = Start(messages=self._spec.input)
+        try:
+            await self._port.open_run(self._spec)
+        except asyncio.CancelledError:  # cancelled before it began: it ends so, closed if it opened
+            next_input = Cancelled(reason=self._port.cancel_reason() or CANCELLED_REASON)
         terminal: AgentEvent | None = None
         while next_input is not None:
             outcome = transition(state, next_input, self._tctx, self._conversation)
@@ -172,8 +177,8 @@ class DurableDriver:
                 return await self._model(state)
             if isinstance(action, ExecuteTools):
                 return await self._tools(action.calls, getattr(state, "turn", 0))
-        except asyncio.CancelledError:
-            return Cancelled(reason=CANCELLED_REASON)
+        except asyncio.CancelledError:  # the step is over (its cancel completed): the run ends cancelled
+            return Cancelled(reason=self._port.cancel_reason() or CANCELLED_REASON)
         if isinstance(action, Terminate):
             return None
         return AgentError(kind="other", message=f"the durable runner cannot perform {action.type} yet")
@@ -215,21 +220,15 @@ class DurableDriver:
             async with gate:
                 return await self._port.invoke_tool(tool_turn)
 
-        try:
-            answers = await asyncio.gather(*(one(call) for call in calls))
-        except asyncio.CancelledError:
-            self._unanswered = calls
-            raise
+        answers = await asyncio.gather(*(one(call) for call in calls))
         outcomes: list[ToolCallOutcome] = []
-        failure: AgentError | None = None
-        for call, answer in zip(calls, answers, strict=True):
-            if answer.outcome is None:
-                self._unanswered += (call,)  # its result never came: the session says interrupted
-                failure = failure or (answer.failed.error if answer.failed is not None else None)
-                continue
+        for answer in answers:
+            if answer.failed is not None:  # the calls left without a result are closed as interrupted
+                return answer.failed.error
+            assert answer.outcome is not None
             outcomes.append(answer.outcome)
             self._recorded.add(answer.outcome.call_id)
-        return failure if failure is not None else ToolResults(outcomes=tuple(outcomes))
+        return ToolResults(outcomes=tuple(outcomes))
 
     async def _close(self, state: LoopState, terminal: AgentEvent | None) -> RunSummary:
         outcome, error = _ending(terminal)
@@ -240,7 +239,6 @@ class DurableDriver:
             outcome=outcome,
             pending=self._take(),
             usage=self._usage,
-            open_calls=self._unanswered,
         )
         await self._port.close_run(close)
         return RunSummary(outcome=outcome, usage=_usage(state), error=error)

@@ -112,8 +112,6 @@ class CloseRun:
     outcome: str
     pending: tuple[Annotated[AgentEvent, BY_TYPE], ...] = ()
     usage: TokenUsage | None = None
-    open_calls: tuple[ToolCall, ...] = ()
-    """Calls whose results never came (a cancelled batch): recorded as interrupted."""
 
 
 @carrier

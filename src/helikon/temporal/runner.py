@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import time
 import uuid
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
@@ -23,16 +24,18 @@ from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from helikon.core._internal.json_value import JsonValue
+from helikon.core.cancel import CancellationToken
 from helikon.core.events import AgentError, AgentEvent, RunCompleted, RunFailed, RunPaused
 from helikon.core.exceptions import UserError
 from helikon.core.input import RUNNER_CALL, RunInput, to_agent_input
+from helikon.core.loop import TIMEOUT_REASON
 from helikon.core.result import RunResult, RunStream
 from helikon.core.session import Session, SharedLog, check_session
 
 from .converter import with_converter
 from .log_tail import LogTail
 from .refs import DEFAULT_PAYLOAD_LIMIT, RunRef, RunSpec, RunSummary
-from .workflow import WORKFLOW_NAME
+from .workflow import REASON_SIGNAL, WORKFLOW_NAME
 
 if TYPE_CHECKING:
     from helikon.core.agent import Agent
@@ -120,7 +123,9 @@ class TemporalRunner:
             payload_limit=self.config.payload_limit,
         )
         spec = RunSpec(run=ref, input=new_input.messages)
-        return RunStream(drive=functools.partial(self._drive, spec, session), agent=agent)
+        timeout = config.timeout if config is not None else None
+        drive = functools.partial(self._drive, spec, session, _Stop(context.cancel, timeout))
+        return RunStream(drive=drive, agent=agent)
 
     async def run(
         self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
@@ -132,7 +137,7 @@ class TemporalRunner:
         """The id of the workflow of `session_id`'s durable run."""
         return f"helikon-{session_id}"
 
-    async def _drive(self, spec: RunSpec, session: Session, sink: EventSink) -> None:
+    async def _drive(self, spec: RunSpec, session: Session, stop: _Stop, sink: EventSink) -> None:
         entries = await session.events()
         tail = LogTail(spec.run.run_id, entries[-1].seq if entries else None)
         try:
@@ -152,7 +157,7 @@ class TemporalRunner:
             )
             await _failed(sink, spec, AgentError(kind="session_error", message=message, cause="busy"))
             return
-        await self._stream(handle, session, tail, sink, spec)
+        await self._stream(handle, session, tail, sink, spec, stop)
 
     async def _stream(
         self,
@@ -161,8 +166,13 @@ class TemporalRunner:
         tail: LogTail,
         sink: EventSink,
         spec: RunSpec,
+        stop: _Stop,
     ) -> None:
-        """Pass the run's events on as the log grows; the terminal one once the workflow has ended."""
+        """Pass the run's events on as the log grows; the terminal one once the workflow has ended.
+
+        The consumer leaving does not stop the run (it is durable: its log keeps growing);
+        the context's token or `RunConfig.timeout` does.
+        """
         result = asyncio.ensure_future(handle.result())
         try:
             while True:
@@ -171,11 +181,38 @@ class TemporalRunner:
                     await sink.put(event)
                 if ended:
                     break
+                await stop.check(handle)
                 await asyncio.wait((result,), timeout=self.config.poll_interval)
         except BaseException:
             result.cancel()
             raise
         await sink.put(_terminal(spec, tail, result))
+
+
+class _Stop:
+    """When a run is to stop: its context's token fired, or its `RunConfig.timeout` passed."""
+
+    __slots__ = ("deadline", "sent", "token")
+
+    def __init__(self, token: CancellationToken, timeout: float | None) -> None:
+        self.token = token
+        self.deadline = None if timeout is None else time.monotonic() + timeout
+        self.sent = False
+
+    async def check(self, handle: WorkflowHandle[Any, RunSummary]) -> None:
+        """Cancel the run's workflow (saying why) once it is to stop."""
+        if self.sent:
+            return
+        if self.token.is_cancelled():
+            reason = self.token.reason
+        elif self.deadline is not None and time.monotonic() >= self.deadline:
+            reason = TIMEOUT_REASON
+        else:
+            return
+        self.sent = True
+        if reason is not None:
+            await handle.signal(REASON_SIGNAL, reason)
+        await handle.cancel()
 
 
 def _terminal(spec: RunSpec, tail: LogTail, result: asyncio.Future[RunSummary]) -> AgentEvent:

@@ -17,6 +17,7 @@ from temporalio.worker import Worker
 
 from helikon.core.context import RunConfig
 from helikon.core.exceptions import UserError
+from helikon.core.governance.settings import Governance
 from helikon.core.session import Session
 
 from .activities import StepActivities
@@ -29,6 +30,11 @@ if TYPE_CHECKING:
     from types import TracebackType
 
     from helikon.core.agent import LlmAgent
+
+WorkerPosture = Governance
+"""A worker's posture is a `Governance` (permission mode, deny, allow and guard rules, policy,
+approval handler, default guards, redaction, extra secrets), set on the worker, authoritative
+over whatever context its runs are made with."""
 
 _MAX_OPEN_SESSIONS = 256
 """How many session handles a worker keeps open (the least recently used one is closed first)."""
@@ -62,6 +68,7 @@ class TemporalAgentWorker:
         config: RunConfig | None = None,
         options: StepOptions | None = None,
         inline_limit: int = INLINE_LIMIT,
+        posture: WorkerPosture[Any] | None = None,
     ) -> None:
         if not agents:
             raise UserError("TemporalAgentWorker: register at least one agent (builder().agent(...))")
@@ -73,7 +80,9 @@ class TemporalAgentWorker:
         config = config or RunConfig()
         self.task_queue = task_queue
         self.served = Served(agents=by_name, config=config, options=options or StepOptions())
-        self.steps = WorkerSteps(by_name, source, contexts=contexts, config=config, inline_limit=inline_limit)
+        self.steps = WorkerSteps(
+            by_name, source, contexts=contexts, config=config, inline_limit=inline_limit, posture=posture
+        )
         prewarm()
         self.worker = Worker(
             with_converter(client),
@@ -119,7 +128,16 @@ class TemporalAgentWorker:
 class TemporalAgentWorkerBuilder:
     """Collects a worker's parts; `build()` checks them and makes the worker."""
 
-    __slots__ = ("_agents", "_client", "_config", "_contexts", "_options", "_sessions", "_task_queue")
+    __slots__ = (
+        "_agents",
+        "_client",
+        "_config",
+        "_contexts",
+        "_options",
+        "_posture",
+        "_sessions",
+        "_task_queue",
+    )
 
     def __init__(self) -> None:
         self._agents: list[LlmAgent[Any, Any]] = []
@@ -129,6 +147,7 @@ class TemporalAgentWorkerBuilder:
         self._contexts: ContextFactory | None = None
         self._config: RunConfig | None = None
         self._options: StepOptions | None = None
+        self._posture: WorkerPosture[Any] | None = None
 
     def agent(self, agent: LlmAgent[Any, Any]) -> Self:
         """Serve `agent` (its runs name it by `agent.name`)."""
@@ -160,6 +179,14 @@ class TemporalAgentWorkerBuilder:
         self._config = config
         return self
 
+    def posture(self, posture: WorkerPosture[Any]) -> Self:
+        """The governance every run of this worker is under, whatever its context says.
+
+        It is the worker's: a client sends only a ctx seed, never permissions.
+        """
+        self._posture = posture
+        return self
+
     def options(self, options: StepOptions) -> Self:
         """The step options (timeouts, heartbeats, attempts)."""
         self._options = options
@@ -185,6 +212,7 @@ class TemporalAgentWorkerBuilder:
             contexts=self._contexts,
             config=self._config,
             options=self._options,
+            posture=self._posture,
         )
 
 
@@ -231,4 +259,4 @@ _IN_MEMORY = (
     "PostgreSQL, Redis): an in-memory session lives in one process only"
 )
 
-__all__ = ["TemporalAgentWorker", "TemporalAgentWorkerBuilder"]
+__all__ = ["TemporalAgentWorker", "TemporalAgentWorkerBuilder", "WorkerPosture"]

@@ -24,15 +24,18 @@ from typing import TYPE_CHECKING, Any
 from helikon.core.context import RunConfig, RunContext
 from helikon.core.events import AgentError, AgentEvent, ModelFallback, RequestSent, ToolOutputItem
 from helikon.core.exceptions import UserError
+from helikon.core.governance.settings import Governance
 from helikon.core.items import ContentPart, TextPart, ToolResult
 from helikon.core.loop import ModelResponse, ToolCallOutcome, model_request
 from helikon.core.run.steps import model_step, tool_step
 from helikon.core.run.transition_ctx import transition_ctx
 from helikon.core.session import (
+    ApprovalPending,
     RequestHeader,
     Session,
     SessionEntry,
     SessionEvent,
+    ToolCalled,
     ToolReturned,
     ToolsStarted,
     TurnClosed,
@@ -68,9 +71,11 @@ class WorkerSteps:
         contexts: Makes a run's context; default: a plain context on the session.
         config: The runs' `RunConfig` (limits, `parallel_tool_call_limit`).
         inline_limit: See `INLINE_LIMIT`.
+        posture: The governance every step runs under, whatever context the factory made
+            (permission mode, rules, policy, approval handler, guards, redaction, secrets).
     """
 
-    __slots__ = ("agents", "config", "contexts", "inline_limit", "sessions")
+    __slots__ = ("agents", "config", "contexts", "inline_limit", "posture", "sessions")
 
     def __init__(
         self,
@@ -80,8 +85,10 @@ class WorkerSteps:
         contexts: ContextFactory | None = None,
         config: RunConfig | None = None,
         inline_limit: int = INLINE_LIMIT,
+        posture: Governance[Any] | None = None,
     ) -> None:
         self.agents = dict(agents)
+        self.posture = posture
         self.sessions = sessions
         self.contexts = contexts
         self.config = config or RunConfig()
@@ -90,10 +97,21 @@ class WorkerSteps:
     # --- the steps ---------------------------------------------------------------------------
 
     async def open_run(self, spec: RunSpec) -> None:
-        """Open the run's turn and record its input, once the session has no other open turn."""
+        """Open the run's turn and record its input, once the session has no other open turn.
+
+        The run's context is made first: a ctx seed its factory refuses fails the run here,
+        before anything is written (a `UserError`, never retried).
+        """
         run = spec.run
         self.agent(run)  # a run of an agent this worker does not serve fails before it writes
         session = await self.session(run)
+        try:
+            await self.run_parts(run, session)
+        except Exception as exc:
+            raise UserError(
+                f"the worker's context factory failed on the run's ctx seed {run.ctx_seed!r}: "
+                f"{type(exc).__name__}: {exc}"
+            ) from exc
         entries = await session.events()
         opened = _open_turn(entries)
         if opened is not None and opened != run.run_id:
@@ -159,19 +177,28 @@ class WorkerSteps:
         return ToolAnswer(outcome=self._digest(outcome, result_id))
 
     async def close_run(self, close: CloseRun) -> None:
-        """Record `close.pending`, answer the calls that never returned, close the turn."""
+        """Record `close.pending`, answer the calls left without a result, close the turn.
+
+        As the in-process recorder's `drain` does: a call stored earlier whose result never
+        came (a failed or cancelled batch), then one `pending` holds, gets an error result
+        saying it was interrupted. The close is one write: a retried close finds it stored.
+        """
         run = close.run
         session = await self.session(run)
+        entries = await session.events()
+        if _turn_state(entries, run.run_id) != "open":
+            return  # never opened (cancelled first), or closed by an earlier attempt
         recorder = SessionRecorder(usage=close.usage)
         for event in close.pending:
             recorder.observe(event)
-        events: list[SessionEvent] = recorder.take()
-        interrupted = (TextPart(text=INTERRUPTED_TOOL_TEXT),)
-        events += [
-            ToolReturned(call_id=c.call_id, content=interrupted, is_error=True, name=c.name)
-            for c in close.open_calls
+        recorded = recorder.take()
+        text = (TextPart(text=INTERRUPTED_TOOL_TEXT),)
+        unanswered = [
+            ToolReturned(call_id=call_id, content=text, is_error=True, name=name)
+            for call_id, name in _unanswered(entries, run.run_id).items()
         ]
-        events.append(TurnClosed(run_id=run.run_id, outcome=close.outcome))  # pyright: ignore[reportArgumentType]
+        closed = TurnClosed(run_id=run.run_id, outcome=close.outcome)  # pyright: ignore[reportArgumentType]
+        events: list[SessionEvent] = [*recorded, *unanswered, *recorder.drain(), closed]
         await session.append(events, ids=_ids(run, close.step, len(events)))
 
     # --- what the steps share ----------------------------------------------------------------
@@ -190,15 +217,17 @@ class WorkerSteps:
         return opened if isinstance(opened, Session) else await opened  # pyright: ignore[reportUnnecessaryIsInstance]
 
     async def run_parts(self, run: RunRef, session: Session) -> tuple[RunContext[Any], RunConfig]:
-        """The run's context (on `session`) and config."""
+        """The run's context (on `session`, under the worker's posture) and config."""
         config = self.config
         if run.max_turns is not None:
             config = replace(config, max_turns=run.max_turns)
         if self.contexts is None:
-            return RunContext.ephemeral(None).with_session(session), config
-        made = self.contexts(run, session)
-        ctx = made if isinstance(made, RunContext) else await made
-        return ctx.with_session(session), config
+            ctx: RunContext[Any] = RunContext.ephemeral(None)
+        else:
+            made = self.contexts(run, session)
+            ctx = made if isinstance(made, RunContext) else await made
+        ctx = ctx.with_session(session)
+        return (ctx if self.posture is None else ctx.with_governance(self.posture)), config
 
     def _digest(self, outcome: ToolCallOutcome, stored_as: str) -> ToolCallOutcome:
         """`outcome` as history keeps it: a long result as its digest, no metadata (the session has both)."""
@@ -261,6 +290,35 @@ def _open_turn(entries: Sequence[SessionEntry]) -> str | None:
         if isinstance(event, TurnOpened):
             return event.run_id
     return None
+
+
+def _turn_state(entries: Sequence[SessionEntry], run_id: str) -> str:
+    """Whether run `run_id`'s turn is `"open"`, `"closed"`, or `"absent"` from the log."""
+    state = "absent"
+    for entry in entries:
+        event = entry.event
+        if isinstance(event, TurnOpened | TurnClosed) and event.run_id == run_id:
+            state = "open" if isinstance(event, TurnOpened) else "closed"
+    return state
+
+
+def _unanswered(entries: Sequence[SessionEntry], run_id: str) -> dict[str, str]:
+    """The calls run `run_id` stored without a result (nor a pending approval), in the order stored."""
+    calls: dict[str, str] = {}
+    ours = False
+    for entry in entries:
+        event = entry.event
+        if isinstance(event, TurnOpened):
+            ours = event.run_id == run_id
+        elif not ours:
+            continue
+        elif isinstance(event, ToolCalled):
+            calls[event.call_id] = event.name
+        elif isinstance(event, ToolReturned):
+            calls.pop(event.call_id, None)
+        elif isinstance(event, ApprovalPending):
+            calls.pop(event.run_call, None)
+    return calls
 
 
 def _last_header(entries: Sequence[SessionEntry]) -> RequestHeader | None:

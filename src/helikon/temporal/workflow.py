@@ -17,6 +17,7 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from helikon.core.events import AgentError
@@ -30,11 +31,20 @@ with workflow.unsafe.imports_passed_through():
     from .size import over_limit
 
 WORKFLOW_NAME = "helikon.AgentRun"
+REASON_SIGNAL = "helikon.cancel_reason"
 
 
 @workflow.defn(name=WORKFLOW_NAME)
 class AgentRunWorkflow:
     """One run of a served agent on its session, from its input to its closed turn."""
+
+    def __init__(self) -> None:
+        self.reason: str | None = None
+
+    @workflow.signal(name=REASON_SIGNAL)
+    def cancel_reason(self, reason: str) -> None:
+        """Why the cancel that follows is made (a runner's timeout says `TIMEOUT_REASON`)."""
+        self.reason = reason
 
     @workflow.run
     async def run(self, spec: RunSpec) -> RunSummary:
@@ -47,7 +57,7 @@ class AgentRunWorkflow:
 
             config = replace(config, max_turns=spec.run.max_turns)
         tctx = transition_ctx(agent, config, (), 0)
-        port = _ActivityPort(spec, served.options)
+        port = _ActivityPort(spec, served.options, self)
         return await DurableDriver(spec, tctx, port, config.parallel_tool_call_limit).run()
 
 
@@ -66,20 +76,29 @@ def _served(spec: RunSpec) -> Served:
 class _ActivityPort:
     """The driver's steps as activities, each checked for size before it is scheduled."""
 
-    __slots__ = ("limit", "options", "spec")
+    __slots__ = ("limit", "options", "spec", "workflow")
 
-    def __init__(self, spec: RunSpec, options: StepOptions) -> None:
+    def __init__(self, spec: RunSpec, options: StepOptions, run: AgentRunWorkflow) -> None:
         self.spec = spec
         self.options = options
         self.limit = spec.run.payload_limit
+        self.workflow = run
+
+    def cancel_reason(self) -> str | None:
+        return self.workflow.reason
 
     async def open_run(self, spec: RunSpec) -> None:
         too_big = self._too_big(spec, "the run's input")
         if too_big is not None:
             raise ApplicationError(too_big.error.message, type="StepTooLarge", non_retryable=True)
-        await workflow.execute_activity(
-            OPEN_RUN, spec, activity_id="open", **self._options(self.options.step_timeout, busy=True)
-        )
+        try:
+            await workflow.execute_activity(
+                OPEN_RUN, spec, activity_id="open", **self._options(self.options.step_timeout, busy=True)
+            )
+        except ActivityError as exc:  # nothing was written: the workflow fails, saying why
+            raise ApplicationError(
+                _step_failed("the run's start", exc).error.message, non_retryable=True
+            ) from exc
 
     async def call_model(self, turn: ModelTurn) -> TransitionInput | StepFailed:
         what = f"the model call of turn {turn.turn}"
@@ -143,6 +162,9 @@ class _ActivityPort:
             "start_to_close_timeout": timeout,
             "heartbeat_timeout": options.heartbeat_timeout,
             "retry_policy": retry,
+            # A cancelled step is waited for: a tool still running would store its result
+            # after the run's turn is closed.
+            "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
         }
 
 
@@ -155,4 +177,4 @@ def _step_failed(what: str, exc: ActivityError) -> StepFailed:
     return StepFailed(error=AgentError(kind="other", message=message, cause=str(kind)))
 
 
-__all__ = ["WORKFLOW_NAME", "AgentRunWorkflow"]
+__all__ = ["REASON_SIGNAL", "WORKFLOW_NAME", "AgentRunWorkflow"]
