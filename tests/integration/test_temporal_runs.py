@@ -10,7 +10,9 @@ from typing import Any
 import pytest
 from temporal_helpers import SMALL_LIMIT, connect, dev_server, on, replayer, runner, served_as, worker
 
+from durable_cases import CASES, config_of
 from helikon import LlmAgent, MemorySession, RunConfig, RunContext, RunError, tool
+from helikon.core.events import RunFailed
 from helikon.core.exceptions import UserError
 from helikon.core.session import SessionEntry
 from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
@@ -164,3 +166,26 @@ async def test_a_model_answer_too_large_for_history_fails_the_run_once_naming_it
     assert len(model.requests) == 1  # not retried
     kinds = [e.event.type for e in await session.events()]
     assert kinds[0] == "turn_opened" and kinds[-1] == "turn_closed"
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_each_kind_of_run_records_under_temporal_what_it_records_in_process(
+    server: str, store: str, case: str
+) -> None:
+    """Guardrails, hooks, output validators, a handoff: as in process, step for step."""
+    make, text = CASES[case]
+    config = config_of(case)
+    in_process, ctx = on(store, "in-process")
+    expected = [event async for event in make().run(text, context=ctx, config=config)][-1]
+
+    client = await connect(server)
+    agent = make()
+    queue = case.replace(" ", "-")
+    session, ctx = on(store, queue)
+    async with worker(client, agent, store, queue):
+        terminal = [event async for event in runner(client, queue).run_streamed(agent, text, ctx, config)][-1]
+    entries, logged = await session.events(), await in_process.events()
+    assert normalized(entries, run_id_of(entries)) == normalized(logged, run_id_of(logged))
+    assert type(terminal) is type(expected)
+    if isinstance(terminal, RunFailed) and isinstance(expected, RunFailed):
+        assert (terminal.error.kind, terminal.error.message) == (expected.error.kind, expected.error.message)

@@ -9,15 +9,34 @@ from typing import Any
 
 import pytest
 
-from helikon import LlmAgent, RunConfig, RunContext, tool
+from durable_cases import CASES, config_of
+from helikon import (
+    LlmAgent,
+    RunConfig,
+    RunContext,
+    tool,
+)
 from helikon.core._internal.json_value import JsonValue
+from helikon.core.events import RunFailed
 from helikon.core.governance import Hook, HookDecision, HookEvent
 from helikon.core.loop import TransitionInput
-from helikon.core.run.transition_ctx import transition_ctx
 from helikon.core.session import Session, SessionEntry
 from helikon.sessions import open_session
 from helikon.temporal import DurableDriver, RunRef, RunSpec, WorkerSteps
-from helikon.temporal.refs import CloseRun, ModelTurn, StepFailed, ToolAnswer, ToolTurn
+from helikon.temporal.durable_driver import AgentShape
+from helikon.temporal.refs import (
+    CheckTurn,
+    CloseRun,
+    Guarded,
+    GuardTurn,
+    HandoffTurn,
+    ModelTurn,
+    Opened,
+    StepFailed,
+    ToolAnswer,
+    ToolTurn,
+)
+from helikon.temporal.worker import served_agents
 from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
 
 
@@ -29,8 +48,17 @@ class DirectPort:
         self.tools_running = 0
         self.most_at_once = 0
 
-    async def open_run(self, spec: RunSpec) -> None:
-        await self.steps.open_run(spec)
+    async def open_run(self, spec: RunSpec) -> Opened:
+        return await self.steps.open_run(spec)
+
+    async def check_output(self, turn: CheckTurn) -> TransitionInput | StepFailed:
+        return await self.steps.check_output(turn)
+
+    async def guard_output(self, turn: GuardTurn) -> Guarded:
+        return await self.steps.guard_output(turn)
+
+    async def hand_off(self, turn: HandoffTurn) -> TransitionInput | StepFailed:
+        return await self.steps.hand_off(turn)
 
     async def call_model(self, turn: ModelTurn) -> TransitionInput | StepFailed:
         return await self.steps.call_model(turn)
@@ -76,7 +104,8 @@ async def durable_run(
 ) -> tuple[Any, DirectPort, Session]:
     session = open_session(url, session_id)
     config = config or RunConfig()
-    steps = WorkerSteps({agent.name: agent}, lambda _: session, config=config)
+    agents = served_agents([agent])
+    steps = WorkerSteps(agents, lambda _: session, config=config)
     port = DirectPort(steps)
     from helikon.core.items import UserMessage
 
@@ -84,8 +113,8 @@ async def durable_run(
         run=RunRef(agent=agent.name, session_id=session_id, run_id=f"run-{session_id}"),
         input=(UserMessage.from_text(text),),
     )
-    tctx = transition_ctx(agent, config, (), 0)
-    summary = await DurableDriver(spec, tctx, port, config.parallel_tool_call_limit).run()
+    shapes = lambda name, depth: AgentShape.of(agents[name], config, depth)  # noqa: E731
+    summary = await DurableDriver(spec, shapes, port, config.parallel_tool_call_limit).run()
     return summary, port, session
 
 
@@ -216,3 +245,22 @@ async def test_an_unknown_agent_is_a_user_error_naming_the_served_ones(tmp_path:
     steps = WorkerSteps({"calc": calculator()}, lambda _: open_session(store(tmp_path), "x"))
     with pytest.raises(UserError, match=r"no agent named 'nope' \(it serves: calc\)"):
         await steps.open_run(RunSpec(run=RunRef(agent="nope", session_id="x", run_id="r")))
+
+
+# --- the same session log as in process, for each kind of run (durable_cases.py) ---------
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+async def test_each_kind_of_run_records_what_it_records_in_process(tmp_path: Path, case: str) -> None:
+    make, text = CASES[case]
+    config = config_of(case)
+    in_process = open_session(store(tmp_path), "in-process")
+    stream = make().run(text, context=RunContext.ephemeral(None).with_session(in_process), config=config)
+    terminal = [event async for event in stream][-1]
+    summary, _, session = await durable_run(make(), store(tmp_path), "durable", text, config)
+    assert normalized(await session.events()) == normalized(await in_process.events())
+    if isinstance(terminal, RunFailed):
+        assert summary.error is not None and summary.outcome == "failed"
+        assert (summary.error.kind, summary.error.message) == (terminal.error.kind, terminal.error.message)
+    else:
+        assert summary.outcome == "completed" and summary.usage == terminal.usage  # pyright: ignore[reportAttributeAccessIssue]

@@ -18,7 +18,22 @@ from temporalio.exceptions import ApplicationError
 
 from helikon.core.exceptions import UserError
 
-from .refs import CloseRun, ModelAnswer, ModelTurn, RunRef, RunSpec, StepFailed, ToolAnswer, ToolTurn
+from .refs import (
+    CheckAnswer,
+    CheckTurn,
+    CloseRun,
+    Guarded,
+    GuardTurn,
+    HandoffAnswer,
+    HandoffTurn,
+    ModelAnswer,
+    ModelTurn,
+    Opened,
+    RunRef,
+    RunSpec,
+    ToolAnswer,
+    ToolTurn,
+)
 from .size import over_limit
 from .worker_steps import WorkerSteps
 
@@ -28,6 +43,9 @@ OPEN_RUN = "helikon.open_run"
 CALL_MODEL = "helikon.call_model"
 INVOKE_TOOL = "helikon.invoke_tool"
 CLOSE_RUN = "helikon.close_run"
+CHECK_OUTPUT = "helikon.check_output"
+GUARD_OUTPUT = "helikon.guard_output"
+HAND_OFF = "helikon.hand_off"
 
 FINAL_ERRORS = ("UserError", "PayloadsTooLarge", "PayloadSizeError", "StepTooLarge")
 """The failure types a step is never retried on (`PayloadSizeError`: temporalio before 1.31)."""
@@ -42,9 +60,9 @@ class StepActivities:
         self.steps = steps
 
     @activity.defn(name=OPEN_RUN)
-    async def open_run(self, spec: RunSpec) -> None:
+    async def open_run(self, spec: RunSpec) -> Opened:
         """Open the run's turn in its session (`WorkerSteps.open_run`)."""
-        await _performed(self.steps.open_run(spec))
+        return await _performed(self.steps.open_run(spec))
 
     @activity.defn(name=CALL_MODEL)
     async def call_model(self, turn: ModelTurn) -> ModelAnswer:
@@ -60,6 +78,21 @@ class StepActivities:
             answer, turn.run, f"the outcome of tool {turn.call.name!r} (call {turn.call.call_id})"
         )
 
+    @activity.defn(name=CHECK_OUTPUT)
+    async def check_output(self, turn: CheckTurn) -> CheckAnswer:
+        """The output validators (`WorkerSteps.check_output`)."""
+        return await _performed(self.steps.check_output(turn))
+
+    @activity.defn(name=GUARD_OUTPUT)
+    async def guard_output(self, turn: GuardTurn) -> Guarded:
+        """The output guardrails (`WorkerSteps.guard_output`)."""
+        return await _performed(self.steps.guard_output(turn))
+
+    @activity.defn(name=HAND_OFF)
+    async def hand_off(self, turn: HandoffTurn) -> HandoffAnswer:
+        """The handoff decision (`WorkerSteps.hand_off`)."""
+        return await _performed(self.steps.hand_off(turn))  # pyright: ignore[reportReturnType]
+
     @activity.defn(name=CLOSE_RUN)
     async def close_run(self, close: CloseRun) -> None:
         """Close the run's turn (`WorkerSteps.close_run`)."""
@@ -67,7 +100,15 @@ class StepActivities:
 
     def all(self) -> list[Any]:
         """The activities to register with a worker."""
-        return [self.open_run, self.call_model, self.invoke_tool, self.close_run]
+        return [
+            self.open_run,
+            self.call_model,
+            self.invoke_tool,
+            self.check_output,
+            self.guard_output,
+            self.hand_off,
+            self.close_run,
+        ]
 
 
 async def _performed(step: Awaitable[T]) -> T:
@@ -108,10 +149,12 @@ def _within_limit(answer: T, run: RunRef, what: str) -> T:
 
 __all__ = [
     "CALL_MODEL",
+    "CHECK_OUTPUT",
     "CLOSE_RUN",
     "FINAL_ERRORS",
+    "GUARD_OUTPUT",
+    "HAND_OFF",
     "INVOKE_TOOL",
     "OPEN_RUN",
     "StepActivities",
-    "StepFailed",
 ]

@@ -17,7 +17,9 @@ the session ends up with the very events an in-process durable run writes.
 from __future__ import annotations
 
 import asyncio
-from typing import Protocol
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any, Protocol
 
 from helikon.core.events import (
     AgentError,
@@ -35,12 +37,17 @@ from helikon.core.events import (
 )
 from helikon.core.items import Item, ToolCall
 from helikon.core.loop import (
+    ApplyHandoff,
+    ApplyingHandoff,
     CallModel,
     Cancelled,
+    CheckingOutput,
+    CheckOutput,
     Done,
     ExecuteTools,
     Failed,
     Finalizing,
+    HandedOff,
     LoopState,
     ModelResponse,
     NextAction,
@@ -54,8 +61,26 @@ from helikon.core.loop import (
     initial_state,
     transition,
 )
+from helikon.core.run.transition_ctx import transition_ctx
 
-from .refs import CloseRun, ModelTurn, RunSpec, RunSummary, StepFailed, ToolAnswer, ToolTurn
+from .refs import (
+    CheckTurn,
+    CloseRun,
+    Guarded,
+    GuardTurn,
+    HandoffTurn,
+    ModelTurn,
+    Opened,
+    RunSpec,
+    RunSummary,
+    StepFailed,
+    ToolAnswer,
+    ToolTurn,
+)
+
+if TYPE_CHECKING:
+    from helikon.core.agent import LlmAgent
+    from helikon.core.context import RunConfig
 
 _RECORDED = (
     MessageOutput,
@@ -76,8 +101,8 @@ CANCELLED_REASON = "the workflow was cancelled"
 class StepPort(Protocol):
     """Where the driver's steps are performed (a Temporal workflow schedules them as activities)."""
 
-    async def open_run(self, spec: RunSpec) -> None:
-        """Open the run's turn in its session and record its input."""
+    async def open_run(self, spec: RunSpec) -> Opened:
+        """Open the run's turn in its session, record its input; its start hooks and input guardrails."""
         ...
 
     async def call_model(self, turn: ModelTurn) -> TransitionInput | StepFailed:
@@ -86,6 +111,18 @@ class StepPort(Protocol):
 
     async def invoke_tool(self, turn: ToolTurn) -> ToolAnswer:
         """Record `turn.pending` and the batch's start, run the call, record its result."""
+        ...
+
+    async def check_output(self, turn: CheckTurn) -> TransitionInput | StepFailed:
+        """Run the output validators."""
+        ...
+
+    async def guard_output(self, turn: GuardTurn) -> Guarded:
+        """Run the output guardrails."""
+        ...
+
+    async def hand_off(self, turn: HandoffTurn) -> TransitionInput | StepFailed:
+        """Decide a handoff."""
         ...
 
     async def close_run(self, close: CloseRun) -> None:
@@ -97,34 +134,58 @@ class StepPort(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class AgentShape:
+    """What the driver knows of an agent: its loop's context at a depth, whether it guards its output."""
+
+    tctx: TransitionCtx
+    output_guarded: bool = False
+
+    @staticmethod
+    def of(agent: LlmAgent[Any, Any], config: RunConfig, depth: int) -> AgentShape:
+        """`agent`'s shape under `config` at `depth` (its instructions are rendered by the model step)."""
+        return AgentShape(transition_ctx(agent, config, (), depth), bool(agent.output_guardrails))
+
+
+Shapes = Callable[[str, int], AgentShape]
+"""The shape of the agent named so, at that depth (a handoff continues with its target, deeper)."""
+
+
 class DurableDriver:
     """Steps one run's loop from its input to its end, performing each step through `port`.
 
+    A handoff continues the run with its target: the driver takes the target's shape, one
+    level deeper, and steps its loop from the transcript, as the in-process driver runs it.
+
     Example:
         ```python
-        from helikon.temporal.durable_driver import DurableDriver
+        from helikon.temporal.durable_driver import AgentShape, DurableDriver
 
-        assert DurableDriver.__doc__
+        assert DurableDriver.__doc__ and AgentShape.__doc__
         ```
     """
 
     __slots__ = (
+        "_before",
         "_conversation",
         "_pending",
         "_port",
         "_recorded",
+        "_ref",
+        "_shape",
+        "_shapes",
         "_spec",
+        "_started",
         "_step",
-        "_tctx",
         "_usage",
         "limit",
     )
 
-    def __init__(
-        self, spec: RunSpec, tctx: TransitionCtx, port: StepPort, parallel_limit: int | None
-    ) -> None:
+    def __init__(self, spec: RunSpec, shapes: Shapes, port: StepPort, parallel_limit: int | None) -> None:
         self._spec = spec
-        self._tctx = tctx
+        self._ref = spec.run  # the run as the steps name it: its agent changes with a handoff
+        self._shapes = shapes
+        self._shape = shapes(spec.run.agent, 0)
         self._port = port
         self.limit = parallel_limit
         self._conversation: list[Item] = []
@@ -132,24 +193,36 @@ class DurableDriver:
         self._recorded: set[str] = set()  # calls whose results a tool step stored
         self._step = 0
         self._usage: TokenUsage | None = None  # the last model call's
+        self._before = TokenUsage()  # what the agents handed off from spent
+        self._started = True
 
     async def run(self) -> RunSummary:
         """Drive the run to its end; how it ended."""
-        state = initial_state(self._tctx)
+        state = initial_state(self._shape.tctx)
         next_input: TransitionInput | None = Start(messages=self._spec.input)
-        try:
-            await self._port.open_run(self._spec)
-        except asyncio.CancelledError:  # cancelled before it began: it ends so, closed if it opened
-            next_input = Cancelled(reason=self._port.cancel_reason() or CANCELLED_REASON)
         terminal: AgentEvent | None = None
+        try:
+            opened = await self._port.open_run(self._spec)
+        except asyncio.CancelledError:  # cancelled before it began: it ends so, closed if it opened
+            opened = Opened()
+            next_input = Cancelled(reason=self._port.cancel_reason() or CANCELLED_REASON)
+        if opened.failed is not None or opened.refused:
+            self._started = False
+            state, terminal = self._refused(opened, state)
+            next_input = None
         while next_input is not None:
-            outcome = transition(state, next_input, self._tctx, self._conversation)
+            outcome = transition(state, next_input, self._shape.tctx, self._conversation)
             self._conversation.extend(outcome.conversation_appends)
-            state = outcome.next_state
-            for event in outcome.events:
+            state, events = outcome.next_state, outcome.events
+            if self._shape.output_guarded and isinstance(state, Done):
+                events = await self._guarded(state, events)
+            for event in events:
                 self._note(event)
                 if isinstance(event, _TERMINAL):
                     terminal = event
+            if isinstance(state, HandedOff):
+                state, next_input = self._handed_off(state)
+                continue
             performed = await self._perform(outcome.next_action, state)
             if isinstance(performed, AgentError):  # user code raised: the run fails, as in-process
                 state = Failed(error=performed, usage=_usage(state))
@@ -157,6 +230,42 @@ class DurableDriver:
                 performed = None
             next_input = performed
         return await self._close(state, terminal)
+
+    def _refused(self, opened: Opened, state: LoopState) -> tuple[LoopState, AgentEvent]:
+        """The run ends at its start: a hook or an input guardrail refused it (or raised)."""
+        events: tuple[AgentEvent, ...] = opened.refused
+        if opened.failed is not None:
+            events = (RunFailed(error=opened.failed.error),)
+        for event in events:
+            self._note(event)
+        terminal = events[-1]
+        error = (
+            terminal.error if isinstance(terminal, RunFailed) else AgentError(kind="other", message="refused")
+        )
+        return Failed(error=error, usage=_usage(state)), terminal
+
+    def _handed_off(self, state: HandedOff) -> tuple[LoopState, TransitionInput]:
+        """Go on with the handoff's target, one level deeper, from the transcript."""
+        depth = self._shape.tctx.agent_depth + 1
+        self._before = self._before + state.usage
+        self._shape = self._shapes(state.target, depth)
+        self._ref = replace(self._ref, agent=state.target)
+        self._conversation = []
+        return initial_state(self._shape.tctx), Start(messages=state.transcript)
+
+    async def _guarded(self, state: Done, events: tuple[AgentEvent, ...]) -> tuple[AgentEvent, ...]:
+        """The final answer past the output guardrails: `events`, or the run failed by a tripwire."""
+        self._step += 1
+        verdict = await self._port.guard_output(GuardTurn(run=self._ref, step=self._step, state=state))
+        if verdict.failed is not None:
+            error = verdict.failed.error
+            return (
+                *(e for e in events if not isinstance(e, RunCompleted)),
+                RunFailed(error=error, usage=_usage(state)),
+            )
+        if not verdict.events:
+            return events
+        return (*(e for e in events if not isinstance(e, RunCompleted)), *verdict.events)
 
     def _note(self, event: AgentEvent) -> None:
         """Keep what the session records for the next step (a result a tool step stored, it has)."""
@@ -177,25 +286,38 @@ class DurableDriver:
                 return await self._model(state)
             if isinstance(action, ExecuteTools):
                 return await self._tools(action.calls, getattr(state, "turn", 0))
+            if isinstance(action, CheckOutput) and isinstance(state, CheckingOutput):
+                self._step += 1
+                return _settled(
+                    await self._port.check_output(CheckTurn(run=self._ref, step=self._step, state=state))
+                )
+            if isinstance(action, ApplyHandoff) and isinstance(state, ApplyingHandoff):
+                self._step += 1
+                light = replace(
+                    state, transcript=()
+                )  # the decision reads the calls; the session has the rest
+                return _settled(
+                    await self._port.hand_off(HandoffTurn(run=self._ref, step=self._step, state=light))
+                )
         except asyncio.CancelledError:  # the step is over (its cancel completed): the run ends cancelled
             return Cancelled(reason=self._port.cancel_reason() or CANCELLED_REASON)
         if isinstance(action, Terminate):
             return None
-        return AgentError(kind="other", message=f"the durable runner cannot perform {action.type} yet")
+        return AgentError(
+            kind="other", message=f"the durable runner cannot perform {action.type} in {state.type}"
+        )
 
     async def _model(self, state: LoopState) -> TransitionInput | AgentError:
         self._step += 1
         turn = ModelTurn(
-            run=self._spec.run,
+            run=self._ref,
             step=self._step,
             turn=getattr(state, "turn", 0),
             structured=isinstance(state, Finalizing | RepairingOutput),
             pending=self._take(),
             usage=self._usage,
         )
-        answer = await self._port.call_model(turn)
-        if isinstance(answer, StepFailed):
-            return answer.error
+        answer = _settled(await self._port.call_model(turn))
         if isinstance(answer, ModelResponse):
             self._usage = answer.usage
         return answer
@@ -207,7 +329,7 @@ class DurableDriver:
 
         async def one(call: ToolCall) -> ToolAnswer:
             tool_turn = ToolTurn(
-                run=self._spec.run,
+                run=self._ref,
                 step=self._step,
                 turn=turn,
                 call=call,
@@ -234,14 +356,20 @@ class DurableDriver:
         outcome, error = _ending(terminal)
         self._step += 1
         close = CloseRun(
-            run=self._spec.run,
+            run=self._ref,
             step=self._step,
             outcome=outcome,
             pending=self._take(),
             usage=self._usage,
+            started=self._started,
         )
         await self._port.close_run(close)
-        return RunSummary(outcome=outcome, usage=_usage(state), error=error)
+        return RunSummary(outcome=outcome, usage=self._before + _usage(state), error=error)
+
+
+def _settled(answer: TransitionInput | StepFailed) -> TransitionInput | AgentError:
+    """A step's answer as the loop takes it: a failed step as the error that fails the run."""
+    return answer.error if isinstance(answer, StepFailed) else answer
 
 
 def _usage(state: LoopState) -> TokenUsage:
@@ -258,4 +386,4 @@ def _ending(terminal: AgentEvent | None) -> tuple[str, AgentError | None]:
     return "failed", None
 
 
-__all__ = ["CANCELLED_REASON", "DurableDriver", "StepPort"]
+__all__ = ["CANCELLED_REASON", "AgentShape", "DurableDriver", "Shapes", "StepPort"]

@@ -21,7 +21,20 @@ from helikon.core._internal.carrier import carrier
 from helikon.core._internal.json_value import JsonValue
 from helikon.core.events import AgentError, AgentEvent, TokenUsage
 from helikon.core.items import Item, ToolCall
-from helikon.core.loop import Cancelled, ModelFailed, ModelResponse, ToolCallOutcome
+from helikon.core.loop import (
+    ApplyingHandoff,
+    Cancelled,
+    CheckingOutput,
+    Done,
+    HandoffAccepted,
+    HandoffInvalidArgs,
+    HandoffRefused,
+    ModelFailed,
+    ModelResponse,
+    OutputChecked,
+    OutputRetry,
+    ToolCallOutcome,
+)
 
 DRIVER_VERSION = 1
 """The version of the driver's decisions a new run records (`RunSpec.version`)."""
@@ -104,6 +117,59 @@ class ToolAnswer:
 
 
 @carrier
+class Opened:
+    """How a run's start went: `refused` holds the events of a run its hooks or input guardrails refused."""
+
+    refused: tuple[Annotated[AgentEvent, BY_TYPE], ...] = ()
+    failed: StepFailed | None = None
+
+
+@carrier
+class CheckTurn:
+    """Run the agent's output validators on `state`'s output (`CheckOutput`)."""
+
+    run: RunRef
+    step: int
+    state: CheckingOutput
+
+
+CheckAnswer: TypeAlias = Annotated[OutputChecked | OutputRetry | StepFailed, BY_TYPE]
+"""What the output validators settle into."""
+
+
+@carrier
+class GuardTurn:
+    """Run the agent's output guardrails on `state`'s final answer."""
+
+    run: RunRef
+    step: int
+    state: Done
+
+
+@carrier
+class Guarded:
+    """The output guardrails' verdict: the events that fail the run (none: it completes)."""
+
+    events: tuple[Annotated[AgentEvent, BY_TYPE], ...] = ()
+    failed: StepFailed | None = None
+
+
+@carrier
+class HandoffTurn:
+    """Decide the transfer `state` names (its transcript left out: the session has it)."""
+
+    run: RunRef
+    step: int
+    state: ApplyingHandoff
+
+
+HandoffAnswer: TypeAlias = Annotated[
+    HandoffAccepted | HandoffRefused | HandoffInvalidArgs | StepFailed, BY_TYPE
+]
+"""What a handoff decision settles into."""
+
+
+@carrier
 class CloseRun:
     """Record `pending` and close the run's turn with `outcome`."""
 
@@ -112,6 +178,8 @@ class CloseRun:
     outcome: str
     pending: tuple[Annotated[AgentEvent, BY_TYPE], ...] = ()
     usage: TokenUsage | None = None
+    started: bool = True
+    """False for a run refused at its start: its `on_run_complete` hooks do not fire."""
 
 
 @carrier
@@ -126,9 +194,16 @@ class RunSummary:
 __all__ = [
     "DEFAULT_PAYLOAD_LIMIT",
     "DRIVER_VERSION",
+    "CheckAnswer",
+    "CheckTurn",
     "CloseRun",
+    "GuardTurn",
+    "Guarded",
+    "HandoffAnswer",
+    "HandoffTurn",
     "ModelAnswer",
     "ModelTurn",
+    "Opened",
     "RunRef",
     "RunSpec",
     "RunSummary",

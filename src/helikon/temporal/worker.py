@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Self
 from temporalio.client import Client
 from temporalio.worker import Worker
 
+from helikon.core.agent import LlmAgent
 from helikon.core.context import RunConfig
 from helikon.core.exceptions import UserError
 from helikon.core.governance.settings import Governance
@@ -28,8 +29,6 @@ from .workflow import AgentRunWorkflow
 
 if TYPE_CHECKING:
     from types import TracebackType
-
-    from helikon.core.agent import LlmAgent
 
 WorkerPosture = Governance
 """A worker's posture is a `Governance` (permission mode, deny, allow and guard rules, policy,
@@ -72,9 +71,7 @@ class TemporalAgentWorker:
     ) -> None:
         if not agents:
             raise UserError("TemporalAgentWorker: register at least one agent (builder().agent(...))")
-        by_name = {agent.name: agent for agent in agents}
-        if len(by_name) != len(agents):
-            raise UserError("TemporalAgentWorker: two agents share a name; a run names its agent")
+        by_name = served_agents(agents)
         self._sessions = _UrlSessions(sessions) if isinstance(sessions, str) else None
         source: SessionSource = self._sessions.open if self._sessions is not None else sessions  # pyright: ignore[reportAssignmentType]
         config = config or RunConfig()
@@ -123,6 +120,40 @@ class TemporalAgentWorker:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         await self.shutdown()
+
+
+def served_agents(agents: list[LlmAgent[Any, Any]]) -> dict[str, LlmAgent[Any, Any]]:
+    """The agents a worker serves by name: those registered and the targets of their handoffs.
+
+    Raises:
+        UserError: two different agents share a name (a run names its agent), a handoff
+            target is not an `LlmAgent`, or a handoff filters its input (not durable yet).
+    """
+    served: dict[str, LlmAgent[Any, Any]] = {}
+    todo = list(agents)
+    while todo:
+        agent = todo.pop(0)
+        known = served.get(agent.name)
+        if known is agent:
+            continue
+        if known is not None:
+            raise UserError(
+                f"TemporalAgentWorker: two agents are named {agent.name!r}; a run names its agent"
+            )
+        served[agent.name] = agent
+        for handoff in agent.handoffs:
+            if handoff.input_filter is not None:
+                raise UserError(
+                    f"TemporalAgentWorker: the handoff from {agent.name!r} to {handoff.target!r} has an "
+                    "input_filter; the durable runner hands off the whole transcript (drop the filter)"
+                )
+            if not isinstance(handoff.agent, LlmAgent):
+                raise UserError(
+                    f"TemporalAgentWorker: the handoff target {handoff.target!r} is not an LlmAgent; the "
+                    "durable runner steps LlmAgent loops"
+                )
+            todo.append(handoff.agent)  # pyright: ignore[reportUnknownArgumentType]
+    return served
 
 
 class TemporalAgentWorkerBuilder:

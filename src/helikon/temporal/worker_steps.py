@@ -26,12 +26,28 @@ from helikon.core.events import AgentError, AgentEvent, ModelFallback, RequestSe
 from helikon.core.exceptions import UserError
 from helikon.core.governance.settings import Governance
 from helikon.core.items import ContentPart, TextPart, ToolResult
-from helikon.core.loop import ModelResponse, ToolCallOutcome, model_request
-from helikon.core.run.steps import model_step, tool_step
+from helikon.core.loop import (
+    ModelResponse,
+    OutputChecked,
+    OutputRetry,
+    ToolCallOutcome,
+    TransitionInput,
+    model_request,
+)
+from helikon.core.run.steps import (
+    handoff_step,
+    model_step,
+    output_check_step,
+    output_guard_step,
+    run_complete_step,
+    run_start_step,
+    tool_step,
+)
 from helikon.core.run.transition_ctx import transition_ctx
 from helikon.core.session import (
     ApprovalPending,
     RequestHeader,
+    Rewound,
     Session,
     SessionEntry,
     SessionEvent,
@@ -43,7 +59,20 @@ from helikon.core.session import (
 )
 from helikon.core.session.recorder import INTERRUPTED_TOOL_TEXT, SessionRecorder
 
-from .refs import CloseRun, ModelTurn, RunRef, RunSpec, StepFailed, ToolAnswer, ToolTurn
+from .refs import (
+    CheckTurn,
+    CloseRun,
+    Guarded,
+    GuardTurn,
+    HandoffTurn,
+    ModelTurn,
+    Opened,
+    RunRef,
+    RunSpec,
+    StepFailed,
+    ToolAnswer,
+    ToolTurn,
+)
 
 if TYPE_CHECKING:
     from helikon.core.agent import LlmAgent
@@ -96,17 +125,18 @@ class WorkerSteps:
 
     # --- the steps ---------------------------------------------------------------------------
 
-    async def open_run(self, spec: RunSpec) -> None:
+    async def open_run(self, spec: RunSpec) -> Opened:
         """Open the run's turn and record its input, once the session has no other open turn.
 
         The run's context is made first: a ctx seed its factory refuses fails the run here,
-        before anything is written (a `UserError`, never retried).
+        before anything is written (a `UserError`, never retried). Then, the turn open, the
+        `on_run_start` hooks and the input guardrails decide whether the run goes on.
         """
         run = spec.run
-        self.agent(run)  # a run of an agent this worker does not serve fails before it writes
+        agent = self.agent(run)  # a run of an agent this worker does not serve fails before it writes
         session = await self.session(run)
         try:
-            await self.run_parts(run, session)
+            ctx, config = await self.run_parts(run, session)
         except Exception as exc:
             raise UserError(
                 f"the worker's context factory failed on the run's ctx seed {run.ctx_seed!r}: "
@@ -120,9 +150,37 @@ class WorkerSteps:
         end = int(entries[-1].seq) if entries else -1
         events = recorder.take()
         ids = _ids(run, 0, len(events))
-        if opened == run.run_id:  # a retried open whose first attempt went through: nothing to add
-            return
-        await session.append(events, ids=ids, expected_seq=end)
+        if opened != run.run_id:  # (a retried open whose first attempt went through has it)
+            await session.append(events, ids=ids, expected_seq=end)
+        checked = await run_start_step(agent, ctx, config, spec.input)
+        if isinstance(checked, AgentError):
+            return Opened(failed=StepFailed(error=checked))
+        return Opened(refused=checked)
+
+    async def check_output(self, turn: CheckTurn) -> OutputChecked | OutputRetry | StepFailed:
+        """The agent's output validators on the final output."""
+        agent, session = self.agent(turn.run), await self.session(turn.run)
+        ctx, config = await self.run_parts(turn.run, session)
+        checked = await output_check_step(agent, ctx, config, turn.state)
+        return StepFailed(error=checked) if isinstance(checked, AgentError) else checked
+
+    async def guard_output(self, turn: GuardTurn) -> Guarded:
+        """The agent's output guardrails on the final answer."""
+        agent, session = self.agent(turn.run), await self.session(turn.run)
+        ctx, config = await self.run_parts(turn.run, session)
+        verdict = await output_guard_step(agent, ctx, config, turn.state)
+        return (
+            Guarded(failed=StepFailed(error=verdict))
+            if isinstance(verdict, AgentError)
+            else Guarded(events=verdict)
+        )
+
+    async def hand_off(self, turn: HandoffTurn) -> TransitionInput | StepFailed:
+        """Whether the transfer goes ahead (its arguments, the `on_handoff` hooks and callback)."""
+        agent, session = self.agent(turn.run), await self.session(turn.run)
+        ctx, config = await self.run_parts(turn.run, session)
+        decided = await handoff_step(agent, ctx, config, turn.state)
+        return StepFailed(error=decided) if isinstance(decided, AgentError) else decided
 
     async def call_model(self, turn: ModelTurn) -> ModelResponse | Any:
         """Record `turn.pending`, then make the turn's model call from the session's conversation."""
@@ -191,15 +249,27 @@ class WorkerSteps:
         recorder = SessionRecorder(usage=close.usage)
         for event in close.pending:
             recorder.observe(event)
-        recorded = recorder.take()
-        text = (TextPart(text=INTERRUPTED_TOOL_TEXT),)
-        unanswered = [
-            ToolReturned(call_id=call_id, content=text, is_error=True, name=name)
-            for call_id, name in _unanswered(entries, run.run_id).items()
-        ]
-        closed = TurnClosed(run_id=run.run_id, outcome=close.outcome)  # pyright: ignore[reportArgumentType]
-        events: list[SessionEvent] = [*recorded, *unanswered, *recorder.drain(), closed]
+        if recorder.refused:  # an input guardrail refused it: out of the conversation (the log keeps it)
+            opened = next(
+                e.seq for e in entries if type(e.event) is TurnOpened and e.event.run_id == run.run_id
+            )
+            events: list[SessionEvent] = [
+                Rewound(to_seq=int(opened) - 1),
+                TurnClosed(run_id=run.run_id, outcome="refused"),
+            ]
+        else:
+            recorded = recorder.take()
+            text = (TextPart(text=INTERRUPTED_TOOL_TEXT),)
+            unanswered = [
+                ToolReturned(call_id=call_id, content=text, is_error=True, name=name)
+                for call_id, name in _unanswered(entries, run.run_id).items()
+            ]
+            closed = TurnClosed(run_id=run.run_id, outcome=close.outcome)  # pyright: ignore[reportArgumentType]
+            events = [*recorded, *unanswered, *recorder.drain(), closed]
         await session.append(events, ids=_ids(run, close.step, len(events)))
+        if close.started:
+            ctx, config = await self.run_parts(run, session)
+            await run_complete_step(self.agent(run), ctx, config)
 
     # --- what the steps share ----------------------------------------------------------------
 

@@ -11,6 +11,7 @@ and the run's turn is still closed in the session.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -22,11 +23,35 @@ from temporalio.workflow import ActivityCancellationType
 with workflow.unsafe.imports_passed_through():
     from helikon.core.events import AgentError
     from helikon.core.loop import TransitionInput
-    from helikon.core.run.transition_ctx import transition_ctx
 
-    from .activities import CALL_MODEL, CLOSE_RUN, FINAL_ERRORS, INVOKE_TOOL, OPEN_RUN
-    from .durable_driver import DurableDriver
-    from .refs import CloseRun, ModelAnswer, ModelTurn, RunSpec, RunSummary, StepFailed, ToolAnswer, ToolTurn
+    from .activities import (
+        CALL_MODEL,
+        CHECK_OUTPUT,
+        CLOSE_RUN,
+        FINAL_ERRORS,
+        GUARD_OUTPUT,
+        HAND_OFF,
+        INVOKE_TOOL,
+        OPEN_RUN,
+    )
+    from .durable_driver import AgentShape, DurableDriver
+    from .refs import (
+        CheckAnswer,
+        CheckTurn,
+        CloseRun,
+        Guarded,
+        GuardTurn,
+        HandoffAnswer,
+        HandoffTurn,
+        ModelAnswer,
+        ModelTurn,
+        Opened,
+        RunSpec,
+        RunSummary,
+        StepFailed,
+        ToolAnswer,
+        ToolTurn,
+    )
     from .served import Served, StepOptions, served_for
     from .size import over_limit
 
@@ -50,15 +75,15 @@ class AgentRunWorkflow:
     async def run(self, spec: RunSpec) -> RunSummary:
         """Drive the run to its end; how it ended (its events are in the session)."""
         served = _served(spec)
-        agent = served.agents[spec.run.agent]
         config = served.config
         if spec.run.max_turns is not None:
-            from dataclasses import replace
-
             config = replace(config, max_turns=spec.run.max_turns)
-        tctx = transition_ctx(agent, config, (), 0)
+
+        def shape(name: str, depth: int) -> AgentShape:
+            return AgentShape.of(served.agents[name], config, depth)  # a handoff target is served too
+
         port = _ActivityPort(spec, served.options, self)
-        return await DurableDriver(spec, tctx, port, config.parallel_tool_call_limit).run()
+        return await DurableDriver(spec, shape, port, config.parallel_tool_call_limit).run()
 
 
 def _served(spec: RunSpec) -> Served:
@@ -87,13 +112,17 @@ class _ActivityPort:
     def cancel_reason(self) -> str | None:
         return self.workflow.reason
 
-    async def open_run(self, spec: RunSpec) -> None:
+    async def open_run(self, spec: RunSpec) -> Opened:
         too_big = self._too_big(spec, "the run's input")
         if too_big is not None:
             raise ApplicationError(too_big.error.message, type="StepTooLarge", non_retryable=True)
         try:
-            await workflow.execute_activity(
-                OPEN_RUN, spec, activity_id="open", **self._options(self.options.step_timeout, busy=True)
+            return await workflow.execute_activity(
+                OPEN_RUN,
+                spec,
+                result_type=Opened,
+                activity_id="open",
+                **self._options(self.options.step_timeout, busy=True),
             )
         except ActivityError as exc:  # nothing was written: the workflow fails, saying why
             raise ApplicationError(
@@ -132,10 +161,49 @@ class _ActivityPort:
         except ActivityError as exc:
             return ToolAnswer(failed=_step_failed(what, exc))
 
+    async def check_output(self, turn: CheckTurn) -> TransitionInput | StepFailed:
+        return await self._settle(CHECK_OUTPUT, turn, CheckAnswer, "the output validators")
+
+    async def hand_off(self, turn: HandoffTurn) -> TransitionInput | StepFailed:
+        return await self._settle(HAND_OFF, turn, HandoffAnswer, f"the handoff to {turn.state.target!r}")
+
+    async def guard_output(self, turn: GuardTurn) -> Guarded:
+        what = "the output guardrails"
+        too_big = self._too_big(turn, what)
+        if too_big is not None:
+            return Guarded(failed=too_big)
+        try:
+            return await workflow.execute_activity(
+                GUARD_OUTPUT,
+                turn,
+                result_type=Guarded,
+                activity_id=f"{turn.step}:guard",
+                **self._options(self.options.step_timeout),
+            )
+        except ActivityError as exc:
+            return Guarded(failed=_step_failed(what, exc))
+
+    async def _settle(self, name: str, turn: CheckTurn | HandoffTurn, answer: object, what: str) -> Any:
+        too_big = self._too_big(turn, what)
+        if too_big is not None:
+            return too_big
+        try:
+            return await workflow.execute_activity(
+                name,
+                turn,
+                result_type=answer,  # pyright: ignore[reportArgumentType]
+                activity_id=f"{turn.step}:{name.rsplit('.', 1)[-1]}",
+                **self._options(self.options.step_timeout),
+            )
+        except ActivityError as exc:
+            return _step_failed(what, exc)
+
     async def close_run(self, close: CloseRun) -> None:
         too_big = self._too_big(close, "the run's last events")
         if too_big is not None:  # its answer: stored without what did not fit, saying why
-            close = CloseRun(run=close.run, step=close.step, outcome="failed", usage=close.usage)
+            close = CloseRun(
+                run=close.run, step=close.step, outcome="failed", usage=close.usage, started=close.started
+            )
         await workflow.execute_activity(
             CLOSE_RUN, close, activity_id=f"{close.step}:close", **self._options(self.options.step_timeout)
         )

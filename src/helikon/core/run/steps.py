@@ -1,4 +1,4 @@
-"""One step of a run, for a durable runner: a model call, or one tool call, made as the driver makes it.
+"""One step of a run, for a durable runner: a model call, one tool call, a check, made as the driver makes it.
 
 A durable runner (`helikon.temporal`) steps `transition` itself and performs each model call
 and each tool call where its engine schedules it, perhaps in another process: these make
@@ -13,14 +13,26 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from .._internal.callbacks import CallbackRaised
-from ..events import AgentError, AgentEvent
-from ..loop import Cancelled, ToolCallOutcome, TransitionInput, cancel_error
+from ..events import AgentError, AgentEvent, RunCompleted, RunStarted
+from ..loop import (
+    ApplyingHandoff,
+    Cancelled,
+    CheckingOutput,
+    Done,
+    OutputChecked,
+    OutputRetry,
+    ToolCallOutcome,
+    TransitionInput,
+    cancel_error,
+)
+from ..output_validators import check_output
 from .driver import RunDriver, Stopped
+from .handoff_steps import decide_handoff
 
 if TYPE_CHECKING:
     from ..agent import LlmAgent
     from ..context import RunConfig, RunContext
-    from ..items import ToolCall
+    from ..items import Item, ToolCall
     from ..model import ModelRequest
     from .sink import EventSink
 
@@ -75,10 +87,80 @@ async def tool_step(
         remove_callback()
 
 
+async def run_start_step(
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], config: RunConfig, messages: tuple[Item, ...]
+) -> tuple[AgentEvent, ...] | AgentError:
+    """The run's `on_run_start` hooks and input guardrails, all of them before the first model call.
+
+    Returns the events of a refused run (from its `RunStarted`), or none: it may go on.
+    """
+    run = RunDriver(agent, ctx, config)
+    try:
+        refused = await run.before_run(messages)
+        if refused is None and run.guard_task is not None:
+            tripped = await run.input_verdict(run.guard_task)
+            refused = None if tripped is None else [RunStarted(agent=agent.name), *tripped]
+    except (Stopped, CallbackRaised) as exc:
+        return _step_error(exc, run)
+    finally:
+        run.stop_guardrails()
+    return () if refused is None else tuple(refused)
+
+
+async def output_check_step(
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], config: RunConfig, state: CheckingOutput
+) -> OutputChecked | OutputRetry | AgentError:
+    """The agent's output validators on the final output (`CheckOutput`)."""
+    run = RunDriver(agent, ctx, config)
+    try:
+        return await run.hold(check_output(agent, ctx, state))
+    except (Stopped, CallbackRaised) as exc:
+        return _step_error(exc, run)
+
+
+async def output_guard_step(
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], config: RunConfig, state: Done
+) -> tuple[AgentEvent, ...] | AgentError:
+    """The agent's output guardrails on the final answer: the events that fail the run, or none."""
+    run = RunDriver(agent, ctx, config)
+    completed = RunCompleted(usage=state.output.usage)
+    try:
+        events = await run.hold(run.check_output(state, (completed,)))
+    except (Stopped, CallbackRaised) as exc:
+        return _step_error(exc, run)
+    return () if events == (completed,) else events
+
+
+async def handoff_step(
+    agent: LlmAgent[Any, Any], ctx: RunContext[Any], config: RunConfig, state: ApplyingHandoff
+) -> TransitionInput | AgentError:
+    """Whether the transfer `state` names goes ahead: its arguments, the `on_handoff` hooks and callback."""
+    run = RunDriver(agent, ctx, config)
+    try:
+        return await run.hold(decide_handoff(agent, ctx, state, run.fire if run.hooks else None))
+    except (Stopped, CallbackRaised) as exc:
+        return _step_error(exc, run)
+
+
+async def run_complete_step(agent: LlmAgent[Any, Any], ctx: RunContext[Any], config: RunConfig) -> None:
+    """The `on_run_complete` hooks, after the run's end (one that raises is logged)."""
+    run = RunDriver(agent, ctx, config)
+    if run.hooks:
+        await run.run_complete()
+
+
 def _step_error(exc: Stopped | CallbackRaised, run: RunDriver) -> AgentError:
     if isinstance(exc, CallbackRaised):
         return AgentError(kind="other", message=str(exc), cause=exc.cause)
     return cancel_error(run.token.reason)
 
 
-__all__ = ["model_step", "tool_step"]
+__all__ = [
+    "handoff_step",
+    "model_step",
+    "output_check_step",
+    "output_guard_step",
+    "run_complete_step",
+    "run_start_step",
+    "tool_step",
+]
