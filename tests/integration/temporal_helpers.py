@@ -16,8 +16,10 @@ from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any
 
+from google.protobuf.message import Message
 from mcp_server_helpers import listening
-from temporalio.client import Client
+from temporalio.api.common.v1 import Payload
+from temporalio.client import Client, WorkflowHistory
 from temporalio.worker import Replayer
 
 from helikon import LlmAgent, RunContext
@@ -109,3 +111,22 @@ def served_as(task_queue: str, *agents: LlmAgent[Any, Any]) -> Iterator[None]:
         yield
     finally:
         unserve(task_queue, served)
+
+
+def payload_sizes(history: WorkflowHistory) -> list[int]:
+    """The size in bytes of every payload `history` holds (activity inputs and results, ...)."""
+    sizes: list[int] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, Payload):
+            sizes.append(len(value.data))
+        elif isinstance(value, Message):
+            for _, field in value.ListFields():
+                walk(field)
+        elif isinstance(value, list | tuple) or type(value).__name__.startswith("Repeated"):
+            for item in value:  # pyright: ignore[reportUnknownVariableType, reportGeneralTypeIssues]
+                walk(item)
+
+    for event in history.events:
+        walk(event)
+    return sizes

@@ -23,7 +23,7 @@ import pytest
 from temporal_helpers import replayer, served_as
 from temporalio.client import Client, WorkflowHistory
 
-from helikon import LlmAgent, RunError, tool
+from helikon import Approve, LlmAgent, RunError, tool
 from helikon.temporal.converter import prewarm
 from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
 
@@ -33,6 +33,12 @@ HISTORIES = Path(__file__).parent / "histories" / "temporal"
 @tool
 def add(a: int, b: int) -> int:
     """Add two numbers."""
+    return a + b
+
+
+@tool(needs_approval=True)
+def approved_add(a: int, b: int) -> int:
+    """Add two numbers, once a person agrees."""
     return a + b
 
 
@@ -46,9 +52,11 @@ def agents() -> dict[str, LlmAgent[None, str]]:
         ]
     )
     failing = MockModel.with_scripts([tool_call_turn("nope", {}), tool_call_turn("nope", {})])
+    asking = MockModel.with_scripts([tool_call_turn("approved_add", {"a": 1, "b": 2}), text_turn("3")])
     return {
         "replay-calc": LlmAgent(name="calc", model=calc, tools=[add]),
         "replay-unknown-tool": LlmAgent(name="lost", model=failing, tools=[add]),
+        "replay-approval": LlmAgent(name="asking", model=asking, tools=[approved_add]),
     }
 
 
@@ -66,7 +74,7 @@ def recorded() -> list[Path]:
 
 
 def test_there_are_recorded_histories_to_replay() -> None:
-    assert {path.stem for path in recorded()} >= {"calc-v1", "unknown-tool-v1"}
+    assert {path.stem for path in recorded()} >= {"calc-v1", "unknown-tool-v1", "approval-v1"}
 
 
 @pytest.mark.parametrize("path", recorded(), ids=lambda path: path.stem)
@@ -96,12 +104,18 @@ async def record(address: str) -> None:
 
     client = await Client.connect(address)
     store = f"sqlite:///{tempfile.mkdtemp()}/sessions.db"
-    names = {"replay-calc": "calc-v1", "replay-unknown-tool": "unknown-tool-v1"}
+    names = {
+        "replay-calc": "calc-v1",
+        "replay-unknown-tool": "unknown-tool-v1",
+        "replay-approval": "approval-v1",
+    }
     for queue, agent in agents().items():
         _, ctx = on(store, queue)
         async with worker(client, agent, store, queue):
             with suppress(RunError):  # the unknown tool's run fails: its history is the point
-                await runner(client, queue).run(agent, "Go.", ctx)
+                result = await runner(client, queue).run(agent, "Go.", ctx)
+                if result.status == "paused":  # the approval's: decided by the update, it finishes
+                    await runner(client, queue).resume(agent, ctx, {result.pending[0].request_id: Approve()})
         history = await client.get_workflow_handle(f"helikon-{queue}").fetch_history()
         HISTORIES.mkdir(parents=True, exist_ok=True)
         data: Any = json.loads(history.to_json())

@@ -17,6 +17,7 @@ from helikon import (
     tool,
 )
 from helikon.core._internal.json_value import JsonValue
+from helikon.core.approvals import PendingApproval
 from helikon.core.events import RunFailed
 from helikon.core.governance import Hook, HookDecision, HookEvent
 from helikon.core.loop import TransitionInput
@@ -32,6 +33,9 @@ from helikon.temporal.refs import (
     HandoffTurn,
     ModelTurn,
     Opened,
+    Resumed,
+    ResumeTurn,
+    RunSummary,
     StepFailed,
     ToolAnswer,
     ToolTurn,
@@ -47,6 +51,7 @@ class DirectPort:
         self.steps = steps
         self.tools_running = 0
         self.most_at_once = 0
+        self.pauses: list[RunSummary] = []
 
     async def open_run(self, spec: RunSpec) -> Opened:
         return await self.steps.open_run(spec)
@@ -77,6 +82,15 @@ class DirectPort:
 
     def cancel_reason(self) -> str | None:
         return None
+
+    def paused(self, summary: RunSummary) -> None:
+        self.pauses.append(summary)
+
+    async def wait_for_decisions(self, pending: tuple[PendingApproval, ...]) -> None:
+        raise asyncio.CancelledError  # nobody decides here: the run ends while it waits
+
+    async def resume_run(self, turn: ResumeTurn) -> Resumed:
+        return await self.steps.resume_run(turn)
 
 
 ran: list[str] = []

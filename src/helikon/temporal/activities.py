@@ -16,12 +16,15 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from helikon.core.approvals import ApprovalError
 from helikon.core.exceptions import UserError
 
 from .refs import (
     CheckAnswer,
     CheckTurn,
     CloseRun,
+    DecideAnswer,
+    DecideTurn,
     Guarded,
     GuardTurn,
     HandoffAnswer,
@@ -29,6 +32,8 @@ from .refs import (
     ModelAnswer,
     ModelTurn,
     Opened,
+    Resumed,
+    ResumeTurn,
     RunRef,
     RunSpec,
     ToolAnswer,
@@ -46,6 +51,8 @@ CLOSE_RUN = "helikon.close_run"
 CHECK_OUTPUT = "helikon.check_output"
 GUARD_OUTPUT = "helikon.guard_output"
 HAND_OFF = "helikon.hand_off"
+DECIDE = "helikon.decide"
+RESUME_RUN = "helikon.resume_run"
 
 FINAL_ERRORS = ("UserError", "PayloadsTooLarge", "PayloadSizeError", "StepTooLarge")
 """The failure types a step is never retried on (`PayloadSizeError`: temporalio before 1.31)."""
@@ -93,6 +100,16 @@ class StepActivities:
         """The handoff decision (`WorkerSteps.hand_off`)."""
         return await _performed(self.steps.hand_off(turn))  # pyright: ignore[reportReturnType]
 
+    @activity.defn(name=DECIDE)
+    async def decide(self, turn: DecideTurn) -> DecideAnswer:
+        """Check and record decisions on the paused run (`WorkerSteps.decide`)."""
+        return await _performed(self.steps.decide(turn))
+
+    @activity.defn(name=RESUME_RUN)
+    async def resume_run(self, turn: ResumeTurn) -> Resumed:
+        """Open the turn that goes on with the paused run (`WorkerSteps.resume_run`)."""
+        return await _performed(self.steps.resume_run(turn))
+
     @activity.defn(name=CLOSE_RUN)
     async def close_run(self, close: CloseRun) -> None:
         """Close the run's turn (`WorkerSteps.close_run`)."""
@@ -107,6 +124,8 @@ class StepActivities:
             self.check_output,
             self.guard_output,
             self.hand_off,
+            self.decide,
+            self.resume_run,
             self.close_run,
         ]
 
@@ -117,6 +136,8 @@ async def _performed(step: Awaitable[T]) -> T:
     beating = None if not interval else asyncio.ensure_future(_heartbeat(interval.total_seconds() / 2))
     try:
         return await step
+    except ApprovalError as exc:  # named by its class: the runner raises the same one
+        raise ApplicationError(str(exc), exc.request_id, type=type(exc).__name__, non_retryable=True) from exc
     except UserError as exc:
         raise ApplicationError(str(exc), type="UserError", non_retryable=True) from exc
     finally:
@@ -151,10 +172,12 @@ __all__ = [
     "CALL_MODEL",
     "CHECK_OUTPUT",
     "CLOSE_RUN",
+    "DECIDE",
     "FINAL_ERRORS",
     "GUARD_OUTPUT",
     "HAND_OFF",
     "INVOKE_TOOL",
     "OPEN_RUN",
+    "RESUME_RUN",
     "StepActivities",
 ]

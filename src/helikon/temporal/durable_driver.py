@@ -17,10 +17,11 @@ the session ends up with the very events an in-process durable run writes.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
+from helikon.core.approvals import PendingApproval
 from helikon.core.events import (
     AgentError,
     AgentEvent,
@@ -35,7 +36,7 @@ from helikon.core.events import (
     ToolCallItem,
     ToolOutputItem,
 )
-from helikon.core.items import Item, ToolCall
+from helikon.core.items import Item, ToolCall, ToolResult
 from helikon.core.loop import (
     ApplyHandoff,
     ApplyingHandoff,
@@ -50,6 +51,7 @@ from helikon.core.loop import (
     HandedOff,
     LoopState,
     ModelResponse,
+    NeedsApproval,
     NextAction,
     RepairingOutput,
     Start,
@@ -58,9 +60,11 @@ from helikon.core.loop import (
     ToolResults,
     TransitionCtx,
     TransitionInput,
+    cancel_error,
     initial_state,
     transition,
 )
+from helikon.core.run.resume_point import Decided
 from helikon.core.run.transition_ctx import transition_ctx
 
 from .refs import (
@@ -71,6 +75,8 @@ from .refs import (
     HandoffTurn,
     ModelTurn,
     Opened,
+    Resumed,
+    ResumeTurn,
     RunSpec,
     RunSummary,
     StepFailed,
@@ -94,6 +100,7 @@ _RECORDED = (
 """The events a `SessionRecorder` turns into session events; the rest are the stream's only."""
 
 _TERMINAL = (RunCompleted, RunFailed, RunPaused)
+_NOT_RUN = ("deny", "unknown")  # the decided calls a resumed turn does not run
 
 CANCELLED_REASON = "the workflow was cancelled"
 
@@ -131,6 +138,18 @@ class StepPort(Protocol):
 
     def cancel_reason(self) -> str | None:
         """Why the run was cancelled, if the canceller said (`TIMEOUT_REASON`: its timeout)."""
+        ...
+
+    def paused(self, summary: RunSummary) -> None:
+        """The run paused (its turn is closed): what a status query answers while it waits."""
+        ...
+
+    async def wait_for_decisions(self, pending: tuple[PendingApproval, ...]) -> None:
+        """Wait until every request of the pause is decided (expired ones are denied at expiry)."""
+        ...
+
+    async def resume_run(self, turn: ResumeTurn) -> Resumed:
+        """Open the turn that goes on with the paused run; where it goes on from."""
         ...
 
 
@@ -172,6 +191,7 @@ class DurableDriver:
         "_port",
         "_recorded",
         "_ref",
+        "_resumes",
         "_shape",
         "_shapes",
         "_spec",
@@ -195,6 +215,7 @@ class DurableDriver:
         self._usage: TokenUsage | None = None  # the last model call's
         self._before = TokenUsage()  # what the agents handed off from spent
         self._started = True
+        self._resumes = 0
 
     async def run(self) -> RunSummary:
         """Drive the run to its end; how it ended."""
@@ -210,6 +231,26 @@ class DurableDriver:
             self._started = False
             state, terminal = self._refused(opened, state)
             next_input = None
+        state, terminal = await self._drive(state, next_input, terminal)
+        summary = await self._close(state, terminal)
+        while summary.outcome == "paused" and isinstance(state, NeedsApproval):
+            self._port.paused(summary)  # a person decides, maybe days later: then the run goes on
+            resumed = await self._resume(state)
+            if isinstance(resumed, AgentError):  # cancelled while it waited: it stays paused in the session
+                return RunSummary(outcome="cancelled", usage=summary.usage, error=resumed)
+            state, resumed_input = resumed
+            terminal = None
+            if isinstance(resumed_input, AgentError):  # a decided call's hook raised: the run fails
+                state = Failed(error=resumed_input, usage=_usage(state))
+                terminal, resumed_input = RunFailed(error=resumed_input, usage=state.usage), None
+            state, terminal = await self._drive(state, resumed_input, terminal)
+            summary = await self._close(state, terminal)
+        return summary
+
+    async def _drive(
+        self, state: LoopState, next_input: TransitionInput | None, terminal: AgentEvent | None
+    ) -> tuple[LoopState, AgentEvent | None]:
+        """Step the loop from `state` on `next_input` to its end or its pause; the state, the last event."""
         while next_input is not None:
             outcome = transition(state, next_input, self._shape.tctx, self._conversation)
             self._conversation.extend(outcome.conversation_appends)
@@ -229,7 +270,41 @@ class DurableDriver:
                 terminal = RunFailed(error=performed, usage=state.usage)
                 performed = None
             next_input = performed
-        return await self._close(state, terminal)
+        return state, terminal
+
+    async def _resume(
+        self, state: NeedsApproval
+    ) -> tuple[LoopState, TransitionInput | AgentError] | AgentError:
+        """Once the pause is decided: a new turn, the decided calls run; where the loop goes on from."""
+        try:
+            await self._port.wait_for_decisions(state.pending)
+        except asyncio.CancelledError:
+            return cancel_error(self._port.cancel_reason() or CANCELLED_REASON)
+        self._resumes += 1
+        self._step += 1
+        run_id = f"{self._spec.run.run_id}.{self._resumes}"
+        resumed = await self._port.resume_run(ResumeTurn(run=self._spec.run, run_id=run_id, step=self._step))
+        point = resumed.point
+        self._ref = replace(self._spec.run, agent=resumed.agent, run_id=run_id)
+        self._shape = self._shapes(resumed.agent, resumed.depth)
+        paused = point.state
+        ids = {call.call_id for call in paused.calls} if isinstance(paused, NeedsApproval) else set[str]()
+        self._conversation = [
+            m for m in self._conversation if not (isinstance(m, ToolResult) and m.call_id in ids)
+        ]
+        self._recorded = set(point.done)  # stored before the pause
+        self._usage = None
+        calls = paused.calls if isinstance(paused, NeedsApproval) else ()
+        to_run = tuple(
+            c for c in calls if c.call_id in point.decided and point.decided[c.call_id].kind not in _NOT_RUN
+        )
+        ran: dict[str, ToolCallOutcome] = {}
+        if to_run:
+            results = await self._tools(to_run, paused.turn, point.decided)
+            if not isinstance(results, ToolResults):
+                return paused, results
+            ran = {outcome.call_id: outcome for outcome in results.outcomes}
+        return paused, point.results(ran)
 
     def _refused(self, opened: Opened, state: LoopState) -> tuple[LoopState, AgentEvent]:
         """The run ends at its start: a hook or an input guardrail refused it (or raised)."""
@@ -322,7 +397,9 @@ class DurableDriver:
             self._usage = answer.usage
         return answer
 
-    async def _tools(self, calls: tuple[ToolCall, ...], turn: int) -> TransitionInput | AgentError:
+    async def _tools(
+        self, calls: tuple[ToolCall, ...], turn: int, decided: Mapping[str, Decided] | None = None
+    ) -> TransitionInput | AgentError:
         self._step += 1
         pending, batch = self._take(), tuple(call.call_id for call in calls)
         gate = asyncio.Semaphore(self.limit) if self.limit is not None and self.limit < len(calls) else None
@@ -336,6 +413,7 @@ class DurableDriver:
                 batch=batch,
                 pending=pending,
                 usage=self._usage,
+                decided=None if decided is None else decided.get(call.call_id),
             )
             if gate is None:
                 return await self._port.invoke_tool(tool_turn)

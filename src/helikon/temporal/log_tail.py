@@ -65,7 +65,8 @@ class LogTail:
         if not self.started:
             if isinstance(event, TurnOpened) and event.run_id == self.run_id:
                 self.started = True
-                events += [RunStarted(agent=event.agent or ""), TurnStarted(turn=0)]
+                if event.resumes is None:  # a resumed run goes on: it does not start again
+                    events += [RunStarted(agent=event.agent or ""), TurnStarted(turn=0)]
             return
         if isinstance(event, ToolCalled):
             self._next_turn(events)

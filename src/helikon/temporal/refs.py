@@ -14,12 +14,14 @@ added, with defaults, so old histories still replay.
 
 from __future__ import annotations
 
+from dataclasses import field
 from typing import Annotated, Literal, TypeAlias
 
 from helikon.core._internal.adapter import BY_TYPE
 from helikon.core._internal.carrier import carrier
-from helikon.core._internal.json_value import JsonValue
-from helikon.core.events import AgentError, AgentEvent, TokenUsage
+from helikon.core._internal.json_value import JsonObject, JsonValue
+from helikon.core.approvals import Approve, Deny, Edit, PendingApproval
+from helikon.core.events import AgentError, AgentEvent, ApprovalResolved, TokenUsage
 from helikon.core.items import Item, ToolCall
 from helikon.core.loop import (
     ApplyingHandoff,
@@ -35,6 +37,7 @@ from helikon.core.loop import (
     OutputRetry,
     ToolCallOutcome,
 )
+from helikon.core.run.resume_point import Decided, ResumePoint
 
 DRIVER_VERSION = 1
 """The version of the driver's decisions a new run records (`RunSpec.version`)."""
@@ -105,6 +108,8 @@ class ToolTurn:
     """The call ids of the turn's batch (the session's `ToolsStarted` marker lists them)."""
     pending: tuple[Annotated[AgentEvent, BY_TYPE], ...] = ()
     usage: TokenUsage | None = None
+    decided: Decided | None = None
+    """For a call of a resumed run: how a person decided it (run with these arguments, ...)."""
 
 
 @carrier
@@ -170,6 +175,54 @@ HandoffAnswer: TypeAlias = Annotated[
 
 
 @carrier
+class DecideRequest:
+    """The `helikon.decide` update: decisions on the paused run's requests, by request id."""
+
+    decisions: dict[str, Approve | Deny | Edit] = field(default_factory=lambda: {})
+    deny_rest: bool = False
+    by: str | JsonObject | None = None
+    """Who decided (an `Approver`)."""
+
+
+@carrier
+class DecideTurn:
+    """Check and record `request` on the session's paused run (the run's own agent judges the path)."""
+
+    run: RunRef
+    request: DecideRequest
+
+
+@carrier
+class DecideAnswer:
+    """What a decision did: the decisions recorded, whether the run goes on, what still waits."""
+
+    resolved: tuple[ApprovalResolved, ...] = ()
+    ready: bool = False
+    still_open: tuple[PendingApproval, ...] = ()
+    next_run_id: str = ""
+    """The run id of the turn that goes on (once `ready`): its events in the session carry it."""
+
+
+@carrier
+class ResumeTurn:
+    """Open the turn that goes on with the paused run, every request decided, as run `run_id`."""
+
+    run: RunRef
+    run_id: str
+    step: int
+
+
+@carrier
+class Resumed:
+    """Where the paused run goes on from (its conversation left out: the session has it)."""
+
+    point: ResumePoint
+    agent: str
+    depth: int = 0
+    failed: StepFailed | None = None
+
+
+@carrier
 class CloseRun:
     """Record `pending` and close the run's turn with `outcome`."""
 
@@ -197,6 +250,9 @@ __all__ = [
     "CheckAnswer",
     "CheckTurn",
     "CloseRun",
+    "DecideAnswer",
+    "DecideRequest",
+    "DecideTurn",
     "GuardTurn",
     "Guarded",
     "HandoffAnswer",
@@ -204,6 +260,8 @@ __all__ = [
     "ModelAnswer",
     "ModelTurn",
     "Opened",
+    "ResumeTurn",
+    "Resumed",
     "RunRef",
     "RunSpec",
     "RunSummary",

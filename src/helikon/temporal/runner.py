@@ -15,15 +15,19 @@ import functools
 import json
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from temporalio.client import Client, WorkflowFailureError, WorkflowHandle
+from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
-from temporalio.exceptions import WorkflowAlreadyStartedError
+from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
+from temporalio.service import RPCError
 
+from helikon.core import approvals
 from helikon.core._internal.json_value import JsonValue
+from helikon.core.approvals import ApprovalError, Approver, Decision, NothingToResume
 from helikon.core.cancel import CancellationToken
 from helikon.core.events import AgentError, AgentEvent, RunCompleted, RunFailed, RunPaused
 from helikon.core.exceptions import UserError
@@ -34,8 +38,8 @@ from helikon.core.session import Session, SharedLog, check_session
 
 from .converter import with_converter
 from .log_tail import LogTail
-from .refs import DEFAULT_PAYLOAD_LIMIT, RunRef, RunSpec, RunSummary
-from .workflow import REASON_SIGNAL, WORKFLOW_NAME
+from .refs import DEFAULT_PAYLOAD_LIMIT, DecideAnswer, DecideRequest, RunRef, RunSpec, RunSummary
+from .workflow import DECIDE_UPDATE, REASON_SIGNAL, STATUS_QUERY, WORKFLOW_NAME
 
 if TYPE_CHECKING:
     from helikon.core.agent import Agent
@@ -157,7 +161,69 @@ class TemporalRunner:
             )
             await _failed(sink, spec, AgentError(kind="session_error", message=message, cause="busy"))
             return
-        await self._stream(handle, session, tail, sink, spec, stop)
+        await self._stream(handle, session, tail, sink, stop)
+
+    def resume_streamed(
+        self,
+        agent: Agent[Ctx, T],
+        context: RunContext[Ctx],
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deny_rest: bool = False,
+        by: Approver = None,
+        config: RunConfig | None = None,
+    ) -> RunStream[T]:
+        """Decide the session's paused durable run, and stream what follows (the `helikon.decide` update).
+
+        The decisions are checked and recorded by a worker exactly as an in-process resume
+        checks them: one that fails raises its `ApprovalError`, and nothing is recorded. The
+        stream yields `ApprovalResolved` per decision recorded, then, once every request is
+        decided, the run's events as it goes on (in its workflow) to its end, or `RunPaused`
+        while some request still waits.
+        """
+        session, session_id = _durable_session(context.session)
+        request = DecideRequest(decisions=dict(decisions or {}), deny_rest=deny_rest, by=by)
+        timeout = config.timeout if config is not None else None
+        drive = functools.partial(
+            self._drive_resume, session, session_id, request, _Stop(context.cancel, timeout)
+        )
+        return RunStream(drive=drive, agent=agent)
+
+    async def resume(
+        self,
+        agent: Agent[Ctx, T],
+        context: RunContext[Ctx],
+        decisions: Mapping[str, Decision] | None = None,
+        *,
+        deny_rest: bool = False,
+        by: Approver = None,
+        config: RunConfig | None = None,
+    ) -> RunResult[T]:
+        """`resume_streamed`, collected: the finished run, or `status == "paused"` while a request waits."""
+        stream = self.resume_streamed(agent, context, decisions, deny_rest=deny_rest, by=by, config=config)
+        return await stream.collect()
+
+    async def _drive_resume(
+        self, session: Session, session_id: str, request: DecideRequest, stop: _Stop, sink: EventSink
+    ) -> None:
+        handle = self.client.get_workflow_handle(self.workflow_id(session_id), result_type=RunSummary)
+        entries = await session.events()
+        try:
+            answer = await handle.execute_update(DECIDE_UPDATE, request, result_type=DecideAnswer)  # pyright: ignore[reportUnknownMemberType]
+        except WorkflowUpdateFailedError as exc:
+            raise _approval_error(exc) from exc
+        except RPCError as exc:
+            raise NothingToResume(
+                f"session {session_id} has no durable run waiting for decisions ({exc.message})"
+            ) from exc
+        for event in answer.resolved:
+            await sink.put(event)
+        if not answer.ready:
+            status = await handle.query(STATUS_QUERY, result_type=RunSummary)
+            await sink.put(RunPaused(pending=answer.still_open, usage=status.usage))
+            return
+        tail = LogTail(answer.next_run_id, entries[-1].seq if entries else None)
+        await self._stream(handle, session, tail, sink, stop)
 
     async def _stream(
         self,
@@ -165,13 +231,13 @@ class TemporalRunner:
         session: Session,
         tail: LogTail,
         sink: EventSink,
-        spec: RunSpec,
         stop: _Stop,
     ) -> None:
-        """Pass the run's events on as the log grows; the terminal one once the workflow has ended.
+        """Pass the run's events on as the log grows; the terminal one once its turn closes.
 
         The consumer leaving does not stop the run (it is durable: its log keeps growing);
-        the context's token or `RunConfig.timeout` does.
+        the context's token or `RunConfig.timeout` does. A run that paused ends its stream
+        with `RunPaused` while its workflow waits for the decisions.
         """
         result = asyncio.ensure_future(handle.result())
         try:
@@ -179,14 +245,26 @@ class TemporalRunner:
                 ended = result.done()
                 for event in tail.read(await session.events(tail.seq)):
                     await sink.put(event)
-                if ended:
+                if ended or tail.closed == "paused":
                     break
                 await stop.check(handle)
                 await asyncio.wait((result,), timeout=self.config.poll_interval)
         except BaseException:
             result.cancel()
             raise
-        await sink.put(_terminal(spec, tail, result))
+        if not result.done():  # paused: the workflow waits for decisions
+            result.cancel()
+            await sink.put(await self._paused(handle, tail))
+            return
+        await sink.put(_terminal(tail, result))
+
+    async def _paused(self, handle: WorkflowHandle[Any, RunSummary], tail: LogTail) -> RunPaused:
+        """The `RunPaused` of a run whose turn closed paused (its usage once the workflow says it paused)."""
+        while True:
+            status = await handle.query(STATUS_QUERY, result_type=RunSummary)
+            if status.outcome == "paused":
+                return RunPaused(pending=tuple(p.pending() for p in tail.pending), usage=status.usage)
+            await asyncio.sleep(self.config.poll_interval)
 
 
 class _Stop:
@@ -215,7 +293,19 @@ class _Stop:
         await handle.cancel()
 
 
-def _terminal(spec: RunSpec, tail: LogTail, result: asyncio.Future[RunSummary]) -> AgentEvent:
+def _approval_error(exc: WorkflowUpdateFailedError) -> Exception:
+    """The `ApprovalError` (or `UserError`) a worker refused a decision with, as in-process raises it."""
+    cause = exc.cause
+    if not isinstance(cause, ApplicationError):
+        return NothingToResume(f"the decision was not taken: {cause or exc}")
+    kind: Any = getattr(approvals, cause.type or "", None)
+    request_id = str(cause.details[0]) if cause.details else ""
+    if isinstance(kind, type) and issubclass(kind, ApprovalError):
+        return kind(cause.message, request_id)
+    return UserError(cause.message)
+
+
+def _terminal(tail: LogTail, result: asyncio.Future[RunSummary]) -> AgentEvent:
     """The run's terminal event, from how its workflow ended."""
     try:
         summary = result.result()

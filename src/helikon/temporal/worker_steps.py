@@ -57,16 +57,22 @@ from helikon.core.session import (
     TurnClosed,
     TurnOpened,
 )
+from helikon.core.session.paused import read_paused
 from helikon.core.session.recorder import INTERRUPTED_TOOL_TEXT, SessionRecorder
+from helikon.core.session.resume import plan_resume, record_decisions
 
 from .refs import (
     CheckTurn,
     CloseRun,
+    DecideAnswer,
+    DecideTurn,
     Guarded,
     GuardTurn,
     HandoffTurn,
     ModelTurn,
     Opened,
+    Resumed,
+    ResumeTurn,
     RunRef,
     RunSpec,
     StepFailed,
@@ -226,13 +232,52 @@ class WorkerSteps:
         opening: list[SessionEvent] = [*recorder.take(), ToolsStarted(call_ids=turn.batch)]
         await session.append(opening, ids=_ids(run, turn.step, len(opening)))
         ctx, config = await self.run_parts(run, session)
-        outcome = await tool_step(agent, ctx, config, call, _discard)
+        outcome = await tool_step(agent, ctx, config, call, _discard, turn.decided)
         if isinstance(outcome, AgentError):
             return ToolAnswer(failed=StepFailed(error=outcome))
         if not outcome.pending:  # a call waiting for a person has no result yet
             recorder.returned(ToolOutputItem(item=outcome.to_result(), metadata=outcome.metadata))
             await session.append(recorder.take(), ids=[result_id])
         return ToolAnswer(outcome=self._digest(outcome, result_id))
+
+    async def decide(self, turn: DecideTurn) -> DecideAnswer:
+        """Check `turn.request`'s decisions against the paused run, as in process; record them.
+
+        Raises the `ApprovalError` of a decision that fails its checks, before anything is
+        recorded (`helikon.core.session.resume.plan_resume`).
+        """
+        run, request = turn.run, turn.request
+        agent, session = self.agent(run), await self.session(run)
+        entries = await session.events()
+        plan = plan_resume(
+            read_paused(entries), agent, request.decisions, deny_rest=request.deny_rest, by=request.by
+        )
+        end = int(entries[-1].seq) if entries else -1
+        if plan.new and not await record_decisions(session, plan.new, end):
+            raise _SessionBusy(
+                f"another writer appended to session {run.session_id} meanwhile; deciding again"
+            )
+        return DecideAnswer(resolved=tuple(plan.resolved), ready=plan.ready, still_open=plan.still_open())
+
+    async def resume_run(self, turn: ResumeTurn) -> Resumed:
+        """Open the turn that goes on with the paused run (every request decided); where it goes on from."""
+        run = turn.run
+        agent, session = self.agent(run), await self.session(run)
+        entries = await session.events()
+        plan = plan_resume(read_paused(entries), agent, {})
+        if not plan.ready:
+            still = ", ".join(p.request_id for p in plan.still_open())
+            raise UserError(f"the paused run still waits for decisions on {still}")
+        point = plan.point((await session.snapshot()).messages)
+        if _turn_state(entries, turn.run_id) == "absent":
+            opened = TurnOpened(run_id=turn.run_id, agent=plan.agent.name, resumes=plan.paused.run_id or None)
+            await session.append([opened], ids=[f"{turn.run_id}:open:0"], expected_seq=int(entries[-1].seq))
+        done = {
+            call_id: self._digest(outcome, f"{call_id} (before the pause)")
+            for call_id, outcome in point.done.items()
+        }
+        light = replace(point, conversation=(), done=done)
+        return Resumed(point=light, agent=plan.agent.name, depth=plan.depth)
 
     async def close_run(self, close: CloseRun) -> None:
         """Record `close.pending`, answer the calls left without a result, close the turn.
@@ -260,9 +305,11 @@ class WorkerSteps:
         else:
             recorded = recorder.take()
             text = (TextPart(text=INTERRUPTED_TOOL_TEXT),)
+            logged = [*(entry.event for entry in entries), *recorded]  # a pause's requests answer their calls
             unanswered = [
                 ToolReturned(call_id=call_id, content=text, is_error=True, name=name)
-                for call_id, name in _unanswered(entries, run.run_id).items()
+                for call_id, name in _unanswered(logged, run.run_id).items()
+                if not any(type(e) is ToolCalled and e.call_id == call_id for e in recorded)
             ]
             closed = TurnClosed(run_id=run.run_id, outcome=close.outcome)  # pyright: ignore[reportArgumentType]
             events = [*recorded, *unanswered, *recorder.drain(), closed]
@@ -372,12 +419,11 @@ def _turn_state(entries: Sequence[SessionEntry], run_id: str) -> str:
     return state
 
 
-def _unanswered(entries: Sequence[SessionEntry], run_id: str) -> dict[str, str]:
-    """The calls run `run_id` stored without a result (nor a pending approval), in the order stored."""
+def _unanswered(events: Sequence[SessionEvent], run_id: str) -> dict[str, str]:
+    """The calls run `run_id` logged without a result (nor a pending approval), in the order logged."""
     calls: dict[str, str] = {}
     ours = False
-    for entry in entries:
-        event = entry.event
+    for event in events:
         if isinstance(event, TurnOpened):
             ours = event.run_id == run_id
         elif not ours:

@@ -21,6 +21,7 @@ from temporalio.exceptions import ActivityError, ApplicationError
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
+    from helikon.core.approvals import PendingApproval
     from helikon.core.events import AgentError
     from helikon.core.loop import TransitionInput
 
@@ -28,17 +29,22 @@ with workflow.unsafe.imports_passed_through():
         CALL_MODEL,
         CHECK_OUTPUT,
         CLOSE_RUN,
+        DECIDE,
         FINAL_ERRORS,
         GUARD_OUTPUT,
         HAND_OFF,
         INVOKE_TOOL,
         OPEN_RUN,
+        RESUME_RUN,
     )
     from .durable_driver import AgentShape, DurableDriver
     from .refs import (
         CheckAnswer,
         CheckTurn,
         CloseRun,
+        DecideAnswer,
+        DecideRequest,
+        DecideTurn,
         Guarded,
         GuardTurn,
         HandoffAnswer,
@@ -46,6 +52,8 @@ with workflow.unsafe.imports_passed_through():
         ModelAnswer,
         ModelTurn,
         Opened,
+        Resumed,
+        ResumeTurn,
         RunSpec,
         RunSummary,
         StepFailed,
@@ -57,6 +65,19 @@ with workflow.unsafe.imports_passed_through():
 
 WORKFLOW_NAME = "helikon.AgentRun"
 REASON_SIGNAL = "helikon.cancel_reason"
+DECIDE_UPDATE = "helikon.decide"
+STATUS_QUERY = "helikon.status"
+APPROVAL_ERRORS = (
+    "NothingToResume",
+    "UnknownApprovalRequest",
+    "ApprovalDigestMismatch",
+    "ApprovalAlreadyDecided",
+    "ApprovalExpired",
+    "ApprovalTargetMissing",
+    "ApprovalToolChanged",
+    "InvalidEditedArgs",
+)
+"""The `ApprovalError`s a decision step fails with: never retried, raised to the caller as they are."""
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -65,16 +86,66 @@ class AgentRunWorkflow:
 
     def __init__(self) -> None:
         self.reason: str | None = None
+        self.spec: RunSpec | None = None
+        self.status = RunSummary(outcome="running")
+        self.ready = False  # every request of the pause is decided: the run goes on
+        self.options = StepOptions()
+        self.resumes = 0  # how often the run went on after a pause
 
     @workflow.signal(name=REASON_SIGNAL)
     def cancel_reason(self, reason: str) -> None:
         """Why the cancel that follows is made (a runner's timeout says `TIMEOUT_REASON`)."""
         self.reason = reason
 
+    @workflow.query(name=STATUS_QUERY)
+    def run_status(self) -> RunSummary:
+        """How the run stands: `running`, `paused` (with what it spent), or how it ended."""
+        return self.status
+
+    @workflow.update(name=DECIDE_UPDATE)
+    async def decide(self, request: DecideRequest) -> DecideAnswer:
+        """Decide the paused run's requests (checked and recorded by the worker, as in process).
+
+        Once every request is decided the run goes on, in a turn whose run id the answer names.
+        """
+        answer = await self.record_decisions(request)
+        if answer.ready:
+            self.ready = True
+            assert self.spec is not None
+            answer = replace(answer, next_run_id=f"{self.spec.run.run_id}.{self.resumes + 1}")
+        return answer
+
+    @decide.validator
+    def _paused_only(self, request: DecideRequest) -> None:
+        if self.status.outcome != "paused" or self.ready:
+            raise ApplicationError(
+                f"the session's durable run is {self.status.outcome if not self.ready else 'resuming'}, "
+                "not paused: nothing waits for a decision",
+                type="NothingToResume",
+            )
+
+    async def record_decisions(self, request: DecideRequest) -> DecideAnswer:
+        """The `helikon.decide` step: the decisions checked against the log and recorded."""
+        assert self.spec is not None
+        try:
+            return await workflow.execute_activity(
+                DECIDE,
+                DecideTurn(run=self.spec.run, request=request),
+                result_type=DecideAnswer,
+                **_step_options(self.options, self.options.step_timeout),
+            )
+        except ActivityError as exc:  # an ApprovalError: the update fails with it, nothing recorded
+            cause = exc.cause
+            if isinstance(cause, ApplicationError):
+                raise ApplicationError(cause.message, *cause.details, type=cause.type) from exc
+            raise
+
     @workflow.run
     async def run(self, spec: RunSpec) -> RunSummary:
         """Drive the run to its end; how it ended (its events are in the session)."""
+        self.spec = spec
         served = _served(spec)
+        self.options = served.options
         config = served.config
         if spec.run.max_turns is not None:
             config = replace(config, max_turns=spec.run.max_turns)
@@ -83,7 +154,9 @@ class AgentRunWorkflow:
             return AgentShape.of(served.agents[name], config, depth)  # a handoff target is served too
 
         port = _ActivityPort(spec, served.options, self)
-        return await DurableDriver(spec, shape, port, config.parallel_tool_call_limit).run()
+        self.status = summary = await DurableDriver(spec, shape, port, config.parallel_tool_call_limit).run()
+        await workflow.wait_condition(workflow.all_handlers_finished)
+        return summary
 
 
 def _served(spec: RunSpec) -> Served:
@@ -111,6 +184,37 @@ class _ActivityPort:
 
     def cancel_reason(self) -> str | None:
         return self.workflow.reason
+
+    def paused(self, summary: RunSummary) -> None:
+        self.workflow.status = summary
+
+    async def wait_for_decisions(self, pending: tuple[PendingApproval, ...]) -> None:
+        run = self.workflow
+        while not run.ready:
+            due = [p.expires for p in pending if p.expires is not None and p.on_expire == "deny"]
+            timeout = None if not due else max(0.0, min(due) - workflow.now().timestamp())
+            try:
+                await workflow.wait_condition(lambda: run.ready, timeout=timeout)
+            except TimeoutError:  # a durable timer: the expired requests are denied by their expiry
+                if (await run.record_decisions(DecideRequest())).ready:
+                    run.ready = True
+                else:
+                    pending = tuple(p for p in pending if not p.expired(workflow.now().timestamp()))
+        run.ready = False
+        run.resumes += 1
+        run.status = RunSummary(outcome="running", usage=run.status.usage)
+
+    async def resume_run(self, turn: ResumeTurn) -> Resumed:
+        try:
+            return await workflow.execute_activity(
+                RESUME_RUN,
+                turn,
+                result_type=Resumed,
+                activity_id=f"{turn.step}:resume",
+                **self._options(self.options.step_timeout, busy=True),
+            )
+        except ActivityError as exc:  # the log changed under the paused run: it cannot go on
+            raise ApplicationError(_step_failed("the resume", exc).error.message, non_retryable=True) from exc
 
     async def open_run(self, spec: RunSpec) -> Opened:
         too_big = self._too_big(spec, "the run's input")
@@ -219,21 +323,25 @@ class _ActivityPort:
         return StepFailed(error=AgentError(kind="other", message=message, cause="payload_too_large"))
 
     def _options(self, timeout: timedelta, *, busy: bool = False) -> dict[str, Any]:
-        options = self.options
-        retry = RetryPolicy(
-            initial_interval=timedelta(milliseconds=100 if busy else 500),
-            maximum_interval=timedelta(seconds=2 if busy else 30),
-            maximum_attempts=options.max_attempts,
-            non_retryable_error_types=list(FINAL_ERRORS),
-        )
-        return {
-            "start_to_close_timeout": timeout,
-            "heartbeat_timeout": options.heartbeat_timeout,
-            "retry_policy": retry,
-            # A cancelled step is waited for: a tool still running would store its result
-            # after the run's turn is closed.
-            "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-        }
+        return _step_options(self.options, timeout, busy=busy)
+
+
+def _step_options(options: StepOptions, timeout: timedelta, *, busy: bool = False) -> dict[str, Any]:
+    """The activity options of a step (`busy`: it may wait for the session, retried quickly)."""
+    retry = RetryPolicy(
+        initial_interval=timedelta(milliseconds=100 if busy else 500),
+        maximum_interval=timedelta(seconds=2 if busy else 30),
+        maximum_attempts=options.max_attempts,
+        non_retryable_error_types=[*FINAL_ERRORS, *APPROVAL_ERRORS],
+    )
+    return {
+        "start_to_close_timeout": timeout,
+        "heartbeat_timeout": options.heartbeat_timeout,
+        "retry_policy": retry,
+        # A cancelled step is waited for: a tool still running would store its result
+        # after the run's turn is closed.
+        "cancellation_type": ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+    }
 
 
 def _step_failed(what: str, exc: ActivityError) -> StepFailed:
@@ -245,4 +353,11 @@ def _step_failed(what: str, exc: ActivityError) -> StepFailed:
     return StepFailed(error=AgentError(kind="other", message=message, cause=str(kind)))
 
 
-__all__ = ["REASON_SIGNAL", "WORKFLOW_NAME", "AgentRunWorkflow"]
+__all__ = [
+    "APPROVAL_ERRORS",
+    "DECIDE_UPDATE",
+    "REASON_SIGNAL",
+    "STATUS_QUERY",
+    "WORKFLOW_NAME",
+    "AgentRunWorkflow",
+]

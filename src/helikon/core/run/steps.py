@@ -28,6 +28,7 @@ from ..loop import (
 from ..output_validators import check_output
 from .driver import RunDriver, Stopped
 from .handoff_steps import decide_handoff
+from .resume_point import Decided
 
 if TYPE_CHECKING:
     from ..agent import LlmAgent
@@ -70,17 +71,27 @@ async def tool_step(
     config: RunConfig,
     call: ToolCall,
     emit: Callable[[AgentEvent], None],
+    decided: Decided | None = None,
 ) -> ToolCallOutcome | AgentError:
     """One tool call of `agent`'s run through every layer (hooks, permissions, the tool, redaction).
 
-    `emit` takes the events the pipeline raises (a `PermissionDenied`, ...).
+    `emit` takes the events the pipeline raises (a `PermissionDenied`, ...). A call of a
+    resumed run comes `decided`: approved (it runs with the arguments approved, asked
+    nothing again), or an agent called as a tool going on with its paused run.
     """
     run = RunDriver(agent, ctx, config)
     remove_callback = run.token.add_callback(run.on_cancel)
     try:
         if run.token.is_cancelled():
             return cancel_error(run.token.reason)
-        return await run.tool_runner().run_one(call, None, emit)
+        runner = run.tool_runner()
+        if decided is not None and decided.kind == "run":
+            runner.decided[call.call_id] = decided.args
+        elif decided is not None and decided.kind == "resume":
+            runner.decided[call.call_id] = call.args
+            if decided.sub is not None:
+                runner.resuming[call.call_id] = decided.sub
+        return await runner.run_one(call, None, emit)
     except CallbackRaised as exc:
         return _step_error(exc, run)
     finally:
