@@ -1,6 +1,7 @@
 """A durable-run worker in a process of its own, for the crash tests.
 
-`python temporal_worker_process.py ADDRESS STORE QUEUE DIR` serves until it is killed.
+`python temporal_worker_process.py ADDRESS STORE QUEUE DIR [once]` serves until it is killed
+(`once`: the `slow` tool is never run twice, `StepOptions.tool_attempts`).
 
 Its agent counts its model calls in `DIR/model_calls` (one line each, across processes)
 and calls two tools: `first` answers at once; `slow` notes each start in `DIR/slow_runs`
@@ -54,9 +55,9 @@ def crash_agent(state: Path) -> LlmAgent[None, str]:
     return LlmAgent(name="crashy", model=FunctionModel(answer), tools=[first, slow])
 
 
-async def main(address: str, store: str, queue: str, state: Path) -> None:
+async def main(address: str, store: str, queue: str, state: Path, once: bool) -> None:
     client = await Client.connect(address)
-    options = StepOptions(heartbeat_timeout=timedelta(seconds=2))
+    options = StepOptions(heartbeat_timeout=timedelta(seconds=2), tool_attempts={"slow": 1} if once else {})
     builder = TemporalAgentWorker.builder().client(client).agent(crash_agent(state)).sessions(store)
     async with builder.task_queue(queue).options(options).build():
         (state / f"ready-{queue}").touch()
@@ -64,4 +65,4 @@ async def main(address: str, store: str, queue: str, state: Path) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4])))
+    asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], Path(sys.argv[4]), sys.argv[5:] == ["once"]))

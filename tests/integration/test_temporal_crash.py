@@ -23,8 +23,16 @@ def server() -> Iterator[str]:
         yield address
 
 
-def start_worker(address: str, store: str, state: Path, name: str) -> subprocess.Popen[bytes]:
-    argv = [sys.executable, str(HERE / "temporal_worker_process.py"), address, store, "crashy", str(state)]
+def start_worker(address: str, store: str, state: Path, name: str, *more: str) -> subprocess.Popen[bytes]:
+    argv = [
+        sys.executable,
+        str(HERE / "temporal_worker_process.py"),
+        address,
+        store,
+        "crashy",
+        str(state),
+        *more,
+    ]
     with (state / f"{name}.log").open("wb") as log:
         return subprocess.Popen(argv, cwd=HERE, start_new_session=True, stdout=log, stderr=log)
 
@@ -71,6 +79,35 @@ async def test_a_worker_killed_mid_tool_is_replaced_and_the_run_resumes_from_its
         kinds = [e.event.type for e in await session.events()]
         assert kinds.count("tool_returned") == 2 and kinds.count("tool_called") == 2
         assert kinds[-2:] == ["assistant_message", "turn_closed"]
+    finally:
+        for process in (first, second):
+            if process is not None and process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+async def test_a_tool_run_at_most_once_is_not_run_again_and_the_model_reads_why(
+    server: str, tmp_path: Path
+) -> None:
+    store, state = f"sqlite:///{tmp_path}/sessions.db", tmp_path
+    first = start_worker(server, store, state, "first", "once")
+    second: subprocess.Popen[bytes] | None = None
+    try:
+        await wait_for(state / "ready-crashy", first)
+        client = await connect(server)
+        session, ctx = on(store, "once")
+        run = asyncio.ensure_future(runner(client, "crashy").run(crash_agent(state), "Go.", ctx))
+        while lines(state / "slow_runs") == 0:
+            assert not run.done(), run.result()
+            await asyncio.sleep(0.05)
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+        second = start_worker(server, store, state, "second", "once")
+        result = await asyncio.wait_for(run, 120)
+        assert lines(state / "slow_runs") == 1  # never run twice
+        assert "outcome is unknown" in result.final_output and lines(state / "model_calls") == 3
+        returned = [e.event for e in await session.events() if e.event.type == "tool_returned"]
+        assert returned[-1].is_error and "max_attempts=1" in returned[-1].content[0].text  # pyright: ignore[reportAttributeAccessIssue]
     finally:
         for process in (first, second):
             if process is not None and process.poll() is None:

@@ -427,7 +427,8 @@ class DurableDriver:
                 return answer.failed.error
             assert answer.outcome is not None
             outcomes.append(answer.outcome)
-            self._recorded.add(answer.outcome.call_id)
+            if answer.stored:
+                self._recorded.add(answer.outcome.call_id)
         return ToolResults(outcomes=tuple(outcomes))
 
     async def _close(self, state: LoopState, terminal: AgentEvent | None) -> RunSummary:

@@ -119,6 +119,8 @@ class ToolAnswer:
     type: Literal["tool_answer"] = "tool_answer"
     outcome: ToolCallOutcome | None = None
     failed: StepFailed | None = None
+    stored: bool = True
+    """Whether the session has the outcome (a call whose worker died, not retried: it is recorded next)."""
 
 
 @carrier

@@ -9,6 +9,7 @@ model input never grows it.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
@@ -32,12 +33,16 @@ class StepOptions:
         max_attempts: How often a step is tried when its worker dies or the session cannot
             be reached (0: until its timeout). A model error is never retried here: wrap
             the model in `RetryingModel` for that.
+        tool_attempts: Per tool name, how often its calls are tried: `{"charge_card": 1}`
+            runs a call at most once; if its worker dies meanwhile, the model reads that the
+            outcome is unknown, and the run goes on.
     """
 
     model_timeout: timedelta = timedelta(minutes=10)
     tool_timeout: timedelta = timedelta(minutes=10)
     heartbeat_timeout: timedelta | None = None
     max_attempts: int = 0
+    tool_attempts: Mapping[str, int] = field(default_factory=lambda: {})
     step_timeout: timedelta = timedelta(seconds=60)
     """The longest the session bookkeeping steps (open, close) may take."""
 

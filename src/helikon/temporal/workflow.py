@@ -18,12 +18,14 @@ from typing import Any
 from temporalio import workflow
 from temporalio.common import RetryPolicy
 from temporalio.exceptions import ActivityError, ApplicationError
+from temporalio.exceptions import TimeoutError as StepTimedOut
 from temporalio.workflow import ActivityCancellationType
 
 with workflow.unsafe.imports_passed_through():
     from helikon.core.approvals import PendingApproval
     from helikon.core.events import AgentError
-    from helikon.core.loop import TransitionInput
+    from helikon.core.items import TextPart
+    from helikon.core.loop import ToolCallOutcome, TransitionInput
 
     from .activities import (
         CALL_MODEL,
@@ -78,6 +80,11 @@ APPROVAL_ERRORS = (
     "InvalidEditedArgs",
 )
 """The `ApprovalError`s a decision step fails with: never retried, raised to the caller as they are."""
+
+NOT_RETRIED_TEXT = (
+    "This tool call's outcome is unknown: the worker running it stopped, and the tool is not run "
+    "twice (max_attempts=1). It may or may not have taken effect; check before repeating it."
+)
 
 
 @workflow.defn(name=WORKFLOW_NAME)
@@ -254,15 +261,26 @@ class _ActivityPort:
         too_big = self._too_big(turn, what)
         if too_big is not None:
             return ToolAnswer(failed=too_big)
+        attempts = self.options.tool_attempts.get(turn.call.name, self.options.max_attempts)
+        options = self._options(self.options.tool_timeout)
+        options["retry_policy"] = replace(options["retry_policy"], maximum_attempts=attempts)
         try:
             return await workflow.execute_activity(
                 INVOKE_TOOL,
                 turn,
                 result_type=ToolAnswer,
                 activity_id=f"{turn.step}:tool:{turn.call.call_id}",
-                **self._options(self.options.tool_timeout),
+                **options,
             )
         except ActivityError as exc:
+            if attempts == 1 and isinstance(exc.cause, StepTimedOut):  # its worker died: not run again
+                unknown = ToolCallOutcome(
+                    call_id=turn.call.call_id,
+                    name=turn.call.name,
+                    content=(TextPart(text=NOT_RETRIED_TEXT),),
+                    status="error",
+                )
+                return ToolAnswer(outcome=unknown, stored=False)
             return ToolAnswer(failed=_step_failed(what, exc))
 
     async def check_output(self, turn: CheckTurn) -> TransitionInput | StepFailed:
