@@ -41,6 +41,7 @@ from .app import AgentServer, AgentServerBuilder
 from .auth import AuthLayer, AuthRejection, BearerTokenAuth, LocalTokenAuth
 from .context import ContextProvider, DefaultContextProvider, ServerRequest
 from .runs import RunStatus
+from .server_runner import ServerRunner
 from .session_urls import session_provider
 from .sessions import (
     InMemorySessionProvider,
@@ -65,6 +66,7 @@ __all__ = [
     "RedisSessionProvider",
     "RunStatus",
     "ServerRequest",
+    "ServerRunner",
     "SessionProvider",
     "SqliteSessionProvider",
     "StreamLimits",

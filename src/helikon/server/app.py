@@ -39,6 +39,7 @@ from .eval_routes import EvalRoutes
 from .gate import LOOPBACK_HOSTS, Gate
 from .routes import Api
 from .runs import Retention, Runs
+from .server_runner import ServerRunner
 from .sessions import InMemorySessionProvider, SessionProvider
 from .streams import StreamLimits
 
@@ -63,6 +64,7 @@ class AgentServer:
         local: LocalTokenAuth | None = None,
         console: bool = True,
         evals: tuple[Path | None, Path | None] = (None, None),
+        runner: ServerRunner | None = None,
     ) -> None:
         self.agents = agents
         self.sessions = sessions
@@ -75,7 +77,7 @@ class AgentServer:
         self.local = local
         self.console = console
         self.evals = evals
-        self.runs = Runs(agents, self._session_for, contexts, retention)
+        self.runs = Runs(agents, self._session_for, contexts, retention, runner)
         self.background: set[asyncio.Task[Any]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._recovery: asyncio.Task[Any] | None = None
@@ -280,6 +282,7 @@ class AgentServerBuilder:
         self._local: LocalTokenAuth | None = None
         self._console = True
         self._evals: tuple[Path | None, Path | None] = (None, None)
+        self._runner: ServerRunner | None = None
 
     def agent(self, agent: Agent[Any, Any], *, name: str | None = None) -> AgentServerBuilder:
         """Serve `agent` at `/agents/<name>` (its own name by default); call once per agent."""
@@ -327,6 +330,16 @@ class AgentServerBuilder:
         if dataset is not None and not Path(dataset).parent.is_dir():
             raise UserError(f"AgentServer.evals: the folder of dataset={str(dataset)!r} does not exist")
         self._evals = (None if dataset is None else Path(dataset), None if reports is None else Path(reports))
+        return self
+
+    def runner(self, runner: ServerRunner) -> AgentServerBuilder:
+        """Run the agents with `runner` (default: an `AsyncioRunner` in the server's process).
+
+        A `helikon.temporal.TemporalRunner` makes every run a durable Temporal workflow, and the
+        approvals endpoint its `helikon.decide` update (its sessions must be in a store the
+        workers reach: `.session_provider(session_provider("sqlite:///..."))`).
+        """
+        self._runner = runner
         return self
 
     def console(self, enabled: bool = True) -> AgentServerBuilder:
@@ -401,6 +414,7 @@ class AgentServerBuilder:
             self._local,
             self._console,
             self._evals,
+            self._runner,
         )
 
 

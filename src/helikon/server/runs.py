@@ -42,6 +42,7 @@ from ..core.session.crash_repair import open_turn
 from ..runtime import AsyncioRunner
 from .context import ContextProvider, ServerRequest
 from .run_log import RunLog, Tally
+from .server_runner import ServerRunner
 from .sessions import SessionProvider
 
 logger = logging.getLogger("helikon.server")
@@ -143,12 +144,13 @@ class Runs:
         sessions: Callable[[str | None], Any],
         contexts: ContextProvider[Any],
         retention: Retention,
+        runner: ServerRunner | None = None,
     ) -> None:
         self._agents = agents
         self._sessions = sessions
         self._contexts = contexts
         self._retention = retention
-        self._runner: AsyncioRunner[Any] = AsyncioRunner()
+        self._runner: ServerRunner = runner if runner is not None else AsyncioRunner[Any]()
         self._runs: OrderedDict[str, ServerRun] = OrderedDict()
         self._finished: deque[str] = deque()  # finished runs' ids, in the order they finished
         self._lanes: dict[str, _Lane] = {}

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import re
 import time
 import uuid
 from collections.abc import Mapping
@@ -48,6 +49,8 @@ if TYPE_CHECKING:
 
 Ctx = TypeVar("Ctx")
 T = TypeVar("T")
+
+_KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 MAX_SEED_BYTES = 64 * 1024
 """The largest ctx seed a run carries (it goes into every step's input)."""
@@ -112,16 +115,28 @@ class TemporalRunner:
         self.config = config or TemporalRunnerConfig()
 
     def run_streamed(
-        self, agent: Agent[Ctx, T], input: RunInput, context: RunContext[Ctx], config: RunConfig | None = None
+        self,
+        agent: Agent[Ctx, T],
+        input: RunInput,
+        context: RunContext[Ctx],
+        config: RunConfig | None = None,
+        *,
+        run_key: str | None = None,
     ) -> RunStream[T]:
-        """Start a run and stream its settled events (read from the session as they are stored)."""
+        """Start a run and stream its settled events (read from the session as they are stored).
+
+        `run_key` (`[A-Za-z0-9_-]`) begins the turn's run id: a host names its runs, and finds
+        them in the log by it (the agent server does).
+        """
+        if run_key is not None and not _KEY.fullmatch(run_key):
+            raise UserError(f"a run key is 1 to 64 letters, digits, '_' or '-', not {run_key!r}")
         new_input = to_agent_input(input, call=RUNNER_CALL)
         session, session_id = _durable_session(context.session)
         max_turns = config.max_turns if config is not None else None
         ref = RunRef(
             agent=agent.name,
             session_id=session_id,
-            run_id=f"{uuid.uuid4().hex[:16]}.temporal",
+            run_id=f"{run_key or uuid.uuid4().hex[:16]}.temporal",
             max_turns=max_turns,
             ctx_seed=self.config.ctx_seed,
             payload_limit=self.config.payload_limit,
@@ -172,8 +187,12 @@ class TemporalRunner:
         deny_rest: bool = False,
         by: Approver = None,
         config: RunConfig | None = None,
+        run_key: str | None = None,
     ) -> RunStream[T]:
         """Decide the session's paused durable run, and stream what follows (the `helikon.decide` update).
+
+        The turn that goes on is named after the run's first (`run_key` is taken for the
+        agent server's sake, whose runs keep their id across a resume).
 
         The decisions are checked and recorded by a worker exactly as an in-process resume
         checks them: one that fails raises its `ApprovalError`, and nothing is recorded. The
