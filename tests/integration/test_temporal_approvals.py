@@ -3,20 +3,20 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
-from temporal_helpers import connect, dev_server, on, runner, worker
+from temporal_helpers import connect, on, runner, worker
 
+from durable_cases import normalized
 from helikon import Approve, Deny, LlmAgent, RunConfig, tool
 from helikon.core.approvals import ApprovalAlreadyDecided, NothingToResume, UnknownApprovalRequest
 from helikon.core.events import ApprovalResolved, MessageOutput, RunCompleted, RunPaused
-from helikon.core.session import SessionEntry
 from helikon.temporal import RunSummary, TemporalAgentWorker
 from helikon.testing import MockModel, text_turn, tool_calls_turn
+
+VARYING = ("run_id", "resumes", "decided_at", "request_id")
+"""What differs between two runs' logs besides the timestamps: each turn's own ids, when it was decided."""
 
 refunds: list[int] = []
 
@@ -34,12 +34,6 @@ def lookup(order: int) -> str:
     return f"order {order}: 30 EUR"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with dev_server() as address:
-        yield address
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> str:
     return f"sqlite:///{tmp_path}/sessions.db"
@@ -53,19 +47,9 @@ def clerk() -> LlmAgent[None, str]:
     return LlmAgent(name="clerk", model=MockModel.with_scripts(turns), tools=[lookup, refund])
 
 
-def normalized(entries: list[SessionEntry]) -> list[dict[str, Any]]:
-    """The events without timestamps and run ids (each turn's own), the decisions without their time."""
-    out: list[dict[str, Any]] = []
-    for entry in entries:
-        event = entry.event
-        fields = {f.name: getattr(event, f.name) for f in dataclasses.fields(event)}
-        for name in ("ts", "run_id", "resumes", "decided_at", "request_id"):
-            fields.pop(name, None)
-        out.append(fields)
-    return out
-
-
-async def test_a_paused_run_waits_in_its_workflow_and_goes_on_when_decided(server: str, store: str) -> None:
+async def test_a_paused_run_waits_in_its_workflow_and_goes_on_when_decided(
+    temporal_server: str, store: str
+) -> None:
     """Pause, a first decision (still paused), a second: the run finishes as the in-process one does."""
     in_process, ctx = on(store, "in-process")
     agent = clerk()
@@ -74,7 +58,7 @@ async def test_a_paused_run_waits_in_its_workflow_and_goes_on_when_decided(serve
     await agent.resume(in_process, {first.request_id: Approve()}, by="ada")
     expected = await agent.resume(in_process, {second.request_id: Deny("over the limit")}, by="ada")
 
-    client = await connect(server)
+    client = await connect(temporal_server)
     agent = clerk()
     session, ctx = on(store, "durable")
     refunds.clear()
@@ -99,11 +83,13 @@ async def test_a_paused_run_waits_in_its_workflow_and_goes_on_when_decided(serve
     assert refunds == [7]
     answers = [e.item.text for e in events if isinstance(e, MessageOutput)]
     assert answers == [expected.final_output]
-    assert normalized(await session.events()) == normalized(await in_process.events())
+    assert normalized(await session.events(), *VARYING) == normalized(await in_process.events(), *VARYING)
 
 
-async def test_a_bad_decision_is_refused_as_in_process_and_records_nothing(server: str, store: str) -> None:
-    client = await connect(server)
+async def test_a_bad_decision_is_refused_as_in_process_and_records_nothing(
+    temporal_server: str, store: str
+) -> None:
+    client = await connect(temporal_server)
     agent = clerk()
     session, ctx = on(store, "refused")
     async with worker(client, agent, store, "refusals"):
@@ -123,8 +109,8 @@ async def test_a_bad_decision_is_refused_as_in_process_and_records_nothing(serve
             await durable.resume(agent, ctx, {first: Approve()})
 
 
-async def test_an_expired_request_is_denied_by_a_durable_timer(server: str, store: str) -> None:
-    client = await connect(server)
+async def test_an_expired_request_is_denied_by_a_durable_timer(temporal_server: str, store: str) -> None:
+    client = await connect(temporal_server)
     agent = clerk()
     session, ctx = on(store, "expiring")
     expiring = RunConfig(approval_expires_after=1.0)  # the worker's config: it is authoritative

@@ -4,25 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from temporal_helpers import connect, dev_server, on, runner
+from temporal_helpers import connect, on, runner
 
 from helikon import DenyRule, Governance, LlmAgent, RunConfig, RunContext, RunError, ToolContext, tool
 from helikon.core.events import RunFailed
 from helikon.core.session import Session
 from helikon.temporal import RunRef, StepOptions, TemporalAgentWorker
 from helikon.testing import MockModel, text_turn, tool_call_turn
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with dev_server() as address:
-        yield address
 
 
 @pytest.fixture
@@ -67,10 +60,12 @@ async def kinds_of(session: Session) -> list[str]:
     return [e.event.type for e in await session.events()]
 
 
-async def test_cancelling_the_run_s_token_stops_the_tool_and_closes_the_turn(server: str, store: str) -> None:
+async def test_cancelling_the_run_s_token_stops_the_tool_and_closes_the_turn(
+    temporal_server: str, store: str
+) -> None:
     hang = Hang()
     agent = hang.agent()
-    client = await connect(server)
+    client = await connect(temporal_server)
     session, ctx = on(store, "cancelled")
     async with beating_worker(client, agent, store, "cancel"):
         stream = runner(client, "cancel").run_streamed(agent, "Go.", ctx)
@@ -98,10 +93,12 @@ async def test_cancelling_the_run_s_token_stops_the_tool_and_closes_the_turn(ser
     assert entries[-1].event.outcome == "cancelled"  # pyright: ignore[reportAttributeAccessIssue]
 
 
-async def test_the_run_s_timeout_ends_it_as_timed_out_and_closes_the_turn(server: str, store: str) -> None:
+async def test_the_run_s_timeout_ends_it_as_timed_out_and_closes_the_turn(
+    temporal_server: str, store: str
+) -> None:
     hang = Hang()
     agent = hang.agent()
-    client = await connect(server)
+    client = await connect(temporal_server)
     session, ctx = on(store, "timed-out")
     async with beating_worker(client, agent, store, "timeout"):
         with pytest.raises(RunError, match="timed out") as raised:
@@ -111,7 +108,9 @@ async def test_the_run_s_timeout_ends_it_as_timed_out_and_closes_the_turn(server
     assert kinds[0] == "turn_opened" and kinds[-1] == "turn_closed"
 
 
-async def test_the_worker_s_posture_governs_the_run_whatever_its_context(server: str, store: str) -> None:
+async def test_the_worker_s_posture_governs_the_run_whatever_its_context(
+    temporal_server: str, store: str
+) -> None:
     @tool
     def delete_everything() -> str:
         """Delete everything."""
@@ -133,7 +132,7 @@ async def test_the_worker_s_posture_governs_the_run_whatever_its_context(server:
     def lenient(run: RunRef, session: Session) -> RunContext[None]:
         return RunContext.ephemeral(None)  # no rules at all: the worker's posture still applies
 
-    client = await connect(server)
+    client = await connect(temporal_server)
     session, ctx = on(store, "governed")
     async with beating_worker(client, agent, store, "governed", posture=posture, contexts=lenient):
         result = await runner(client, "governed").run(agent, "Clean up.", ctx)
@@ -146,7 +145,7 @@ async def test_the_worker_s_posture_governs_the_run_whatever_its_context(server:
 
 
 async def test_the_ctx_seed_reaches_the_context_factory_and_a_bad_one_fails_fast(
-    server: str, store: str
+    temporal_server: str, store: str
 ) -> None:
     seen: list[Any] = []
 
@@ -164,7 +163,7 @@ async def test_the_ctx_seed_reaches_the_context_factory_and_a_bad_one_fails_fast
 
     model = MockModel.with_scripts([tool_call_turn("whoami", {}), text_turn("done")])
     agent = LlmAgent(name="seeded", model=model, tools=[whoami])
-    client = await connect(server)
+    client = await connect(temporal_server)
     session, ctx = on(store, "seeded")
     async with beating_worker(client, agent, store, "seeded", contexts=from_seed):
         good = runner(client, "seeded")

@@ -7,20 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from temporal_helpers import connect, dev_server, on, runner
+from temporal_helpers import connect, on, runner
 from temporal_worker_process import crash_agent
 
 HERE = Path(__file__).parent
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with dev_server() as address:
-        yield address
 
 
 def start_worker(address: str, store: str, state: Path, name: str, *more: str) -> subprocess.Popen[bytes]:
@@ -51,14 +43,14 @@ def lines(path: Path) -> int:
 
 
 async def test_a_worker_killed_mid_tool_is_replaced_and_the_run_resumes_from_its_last_step(
-    server: str, tmp_path: Path
+    temporal_server: str, tmp_path: Path
 ) -> None:
     store, state = f"sqlite:///{tmp_path}/sessions.db", tmp_path
-    first = start_worker(server, store, state, "first")
+    first = start_worker(temporal_server, store, state, "first")
     second: subprocess.Popen[bytes] | None = None
     try:
         await wait_for(state / "ready-crashy", first)
-        client = await connect(server)
+        client = await connect(temporal_server)
         session, ctx = on(store, "crash")
         run = asyncio.ensure_future(runner(client, "crashy").run(crash_agent(state), "Go.", ctx))
         while lines(state / "slow_runs") == 0:  # the slow tool has started, in the first worker
@@ -70,7 +62,7 @@ async def test_a_worker_killed_mid_tool_is_replaced_and_the_run_resumes_from_its
         assert lines(state / "model_calls") == 2 and not run.done()
 
         (state / "release").touch()
-        second = start_worker(server, store, state, "second")
+        second = start_worker(temporal_server, store, state, "second")
         result = await asyncio.wait_for(run, 120)
         assert result.final_output == "done: one and two"
         # The two model turns that had completed are not made again; only the third is new.
@@ -87,14 +79,14 @@ async def test_a_worker_killed_mid_tool_is_replaced_and_the_run_resumes_from_its
 
 
 async def test_a_tool_run_at_most_once_is_not_run_again_and_the_model_reads_why(
-    server: str, tmp_path: Path
+    temporal_server: str, tmp_path: Path
 ) -> None:
     store, state = f"sqlite:///{tmp_path}/sessions.db", tmp_path
-    first = start_worker(server, store, state, "first", "once")
+    first = start_worker(temporal_server, store, state, "first", "once")
     second: subprocess.Popen[bytes] | None = None
     try:
         await wait_for(state / "ready-crashy", first)
-        client = await connect(server)
+        client = await connect(temporal_server)
         session, ctx = on(store, "once")
         run = asyncio.ensure_future(runner(client, "crashy").run(crash_agent(state), "Go.", ctx))
         while lines(state / "slow_runs") == 0:
@@ -102,7 +94,7 @@ async def test_a_tool_run_at_most_once_is_not_run_again_and_the_model_reads_why(
             await asyncio.sleep(0.05)
         os.killpg(first.pid, signal.SIGKILL)
         first.wait()
-        second = start_worker(server, store, state, "second", "once")
+        second = start_worker(temporal_server, store, state, "second", "once")
         result = await asyncio.wait_for(run, 120)
         assert lines(state / "slow_runs") == 1  # never run twice
         assert "outcome is unknown" in result.final_output and lines(state / "model_calls") == 3

@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from temporal_helpers import (
     SMALL_LIMIT,
     connect,
-    dev_server,
     on,
     payload_sizes,
     replayer,
@@ -20,25 +16,11 @@ from temporal_helpers import (
     worker,
 )
 
-from durable_cases import CASES, config_of
+from durable_cases import CASES, add, calculator, config_of, normalized
 from helikon import LlmAgent, MemorySession, RunConfig, RunContext, RunError, tool
 from helikon.core.events import RunFailed
 from helikon.core.exceptions import UserError
-from helikon.core.session import SessionEntry
-from helikon.testing import MockModel, text_turn, tool_call_turn, tool_calls_turn
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[str]:
-    with dev_server() as address:
-        yield address
-
-
-@pytest.fixture(scope="module")
-def small_server() -> Iterator[str]:
-    """A server whose payload limit is 10 KiB: what would not fit in history shows at once."""
-    with dev_server(f"limit.blobSize.error={SMALL_LIMIT}", "limit.blobSize.warn=2048") as address:
-        yield address
+from helikon.testing import MockModel, text_turn, tool_call_turn
 
 
 @pytest.fixture
@@ -47,58 +29,26 @@ def store(tmp_path: Path) -> str:
 
 
 @tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    return a + b
-
-
-@tool
 def page(n: int) -> str:
     """Return page `n` of a long document (50 KB)."""
     return f"page {n}: " + "lorem ipsum " * 4300
 
 
-def calculator() -> LlmAgent[None, str]:
-    model = MockModel.with_scripts(
-        [
-            tool_calls_turn([("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})]),
-            tool_call_turn("add", {"a": 5, "b": 6}),
-            text_turn("3, 7 and 11"),
-        ]
-    )
-    return LlmAgent(name="calc", model=model, tools=[add], instructions="Be exact.")
-
-
-def normalized(entries: list[SessionEntry], run_id: str) -> list[dict[str, Any]]:
-    """The events as comparable values: no timestamps, the run's id as `RUN`."""
-    out: list[dict[str, Any]] = []
-    for entry in entries:
-        fields = {
-            f.name: getattr(entry.event, f.name) for f in dataclasses.fields(entry.event) if f.name != "ts"
-        }
-        if fields.get("run_id") == run_id:
-            fields["run_id"] = "RUN"
-        out.append(fields)
-    return out
-
-
-def run_id_of(entries: list[SessionEntry]) -> str:
-    return str(entries[0].event.run_id)  # pyright: ignore[reportAttributeAccessIssue]
-
-
-async def test_a_tool_run_records_the_same_session_events_as_in_process(server: str, store: str) -> None:
+async def test_a_tool_run_records_the_same_session_events_as_in_process(
+    temporal_server: str, store: str
+) -> None:
     in_process, ctx = on(store, "in-process")
     await calculator().run("Add them up.", context=ctx)
     expected = await in_process.events()
 
-    client = await connect(server)
+    client = await connect(temporal_server)
     agent = calculator()
     session, ctx = on(store, "durable")
     async with worker(client, agent, store, "runs"):
         result = await runner(client, "runs").run(agent, "Add them up.", ctx)
     assert result.final_output == "3, 7 and 11"
     entries = await session.events()
-    assert normalized(entries, run_id_of(entries)) == normalized(expected, run_id_of(expected))
+    assert normalized(entries, "run_id") == normalized(expected, "run_id")
     assert [e.event.type for e in entries][:2] == ["turn_opened", "user_message"]
 
     # The run's history replays under the workflow code (a nondeterministic decision would not).
@@ -108,8 +58,8 @@ async def test_a_tool_run_records_the_same_session_events_as_in_process(server: 
     assert replayed.replay_failure is None
 
 
-async def test_the_stream_is_the_run_s_settled_events_in_order(server: str, store: str) -> None:
-    client = await connect(server)
+async def test_the_stream_is_the_run_s_settled_events_in_order(temporal_server: str, store: str) -> None:
+    client = await connect(temporal_server)
     agent = calculator()
     _, ctx = on(store, "streamed")
     async with worker(client, agent, store, "streams"):
@@ -130,21 +80,21 @@ async def test_the_stream_is_the_run_s_settled_events_in_order(server: str, stor
     ]
 
 
-async def test_an_in_memory_session_fails_fast_saying_why(server: str) -> None:
-    client = await connect(server)
+async def test_an_in_memory_session_fails_fast_saying_why(temporal_server: str) -> None:
+    client = await connect(temporal_server)
     ctx = RunContext.ephemeral(None).with_session(MemorySession())
     with pytest.raises(UserError, match="in a store its workers and its client all reach"):
         runner(client, "nowhere").run_streamed(calculator(), "Hi", ctx)
 
 
 async def test_forty_turns_of_fifty_kilobyte_results_stay_out_of_history(
-    small_server: str, store: str
+    small_temporal_server: str, store: str
 ) -> None:
     """The anchors' design (the transcript in every model call) fails here at turn 1; this completes."""
     turns = [tool_call_turn("page", {"n": n}) for n in range(40)]
     model = MockModel.with_scripts([*turns, text_turn("read it all")])
     agent = LlmAgent(name="reader", model=model, tools=[page])
-    client = await connect(small_server)
+    client = await connect(small_temporal_server)
     session, ctx = on(store, "long")
     async with worker(client, agent, store, "long"):
         result = await runner(client, "long", payload_limit=SMALL_LIMIT).run(
@@ -160,14 +110,14 @@ async def test_forty_turns_of_fifty_kilobyte_results_stay_out_of_history(
 
 
 async def test_a_model_answer_too_large_for_history_fails_the_run_once_naming_it(
-    small_server: str, store: str
+    small_temporal_server: str, store: str
 ) -> None:
     huge = "x" * (2 * SMALL_LIMIT)
     model = MockModel.with_scripts(
         [tool_call_turn("add", {"a": 1, "b": 2, "note": huge}), text_turn("never")]
     )
     agent = LlmAgent(name="big", model=model, tools=[add])
-    client = await connect(small_server)
+    client = await connect(small_temporal_server)
     session, ctx = on(store, "too-big")
     async with worker(client, agent, store, "big"):
         with pytest.raises(
@@ -181,7 +131,7 @@ async def test_a_model_answer_too_large_for_history_fails_the_run_once_naming_it
 
 @pytest.mark.parametrize("case", sorted(CASES))
 async def test_each_kind_of_run_records_under_temporal_what_it_records_in_process(
-    server: str, store: str, case: str
+    temporal_server: str, store: str, case: str
 ) -> None:
     """Guardrails, hooks, output validators, a handoff: as in process, step for step."""
     make, text = CASES[case]
@@ -189,14 +139,14 @@ async def test_each_kind_of_run_records_under_temporal_what_it_records_in_proces
     in_process, ctx = on(store, "in-process")
     expected = [event async for event in make().run(text, context=ctx, config=config)][-1]
 
-    client = await connect(server)
+    client = await connect(temporal_server)
     agent = make()
     queue = case.replace(" ", "-")
     session, ctx = on(store, queue)
     async with worker(client, agent, store, queue):
         terminal = [event async for event in runner(client, queue).run_streamed(agent, text, ctx, config)][-1]
     entries, logged = await session.events(), await in_process.events()
-    assert normalized(entries, run_id_of(entries)) == normalized(logged, run_id_of(logged))
+    assert normalized(entries, "run_id") == normalized(logged, "run_id")
     assert type(terminal) is type(expected)
     if isinstance(terminal, RunFailed) and isinstance(expected, RunFailed):
         assert (terminal.error.kind, terminal.error.message) == (expected.error.kind, expected.error.message)

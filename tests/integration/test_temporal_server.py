@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx2
-import pytest
 from server_helpers import clerk, refunds, serving
-from temporal_helpers import connect, dev_server, runner, worker
+from temporal_helpers import connect, runner, worker
 from temporalio.client import WorkflowExecutionStatus
 
 from helikon.server import AgentServer, BearerTokenAuth, session_provider
@@ -16,18 +14,12 @@ from helikon.server import AgentServer, BearerTokenAuth, session_provider
 SESSION = {"X-Session-Id": "s1"}
 
 
-@pytest.fixture(scope="module")
-def server_address() -> Iterator[str]:
-    with dev_server() as address:
-        yield address
-
-
 async def test_a_paused_durable_run_is_approved_over_http_and_its_workflow_completes(
-    server_address: str, tmp_path: Path
+    temporal_server: str, tmp_path: Path
 ) -> None:
     refunds.clear()
     store = f"sqlite:///{tmp_path}/sessions.db"
-    client = await connect(server_address)
+    client = await connect(temporal_server)
     agent = clerk()
     sessions = session_provider(store)
     tokens = {"token-for-ada-0123456789": "ada"}

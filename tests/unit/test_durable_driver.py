@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from durable_cases import CASES, config_of
+from durable_cases import CASES, add, calculator, config_of, normalized, ran
 from helikon import (
     LlmAgent,
     RunConfig,
@@ -21,7 +20,7 @@ from helikon.core.approvals import PendingApproval
 from helikon.core.events import RunFailed
 from helikon.core.governance import Hook, HookDecision, HookEvent
 from helikon.core.loop import TransitionInput
-from helikon.core.session import Session, SessionEntry
+from helikon.core.session import Session
 from helikon.sessions import open_session
 from helikon.temporal import DurableDriver, RunRef, RunSpec, WorkerSteps
 from helikon.temporal.durable_driver import AgentShape
@@ -93,16 +92,6 @@ class DirectPort:
         return await self.steps.resume_run(turn)
 
 
-ran: list[str] = []
-
-
-@tool
-def add(a: int, b: int) -> int:
-    """Add two numbers."""
-    ran.append(f"add {a} {b}")
-    return a + b
-
-
 @tool
 def long_text() -> str:
     """A long result."""
@@ -132,35 +121,13 @@ async def durable_run(
     return summary, port, session
 
 
-def normalized(entries: list[SessionEntry]) -> list[dict[str, Any]]:
-    out = []
-    for entry in entries:
-        fields = {
-            f.name: getattr(entry.event, f.name) for f in dataclasses.fields(entry.event) if f.name != "ts"
-        }
-        fields.pop("run_id", None)
-        out.append(fields)
-    return out
-
-
-def calculator() -> LlmAgent[None, str]:
-    model = MockModel.with_scripts(
-        [
-            tool_calls_turn([("add", {"a": 1, "b": 2}), ("add", {"a": 3, "b": 4})]),
-            tool_call_turn("add", {"a": 5, "b": 6}),
-            text_turn("3, 7 and 11"),
-        ]
-    )
-    return LlmAgent(name="calc", model=model, tools=[add], instructions="Be exact.")
-
-
 async def test_the_driver_records_what_an_in_process_durable_run_records(tmp_path: Path) -> None:
     url = store(tmp_path)
     in_process = open_session(url, "in-process")
     await calculator().run("Add them up.", context=RunContext.ephemeral(None).with_session(in_process))
     summary, _, session = await durable_run(calculator(), url, "durable", "Add them up.")
     assert summary.outcome == "completed" and summary.error is None
-    assert normalized(await session.events()) == normalized(await in_process.events())
+    assert normalized(await session.events(), "run_id") == normalized(await in_process.events(), "run_id")
 
 
 async def test_tool_steps_run_together_within_the_parallel_limit(tmp_path: Path) -> None:
@@ -242,7 +209,7 @@ async def test_a_hook_that_raises_fails_the_run_as_in_process_and_closes_its_tur
     stream = agent.run("go", context=RunContext.ephemeral(None).with_session(in_process))
     async for _ in stream:
         pass
-    assert normalized(await session.events()) == normalized(await in_process.events())
+    assert normalized(await session.events(), "run_id") == normalized(await in_process.events(), "run_id")
 
 
 async def test_the_run_s_max_turns_comes_from_its_ref(tmp_path: Path) -> None:
@@ -272,7 +239,7 @@ async def test_each_kind_of_run_records_what_it_records_in_process(tmp_path: Pat
     stream = make().run(text, context=RunContext.ephemeral(None).with_session(in_process), config=config)
     terminal = [event async for event in stream][-1]
     summary, _, session = await durable_run(make(), store(tmp_path), "durable", text, config)
-    assert normalized(await session.events()) == normalized(await in_process.events())
+    assert normalized(await session.events(), "run_id") == normalized(await in_process.events(), "run_id")
     if isinstance(terminal, RunFailed):
         assert summary.error is not None and summary.outcome == "failed"
         assert (summary.error.kind, summary.error.message) == (terminal.error.kind, terminal.error.message)

@@ -242,19 +242,8 @@ class _ActivityPort:
 
     async def call_model(self, turn: ModelTurn) -> TransitionInput | StepFailed:
         what = f"the model call of turn {turn.turn}"
-        too_big = self._too_big(turn, what)
-        if too_big is not None:
-            return too_big
-        try:
-            return await workflow.execute_activity(
-                CALL_MODEL,
-                turn,
-                result_type=ModelAnswer,  # pyright: ignore[reportArgumentType]
-                activity_id=f"{turn.step}:model",
-                **self._options(self.options.model_timeout),
-            )
-        except ActivityError as exc:
-            return _step_failed(what, exc)
+        timeout = self.options.model_timeout
+        return await self._step(CALL_MODEL, turn, ModelAnswer, what, timeout, f"{turn.step}:model")
 
     async def invoke_tool(self, turn: ToolTurn) -> ToolAnswer:
         what = f"tool {turn.call.name!r} (call {turn.call.call_id})"
@@ -284,38 +273,35 @@ class _ActivityPort:
             return ToolAnswer(failed=_step_failed(what, exc))
 
     async def check_output(self, turn: CheckTurn) -> TransitionInput | StepFailed:
-        return await self._settle(CHECK_OUTPUT, turn, CheckAnswer, "the output validators")
+        timeout, activity_id = self.options.step_timeout, f"{turn.step}:check_output"
+        return await self._step(
+            CHECK_OUTPUT, turn, CheckAnswer, "the output validators", timeout, activity_id
+        )
 
     async def hand_off(self, turn: HandoffTurn) -> TransitionInput | StepFailed:
-        return await self._settle(HAND_OFF, turn, HandoffAnswer, f"the handoff to {turn.state.target!r}")
+        what = f"the handoff to {turn.state.target!r}"
+        timeout, activity_id = self.options.step_timeout, f"{turn.step}:hand_off"
+        return await self._step(HAND_OFF, turn, HandoffAnswer, what, timeout, activity_id)
 
     async def guard_output(self, turn: GuardTurn) -> Guarded:
-        what = "the output guardrails"
-        too_big = self._too_big(turn, what)
-        if too_big is not None:
-            return Guarded(failed=too_big)
-        try:
-            return await workflow.execute_activity(
-                GUARD_OUTPUT,
-                turn,
-                result_type=Guarded,
-                activity_id=f"{turn.step}:guard",
-                **self._options(self.options.step_timeout),
-            )
-        except ActivityError as exc:
-            return Guarded(failed=_step_failed(what, exc))
+        timeout, activity_id = self.options.step_timeout, f"{turn.step}:guard"
+        answer = await self._step(GUARD_OUTPUT, turn, Guarded, "the output guardrails", timeout, activity_id)
+        return Guarded(failed=answer) if isinstance(answer, StepFailed) else answer
 
-    async def _settle(self, name: str, turn: CheckTurn | HandoffTurn, answer: object, what: str) -> Any:
-        too_big = self._too_big(turn, what)
+    async def _step(
+        self, name: str, arg: object, result_type: object, what: str, limit: timedelta, activity_id: str
+    ) -> Any:
+        """Schedule step `name` with `arg` (checked for size first); its answer, or how it failed."""
+        too_big = self._too_big(arg, what)
         if too_big is not None:
             return too_big
         try:
             return await workflow.execute_activity(
                 name,
-                turn,
-                result_type=answer,  # pyright: ignore[reportArgumentType]
-                activity_id=f"{turn.step}:{name.rsplit('.', 1)[-1]}",
-                **self._options(self.options.step_timeout),
+                arg,
+                result_type=result_type,  # pyright: ignore[reportArgumentType]
+                activity_id=activity_id,
+                **self._options(limit),
             )
         except ActivityError as exc:
             return _step_failed(what, exc)
