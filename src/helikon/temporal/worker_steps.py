@@ -17,6 +17,7 @@ What goes back into Temporal's history is small: a tool's result longer than
 from __future__ import annotations
 
 import hashlib
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -48,6 +49,7 @@ from helikon.core.session import (
     ApprovalPending,
     RequestHeader,
     Rewound,
+    SequenceId,
     Session,
     SessionEntry,
     SessionEvent,
@@ -110,7 +112,7 @@ class WorkerSteps:
             (permission mode, rules, policy, approval handler, guards, redaction, secrets).
     """
 
-    __slots__ = ("agents", "config", "contexts", "inline_limit", "posture", "sessions")
+    __slots__ = ("_headers", "agents", "config", "contexts", "inline_limit", "posture", "sessions")
 
     def __init__(
         self,
@@ -124,6 +126,7 @@ class WorkerSteps:
     ) -> None:
         self.agents = dict(agents)
         self.posture = posture
+        self._headers = _Headers()
         self.sessions = sessions
         self.contexts = contexts
         self.config = config or RunConfig()
@@ -192,8 +195,9 @@ class WorkerSteps:
         """Record `turn.pending`, then make the turn's model call from the session's conversation."""
         run = turn.run
         agent, session = self.agent(run), await self.session(run)
-        entries = await session.events()
-        recorder = SessionRecorder(last_header=_last_header(entries), usage=turn.usage)
+        recorder = SessionRecorder(
+            last_header=await self._headers.latest(run.session_id, session), usage=turn.usage
+        )
         for event in turn.pending:
             recorder.observe(event)
         recorded = recorder.take()
@@ -356,6 +360,36 @@ class WorkerSteps:
         head = "" if outcome.status == "ok" else ToolResult(call_id="", content=outcome.content).text[:512]
         content: tuple[ContentPart, ...] = (TextPart(text=f"{head} {note}".strip()),)
         return replace(outcome, content=content, metadata=None)
+
+
+class _Headers:
+    """The latest `RequestHeader` of the sessions this worker's model steps ran on.
+
+    A model step compares its request with the session's latest header (a new one is logged
+    only when it differs): read from where the last step on the session stopped reading, not
+    the whole log each turn. Kept for the most recently used sessions only.
+    """
+
+    __slots__ = ("_known",)
+
+    _MAX = 256
+
+    def __init__(self) -> None:
+        self._known: OrderedDict[str, tuple[SequenceId, RequestHeader | None]] = OrderedDict()
+
+    async def latest(self, session_id: str, session: Session) -> RequestHeader | None:
+        """The latest header in `session`'s log (None: it has none)."""
+        known = self._known.pop(session_id, None)
+        entries = await session.events(None if known is None else known[0])
+        header = known[1] if known is not None else None
+        header = _last_header(entries) or header
+        if entries:
+            self._known[session_id] = (entries[-1].seq, header)
+        elif known is not None:
+            self._known[session_id] = known
+        while len(self._known) > self._MAX:
+            self._known.popitem(last=False)
+        return header
 
 
 class _Sent:
