@@ -403,11 +403,20 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--size", type=int, default=50_000)
-    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument(
+        "--one-partition",
+        action="store_true",
+        help="run the dev server's task queues on one partition (matching.numTaskqueue*Partitions=1)",
+    )
     args = parser.parse_args()
     peers.SETTINGS.update(turns=args.turns, size=args.size)
+    extra: list[str] = []
+    if args.one_partition:
+        for key in ("matching.numTaskqueueReadPartitions", "matching.numTaskqueueWritePartitions"):
+            extra += ["--dynamic-config-value", f"{key}=1"]
     env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=TEMPORAL, dev_server_log_level="error"
+        dev_server_existing_path=TEMPORAL, dev_server_log_level="error", dev_server_extra_args=extra
     )
     address = env.client.service_client.config.target_host
     store = f"sqlite:///{tempfile.mkdtemp()}/sessions.db"
